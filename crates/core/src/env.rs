@@ -1,0 +1,28 @@
+//! The benchmark configuration recorded with every run.
+
+use serde::{Deserialize, Serialize};
+
+/// The machine and software a run was measured on: the table reviews print
+/// beside their results so a reader can tell two platforms apart. A field
+/// that could not be read is `None`, never a guess.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    pub hostname: Option<String>,
+    pub kernel: Option<String>,
+    pub distribution: Option<String>,
+    pub cpu_model: Option<String>,
+    pub logical_cores: Option<u32>,
+    pub physical_cores: Option<u32>,
+    pub smt: Option<bool>,
+    pub memory_kib: Option<u64>,
+    pub governor: Option<String>,
+    /// `net.ipv4.ip_local_port_range`, e.g. "32768 60999".
+    pub ip_local_port_range: Option<String>,
+    /// `net.core.somaxconn`.
+    pub somaxconn: Option<u64>,
+    /// Soft limit of open files for the client process.
+    pub open_files_limit: Option<u64>,
+    pub scalelab_version: String,
+    /// What the target says it is: HTTP `Server` header, SQL version banner.
+    pub server: Option<String>,
+}

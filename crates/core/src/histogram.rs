@@ -1,0 +1,150 @@
+//! A latency histogram in nanoseconds: HDR, mergeable, serializable.
+//!
+//! Engines never keep per-request samples; they record into one of these per
+//! second and per step, so memory stays flat however long a window runs and
+//! results from several threads (or, later, several machines) merge exactly.
+
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Significant figures kept: 3 gives 0.1 % relative precision at any magnitude.
+const SIGFIG: u8 = 3;
+
+/// An HDR histogram of latencies recorded in nanoseconds.
+#[derive(Clone, Debug)]
+pub struct LatencyHistogram {
+    inner: Histogram<u64>,
+}
+
+impl Default for LatencyHistogram {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Percentiles and moments of a histogram, in milliseconds (the unit tables show).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    pub mean: f64,
+    pub stddev: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+}
+
+impl LatencyHistogram {
+    /// An empty histogram; it grows to fit whatever is recorded.
+    pub fn new() -> Self {
+        let mut inner = Histogram::new(SIGFIG).expect("3 significant figures is a valid HDR setting");
+        inner.auto(true);
+        Self { inner }
+    }
+
+    /// Records one latency.
+    #[inline]
+    pub fn record(&mut self, latency: Duration) {
+        let ns = u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX).max(1);
+        // auto-resize is on, so recording cannot fail for in-range u64 values.
+        let _ = self.inner.record(ns);
+    }
+
+    /// Adds every value of `other` into `self`.
+    pub fn merge(&mut self, other: &LatencyHistogram) {
+        let _ = self.inner.add(&other.inner);
+    }
+
+    /// Number of recorded values.
+    pub fn count(&self) -> u64 {
+        self.inner.len()
+    }
+
+    /// True when nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.inner.is_empty()
+    }
+
+    /// The value at quantile `q` (0..=1), in milliseconds; `None` when empty.
+    pub fn quantile_ms(&self, q: f64) -> Option<f64> {
+        if self.is_empty() {
+            return None;
+        }
+        Some(self.inner.value_at_quantile(q) as f64 / 1e6)
+    }
+
+    /// Mean, stddev and the published percentiles, in milliseconds; `None` when empty
+    /// (an empty step has no latency, which is not the same as zero latency).
+    pub fn summary(&self) -> Option<LatencySummary> {
+        if self.is_empty() {
+            return None;
+        }
+        let h = &self.inner;
+        Some(LatencySummary {
+            mean: h.mean() / 1e6,
+            stddev: h.stdev() / 1e6,
+            p50: h.value_at_quantile(0.50) as f64 / 1e6,
+            p90: h.value_at_quantile(0.90) as f64 / 1e6,
+            p99: h.value_at_quantile(0.99) as f64 / 1e6,
+            p999: h.value_at_quantile(0.999) as f64 / 1e6,
+            max: h.max() as f64 / 1e6,
+        })
+    }
+
+    /// Compressed HDR V2 bytes, the format the store keeps.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        V2DeflateSerializer::new()
+            .serialize(&self.inner, &mut out)
+            .expect("serializing an in-memory histogram into a Vec cannot fail");
+        out
+    }
+
+    /// Reads bytes written by [`LatencyHistogram::to_bytes`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, String> {
+        let mut cursor = bytes;
+        let mut inner: Histogram<u64> = Deserializer::new()
+            .deserialize(&mut cursor)
+            .map_err(|e| format!("corrupt latency histogram: {e:?}"))?;
+        inner.auto(true);
+        Ok(Self { inner })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_of_known_values() {
+        let mut h = LatencyHistogram::new();
+        for ms in 1..=100u64 {
+            h.record(Duration::from_millis(ms));
+        }
+        let s = h.summary().unwrap();
+        assert!((s.p50 - 50.0).abs() < 0.1, "{s:?}");
+        assert!((s.p99 - 99.0).abs() < 0.1, "{s:?}");
+        assert!((s.max - 100.0).abs() < 0.1, "{s:?}");
+        assert!((s.mean - 50.5).abs() < 0.1, "{s:?}");
+    }
+
+    #[test]
+    fn empty_has_no_summary() {
+        assert!(LatencyHistogram::new().summary().is_none());
+    }
+
+    #[test]
+    fn round_trip_and_merge() {
+        let mut a = LatencyHistogram::new();
+        a.record(Duration::from_micros(30));
+        let mut b = LatencyHistogram::new();
+        b.record(Duration::from_secs(2));
+        a.merge(&b);
+        let c = LatencyHistogram::from_bytes(&a.to_bytes()).unwrap();
+        assert_eq!(c.count(), 2);
+        assert!((c.summary().unwrap().max - 2000.0).abs() < 2.0);
+        assert!(LatencyHistogram::from_bytes(b"garbage").is_err());
+    }
+}

@@ -1,0 +1,24 @@
+//! Shared types of scalelab, used by every stage of the pipeline.
+//!
+//! - [`plan`]: what to run: [`RunPlan`], [`StepPlan`], durations and their parsing.
+//! - [`result`]: what a step produced: [`StepResult`], [`SecondResult`], [`ErrorCounts`].
+//! - [`histogram`]: [`LatencyHistogram`], the mergeable HDR histogram every engine returns.
+//! - [`env`]: [`Environment`], the "benchmark configuration" recorded with each run.
+//!
+//! Nothing here does I/O; these are values handed between crates.
+
+pub mod env;
+pub mod histogram;
+pub mod plan;
+pub mod result;
+
+pub use env::Environment;
+pub use histogram::{LatencyHistogram, LatencySummary};
+pub use plan::{parse_concurrency_list, parse_duration, RunPlan, StepPlan};
+pub use result::{ErrorClass, ErrorCounts, SecondResult, StepResult};
+
+/// Seconds as a float, the unit of every duration that leaves the engine.
+pub type Seconds = f64;
+
+/// The version of scalelab, recorded in each run's environment.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,223 @@
+//! What a step produced: completions, errors by class, latency histograms,
+//! per-second series and the client's own cost.
+//!
+//! Engines return these mergeable values (never raw samples), so merging the
+//! results of several client threads or machines is adding counters and
+//! histograms.
+
+use crate::histogram::LatencyHistogram;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Why a request did not complete successfully. Failed requests are data,
+/// counted per class; they never stop a step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// TCP connect refused (nothing listens, or the backlog is full and the kernel resets).
+    ConnectRefused,
+    /// TCP connect did not complete within the request timeout.
+    ConnectTimeout,
+    /// The peer reset or closed the connection mid-request.
+    Reset,
+    /// No (complete) response within the request timeout.
+    ReadTimeout,
+    /// HTTP status 400..=499 (or another status the user did not expect).
+    Http4xx,
+    /// HTTP status 500..=599.
+    Http5xx,
+    /// SQL: deadlock detected.
+    Deadlock,
+    /// SQL: lock wait timeout.
+    LockWaitTimeout,
+    /// SQL: serialization failure.
+    SerializationFailure,
+    /// SQL: the server refused the connection for too many clients.
+    TooManyConnections,
+    /// SQL: any other error reported by the server.
+    SqlError,
+    /// SQL: the connection was lost mid-query.
+    ConnectionLost,
+    /// Anything else (protocol error, local resource exhaustion, ...).
+    Other,
+}
+
+impl ErrorClass {
+    /// Every class, in display order.
+    pub const ALL: [ErrorClass; 13] = [
+        ErrorClass::ConnectRefused,
+        ErrorClass::ConnectTimeout,
+        ErrorClass::Reset,
+        ErrorClass::ReadTimeout,
+        ErrorClass::Http4xx,
+        ErrorClass::Http5xx,
+        ErrorClass::Deadlock,
+        ErrorClass::LockWaitTimeout,
+        ErrorClass::SerializationFailure,
+        ErrorClass::TooManyConnections,
+        ErrorClass::SqlError,
+        ErrorClass::ConnectionLost,
+        ErrorClass::Other,
+    ];
+
+    /// The snake_case name used in JSON, CSV and the store.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorClass::ConnectRefused => "connect_refused",
+            ErrorClass::ConnectTimeout => "connect_timeout",
+            ErrorClass::Reset => "reset",
+            ErrorClass::ReadTimeout => "read_timeout",
+            ErrorClass::Http4xx => "http_4xx",
+            ErrorClass::Http5xx => "http_5xx",
+            ErrorClass::Deadlock => "deadlock",
+            ErrorClass::LockWaitTimeout => "lock_wait_timeout",
+            ErrorClass::SerializationFailure => "serialization_failure",
+            ErrorClass::TooManyConnections => "too_many_connections",
+            ErrorClass::SqlError => "sql_error",
+            ErrorClass::ConnectionLost => "connection_lost",
+            ErrorClass::Other => "other",
+        }
+    }
+
+    /// Parses a name written by [`ErrorClass::name`].
+    pub fn from_name(name: &str) -> Option<ErrorClass> {
+        Self::ALL.into_iter().find(|c| c.name() == name)
+    }
+}
+
+/// A failed request: its class and a message for the first of its kind.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Failure {
+    pub class: ErrorClass,
+    pub message: String,
+}
+
+impl Failure {
+    /// A failure of `class` with a human-readable message.
+    pub fn new(class: ErrorClass, message: impl Into<String>) -> Self {
+        Failure { class, message: message.into() }
+    }
+}
+
+/// Failed requests by class, with the first message seen for each class.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ErrorCounts {
+    /// Count per class; classes that never occurred are absent.
+    pub counts: BTreeMap<ErrorClass, u64>,
+    /// The first message seen per class, so a reader knows what "other" was.
+    pub first_message: BTreeMap<ErrorClass, String>,
+}
+
+impl ErrorCounts {
+    /// Counts one failure; keeps its message if it is the first of its class.
+    pub fn add(&mut self, failure: &Failure) {
+        *self.counts.entry(failure.class).or_insert(0) += 1;
+        self.first_message.entry(failure.class).or_insert_with(|| failure.message.clone());
+    }
+
+    /// Adds every count of `other`.
+    pub fn merge(&mut self, other: &ErrorCounts) {
+        for (class, n) in &other.counts {
+            *self.counts.entry(*class).or_insert(0) += n;
+        }
+        for (class, m) in &other.first_message {
+            self.first_message.entry(*class).or_insert_with(|| m.clone());
+        }
+    }
+
+    /// All failures, whatever their class.
+    pub fn total(&self) -> u64 {
+        self.counts.values().sum()
+    }
+
+    /// The count of one class (0 when it never occurred: errors are counted, not sampled).
+    pub fn get(&self, class: ErrorClass) -> u64 {
+        self.counts.get(&class).copied().unwrap_or(0)
+    }
+}
+
+/// One second of a step's window.
+#[derive(Clone, Debug, Default)]
+pub struct SecondResult {
+    /// Seconds since the window started (0-based).
+    pub second: u32,
+    /// Successful completions in this second.
+    pub requests: u64,
+    /// Failed requests in this second.
+    pub errors: u64,
+    /// Latencies of this second's successful completions.
+    pub latency: LatencyHistogram,
+}
+
+/// Everything one step produced, mergeable across client threads.
+#[derive(Clone, Debug, Default)]
+pub struct StepResult {
+    /// Virtual clients of this step.
+    pub concurrency: u32,
+    /// Length of the recorded window actually measured, in seconds.
+    pub window_s: f64,
+    /// Wall-clock start of the window, Unix milliseconds (to align with server logs and probes).
+    pub window_start_unix_ms: i64,
+    /// Wall-clock end of the window, Unix milliseconds.
+    pub window_end_unix_ms: i64,
+    /// Successful completions inside the window (units of work: requests or transactions).
+    pub requests: u64,
+    /// Statements (queries) inside the window; equals `requests` for HTTP.
+    pub queries: u64,
+    /// Failed requests inside the window, by class.
+    pub errors: ErrorCounts,
+    /// Latencies of every successful completion in the window.
+    pub latency: LatencyHistogram,
+    /// The window, second by second.
+    pub seconds: Vec<SecondResult>,
+    /// Client CPU time (user + system) spent during the window, seconds.
+    pub client_cpu_s: f64,
+    /// CPUs the client could run on (its affinity, capped by its threads).
+    pub client_cores: u32,
+    /// Connections re-opened during the window (server closed a keep-alive, lost SQL connection).
+    pub reconnects: u64,
+    /// Mean time to open one connection before the window, milliseconds (`None` if none opened).
+    pub connect_ms: Option<f64>,
+    /// True when the window was cut short (SIGINT); the figures cover `window_s` only.
+    pub partial: bool,
+}
+
+impl StepResult {
+    /// Completions per second of window.
+    pub fn throughput_per_s(&self) -> f64 {
+        if self.window_s > 0.0 {
+            self.requests as f64 / self.window_s
+        } else {
+            0.0
+        }
+    }
+
+    /// Statements per second of window.
+    pub fn queries_per_s(&self) -> f64 {
+        if self.window_s > 0.0 {
+            self.queries as f64 / self.window_s
+        } else {
+            0.0
+        }
+    }
+
+    /// Share of its available cores the client used during the window, in %.
+    pub fn client_cpu_pct(&self) -> Option<f64> {
+        if self.window_s > 0.0 && self.client_cores > 0 {
+            Some(100.0 * self.client_cpu_s / (self.window_s * self.client_cores as f64))
+        } else {
+            None
+        }
+    }
+
+    /// True when the client used more than 90 % of its cores: the result may be the client's.
+    pub fn client_saturated(&self) -> bool {
+        self.client_cpu_pct().is_some_and(|p| p > 90.0)
+    }
+
+    /// True when nothing succeeded in the window: every request failed or
+    /// hung (the target stopped answering).
+    pub fn failed(&self) -> bool {
+        self.requests == 0
+    }
+}
