@@ -1,1 +1,32 @@
-//! placeholder
+//! Analysis of scalelab runs: pure functions from runs loaded in memory to
+//! figures, tables and pass/fail results. Nothing here reads the store or
+//! prints; the binary loads runs and the `report` crate formats.
+//!
+//! - [`series`]: [`Series`] and [`Point`], the storage-independent input.
+//! - [`curve`]: [`Curve`]: peak, knee, collapse, latency growth of one run.
+//! - [`usl`]: [`UslFit`]: Universal Scalability Law fit (λ, σ, κ, R², N*).
+//! - [`mod@compare`]: [`Comparison`]: the side-by-side table of several runs
+//!   (throughput, scaling, deltas, AVG and MAX rows).
+//! - [`render_compare`]: that table as text, Markdown or CSV.
+//! - [`import`]: published series in the import CSV format to [`Series`].
+//! - [`mod@assert`]: the CI assertion language (`peak >= 5000`, `no collapse`, ...).
+//! - [`pct`]: percentage rounding shared by the tables.
+//!
+//! Bottleneck verdicts (rules on telemetry) will sit beside these in their
+//! own module once the probe crate's samples exist.
+
+pub mod assert;
+pub mod compare;
+pub mod curve;
+pub mod import;
+pub mod pct;
+pub mod render_compare;
+pub mod series;
+pub mod usl;
+
+pub use assert::{Assertion, Outcome};
+pub use compare::{compare, CompareError, CompareOptions, Comparison};
+pub use curve::{Collapse, Curve};
+pub use import::{parse_import_csv, ImportError};
+pub use series::{Point, Series, SeriesError};
+pub use usl::{UslError, UslFit};

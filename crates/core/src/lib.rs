@@ -3,6 +3,7 @@
 //! - [`plan`]: what to run: [`RunPlan`], [`StepPlan`], durations and their parsing.
 //! - [`result`]: what a step produced: [`StepResult`], [`SecondResult`], [`ErrorCounts`].
 //! - [`histogram`]: [`LatencyHistogram`], the mergeable HDR histogram every engine returns.
+//! - [`run`]: [`Run`], a run loaded in memory (plan, environment, steps).
 //! - [`env`]: [`Environment`], the "benchmark configuration" recorded with each run.
 //!
 //! Nothing here does I/O; these are values handed between crates.
@@ -11,11 +12,13 @@ pub mod env;
 pub mod histogram;
 pub mod plan;
 pub mod result;
+pub mod run;
 
 pub use env::Environment;
 pub use histogram::{LatencyHistogram, LatencySummary};
 pub use plan::{parse_concurrency_list, parse_duration, RunPlan, StepPlan};
-pub use result::{ErrorClass, ErrorCounts, SecondResult, StepResult};
+pub use result::{ErrorClass, ErrorCounts, Failure, SecondResult, StepResult};
+pub use run::{Run, RunKind};
 
 /// Seconds as a float, the unit of every duration that leaves the engine.
 pub type Seconds = f64;

@@ -79,7 +79,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, PlanError> {
         _ => return Err(err()),
     };
     let secs = value * scale;
-    if !secs.is_finite() || secs < 0.0 || secs > 86_400.0 * 7.0 {
+    if !secs.is_finite() || !(0.0..=86_400.0 * 7.0).contains(&secs) {
         return Err(err());
     }
     Ok(Duration::from_secs_f64(secs))

@@ -180,11 +180,17 @@ pub struct StepResult {
     pub connect_ms: Option<f64>,
     /// True when the window was cut short (SIGINT); the figures cover `window_s` only.
     pub partial: bool,
+    /// Throughput as published, for imported series that have no window or
+    /// histogram of their own.
+    pub published_throughput_per_s: Option<f64>,
 }
 
 impl StepResult {
     /// Completions per second of window.
     pub fn throughput_per_s(&self) -> f64 {
+        if let Some(x) = self.published_throughput_per_s {
+            return x;
+        }
         if self.window_s > 0.0 {
             self.requests as f64 / self.window_s
         } else {

@@ -1,1 +1,22 @@
-//! placeholder
+//! The load engine: it turns a [`StepPlan`](scalelab_core::StepPlan) into a
+//! [`StepResult`](scalelab_core::StepResult) by driving a target.
+//!
+//! - [`driver`]: the [`Driver`]/[`Client`] traits every protocol implements.
+//! - [`engine`]: one closed-loop step on N virtual clients spread over worker
+//!   threads, each a single-threaded event loop; per-second HDR histograms.
+//! - [`sweep`]: a run's steps in order, with pauses, stop-on-signal and
+//!   "target failed" detection.
+//! - [`http`]: the HTTP/1.1 (and HTTPS) driver.
+//! - [`cpu`]: the client's own CPU time and the cores it may use.
+//!
+//! Nothing here prints or stores: results go back to the caller.
+
+pub mod cpu;
+pub mod driver;
+pub mod engine;
+pub mod http;
+pub mod sweep;
+
+pub use driver::{Client, Driver};
+pub use engine::{run_step, EngineOptions, LiveTick};
+pub use sweep::{run_sweep, SweepEnd, SweepEvent};

@@ -1,1 +1,107 @@
-//! placeholder
+//! lmbench-class OS micro-benchmarks: the low-level costs (syscall, fork,
+//! signals, context switch, local IPC latency and bandwidth, memory latency,
+//! FPU) that explain why a server collapses on one OS and not another.
+//!
+//! Module map:
+//! - [`model`]: the values handed out: [`Group`], [`Unit`], [`MicroResult`],
+//!   [`MicroRun`], [`LabelledRun`], [`MicroReport`] (the `--json` shape),
+//!   [`SuiteOptions`], [`MicroError`].
+//! - [`catalog`]: every figure's stable id, group, name and unit, in display order.
+//! - `measure`: the method (calibrate to a few ms, repeat, median/min/max/cv).
+//! - `sys`: guarded OS wrappers: forked children reaped on drop, CPU pinning
+//!   undone on drop, temp files, huge-page memory regions, cache sizes.
+//! - `bench`: the benchmarks, one module per group (procs, signals, threads,
+//!   locks, ctx, latency, bandwidth, memlat, fpu).
+//! - [`table`]: lmbench-summary-layout tables over several labelled runs, and
+//!   their fixed-width text.
+//! - [`published`]: parser for published lmbench/flops CSV tables.
+//! - [`compare`]: % deltas of runs against a baseline run.
+//!
+//! Nothing here prints; [`run_suite`] reports progress through a callback.
+
+pub mod catalog;
+pub mod compare;
+pub mod model;
+pub mod published;
+pub mod table;
+
+mod bench;
+mod measure;
+mod sys;
+
+pub use compare::{compare, delta_pct, CompareCell, CompareRow, Comparison};
+pub use measure::{fmt_num, WIDE_CV};
+pub use model::{
+    Group, LabelledRun, MicroError, MicroReport, MicroResult, MicroRun, SuiteOptions, Unit,
+};
+pub use published::{load_published_dir, parse_published_csv};
+pub use table::{memory_curve, render_tables, summary_tables, Table};
+
+/// The JSON schema of the `--json` document ([`MicroReport`]).
+pub const JSON_SCHEMA: &str = include_str!("../micro.schema.json");
+
+use std::time::Instant;
+
+/// Runs the suite (all groups, or `opts.only`), calling `progress` with each
+/// figure as it completes. Returns when done or, promptly, when `opts.stop`
+/// is set: then `stopped` is true and `results` holds what was finished.
+/// Every child process and thread a benchmark creates is reaped before it
+/// returns, on success, error or stop.
+pub fn run_suite(
+    opts: &SuiteOptions,
+    progress: &mut dyn FnMut(&MicroResult),
+) -> Result<MicroRun, MicroError> {
+    let repeats = opts.repeats.unwrap_or(if opts.quick { 3 } else { 11 });
+    if repeats == 0 {
+        return Err(MicroError::BadRepeats(repeats));
+    }
+    let start = Instant::now();
+    let machine = sys::Machine::detect();
+    let ctx = measure::Ctx::new(opts.quick, repeats, &machine, &opts.stop);
+    let mut groups: Vec<Group> = opts.only.clone().unwrap_or_else(|| Group::ALL.to_vec());
+    groups.sort();
+    groups.dedup();
+
+    let mut out = measure::Out::new(progress);
+    let mut stopped = false;
+    for g in &groups {
+        if ctx.stopped() || bench::run_group(*g, &ctx, &mut out).is_err() {
+            stopped = true;
+            break;
+        }
+    }
+    let results = std::mem::take(&mut out.results);
+    let mut warnings = run_warnings(&machine, &groups);
+    if stopped {
+        warnings.push(format!(
+            "stopped before the suite finished: {} figures kept",
+            results.len()
+        ));
+    }
+    Ok(MicroRun {
+        results,
+        wall_s: start.elapsed().as_secs_f64(),
+        warnings,
+        stopped,
+    })
+}
+
+/// Run-level caveats a reader needs to interpret the figures.
+fn run_warnings(m: &sys::Machine, groups: &[Group]) -> Vec<String> {
+    let mut w = Vec::new();
+    if m.hypervisor && groups.contains(&Group::Latency) {
+        w.push(
+            "virtual machine: the free-CPU latencies include waking an idle vCPU; \
+             compare them with the _same_cpu figures"
+                .to_string(),
+        );
+    }
+    if m.cpus < 8 && groups.contains(&Group::Threads) {
+        w.push(format!(
+            "{} CPUs: lock tests with more threads than CPUs are oversubscribed \
+             (spinners burn slices while the holder waits to run)",
+            m.cpus
+        ));
+    }
+    w
+}

@@ -1,0 +1,210 @@
+//! CI assertions: small expressions checked against a run after it
+//! finished (`--assert 'peak >= 5000'`); any failure makes the binary exit 1.
+//! The language is documented for users in `docs/assertions.md`.
+//!
+//! An assertion is either a comparison `METRIC[@N] OP VALUE[UNIT]` or one of
+//! the flags `no collapse`, `no retrograde`, `no errors`. Every outcome
+//! carries the measured value; a figure that was not measured (no step at
+//! N, latency not recorded, error counts unknown, no USL fit) fails with
+//! "no data": missing data is never read as 0, or a broken run could pass.
+
+mod measure;
+mod parse;
+
+use measure::{collapse_flag, measure};
+
+use crate::curve::Curve;
+use crate::series::Series;
+use crate::usl::UslFit;
+use serde::Serialize;
+use std::fmt;
+
+pub use parse::ParseError;
+
+/// A figure an assertion can check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Highest throughput of the run (/s).
+    Peak,
+    /// Concurrency of the peak.
+    PeakConcurrency,
+    /// [`Curve::knee_concurrency`]: smallest concurrency reaching 90 % of the peak.
+    Knee,
+    /// [`Curve::knee_marginal_concurrency`]: where the gain per added client falls below 10 %.
+    KneeMarginal,
+    /// Throughput at the highest concurrency, in % of the peak.
+    LastPctOfPeak,
+    /// Throughput at step N (/s); needs `@N`.
+    Throughput,
+    /// Throughput at step N in % of the first step's; needs `@N`.
+    Scaling,
+    /// Median latency (ms) at step N, or the worst over all steps without `@N`.
+    P50Ms,
+    /// 99th percentile latency (ms) at step N, or the worst over all steps.
+    P99Ms,
+    /// 99.9th percentile latency (ms) at step N, or the worst over all steps.
+    P999Ms,
+    /// Failed requests at step N, or the total over all steps.
+    Errors,
+    /// USL λ (/s per client).
+    Lambda,
+    /// USL σ (contention).
+    Sigma,
+    /// USL κ (coherency).
+    Kappa,
+    /// USL R².
+    R2,
+    /// USL optimum concurrency N*.
+    NOpt,
+}
+
+/// A comparison operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Op {
+    /// `>=`
+    Ge,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `<`
+    Lt,
+    /// `==` (exact)
+    Eq,
+    /// `!=` (exact)
+    Ne,
+}
+
+impl Op {
+    /// The operator as written.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Op::Ge => ">=",
+            Op::Le => "<=",
+            Op::Gt => ">",
+            Op::Lt => "<",
+            Op::Eq => "==",
+            Op::Ne => "!=",
+        }
+    }
+
+    /// `measured OP expected`; equality is exact (meant for counts and concurrencies).
+    pub fn holds(self, measured: f64, expected: f64) -> bool {
+        match self {
+            Op::Ge => measured >= expected,
+            Op::Le => measured <= expected,
+            Op::Gt => measured > expected,
+            Op::Lt => measured < expected,
+            Op::Eq => measured == expected,
+            Op::Ne => measured != expected,
+        }
+    }
+}
+
+/// What an assertion checks.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Check {
+    /// `METRIC[@N] OP VALUE`; `value` is in the metric's unit (% for scaling).
+    Compare {
+        /// The figure checked.
+        metric: Metric,
+        /// The step (concurrency) it is read at; `None` = the whole run.
+        at: Option<u32>,
+        /// How the measured value must compare with `value`.
+        op: Op,
+        /// The bound, in the metric's unit (a `3x` scaling is stored as 300).
+        value: f64,
+    },
+    /// `no collapse`: see [`Curve::collapse`].
+    NoCollapse,
+    /// `no retrograde`: the last step is not below the first step's throughput.
+    NoRetrograde,
+    /// `no errors`: the same as `errors == 0`.
+    NoErrors,
+}
+
+/// A parsed assertion with the text the user wrote.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Assertion {
+    /// The text as given, for reports.
+    pub text: String,
+    /// What it checks.
+    pub check: Check,
+}
+
+/// The result of one assertion on one run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Outcome {
+    /// The assertion's text.
+    pub assertion: String,
+    /// True when the assertion holds on measured data.
+    pub passed: bool,
+    /// The measured value in the metric's unit; `None` when there was no data.
+    pub measured: Option<f64>,
+    /// The measured value with its unit and context, or why there is no data.
+    pub detail: String,
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let verdict = if self.passed { "PASS" } else { "FAIL" };
+        write!(f, "{verdict}  {}  ({})", self.assertion, self.detail)
+    }
+}
+
+impl Assertion {
+    /// Parses one assertion (see `docs/assertions.md`).
+    pub fn parse(text: &str) -> Result<Assertion, ParseError> {
+        parse::parse(text)
+    }
+
+    /// Checks the assertion on a run, its curve and (when fitted) its USL fit.
+    pub fn evaluate(&self, series: &Series, curve: &Curve, usl: Option<&UslFit>) -> Outcome {
+        let result = match &self.check {
+            Check::Compare {
+                metric,
+                at,
+                op,
+                value,
+            } => measure(*metric, *at, series, curve, usl)
+                .map(|(v, shown)| (op.holds(v, *value), v, format!("measured {shown}"))),
+            Check::NoCollapse => collapse_flag(series, curve, false),
+            Check::NoRetrograde => collapse_flag(series, curve, true),
+            Check::NoErrors => measure(Metric::Errors, None, series, curve, usl)
+                .map(|(v, shown)| (v == 0.0, v, format!("measured {shown}"))),
+        };
+        let (passed, measured, detail) = match result {
+            Ok((passed, v, detail)) => (passed, Some(v), detail),
+            Err(why) => (false, None, format!("no data: {why}")),
+        };
+        Outcome {
+            assertion: self.text.clone(),
+            passed,
+            measured,
+            detail,
+        }
+    }
+}
+
+/// Parses every assertion, stopping at the first that does not parse.
+pub fn parse_all<S: AsRef<str>>(texts: &[S]) -> Result<Vec<Assertion>, ParseError> {
+    texts.iter().map(|t| Assertion::parse(t.as_ref())).collect()
+}
+
+/// Evaluates every assertion on one run.
+pub fn evaluate_all(
+    assertions: &[Assertion],
+    series: &Series,
+    curve: &Curve,
+    usl: Option<&UslFit>,
+) -> Vec<Outcome> {
+    assertions
+        .iter()
+        .map(|a| a.evaluate(series, curve, usl))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,277 @@
+//! The shape of one run's scaling curve: peak, knee, collapse and how
+//! latency grew, computed from the steps alone (no model, unlike [`crate::usl`]).
+//!
+//! Rules (from the diagnosis issue, kept as named constants so the report can
+//! quote them):
+//! - **peak**: the highest throughput; ties go to the lowest concurrency.
+//! - **knee**: where adding clients stops paying. Two figures:
+//!   [`Curve::knee_concurrency`] is the smallest concurrency reaching
+//!   [`KNEE_PEAK_SHARE`] (90 %) of the peak; [`Curve::knee_marginal_concurrency`]
+//!   is the last concurrency before the gain per added client first drops
+//!   below [`KNEE_MARGINAL_SHARE`] (10 %) of the first client's.
+//! - **collapse**: the throughput at the highest concurrency is below
+//!   [`COLLAPSE_PEAK_SHARE`] (70 %) of the peak, or below the first step's
+//!   ("retrograde": more clients get less work done than the first step did).
+
+use crate::series::{Point, Series, SeriesError};
+use serde::{Deserialize, Serialize};
+
+/// Share of the peak that the knee must reach ([`Curve::knee_concurrency`]).
+pub const KNEE_PEAK_SHARE: f64 = 0.90;
+/// Share of the first client's throughput below which an added client is
+/// judged not to pay any more ([`Curve::knee_marginal_concurrency`]).
+pub const KNEE_MARGINAL_SHARE: f64 = 0.10;
+/// Share of the peak below which the last step counts as a collapse.
+pub const COLLAPSE_PEAK_SHARE: f64 = 0.70;
+
+/// The shape of one run's throughput curve.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Curve {
+    /// Concurrency of the first (lowest) step, the base of scaling figures.
+    pub first_concurrency: u32,
+    /// Throughput of the first step.
+    pub first_throughput: f64,
+    /// The highest throughput of the run.
+    pub peak: f64,
+    /// The (lowest) concurrency where [`Curve::peak`] was reached.
+    pub peak_concurrency: u32,
+    /// The knee as reported in `show --json`: the smallest concurrency whose
+    /// throughput reaches 90 % of the peak. It is always defined and robust to
+    /// one noisy step; when the curve is still climbing at the end of the sweep
+    /// (see [`Curve::knee_marginal_concurrency`]) it only locates 90 % of the
+    /// sweep's own peak, and the true knee may lie beyond the sweep.
+    pub knee_concurrency: u32,
+    /// The last concurrency before the gain per added client first falls
+    /// below 10 % of the first client's: with steps N_i, the first i where
+    /// (X_i − X_{i−1}) / (N_i − N_{i−1}) < 0.1 × X_first / N_first gives N_{i−1}.
+    /// `None` when no step falls below (still scaling, or a single step).
+    pub knee_marginal_concurrency: Option<u32>,
+    /// `Some` when the run collapsed (see the module rules).
+    pub collapse: Option<Collapse>,
+    /// Each step's latency percentiles relative to the first step's.
+    pub latency_growth: Vec<LatencyGrowth>,
+}
+
+/// The figures of a collapse, measured at the highest concurrency.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Collapse {
+    /// The highest concurrency of the run, where the collapse is measured.
+    pub concurrency: u32,
+    /// Throughput there.
+    pub throughput: f64,
+    /// That throughput in % of the peak.
+    pub pct_of_peak: f64,
+    /// That throughput in % of the first step's; `None` when the first step's is 0.
+    pub pct_of_first: Option<f64>,
+    /// True when below the first step's throughput: adding clients made the
+    /// server do less work in total, the signature of serialization.
+    pub retrograde: bool,
+}
+
+/// How one step's latency compares with the first step's, as ratios
+/// (2.0 = twice the first step's). `None` where either step lacks the figure.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LatencyGrowth {
+    /// The step's concurrency.
+    pub concurrency: u32,
+    /// p50 at this step / p50 at the first step.
+    pub p50_x: Option<f64>,
+    /// p99 at this step / p99 at the first step.
+    pub p99_x: Option<f64>,
+    /// p99.9 at this step / p99.9 at the first step.
+    pub p999_x: Option<f64>,
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 && a.is_finite() => Some(a / b),
+        _ => None,
+    }
+}
+
+impl Curve {
+    /// Analyses `series`; fails only when the series itself is unusable
+    /// (empty, duplicate or zero concurrency, non-finite throughput).
+    pub fn of(series: &Series) -> Result<Curve, SeriesError> {
+        let points = series.checked_points()?;
+        let first = &points[0];
+        let last = &points[points.len() - 1];
+        let mut peak_point = first;
+        for p in &points {
+            if p.throughput > peak_point.throughput {
+                peak_point = p;
+            }
+        }
+        let peak = peak_point.throughput;
+        // Compare against the share with a relative epsilon so that a step
+        // exactly at 90 % is not lost to floating-point rounding.
+        let knee = points
+            .iter()
+            .find(|p| p.throughput >= KNEE_PEAK_SHARE * peak * (1.0 - 1e-12))
+            .map_or(peak_point.concurrency, |p| p.concurrency);
+        Ok(Curve {
+            first_concurrency: first.concurrency,
+            first_throughput: first.throughput,
+            peak,
+            peak_concurrency: peak_point.concurrency,
+            knee_concurrency: knee,
+            knee_marginal_concurrency: marginal_knee(&points),
+            collapse: collapse(first, last, peak),
+            latency_growth: points
+                .iter()
+                .map(|p| LatencyGrowth {
+                    concurrency: p.concurrency,
+                    p50_x: ratio(p.p50_ms, first.p50_ms),
+                    p99_x: ratio(p.p99_ms, first.p99_ms),
+                    p999_x: ratio(p.p999_ms, first.p999_ms),
+                })
+                .collect(),
+        })
+    }
+
+    /// `throughput` in % of the first step's
+    /// (`None` when the first step's is 0).
+    pub fn scaling_pct(&self, throughput: f64) -> Option<f64> {
+        (self.first_throughput > 0.0).then(|| 100.0 * throughput / self.first_throughput)
+    }
+}
+
+fn marginal_knee(points: &[Point]) -> Option<u32> {
+    let first = &points[0];
+    let threshold = KNEE_MARGINAL_SHARE * first.throughput / f64::from(first.concurrency);
+    points.windows(2).find_map(|w| {
+        let added = f64::from(w[1].concurrency - w[0].concurrency);
+        let gain = (w[1].throughput - w[0].throughput) / added;
+        (gain < threshold).then_some(w[0].concurrency)
+    })
+}
+
+fn collapse(first: &Point, last: &Point, peak: f64) -> Option<Collapse> {
+    let retrograde = last.throughput < first.throughput;
+    if !(retrograde || last.throughput < COLLAPSE_PEAK_SHARE * peak) {
+        return None;
+    }
+    Some(Collapse {
+        concurrency: last.concurrency,
+        throughput: last.throughput,
+        pct_of_peak: 100.0 * last.throughput / peak,
+        pct_of_first: (first.throughput > 0.0).then(|| 100.0 * last.throughput / first.throughput),
+        retrograde,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn g5_tiger() -> Series {
+        Series::from_pairs(
+            "G5 Tiger",
+            &[
+                (1, 192.0),
+                (2, 274.0),
+                (5, 113.0),
+                (10, 62.0),
+                (20, 50.0),
+                (35, 50.0),
+                (50, 47.0),
+            ],
+        )
+    }
+
+    #[test]
+    fn tiger_collapses_retrograde() {
+        let c = Curve::of(&g5_tiger()).unwrap();
+        assert_eq!((c.peak, c.peak_concurrency), (274.0, 2));
+        assert_eq!(c.knee_concurrency, 2);
+        // 1 -> 2 gains 82/client (>= 19.2), 2 -> 5 loses: the knee is at 2.
+        assert_eq!(c.knee_marginal_concurrency, Some(2));
+        let col = c.collapse.unwrap();
+        assert_eq!((col.concurrency, col.throughput), (50, 47.0));
+        assert!(
+            (col.pct_of_peak - 17.153).abs() < 0.01,
+            "{}",
+            col.pct_of_peak
+        );
+        assert!((col.pct_of_first.unwrap() - 24.479).abs() < 0.01);
+        assert!(col.retrograde);
+    }
+
+    #[test]
+    fn opteron_has_knee_and_no_collapse() {
+        let s = Series::from_pairs(
+            "Opteron Linux",
+            &[
+                (1, 290.0),
+                (2, 438.0),
+                (5, 543.0),
+                (10, 629.0),
+                (20, 670.0),
+                (35, 650.0),
+                (50, 669.0),
+            ],
+        );
+        let c = Curve::of(&s).unwrap();
+        assert_eq!((c.peak, c.peak_concurrency), (670.0, 20));
+        assert_eq!(c.knee_concurrency, 10); // 629 >= 603 = 90 % of 670; 543 is not
+        assert_eq!(c.knee_marginal_concurrency, Some(5)); // 5 -> 10 gains 17.2/client < 29
+        assert_eq!(c.collapse, None);
+    }
+
+    #[test]
+    fn collapse_below_70pct_of_peak_without_retrograde() {
+        let s = Series::from_pairs("x", &[(1, 100.0), (2, 200.0), (4, 400.0), (8, 250.0)]);
+        let col = Curve::of(&s).unwrap().collapse.unwrap();
+        assert!(!col.retrograde);
+        assert_eq!(col.pct_of_peak, 62.5);
+        assert_eq!(col.pct_of_first, Some(250.0));
+        // 71 % of the peak at the end is not a collapse.
+        let s = Series::from_pairs("x", &[(1, 100.0), (2, 200.0), (4, 400.0), (8, 284.0)]);
+        assert_eq!(Curve::of(&s).unwrap().collapse, None);
+    }
+
+    #[test]
+    fn linear_curve_has_no_marginal_knee() {
+        let pairs: Vec<(u32, f64)> = (1..=10).map(|n| (n, 100.0 * f64::from(n))).collect();
+        let c = Curve::of(&Series::from_pairs("lin", &pairs)).unwrap();
+        assert_eq!(c.peak_concurrency, 10);
+        assert_eq!(c.knee_concurrency, 9);
+        assert_eq!(c.knee_marginal_concurrency, None);
+        assert_eq!(c.collapse, None);
+    }
+
+    #[test]
+    fn single_step_and_flat_curves() {
+        let c = Curve::of(&Series::from_pairs("one", &[(8, 500.0)])).unwrap();
+        assert_eq!(
+            (
+                c.peak_concurrency,
+                c.knee_concurrency,
+                c.knee_marginal_concurrency
+            ),
+            (8, 8, None)
+        );
+        assert_eq!(c.collapse, None);
+        let flat = Curve::of(&Series::from_pairs(
+            "flat",
+            &[(1, 50.0), (2, 50.0), (4, 50.0)],
+        ))
+        .unwrap();
+        assert_eq!((flat.peak_concurrency, flat.knee_concurrency), (1, 1));
+        assert_eq!(flat.knee_marginal_concurrency, Some(1));
+        assert_eq!(flat.collapse, None);
+    }
+
+    #[test]
+    fn latency_growth_is_relative_to_first_step_and_missing_stays_missing() {
+        let mut a = Point::new(1, 100.0);
+        a.p99_ms = Some(2.0);
+        let mut b = Point::new(4, 300.0);
+        b.p99_ms = Some(7.0);
+        b.p50_ms = Some(1.0);
+        let c = Curve::of(&Series::new("x", vec![b, a])).unwrap();
+        assert_eq!(c.latency_growth[0].p99_x, Some(1.0));
+        assert_eq!(c.latency_growth[1].p99_x, Some(3.5));
+        assert_eq!(c.latency_growth[1].p50_x, None); // no p50 at the first step
+    }
+}

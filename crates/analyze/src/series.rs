@@ -1,0 +1,228 @@
+//! The input of every analysis: a labelled list of steps, independent of
+//! where it came from (a sweep in the store, an imported CSV, a JSON file).
+//!
+//! Only what analysis needs is kept: throughput and a few latency
+//! percentiles per concurrency. Missing figures are `None`, never zero, so a
+//! step whose latency was not recorded cannot pass a latency assertion.
+
+use scalelab_core::StepResult;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// One run's results, one [`Point`] per step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Series {
+    /// The run's name as shown in tables (a label, or a run id).
+    pub label: String,
+    /// The steps, in any order; analyses sort them by concurrency.
+    pub points: Vec<Point>,
+}
+
+/// The figures of one step (one concurrency) of a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    /// Virtual clients of the step (closed loop); at least 1.
+    pub concurrency: u32,
+    /// Completions per second of window, X(N).
+    pub throughput: f64,
+    /// Median latency in milliseconds; `None` when not recorded (e.g. imported).
+    #[serde(default)]
+    pub p50_ms: Option<f64>,
+    /// 99th percentile latency in milliseconds; `None` when not recorded.
+    #[serde(default)]
+    pub p99_ms: Option<f64>,
+    /// 99.9th percentile latency in milliseconds; `None` when not recorded.
+    #[serde(default)]
+    pub p999_ms: Option<f64>,
+    /// Failed requests in the window; `None` when unknown (imported series
+    /// carry no error counts, which is not the same as no errors).
+    #[serde(default)]
+    pub errors: Option<u64>,
+}
+
+impl Point {
+    /// A step with a throughput only (what published tables give).
+    pub fn new(concurrency: u32, throughput: f64) -> Self {
+        Point {
+            concurrency,
+            throughput,
+            p50_ms: None,
+            p99_ms: None,
+            p999_ms: None,
+            errors: None,
+        }
+    }
+
+    /// The analysis figures of an engine's step result; `None` when the step
+    /// has no measured window (its throughput would be undefined, not 0).
+    pub fn from_step(step: &StepResult) -> Option<Self> {
+        if step.window_s <= 0.0 {
+            return None;
+        }
+        Some(Point {
+            concurrency: step.concurrency,
+            throughput: step.throughput_per_s(),
+            p50_ms: step.latency.quantile_ms(0.50),
+            p99_ms: step.latency.quantile_ms(0.99),
+            p999_ms: step.latency.quantile_ms(0.999),
+            errors: Some(step.errors.counts.values().sum()),
+        })
+    }
+}
+
+/// Why a series cannot be analysed.
+#[derive(Debug, Error, PartialEq)]
+pub enum SeriesError {
+    /// Nothing to analyse.
+    #[error("series `{label}` has no steps")]
+    Empty { label: String },
+    /// A concurrency of 0 has no meaning for a closed-loop step.
+    #[error("series `{label}`: a step has concurrency 0 (the lowest is 1)")]
+    ZeroConcurrency { label: String },
+    /// Two steps claim the same concurrency; which one to use is unknowable.
+    #[error("series `{label}`: two steps at concurrency {concurrency}")]
+    DuplicateConcurrency { label: String, concurrency: u32 },
+    /// Throughput must be a finite number >= 0.
+    #[error("series `{label}`: throughput {value} at concurrency {concurrency} is not a finite number >= 0")]
+    BadThroughput {
+        label: String,
+        concurrency: u32,
+        value: f64,
+    },
+}
+
+impl Series {
+    /// A series from its label and steps.
+    pub fn new(label: impl Into<String>, points: Vec<Point>) -> Self {
+        Series {
+            label: label.into(),
+            points,
+        }
+    }
+
+    /// A throughput-only series from `(concurrency, throughput)` pairs.
+    pub fn from_pairs(label: impl Into<String>, pairs: &[(u32, f64)]) -> Self {
+        Series::new(
+            label,
+            pairs.iter().map(|&(n, x)| Point::new(n, x)).collect(),
+        )
+    }
+
+    /// The steps sorted by concurrency, after checking that the series can be
+    /// analysed (not empty, concurrencies >= 1 and distinct, throughputs finite and >= 0).
+    pub fn checked_points(&self) -> Result<Vec<Point>, SeriesError> {
+        let label = || self.label.clone();
+        if self.points.is_empty() {
+            return Err(SeriesError::Empty { label: label() });
+        }
+        let mut points = self.points.clone();
+        points.sort_by_key(|p| p.concurrency);
+        for (i, p) in points.iter().enumerate() {
+            if p.concurrency == 0 {
+                return Err(SeriesError::ZeroConcurrency { label: label() });
+            }
+            if i > 0 && points[i - 1].concurrency == p.concurrency {
+                return Err(SeriesError::DuplicateConcurrency {
+                    label: label(),
+                    concurrency: p.concurrency,
+                });
+            }
+            if !p.throughput.is_finite() || p.throughput < 0.0 {
+                return Err(SeriesError::BadThroughput {
+                    label: label(),
+                    concurrency: p.concurrency,
+                    value: p.throughput,
+                });
+            }
+        }
+        Ok(points)
+    }
+
+    /// The step at `concurrency`, if the series has one.
+    pub fn point_at(&self, concurrency: u32) -> Option<&Point> {
+        self.points.iter().find(|p| p.concurrency == concurrency)
+    }
+
+    /// The step with the lowest concurrency: the base of scaling figures.
+    pub fn first_point(&self) -> Option<&Point> {
+        self.points.iter().min_by_key(|p| p.concurrency)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checked_points_sorts_and_rejects_bad_input() {
+        let s = Series::from_pairs("a", &[(4, 3.0), (1, 1.0), (2, 2.0)]);
+        let c: Vec<u32> = s
+            .checked_points()
+            .unwrap()
+            .iter()
+            .map(|p| p.concurrency)
+            .collect();
+        assert_eq!(c, vec![1, 2, 4]);
+        assert_eq!(s.first_point().unwrap().concurrency, 1);
+
+        let dup = Series::from_pairs("a", &[(1, 1.0), (1, 2.0)]);
+        assert!(matches!(
+            dup.checked_points(),
+            Err(SeriesError::DuplicateConcurrency { concurrency: 1, .. })
+        ));
+        let nan = Series::from_pairs("a", &[(1, f64::NAN)]);
+        assert!(matches!(
+            nan.checked_points(),
+            Err(SeriesError::BadThroughput { .. })
+        ));
+        assert!(matches!(
+            Series::new("a", vec![]).checked_points(),
+            Err(SeriesError::Empty { .. })
+        ));
+        let zero = Series::from_pairs("a", &[(0, 1.0)]);
+        assert!(matches!(
+            zero.checked_points(),
+            Err(SeriesError::ZeroConcurrency { .. })
+        ));
+    }
+
+    #[test]
+    fn point_from_an_engine_step() {
+        use scalelab_core::{ErrorClass, LatencyHistogram, StepResult};
+        use std::time::Duration;
+        let mut step = StepResult {
+            concurrency: 4,
+            ..StepResult::default()
+        };
+        assert_eq!(Point::from_step(&step), None, "no window, no throughput");
+        step.window_s = 2.0;
+        step.requests = 100;
+        step.latency = LatencyHistogram::new();
+        for ms in 1..=100 {
+            step.latency.record(Duration::from_millis(ms));
+        }
+        step.errors.counts.insert(ErrorClass::Reset, 3);
+        let p = Point::from_step(&step).unwrap();
+        assert_eq!((p.concurrency, p.throughput, p.errors), (4, 50.0, Some(3)));
+        assert!((p.p50_ms.unwrap() - 50.0).abs() < 0.5, "{:?}", p.p50_ms);
+        assert!((p.p99_ms.unwrap() - 99.0).abs() < 0.5, "{:?}", p.p99_ms);
+        let empty = StepResult {
+            concurrency: 1,
+            window_s: 1.0,
+            ..StepResult::default()
+        };
+        assert_eq!(
+            Point::from_step(&empty).unwrap().p99_ms,
+            None,
+            "no latency is not 0 ms"
+        );
+    }
+
+    #[test]
+    fn imported_points_have_no_latency_or_errors() {
+        let json = r#"{"label":"x","points":[{"concurrency":1,"throughput":5.0}]}"#;
+        let s: Series = serde_json::from_str(json).unwrap();
+        assert_eq!(s.points[0], Point::new(1, 5.0));
+        assert_eq!(s.points[0].errors, None);
+    }
+}

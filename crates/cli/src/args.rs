@@ -1,0 +1,148 @@
+//! Command-line arguments (clap derive).
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// scalelab: how far does a server scale here, where does it stop, and why.
+#[derive(Parser, Debug)]
+#[command(name = "scalelab", version, about, propagate_version = true)]
+pub struct Cli {
+    /// The run store (SQLite file).
+    #[arg(long, global = true, env = "SCALELAB_STORE", default_value = "scalelab.db")]
+    pub store: PathBuf,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Sweep a target over concurrency levels (no target: the built-in specimen).
+    Sweep(SweepArgs),
+    /// List stored runs.
+    Runs,
+    /// Show one run's table again (ID, label, or `last`).
+    Show(ShowArgs),
+    /// Export a run as JSON or CSV.
+    Export(ExportArgs),
+    /// Run the built-in specimen server (scalelab starts it by itself for `sweep`).
+    Specimen(SpecimenArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct SweepArgs {
+    /// Target URL (http:// or https://). Omit to sweep the built-in specimen.
+    pub target: Option<String>,
+    /// Concurrency levels (virtual clients), in order.
+    #[arg(long, short = 'c', default_value = "1,2,5,10,20,35,50")]
+    pub concurrency: String,
+    /// Warm-up per step (load on, nothing recorded). Default: 5s, or 1s for the specimen.
+    #[arg(long)]
+    pub warmup: Option<String>,
+    /// Measured window per step. Default: 20s, or 2s for the specimen.
+    #[arg(long, short = 'd')]
+    pub duration: Option<String>,
+    /// Pause between steps (no load). Default: 2s, or 1s for the specimen.
+    #[arg(long)]
+    pub pause: Option<String>,
+    /// Time a client waits between a response and its next request.
+    #[arg(long, default_value = "0s")]
+    pub think_time: String,
+    /// Free text to tell this run apart.
+    #[arg(long, short = 'l')]
+    pub label: Option<String>,
+    /// Client worker threads (event loops). Default: one per core.
+    #[arg(long, short = 't')]
+    pub threads: Option<u32>,
+    /// Open a new connection for every request (like ab without -k).
+    #[arg(long)]
+    pub no_keepalive: bool,
+    /// HTTP method.
+    #[arg(long, short = 'X', default_value = "GET")]
+    pub method: String,
+    /// Extra request header, `Name: value` (repeatable).
+    #[arg(long = "header", short = 'H')]
+    pub headers: Vec<String>,
+    /// Request body.
+    #[arg(long)]
+    pub body: Option<String>,
+    /// Request body read from a file.
+    #[arg(long, conflicts_with = "body")]
+    pub body_file: Option<PathBuf>,
+    /// Several URLs with weights: one `[WEIGHT] [METHOD] URL` per line.
+    #[arg(long)]
+    pub url_file: Option<PathBuf>,
+    /// Statuses that count as success: a code, a class, or a list (200,3xx).
+    #[arg(long, default_value = "2xx")]
+    pub expect_status: String,
+    /// Per-request timeout (write to last byte).
+    #[arg(long, default_value = "10s")]
+    pub timeout: String,
+    /// Accept any TLS certificate (self-signed test servers).
+    #[arg(long)]
+    pub insecure: bool,
+    /// End the run after this many consecutive steps in which nothing succeeded.
+    #[arg(long, default_value_t = 2)]
+    pub max_failed_steps: u32,
+    /// Specimen mode when no target is given.
+    #[arg(long, default_value = "scales")]
+    pub specimen: String,
+    /// Specimen CPU work per request, microseconds.
+    #[arg(long, default_value_t = 100)]
+    pub work_us: u64,
+    /// Print the run as JSON (docs/json.md) instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress lines.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    /// Run id, label, or `last`.
+    #[arg(default_value = "last")]
+    pub run: String,
+    /// Print the run as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq)]
+pub enum ExportFormat {
+    Json,
+    Csv,
+}
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// Run id, label, or `last`.
+    #[arg(default_value = "last")]
+    pub run: String,
+    #[arg(long, value_enum, default_value = "json")]
+    pub format: ExportFormat,
+    /// With csv: the per-second series instead of the steps.
+    #[arg(long)]
+    pub series: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct SpecimenArgs {
+    /// Port to listen on (0: any free port); the bound address is printed.
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// Address to bind.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: String,
+    /// scales, global-lock, single-thread, disk, spin.
+    #[arg(long, default_value = "scales")]
+    pub mode: String,
+    /// CPU work per request, microseconds.
+    #[arg(long, default_value_t = 100)]
+    pub work_us: u64,
+    /// Folder for the disk mode's file (default: a temp folder).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Exit when the parent process exits (set when scalelab spawns it).
+    #[arg(long, hide = true)]
+    pub exit_with_parent: bool,
+}

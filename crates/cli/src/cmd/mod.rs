@@ -1,0 +1,19 @@
+//! One module per subcommand.
+
+mod show;
+mod specimen;
+mod sweep;
+
+use crate::args::{Cli, Command};
+use std::process::ExitCode;
+
+/// Runs the chosen subcommand.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Sweep(a) => sweep::run(&cli.store, a),
+        Command::Runs => show::runs(&cli.store),
+        Command::Show(a) => show::show(&cli.store, &a),
+        Command::Export(a) => show::export(&cli.store, &a),
+        Command::Specimen(a) => specimen::run(a),
+    }
+}

@@ -1,0 +1,88 @@
+//! `scalelab runs`, `show` and `export`: reading the store back.
+
+use crate::args::{ExportArgs, ExportFormat, ShowArgs};
+use scalelab_report::fmt::{columns, thousands};
+use scalelab_report::{csv, json, table};
+use scalelab_store::{RunSelector, Store};
+use std::path::Path;
+use std::process::ExitCode;
+
+fn open_existing(path: &Path) -> anyhow::Result<Store> {
+    if !path.exists() {
+        return Err(crate::error::bad(format!(
+            "no store at {} (run `scalelab sweep` first, or pass --store PATH)",
+            path.display()
+        )));
+    }
+    Ok(Store::open(path)?)
+}
+
+pub fn runs(path: &Path) -> anyhow::Result<ExitCode> {
+    let store = open_existing(path)?;
+    let mut rows = vec![["id", "kind", "label", "target", "started (UTC)", "steps", "peak/s", "status"].map(String::from).to_vec()];
+    for r in store.list_runs()? {
+        let status = match (&r.outcome, r.complete) {
+            (_, true) => "complete".to_string(),
+            (Some(o), false) => format!("incomplete: {o}"),
+            (None, false) => "incomplete".to_string(),
+        };
+        rows.push(vec![
+            r.id.to_string(),
+            r.kind,
+            r.label,
+            r.target,
+            utc(r.started_unix_ms),
+            r.steps.to_string(),
+            r.peak_throughput_per_s.map_or("-".into(), thousands),
+            status,
+        ]);
+    }
+    print!("{}", columns(&rows));
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn show(path: &Path, a: &ShowArgs) -> anyhow::Result<ExitCode> {
+    let store = open_existing(path)?;
+    let id = store.resolve(&RunSelector::parse(&a.run))?;
+    let run = store.load_run(id)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&json::run_json(&run))?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let status = if run.complete { "complete".to_string() } else { format!("incomplete ({})", run.outcome.as_deref().unwrap_or("killed or still running")) };
+    println!("run {}: {} — {} — {}", run.id, run.plan.label, run.plan.workload, status);
+    println!("target {}, {} client thread(s), started {}", run.plan.target, run.plan.client_threads, utc(run.started_unix_ms));
+    print!("{}", table::run_table(&run));
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn export(path: &Path, a: &ExportArgs) -> anyhow::Result<ExitCode> {
+    let store = open_existing(path)?;
+    let id = store.resolve(&RunSelector::parse(&a.run))?;
+    let run = store.load_run(id)?;
+    match (a.format, a.series) {
+        (ExportFormat::Json, _) => println!("{}", serde_json::to_string_pretty(&json::run_json(&run))?),
+        (ExportFormat::Csv, false) => print!("{}", csv::steps_csv(&run)),
+        (ExportFormat::Csv, true) => print!("{}", csv::seconds_csv(&run)),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `2026-11-22 01:02:03` from Unix milliseconds (UTC, no time-zone database needed).
+fn utc(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let tod = secs.rem_euclid(86_400);
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}", tod / 3600, tod % 3600 / 60, tod % 60)
+}

@@ -1,0 +1,25 @@
+//! `scalelab specimen`: the built-in target server as a process of its own.
+
+use crate::args::SpecimenArgs;
+use crate::error::bad;
+use scalelab_specimen::{serve, Mode, SpecimenConfig};
+use std::io::Write;
+use std::net::{IpAddr, SocketAddr};
+use std::process::ExitCode;
+
+pub fn run(a: SpecimenArgs) -> anyhow::Result<ExitCode> {
+    let mode: Mode = a.mode.parse().map_err(|e: scalelab_specimen::mode::UnknownMode| bad(e.to_string()))?;
+    let ip: IpAddr = a.bind.parse().map_err(|_| bad(format!("invalid --bind address '{}': use an IP such as 127.0.0.1", a.bind)))?;
+    if a.exit_with_parent {
+        // SAFETY: prctl with PR_SET_PDEATHSIG only sets a flag on this process.
+        unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+    }
+    let config = SpecimenConfig { addr: SocketAddr::new(ip, a.port), mode, work_us: a.work_us, data_dir: a.data_dir };
+    serve(config, |addr| {
+        let mut out = std::io::stdout();
+        let _ = writeln!(out, "listening on {addr} mode {mode} work_us {}", a.work_us);
+        let _ = out.flush();
+    })
+    .map_err(|e| bad(format!("specimen cannot listen on {ip}:{}: {e}", a.port)))?;
+    Ok(ExitCode::SUCCESS)
+}

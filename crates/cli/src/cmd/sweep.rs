@@ -1,0 +1,241 @@
+//! `scalelab sweep`: validate everything, reach the target once, then run
+//! the steps, committing each to the store as it finishes.
+
+use crate::args::SweepArgs;
+use crate::error::bad;
+use crate::progress::Progress;
+use crate::specimen_child::SpecimenChild;
+use scalelab_core::{parse_concurrency_list, parse_duration, Run, RunKind, RunPlan, StepPlan};
+use scalelab_drive::http::{parse_url_file, HttpConfig, HttpDriver, RequestSpec, StatusMatch};
+use scalelab_drive::{cpu, run_sweep, EngineOptions, SweepEnd, SweepEvent};
+use scalelab_report::fmt::columns;
+use scalelab_report::table;
+use scalelab_store::Store;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Schedule defaults: short for the embedded demo (about 30 s in all),
+/// published practice (5 s warm-up, 20 s window, 2 s pause) for real targets.
+fn schedule(a: &SweepArgs, specimen: bool) -> anyhow::Result<(Duration, Duration, Duration, Duration)> {
+    let d = |v: &Option<String>, name: &str, demo: &str, real: &str| -> anyhow::Result<Duration> {
+        let text = v.clone().unwrap_or_else(|| if specimen { demo } else { real }.to_string());
+        parse_duration(&text).map_err(|e| bad(format!("--{name}: {e}")))
+    };
+    let warmup = d(&a.warmup, "warmup", "1s", "5s")?;
+    let window = d(&a.duration, "duration", "2s", "20s")?;
+    let pause = d(&a.pause, "pause", "1s", "2s")?;
+    let think = parse_duration(&a.think_time).map_err(|e| bad(format!("--think-time: {e}")))?;
+    if window < Duration::from_millis(100) {
+        return Err(bad("--duration must be at least 100ms: a shorter window measures noise"));
+    }
+    Ok((warmup, window, pause, think))
+}
+
+fn http_config(a: &SweepArgs, url: &str) -> anyhow::Result<HttpConfig> {
+    let requests = match &a.url_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| bad(format!("--url-file {}: {e}", path.display())))?;
+            parse_url_file(&path.display().to_string(), &text).map_err(|e| bad(e.to_string()))?
+        }
+        None => vec![RequestSpec { method: a.method.to_ascii_uppercase(), url: url.to_string(), weight: 1 }],
+    };
+    let mut headers = Vec::new();
+    for h in &a.headers {
+        let (k, v) = h.split_once(':').ok_or_else(|| bad(format!("invalid header '{h}': use 'Name: value'")))?;
+        headers.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    let body = match (&a.body, &a.body_file) {
+        (Some(b), _) => Some(b.clone().into_bytes()),
+        (None, Some(p)) => Some(std::fs::read(p).map_err(|e| bad(format!("--body-file {}: {e}", p.display())))?),
+        (None, None) => None,
+    };
+    let timeout = parse_duration(&a.timeout).map_err(|e| bad(format!("--timeout: {e}")))?;
+    if timeout.is_zero() {
+        return Err(bad("--timeout must be above 0"));
+    }
+    Ok(HttpConfig {
+        requests,
+        headers,
+        body,
+        keepalive: !a.no_keepalive,
+        timeout,
+        connect_timeout: timeout.min(Duration::from_secs(5)),
+        expect: StatusMatch::parse(&a.expect_status).map_err(|e| bad(e.to_string()))?,
+        insecure: a.insecure,
+    })
+}
+
+pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
+    // 1. Everything the user gave is checked before any load.
+    let concurrency = parse_concurrency_list(&a.concurrency).map_err(|e| bad(format!("--concurrency: {e}")))?;
+    let specimen_mode = match &a.target {
+        None => Some(
+            a.specimen
+                .parse::<scalelab_specimen::Mode>()
+                .map_err(|e| bad(format!("--specimen: {e}")))?,
+        ),
+        Some(_) => None,
+    };
+    if let Some(t) = &a.target {
+        let scheme = t.split("://").next().unwrap_or("");
+        if matches!(scheme, "postgres" | "postgresql" | "mysql") {
+            return Err(bad(format!(
+                "{scheme}:// targets are not supported by this build yet; scalelab sweeps http:// and https:// targets and the built-in specimen"
+            )));
+        }
+        if !t.contains("://") {
+            return Err(bad(format!("invalid target '{t}': give a URL such as http://127.0.0.1:8080/, or no target for the specimen")));
+        }
+    }
+    let (warmup, window, pause, think) = schedule(&a, specimen_mode.is_some())?;
+    let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1));
+    if threads == 0 || threads > 1024 {
+        return Err(bad("--threads must be between 1 and 1024"));
+    }
+    // A placeholder URL validates the HTTP options before the specimen starts.
+    http_config(&a, a.target.as_deref().unwrap_or("http://127.0.0.1/"))?;
+
+    // 2. The store must be usable before load starts.
+    let mut store = Store::open(store_path)?;
+
+    // 3. The target: start the specimen, or check the URL answers.
+    let specimen = match specimen_mode {
+        Some(mode) => Some(SpecimenChild::spawn(mode.name(), a.work_us)?),
+        None => None,
+    };
+    let (url, target_name) = match (&specimen, &a.target) {
+        (Some(s), _) => (format!("http://{}/", s.addr), format!("specimen:{}", a.specimen)),
+        (None, Some(t)) => (t.clone(), t.clone()),
+        (None, None) => unreachable!("no target means the specimen"),
+    };
+    let config = http_config(&a, &url)?;
+    let driver = Arc::new(HttpDriver::new(&config).map_err(|e| bad(e.to_string()))?);
+    let preflight = driver.preflight().map_err(|f| bad(format!("cannot reach {target_name}: {}", f.message)))?;
+    if !preflight.accepted {
+        eprintln!(
+            "warning: {} answered status {} to the first request, which --expect-status {} does not accept: such responses count as errors",
+            target_name, preflight.status, a.expect_status
+        );
+    }
+    cpu::raise_open_files_limit();
+    let env = scalelab_probe::capture_environment(&Default::default(), preflight.server.clone(), cpu::open_files_limit());
+
+    let workload = config
+        .requests
+        .iter()
+        .map(|r| format!("{} {}{}", r.method, r.url, if config.requests.len() > 1 { format!(" x{}", r.weight) } else { String::new() }))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut options = serde_json::Map::new();
+    options.insert("keepalive".into(), (!a.no_keepalive).into());
+    options.insert("timeout_s".into(), config.timeout.as_secs_f64().into());
+    options.insert("expect_status".into(), a.expect_status.clone().into());
+    if let Some(m) = specimen_mode {
+        options.insert("specimen_mode".into(), m.name().into());
+        options.insert("specimen_work_us".into(), a.work_us.into());
+    }
+    let plan = RunPlan {
+        label: a.label.clone().unwrap_or_else(|| target_name.clone()),
+        target: target_name.clone(),
+        workload,
+        steps: concurrency
+            .iter()
+            .map(|&c| StepPlan {
+                concurrency: c,
+                warmup_s: warmup.as_secs_f64(),
+                window_s: window.as_secs_f64(),
+                pause_s: pause.as_secs_f64(),
+                think_time_s: think.as_secs_f64(),
+            })
+            .collect(),
+        client_threads: threads,
+        options,
+    };
+
+    // 4. Load. SIGINT/SIGTERM finish the current second and keep what was measured.
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    let run_id = store.begin_run(RunKind::Sweep, &plan, &env, None)?;
+    let opts = EngineOptions { threads, stop: stop.clone() };
+    let mut progress = Progress::new(a.quiet, plan.steps.len());
+    let print_rows = !a.json;
+    let mut steps = Vec::new();
+    let mut store_error = None;
+    if print_rows {
+        println!("run {run_id}: {} ({}), store {}", plan.label, plan.workload, store_path.display());
+    }
+    let end = run_sweep(&driver, &plan.steps, &opts, a.max_failed_steps, &mut |ev| match ev {
+        SweepEvent::StepStarted { index, plan } => progress.step_started(index, plan.concurrency),
+        SweepEvent::Tick { index, tick } => progress.tick(index, plan.steps[index].concurrency, tick),
+        SweepEvent::StepFinished { index, result } => {
+            progress.clear();
+            if let Err(e) = store.add_step(run_id, index, &result) {
+                store_error.get_or_insert(e);
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            if print_rows {
+                let mut rows = Vec::new();
+                if index == 0 {
+                    rows.push(table::header_line());
+                }
+                rows.push(table::step_row(&result, steps.first().or(Some(&result))));
+                // Align this row with the header by formatting both with the header's widths.
+                let text = columns_like_header(&rows);
+                print!("{text}");
+            }
+            steps.push(result);
+        }
+    });
+    drop(specimen);
+    if let Some(e) = store_error {
+        let _ = store.finish_run(run_id, false, "store error");
+        return Err(anyhow::Error::new(e).context("saving a finished step"));
+    }
+    let (complete, outcome, code) = match &end {
+        SweepEnd::Completed => (true, "completed".to_string(), ExitCode::SUCCESS),
+        SweepEnd::Interrupted => (false, "interrupted".to_string(), ExitCode::from(130)),
+        SweepEnd::TargetFailed { step } => (false, format!("target failed at step {step}"), ExitCode::from(1)),
+    };
+    store.finish_run(run_id, complete, &outcome)?;
+    let run: Run = store.load_run(run_id)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&scalelab_report::json::run_json(&run))?);
+    } else {
+        println!();
+        print!("{}", table::run_table(&run));
+        println!("run {run_id} {outcome}; stored in {}", store_path.display());
+    }
+    match end {
+        SweepEnd::TargetFailed { step } => eprintln!("error: target failed at step {step} (nothing succeeded for {} step(s) in a row)", a.max_failed_steps),
+        SweepEnd::Interrupted => eprintln!("interrupted: run {run_id} kept {} finished step(s), marked incomplete", run.steps.len()),
+        SweepEnd::Completed => {}
+    }
+    Ok(code)
+}
+
+/// Formats rows printed one at a time with fixed column widths wide enough
+/// for typical figures, so the streamed rows line up under the header.
+fn columns_like_header(rows: &[Vec<String>]) -> String {
+    const WIDTHS: [usize; 11] = [11, 12, 7, 8, 7, 7, 7, 7, 7, 8, 6];
+    let mut out = String::new();
+    for r in rows {
+        let mut line = String::new();
+        for (i, c) in r.iter().enumerate() {
+            let w = WIDTHS.get(i).copied().unwrap_or(8);
+            if i == 0 {
+                line.push_str(&format!("{c:<w$}"));
+            } else {
+                line.push_str(&format!("  {c:>w$}"));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    let _ = columns;
+    out
+}

@@ -1,0 +1,63 @@
+//! Progress while a step runs: one rewritten line on a terminal, plain lines
+//! (one per second) otherwise, nothing with --quiet. Written to stderr so
+//! stdout stays the table or the JSON.
+
+use scalelab_drive::LiveTick;
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+pub struct Progress {
+    enabled: bool,
+    tty: bool,
+    last_plain: Option<Instant>,
+    steps: usize,
+}
+
+impl Progress {
+    pub fn new(quiet: bool, steps: usize) -> Self {
+        Progress { enabled: !quiet, tty: std::io::stderr().is_terminal(), last_plain: None, steps }
+    }
+
+    pub fn step_started(&mut self, index: usize, concurrency: u32) {
+        if self.enabled && !self.tty {
+            eprintln!("step {}/{}: {} clients", index + 1, self.steps, concurrency);
+        }
+        self.last_plain = None;
+    }
+
+    pub fn tick(&mut self, index: usize, concurrency: u32, t: &LiveTick) {
+        if !self.enabled {
+            return;
+        }
+        let p99 = t.p99_ms.map_or("-".to_string(), |v| format!("{v:.2} ms"));
+        let phase = if t.warming_up { "warm-up" } else { "window" };
+        let line = format!(
+            "step {}/{} c={} {} {:.1}s  {:.0}/s  p99 {}  errors {}",
+            index + 1,
+            self.steps,
+            concurrency,
+            phase,
+            t.elapsed_s,
+            t.throughput_per_s,
+            p99,
+            t.errors
+        );
+        if self.tty {
+            let mut e = std::io::stderr();
+            let _ = write!(e, "\r\x1b[2K{line}");
+            let _ = e.flush();
+        } else if self.last_plain.is_none_or(|l| l.elapsed() >= Duration::from_secs(1)) {
+            self.last_plain = Some(Instant::now());
+            eprintln!("{line}");
+        }
+    }
+
+    /// Clears the live line before a table row is printed.
+    pub fn clear(&mut self) {
+        if self.enabled && self.tty {
+            let mut e = std::io::stderr();
+            let _ = write!(e, "\r\x1b[2K");
+            let _ = e.flush();
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! Starts the specimen as a child process (so it can be observed like any
+//! other server) and stops it when dropped.
+
+use anyhow::Context;
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+
+/// A running specimen child; killed and reaped on drop.
+pub struct SpecimenChild {
+    child: Child,
+    pub addr: SocketAddr,
+}
+
+impl SpecimenChild {
+    /// Spawns `scalelab specimen` on a free loopback port and waits for its address.
+    pub fn spawn(mode: &str, work_us: u64) -> anyhow::Result<SpecimenChild> {
+        let exe = std::env::current_exe().context("finding the scalelab executable")?;
+        let mut child = Command::new(exe)
+            .args(["specimen", "--port", "0", "--mode", mode, "--work-us", &work_us.to_string(), "--exit-with-parent"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("starting the specimen")?;
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).context("reading the specimen's address")?;
+        let addr = line
+            .strip_prefix("listening on ")
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|a| a.parse().ok());
+        match addr {
+            Some(addr) => Ok(SpecimenChild { child, addr }),
+            None => {
+                let _ = child.kill();
+                let _ = child.wait();
+                anyhow::bail!("the specimen did not start (it said: {:?})", line.trim())
+            }
+        }
+    }
+
+}
+
+impl Drop for SpecimenChild {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,48 @@
+//! The client's own CPU time, so a result limited by the client is caught.
+
+/// User + system CPU seconds this process has used so far (all threads).
+pub fn process_cpu_s() -> f64 {
+    // SAFETY: getrusage writes into the zeroed struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    if rc != 0 {
+        return f64::NAN;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// CPUs this process may run on (its affinity mask), at least 1.
+pub fn allowed_cpus() -> u32 {
+    // SAFETY: sched_getaffinity fills the cpu_set_t we own.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+            let n = libc::CPU_COUNT(&set);
+            if n > 0 {
+                return n as u32;
+            }
+        }
+    }
+    std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1)
+}
+
+/// Soft limit of open files of this process.
+pub fn open_files_limit() -> Option<u64> {
+    // SAFETY: getrlimit writes into the struct we own.
+    let mut rl: libc::rlimit = unsafe { std::mem::zeroed() };
+    (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } == 0).then_some(rl.rlim_cur)
+}
+
+/// Raises the soft open-file limit to the hard limit: 50 clients need 50
+/// sockets, a --no-keepalive sweep needs many more in TIME_WAIT.
+pub fn raise_open_files_limit() {
+    // SAFETY: plain get/set of our own process limits.
+    unsafe {
+        let mut rl: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) == 0 && rl.rlim_cur < rl.rlim_max {
+            rl.rlim_cur = rl.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &rl);
+        }
+    }
+}

@@ -1,0 +1,402 @@
+//! One closed-loop step: N virtual clients, each with exactly one request in
+//! flight, spread round-robin over T worker threads.
+//!
+//! Each worker thread runs its own single-threaded tokio runtime, so a client
+//! never migrates between threads and its stats live in plain (non-atomic)
+//! memory; the only cross-thread traffic per request is one relaxed counter
+//! increment read by the live progress display.
+//!
+//! Timeline of a step: all clients connect → barrier → warm-up (load on,
+//! nothing recorded) → window (completions recorded by completion time) →
+//! clients are dropped at the window's end (in-flight requests are not
+//! counted, as wrk does).
+
+use crate::cpu;
+use crate::driver::{Client, Driver};
+use scalelab_core::result::{ErrorCounts, Failure, SecondResult, StepResult};
+use scalelab_core::{LatencyHistogram, StepPlan};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Barrier};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Settings of the engine that are not part of a step's plan.
+#[derive(Clone, Debug)]
+pub struct EngineOptions {
+    /// Worker threads (event loops) of the client.
+    pub threads: u32,
+    /// Set from a signal handler: the window ends at the next whole second.
+    pub stop: Arc<AtomicBool>,
+}
+
+/// A progress report sent about every 250 ms while a step runs.
+#[derive(Clone, Debug)]
+pub struct LiveTick {
+    /// Seconds since the warm-up began.
+    pub elapsed_s: f64,
+    /// True while warming up (nothing recorded yet).
+    pub warming_up: bool,
+    /// Completions per second over the last tick (warm-up included).
+    pub throughput_per_s: f64,
+    /// Failed requests so far in this step.
+    pub errors: u64,
+    /// p99 latency of the last completed window second, ms.
+    pub p99_ms: Option<f64>,
+}
+
+/// Deadlines shared by the controller and the workers, as nanoseconds since `base`.
+struct Shared {
+    base: Instant,
+    warm_end_ns: AtomicU64,
+    window_end_ns: AtomicU64,
+    completions: AtomicU64,
+    errors: AtomicU64,
+}
+
+impl Shared {
+    fn at(&self, ns: u64) -> Instant {
+        self.base + Duration::from_nanos(ns)
+    }
+    fn warm_end(&self) -> Instant {
+        self.at(self.warm_end_ns.load(Ordering::Relaxed))
+    }
+    fn window_end(&self) -> Instant {
+        self.at(self.window_end_ns.load(Ordering::Relaxed))
+    }
+}
+
+/// What one worker thread measured.
+struct WorkerStats {
+    seconds: Vec<SecondResult>,
+    errors: ErrorCounts,
+    queries: u64,
+    reconnects: u64,
+    connect_total: Duration,
+    connects: u32,
+}
+
+/// Runs one step and returns its merged result. `live` is called from the
+/// calling thread about every 250 ms.
+pub fn run_step<D: Driver>(
+    driver: &Arc<D>,
+    plan: &StepPlan,
+    opts: &EngineOptions,
+    live: &mut dyn FnMut(&LiveTick),
+) -> StepResult {
+    let threads = opts.threads.clamp(1, plan.concurrency.max(1));
+    let n_seconds = plan.window_s.ceil().max(1.0) as usize;
+    let shared = Arc::new(Shared {
+        base: Instant::now(),
+        warm_end_ns: AtomicU64::new(u64::MAX / 4),
+        window_end_ns: AtomicU64::new(u64::MAX / 4),
+        completions: AtomicU64::new(0),
+        errors: AtomicU64::new(0),
+    });
+    // connected: workers + controller; go: deadlines are set.
+    let connected = Arc::new(Barrier::new(threads as usize + 1));
+    let go = Arc::new(Barrier::new(threads as usize + 1));
+    let (sec_tx, sec_rx) = mpsc::channel::<(u32, LatencyHistogram)>();
+
+    let mut handles = Vec::new();
+    for t in 0..threads {
+        let ids: Vec<u32> = (0..plan.concurrency).filter(|c| c % threads == t).collect();
+        let (driver, shared, connected, go, sec_tx) =
+            (driver.clone(), shared.clone(), connected.clone(), go.clone(), sec_tx.clone());
+        let think = Duration::from_secs_f64(plan.think_time_s);
+        handles.push(
+            std::thread::Builder::new()
+                .name(format!("scalelab-client-{t}"))
+                .spawn(move || worker(&*driver, ids, n_seconds, think, &shared, &connected, &go, sec_tx))
+                .expect("spawning a client thread"),
+        );
+    }
+    drop(sec_tx);
+
+    connected.wait();
+    let now = shared.base.elapsed();
+    let warm_end = now + plan.warmup();
+    let window_end = warm_end + plan.window();
+    shared.warm_end_ns.store(warm_end.as_nanos() as u64, Ordering::Relaxed);
+    shared.window_end_ns.store(window_end.as_nanos() as u64, Ordering::Relaxed);
+    let load_start = shared.base + now;
+    go.wait();
+
+    // Controller: progress ticks, client CPU at the window's edges, stop on signal.
+    let mut cpu_start = None;
+    let mut window_start_wall = None;
+    let mut last_count = 0u64;
+    let mut last_tick = Instant::now();
+    let mut last_p99 = None;
+    let mut stopped_at = None;
+    loop {
+        let now = Instant::now();
+        let (warm_end, window_end) = (shared.warm_end(), shared.window_end());
+        if now >= window_end {
+            break;
+        }
+        if cpu_start.is_none() && now >= warm_end {
+            cpu_start = Some(cpu::process_cpu_s());
+            window_start_wall = Some(unix_ms_at(warm_end));
+        }
+        if opts.stop.load(Ordering::Relaxed) && stopped_at.is_none() {
+            // Finish the current second of the window (or stop now if still warming up).
+            let cut = if now < warm_end {
+                now
+            } else {
+                let into = now - warm_end;
+                warm_end + Duration::from_secs(into.as_secs() + 1)
+            };
+            let cut = cut.min(window_end);
+            shared.window_end_ns.store((cut - shared.base).as_nanos() as u64, Ordering::Relaxed);
+            stopped_at = Some(cut);
+            continue;
+        }
+        while let Ok((_, h)) = sec_rx.try_recv() {
+            last_p99 = h.quantile_ms(0.99);
+        }
+        let count = shared.completions.load(Ordering::Relaxed);
+        let dt = now.duration_since(last_tick).as_secs_f64();
+        if dt >= 0.25 {
+            live(&LiveTick {
+                elapsed_s: now.duration_since(load_start).as_secs_f64(),
+                warming_up: now < warm_end,
+                throughput_per_s: (count - last_count) as f64 / dt,
+                errors: shared.errors.load(Ordering::Relaxed),
+                p99_ms: last_p99,
+            });
+            last_count = count;
+            last_tick = now;
+        }
+        let next = (now + Duration::from_millis(50)).min(window_end);
+        let next = if cpu_start.is_none() { next.min(warm_end) } else { next };
+        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+    }
+    let cpu_end = cpu::process_cpu_s();
+    let (warm_end, window_end) = (shared.warm_end(), shared.window_end());
+    let window_s = window_end.saturating_duration_since(warm_end).as_secs_f64();
+    let partial = stopped_at.is_some();
+
+    let mut merged: Vec<SecondResult> =
+        (0..n_seconds as u32).map(|s| SecondResult { second: s, ..Default::default() }).collect();
+    let mut result = StepResult {
+        concurrency: plan.concurrency,
+        window_s,
+        window_start_unix_ms: window_start_wall.unwrap_or_else(|| unix_ms_at(warm_end)),
+        window_end_unix_ms: unix_ms_at(window_end),
+        client_cores: threads.min(cpu::allowed_cpus()),
+        partial,
+        ..Default::default()
+    };
+    let (mut connect_total, mut connects) = (Duration::ZERO, 0u32);
+    for h in handles {
+        let stats = h.join().expect("a client thread panicked");
+        for (m, s) in merged.iter_mut().zip(&stats.seconds) {
+            m.requests += s.requests;
+            m.errors += s.errors;
+            m.latency.merge(&s.latency);
+        }
+        result.errors.merge(&stats.errors);
+        result.queries += stats.queries;
+        result.reconnects += stats.reconnects;
+        connect_total += stats.connect_total;
+        connects += stats.connects;
+    }
+    // A window cut short keeps only the seconds it covered.
+    merged.truncate(window_s.ceil().max(if window_s > 0.0 { 1.0 } else { 0.0 }) as usize);
+    for s in &merged {
+        result.requests += s.requests;
+        result.latency.merge(&s.latency);
+    }
+    result.seconds = merged;
+    result.connect_ms = (connects > 0).then(|| connect_total.as_secs_f64() * 1e3 / connects as f64);
+    result.client_cpu_s = match cpu_start {
+        Some(c0) if window_s > 0.0 => (cpu_end - c0).max(0.0),
+        _ => 0.0,
+    };
+    result
+}
+
+fn unix_ms_at(t: Instant) -> i64 {
+    let now_i = Instant::now();
+    let now_w = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_millis() as i64;
+    if t >= now_i {
+        now_w + t.duration_since(now_i).as_millis() as i64
+    } else {
+        now_w - now_i.duration_since(t).as_millis() as i64
+    }
+}
+
+/// Per-thread state shared by the thread's client tasks (single-threaded: RefCell).
+struct Local {
+    stats: WorkerStats,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn worker<D: Driver>(
+    driver: &D,
+    ids: Vec<u32>,
+    n_seconds: usize,
+    think: Duration,
+    shared: &Arc<Shared>,
+    connected: &Barrier,
+    go: &Barrier,
+    sec_tx: mpsc::Sender<(u32, LatencyHistogram)>,
+) -> WorkerStats {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("building a tokio runtime");
+    let local = Rc::new(RefCell::new(Local {
+        stats: WorkerStats {
+            seconds: (0..n_seconds as u32).map(|s| SecondResult { second: s, ..Default::default() }).collect(),
+            errors: ErrorCounts::default(),
+            queries: 0,
+            reconnects: 0,
+            connect_total: Duration::ZERO,
+            connects: 0,
+        },
+    }));
+
+    // Open every connection before the window.
+    let mut clients: Vec<D::Client> = ids.iter().map(|&id| driver.client(id)).collect();
+    rt.block_on(async {
+        let set = tokio::task::LocalSet::new();
+        set.run_until(async {
+            let futs = clients.iter_mut().map(|c| {
+                let local = local.clone();
+                async move {
+                    let t0 = Instant::now();
+                    let r = c.connect().await;
+                    let mut l = local.borrow_mut();
+                    match r {
+                        Ok(()) => {
+                            l.stats.connect_total += t0.elapsed();
+                            l.stats.connects += 1;
+                        }
+                        // A client that could not connect retries inside the window,
+                        // where its failures are counted as errors.
+                        Err(_) => {}
+                    }
+                }
+            });
+            join_all(futs).await;
+        })
+        .await;
+    });
+    connected.wait();
+    go.wait();
+
+    let set = tokio::task::LocalSet::new();
+    for client in clients {
+        let (local, shared) = (local.clone(), shared.clone());
+        set.spawn_local(client_loop(client, local, shared, think));
+    }
+    rt.block_on(set.run_until(control_loop(shared.clone(), local.clone(), sec_tx)));
+    // Dropping the LocalSet drops every client (and its in-flight request).
+    drop(set);
+    drop(rt);
+    Rc::try_unwrap(local).ok().expect("client tasks were dropped").into_inner().stats
+}
+
+/// Ends the worker's load at the (possibly moved) window end and forwards each
+/// finished second's histogram to the controller for live p99.
+async fn control_loop(shared: Arc<Shared>, local: Rc<RefCell<Local>>, sec_tx: mpsc::Sender<(u32, LatencyHistogram)>) {
+    let mut sent = 0u32;
+    loop {
+        let now = Instant::now();
+        let (warm_end, end) = (shared.warm_end(), shared.window_end());
+        if now >= end {
+            break;
+        }
+        if now > warm_end {
+            let done = (now - warm_end).as_secs() as u32;
+            while sent < done {
+                let l = local.borrow();
+                if let Some(s) = l.stats.seconds.get(sent as usize) {
+                    let _ = sec_tx.send((sent, s.latency.clone()));
+                }
+                sent += 1;
+            }
+        }
+        let wait = end.saturating_duration_since(now).min(Duration::from_millis(50));
+        tokio::time::sleep(wait).await;
+    }
+}
+
+async fn client_loop<C: Client>(mut client: C, local: Rc<RefCell<Local>>, shared: Arc<Shared>, think: Duration) {
+    let mut backoff = Duration::ZERO;
+    let mut reconnects = client.reconnects();
+    loop {
+        let t0 = Instant::now();
+        if t0 >= shared.window_end() {
+            break;
+        }
+        let outcome = client.call().await;
+        let t1 = Instant::now();
+        let warm_end = shared.warm_end();
+        let recorded = t1 >= warm_end && t1 < shared.window_end();
+        let mut failed_connect = false;
+        {
+            let mut l = local.borrow_mut();
+            let sec = if recorded { ((t1 - warm_end).as_secs() as usize).min(l.stats.seconds.len() - 1) } else { 0 };
+            match &outcome {
+                Ok(statements) => {
+                    shared.completions.fetch_add(1, Ordering::Relaxed);
+                    if recorded {
+                        let s = &mut l.stats.seconds[sec];
+                        s.requests += 1;
+                        s.latency.record(t1 - t0);
+                        l.stats.queries += u64::from(*statements);
+                    }
+                    backoff = Duration::ZERO;
+                }
+                Err(f) => {
+                    shared.errors.fetch_add(1, Ordering::Relaxed);
+                    if recorded {
+                        l.stats.seconds[sec].errors += 1;
+                        l.stats.errors.add(f);
+                    }
+                    failed_connect = is_connect_failure(f);
+                }
+            }
+            let r = client.reconnects();
+            if recorded {
+                l.stats.reconnects += r - reconnects;
+            }
+            reconnects = r;
+        }
+        if failed_connect {
+            // A target that refuses connections is not hammered in a tight loop:
+            // back off 1 ms, doubling to 250 ms, while it stays down.
+            backoff = (backoff * 2).clamp(Duration::from_millis(1), Duration::from_millis(250));
+            tokio::time::sleep(backoff).await;
+        } else if !think.is_zero() {
+            tokio::time::sleep(think).await;
+        }
+    }
+}
+
+fn is_connect_failure(f: &Failure) -> bool {
+    use scalelab_core::ErrorClass::*;
+    matches!(f.class, ConnectRefused | ConnectTimeout | TooManyConnections)
+}
+
+/// Awaits every future of an iterator concurrently on the current task.
+async fn join_all<F: std::future::Future<Output = ()>>(futs: impl Iterator<Item = F>) {
+    let mut set = Vec::new();
+    for f in futs {
+        set.push(Box::pin(f));
+    }
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        set.retain_mut(|f| {
+            let done = f.as_mut().poll(cx).is_ready();
+            pending |= !done;
+            !done
+        });
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await
+}

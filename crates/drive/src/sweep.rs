@@ -1,0 +1,79 @@
+//! A run's steps in order: step, pause, next step; stops on a signal or when
+//! the target has failed for too many steps in a row.
+
+use crate::driver::Driver;
+use crate::engine::{run_step, EngineOptions, LiveTick};
+use scalelab_core::{StepPlan, StepResult};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What happens during a sweep, in order, for the caller to show and store.
+#[derive(Debug)]
+pub enum SweepEvent<'a> {
+    /// Step `index` (0-based) begins: clients connect, then warm up.
+    StepStarted { index: usize, plan: &'a StepPlan },
+    /// Progress of the running step.
+    Tick { index: usize, tick: &'a LiveTick },
+    /// Step `index` ended; the result is final (store it now).
+    StepFinished { index: usize, result: StepResult },
+}
+
+/// How a sweep ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SweepEnd {
+    /// Every step ran.
+    Completed,
+    /// Stopped by a signal; the step that was running is kept as partial.
+    Interrupted,
+    /// `step` (1-based) was the last of `max_failed_steps` consecutive steps
+    /// in which nothing succeeded.
+    TargetFailed { step: usize },
+}
+
+/// Runs every step of `steps` against `driver`, calling `on` for each event.
+pub fn run_sweep<D: Driver>(
+    driver: &Arc<D>,
+    steps: &[StepPlan],
+    opts: &EngineOptions,
+    max_failed_steps: u32,
+    on: &mut dyn FnMut(SweepEvent<'_>),
+) -> SweepEnd {
+    let mut failed_in_a_row = 0u32;
+    for (index, plan) in steps.iter().enumerate() {
+        if opts.stop.load(Ordering::Relaxed) {
+            return SweepEnd::Interrupted;
+        }
+        on(SweepEvent::StepStarted { index, plan });
+        let result = run_step(driver, plan, opts, &mut |tick| on(SweepEvent::Tick { index, tick }));
+        let failed = result.failed() && !result.partial;
+        let partial = result.partial;
+        on(SweepEvent::StepFinished { index, result });
+        if partial || opts.stop.load(Ordering::Relaxed) {
+            return SweepEnd::Interrupted;
+        }
+        failed_in_a_row = if failed { failed_in_a_row + 1 } else { 0 };
+        if max_failed_steps > 0 && failed_in_a_row >= max_failed_steps {
+            return SweepEnd::TargetFailed { step: index + 1 };
+        }
+        if index + 1 < steps.len() && !sleep_unless_stopped(plan.pause(), opts) {
+            return SweepEnd::Interrupted;
+        }
+    }
+    SweepEnd::Completed
+}
+
+/// Sleeps `d`, waking early (and returning false) when a stop is requested.
+fn sleep_unless_stopped(d: Duration, opts: &EngineOptions) -> bool {
+    let end = Instant::now() + d;
+    loop {
+        if opts.stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= end {
+            return true;
+        }
+        std::thread::sleep((end - now).min(Duration::from_millis(50)));
+    }
+}

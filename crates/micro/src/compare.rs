@@ -1,0 +1,165 @@
+//! Side-by-side comparison of labelled runs against a baseline run: every
+//! figure's value per run and its delta in % (100 × (A/B − 1), rounded half
+//! away from zero), as data and as text.
+
+use crate::catalog::{self, order_key};
+use crate::measure::fmt_num;
+use crate::model::{LabelledRun, MicroError, Unit};
+use crate::table::Table;
+use serde::{Deserialize, Serialize};
+
+/// One run's value of a figure and its delta against the baseline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompareCell {
+    pub label: String,
+    pub value: Option<f64>,
+    /// 100 × (value / baseline − 1), rounded half away from zero; `None`
+    /// when either side is missing. Positive means a bigger number, which is
+    /// worse for times and better for throughputs (see `unit`).
+    pub delta_pct: Option<i64>,
+}
+
+/// One figure across the runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompareRow {
+    pub id: String,
+    pub name: String,
+    pub unit: Unit,
+    pub baseline: Option<f64>,
+    pub cells: Vec<CompareCell>,
+}
+
+/// Every figure any of the runs has, in catalog order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub baseline: String,
+    pub labels: Vec<String>,
+    pub rows: Vec<CompareRow>,
+}
+
+/// 100 × (a/b − 1), rounded half away from zero. The ratio is first snapped
+/// to 9 decimals so a figure like 1.005 vs 1 (0.49999… in binary) rounds the
+/// way a person computing by hand would. `None` if b is 0 or not finite.
+pub fn delta_pct(a: f64, b: f64) -> Option<i64> {
+    if !a.is_finite() || !b.is_finite() || b == 0.0 {
+        return None;
+    }
+    let x = 100.0 * (a / b - 1.0);
+    let snapped = (x * 1e9).round() / 1e9;
+    Some(snapped.round() as i64)
+}
+
+/// Compares `runs` against the one labelled `baseline`.
+pub fn compare(runs: &[LabelledRun], baseline: &str) -> Result<Comparison, MicroError> {
+    let base = runs
+        .iter()
+        .find(|r| r.label == baseline)
+        .ok_or_else(|| MicroError::UnknownBaseline {
+            given: baseline.to_string(),
+            have: runs
+                .iter()
+                .map(|r| r.label.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        })?;
+    let others: Vec<&LabelledRun> = runs.iter().filter(|r| r.label != baseline).collect();
+    let mut ids: Vec<(String, String, Unit)> = Vec::new();
+    for r in runs {
+        for res in r.run.results.iter().filter(|x| x.median.is_some()) {
+            if !ids.iter().any(|(id, _, _)| *id == res.id) {
+                let name = catalog::info(&res.id)
+                    .map(|i| i.name.to_string())
+                    .unwrap_or_else(|| res.name.clone());
+                ids.push((res.id.clone(), name, res.unit));
+            }
+        }
+    }
+    ids.sort_by_key(|(id, _, _)| order_key(id));
+    let rows = ids
+        .into_iter()
+        .map(|(id, name, unit)| {
+            let b = base.run.median(&id);
+            let cells = others
+                .iter()
+                .map(|o| {
+                    let v = o.run.median(&id);
+                    CompareCell {
+                        label: o.label.clone(),
+                        value: v,
+                        delta_pct: v.zip(b).and_then(|(a, b)| delta_pct(a, b)),
+                    }
+                })
+                .collect();
+            CompareRow {
+                id,
+                name,
+                unit,
+                baseline: b,
+                cells,
+            }
+        })
+        .collect();
+    Ok(Comparison {
+        baseline: baseline.to_string(),
+        labels: others.iter().map(|o| o.label.clone()).collect(),
+        rows,
+    })
+}
+
+impl Comparison {
+    /// The comparison as a table: figure, unit, the baseline's value, then
+    /// each run's value and delta.
+    pub fn to_table(&self) -> Table {
+        let mut columns = vec!["figure".to_string(), "unit".to_string(), self.baseline.clone()];
+        for l in &self.labels {
+            columns.push(l.clone());
+            columns.push("delta%".to_string());
+        }
+        let dash = || "-".to_string();
+        let rows = self
+            .rows
+            .iter()
+            .map(|r| {
+                let mut row = vec![
+                    r.id.clone(),
+                    r.unit.as_str().to_string(),
+                    r.baseline.map(fmt_num).unwrap_or_else(dash),
+                ];
+                for c in &r.cells {
+                    row.push(c.value.map(fmt_num).unwrap_or_else(dash));
+                    row.push(c.delta_pct.map(|d| format!("{d:+}")).unwrap_or_else(dash));
+                }
+                row
+            })
+            .collect();
+        Table {
+            title: format!(
+                "Compared with {}: delta% = 100 x (A/B - 1); for us/ns smaller is better, \
+                 for MB/s, MFLOPS, Mops/s bigger is better",
+                self.baseline
+            ),
+            columns,
+            rows,
+        }
+    }
+
+    /// The comparison as fixed-width text.
+    pub fn render(&self) -> String {
+        self.to_table().render()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delta_rounds_half_away_from_zero() {
+        assert_eq!(delta_pct(1.005, 1.0), Some(1));
+        assert_eq!(delta_pct(0.995, 1.0), Some(-1));
+        assert_eq!(delta_pct(1.004, 1.0), Some(0));
+        assert_eq!(delta_pct(274.0, 192.0), Some(43));
+        assert_eq!(delta_pct(50.0, 192.0), Some(-74));
+        assert_eq!(delta_pct(1.0, 0.0), None);
+    }
+}

@@ -1,0 +1,165 @@
+//! One quick run of the whole suite; every figure must be there, positive and
+//! plausible, and the figures must stand in the orders physics demands.
+
+use scalelab_micro::catalog::CATALOG;
+use scalelab_micro::{run_suite, MicroRun, SuiteOptions};
+use std::sync::OnceLock;
+
+/// The suite runs once per test binary; the tests below share it (and do
+/// not run benchmarks concurrently, which would disturb the timings).
+fn run() -> &'static MicroRun {
+    static RUN: OnceLock<MicroRun> = OnceLock::new();
+    RUN.get_or_init(|| {
+        let opts = SuiteOptions {
+            quick: true,
+            ..SuiteOptions::default()
+        };
+        let mut seen = 0;
+        let run = run_suite(&opts, &mut |_| seen += 1).expect("suite runs");
+        assert_eq!(seen, run.results.len(), "progress saw every result");
+        run
+    })
+}
+
+fn med(id: &str) -> f64 {
+    let r = run().get(id).unwrap_or_else(|| panic!("{id} missing"));
+    match r.median {
+        Some(m) => m,
+        None => panic!("{id} unavailable: {:?}", r.unavailable),
+    }
+}
+
+#[test]
+fn every_catalog_figure_is_reported_once() {
+    let run = run();
+    assert!(!run.stopped);
+    for f in CATALOG {
+        let n = run.results.iter().filter(|r| r.id == f.id).count();
+        assert_eq!(n, 1, "{} reported {n} times", f.id);
+    }
+    // Quick mode leaves out the memory curve.
+    assert_eq!(run.results.len(), CATALOG.len());
+    assert!(run.wall_s > 0.0);
+}
+
+#[test]
+fn every_figure_is_positive_or_says_why_not() {
+    for r in &run().results {
+        match r.median {
+            Some(m) => {
+                assert!(m.is_finite() && m > 0.0, "{}: {m}", r.id);
+                let (lo, hi) = (r.min.unwrap(), r.max.unwrap());
+                assert!(lo <= m && m <= hi, "{}: {lo} {m} {hi}", r.id);
+                assert_eq!(r.samples, 3, "{}", r.id);
+                assert!(r.unavailable.is_none());
+            }
+            None => assert!(
+                r.unavailable.as_deref().is_some_and(|w| !w.is_empty()),
+                "{} has neither a figure nor a reason",
+                r.id
+            ),
+        }
+    }
+}
+
+#[test]
+fn process_costs_are_ordered_and_plausible() {
+    let null_call = med("null_call");
+    assert!(null_call > 0.0 && null_call < 20.0, "null call {null_call} us");
+    assert!(med("fork_exit") > null_call * 10.0);
+    assert!(med("fork_exec") > med("fork_exit"));
+    if std::path::Path::new("/bin/sh").exists() {
+        assert!(med("fork_sh") > med("fork_exit"));
+    }
+    for id in [
+        "null_io",
+        "stat",
+        "open_close",
+        "select_file_100",
+        "select_tcp_100",
+        "sig_install",
+        "sig_catch",
+        "prot_fault",
+    ] {
+        let v = med(id);
+        assert!(v > 0.0 && v < 1000.0, "{id} = {v} us");
+    }
+    assert!(med("open_close") > null_call);
+}
+
+#[test]
+fn threads_and_locks_are_plausible() {
+    assert!(med("thread_create") > med("mutex_uncontended") / 1000.0);
+    let m = med("mutex_uncontended");
+    assert!(m > 1.0 && m < 10_000.0, "mutex {m} ns");
+    for id in ["mutex_handoff", "futex_wake"] {
+        let v = med(id);
+        assert!(v > 0.01 && v < 10_000.0, "{id} = {v} us");
+    }
+    for t in [2, 4, 8] {
+        for k in ["spin", "mutex"] {
+            assert!(med(&format!("lock_{k}_{t}t")) > 0.0);
+            assert!(med(&format!("lock_{k}_{t}t_cpu")) > 0.0);
+        }
+    }
+}
+
+#[test]
+fn context_switches_and_local_latencies_are_plausible() {
+    // Context switch figures are differences; on a loaded machine one may
+    // drop below resolution, but most must be there and none may be absurd.
+    let ctx: Vec<f64> = run()
+        .results
+        .iter()
+        .filter(|r| r.id.starts_with("ctx_"))
+        .filter_map(|r| r.median)
+        .collect();
+    assert!(ctx.len() >= 9, "only {} ctx figures", ctx.len());
+    assert!(ctx.iter().all(|&v| v < 10_000.0));
+    for base in [
+        "pipe_latency",
+        "unix_latency",
+        "udp_latency",
+        "tcp_latency",
+        "tcp_connect",
+    ] {
+        for id in [base.to_string(), format!("{base}_same_cpu")] {
+            let v = med(&id);
+            assert!(v > 0.1 && v < 100_000.0, "{id} = {v} us");
+        }
+    }
+    // A TCP connect is more work than a round trip on the same connection.
+    assert!(med("tcp_connect_same_cpu") > med("tcp_latency_same_cpu") * 0.5);
+}
+
+#[test]
+fn bandwidth_memory_and_fpu_are_plausible() {
+    for id in [
+        "bw_pipe",
+        "bw_unix",
+        "bw_tcp",
+        "bw_file_reread",
+        "bw_mmap_reread",
+        "bw_mem_rd",
+        "bw_mem_wr",
+        "bw_mem_cp",
+    ] {
+        let v = med(id);
+        assert!(v > 50.0 && v < 1_000_000.0, "{id} = {v} MB/s");
+    }
+    let (l1, l2, llc, main) = (
+        med("mem_lat_l1"),
+        med("mem_lat_l2"),
+        med("mem_lat_llc"),
+        med("mem_lat_main"),
+    );
+    assert!(l1 > 0.2 && l1 < 50.0, "L1 {l1} ns");
+    assert!(main > l1 * 3.0, "main {main} ns vs L1 {l1} ns");
+    assert!(main > l2 && llc > l1, "{l1} {l2} {llc} {main}");
+    let avg = med("flops_avg");
+    assert!(avg > 10.0 && avg < 1_000_000.0, "{avg} MFLOPS");
+    let kernels: Vec<f64> = (1..=8).map(|k| med(&format!("flops_{k}"))).collect();
+    let lo = kernels.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = kernels.iter().copied().fold(0.0, f64::max);
+    assert!(lo <= avg && avg <= hi);
+}

@@ -1,0 +1,101 @@
+//! Block devices from `/proc/diskstats`.
+
+use crate::read::{complete_lines, num};
+use serde::{Deserialize, Serialize};
+
+/// One device's counters since boot (see the kernel's
+/// Documentation/admin-guide/iostats.rst).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiskStat {
+    pub name: String,
+    pub reads_completed: u64,
+    pub reads_merged: u64,
+    /// 512-byte sectors, whatever the device's block size.
+    pub sectors_read: u64,
+    pub read_time_ms: u64,
+    pub writes_completed: u64,
+    pub writes_merged: u64,
+    pub sectors_written: u64,
+    pub write_time_ms: u64,
+    /// I/Os in flight now (a gauge).
+    pub in_flight: u64,
+    /// Time the device had I/O in flight: utilisation comes from its rate.
+    pub io_ticks_ms: u64,
+    /// Weighted time in queue.
+    pub time_in_queue_ms: u64,
+}
+
+/// Parses `/proc/diskstats`, keeping devices for which `keep(name)` is true.
+/// Lines with fewer than 14 fields are skipped.
+pub fn parse_diskstats(text: &str, mut keep: impl FnMut(&str) -> bool) -> Result<Vec<DiskStat>, String> {
+    let mut out = Vec::new();
+    let mut lines = 0;
+    for line in complete_lines(text) {
+        let mut it = line.split_ascii_whitespace().skip(2);
+        let Some(name) = it.next() else { continue };
+        let mut v = [0u64; 11];
+        let mut ok = true;
+        for slot in v.iter_mut() {
+            match it.next().and_then(num) {
+                Some(x) => *slot = x,
+                None => {
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        if !ok {
+            continue;
+        }
+        lines += 1;
+        if !keep(name) {
+            continue;
+        }
+        out.push(DiskStat {
+            name: name.to_string(),
+            reads_completed: v[0],
+            reads_merged: v[1],
+            sectors_read: v[2],
+            read_time_ms: v[3],
+            writes_completed: v[4],
+            writes_merged: v[5],
+            sectors_written: v[6],
+            write_time_ms: v[7],
+            in_flight: v[8],
+            io_ticks_ms: v[9],
+            time_in_queue_ms: v[10],
+        });
+    }
+    if lines == 0 && !text.trim().is_empty() {
+        return Err("no complete device line".into());
+    }
+    Ok(out)
+}
+
+/// Devices that are never the server's disk: loop and RAM disks.
+pub fn is_virtual_noise(name: &str) -> bool {
+    name.starts_with("loop") || name.starts_with("ram")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_filters() {
+        let text = "   7       0 loop0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n \
+                    254       0 vda 28068 4688 2092186 8681 14008 11310 1549584 5558 0 6616 15053 6435 44 345032 708 2396 104\n";
+        let d = parse_diskstats(text, |n| !is_virtual_noise(n)).unwrap();
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].name, "vda");
+        assert_eq!(d[0].writes_completed, 14008);
+        assert_eq!(d[0].io_ticks_ms, 6616);
+    }
+
+    #[test]
+    fn cut_line_is_skipped() {
+        let d = parse_diskstats(" 254 0 vda 1 2 3\n", |_| true);
+        assert!(d.is_err());
+        assert_eq!(parse_diskstats("", |_| true).unwrap().len(), 0);
+    }
+}

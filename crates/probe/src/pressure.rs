@@ -1,0 +1,89 @@
+//! Pressure stall information, `/proc/pressure/{cpu,io,memory}` (Linux 4.20+,
+//! and only when the kernel runs with PSI enabled).
+
+use crate::read::complete_lines;
+use serde::{Deserialize, Serialize};
+
+/// One PSI line: share of wall time some (or all) non-idle tasks were stalled.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PsiLine {
+    /// Kernel's own running averages, percent.
+    pub avg10: f64,
+    pub avg60: f64,
+    pub avg300: f64,
+    /// Total stall time since boot, microseconds (the raw counter rates use).
+    pub total_us: u64,
+}
+
+/// PSI of one resource.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Psi {
+    pub some: PsiLine,
+    /// Absent for CPU before Linux 5.13.
+    pub full: Option<PsiLine>,
+}
+
+/// PSI of the three resources; each `None` when unavailable.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Pressure {
+    pub cpu: Option<Psi>,
+    pub io: Option<Psi>,
+    pub memory: Option<Psi>,
+}
+
+fn parse_line(rest: &str) -> Option<PsiLine> {
+    let mut avg10 = None;
+    let mut avg60 = None;
+    let mut avg300 = None;
+    let mut total = None;
+    for kv in rest.split_ascii_whitespace() {
+        let (k, v) = kv.split_once('=')?;
+        match k {
+            "avg10" => avg10 = v.parse::<f64>().ok().filter(|x| x.is_finite()),
+            "avg60" => avg60 = v.parse::<f64>().ok().filter(|x| x.is_finite()),
+            "avg300" => avg300 = v.parse::<f64>().ok().filter(|x| x.is_finite()),
+            "total" => total = v.parse().ok(),
+            _ => {}
+        }
+    }
+    Some(PsiLine { avg10: avg10?, avg60: avg60?, avg300: avg300?, total_us: total? })
+}
+
+/// Parses one `/proc/pressure/*` file; the `some` line is required.
+pub fn parse_psi(text: &str) -> Result<Psi, String> {
+    let mut some = None;
+    let mut full = None;
+    for line in complete_lines(text) {
+        if let Some(rest) = line.strip_prefix("some ") {
+            some = parse_line(rest);
+        } else if let Some(rest) = line.strip_prefix("full ") {
+            full = parse_line(rest);
+        }
+    }
+    Ok(Psi { some: some.ok_or("no complete 'some' line")?, full })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_some_and_full() {
+        let p = parse_psi(
+            "some avg10=7.87 avg60=2.75 avg300=1.80 total=10301078\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+        )
+        .unwrap();
+        assert_eq!(p.some.total_us, 10301078);
+        assert_eq!(p.some.avg10, 7.87);
+        assert_eq!(p.full.unwrap().total_us, 0);
+    }
+
+    #[test]
+    fn cut_or_garbage_is_an_error() {
+        assert!(parse_psi("some avg10=7.87 avg60=2.75 avg300=1.80 total=103").is_err());
+        assert!(parse_psi("some avg10=x avg60=2.75 avg300=1.80 total=1\n").is_err());
+        assert!(parse_psi("").is_err());
+        let p = parse_psi("some avg10=1.00 avg60=2.00 avg300=3.00 total=4\nfull avg10=1\n").unwrap();
+        assert_eq!(p.full, None);
+    }
+}

@@ -1,0 +1,215 @@
+//! TCP sockets from `/proc/net/tcp` and `/proc/net/tcp6`: counts by state
+//! (TIME_WAIT above all), ephemeral ports in use, and listening sockets'
+//! inodes (to find the server process that owns a port).
+//!
+//! With tens of thousands of sockets these files are megabytes of text; the
+//! scanner walks each line once without allocating.
+
+use crate::read::complete_lines;
+use serde::{Deserialize, Serialize};
+
+/// Kernel TCP state numbers (`include/net/tcp_states.h`).
+pub const TCP_ESTABLISHED: u8 = 1;
+pub const TCP_TIME_WAIT: u8 = 6;
+pub const TCP_LISTEN: u8 = 10;
+
+/// One row of a TCP table: what the counters need.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TcpEntry {
+    pub state: u8,
+    pub local_port: u16,
+    pub remote_port: u16,
+    pub inode: u64,
+}
+
+fn hex_port(addr: &str) -> Option<u16> {
+    u16::from_str_radix(addr.rsplit_once(':')?.1, 16).ok()
+}
+
+/// Calls `f` for each well-formed row of a `/proc/net/tcp{,6}` text; returns
+/// how many rows were well formed, or an error if the header is missing.
+pub fn scan_tcp(text: &str, mut f: impl FnMut(TcpEntry)) -> Result<usize, String> {
+    let mut lines = complete_lines(text);
+    match lines.next() {
+        Some(h) if h.trim_start().starts_with("sl") => {}
+        _ => return Err("no header line".into()),
+    }
+    let mut n = 0;
+    for line in lines {
+        let mut it = line.split_ascii_whitespace();
+        let (Some(_sl), Some(local), Some(remote), Some(st)) = (it.next(), it.next(), it.next(), it.next()) else {
+            continue;
+        };
+        let inode = it.nth(5).and_then(|t| t.parse().ok());
+        let (Some(local_port), Some(remote_port), Ok(state), Some(inode)) =
+            (hex_port(local), hex_port(remote), u8::from_str_radix(st, 16), inode)
+        else {
+            continue;
+        };
+        f(TcpEntry { state, local_port, remote_port, inode });
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// Sockets by TCP state, IPv4 and IPv6 together (gauges).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TcpStates {
+    pub established: u32,
+    pub syn_sent: u32,
+    pub syn_recv: u32,
+    pub fin_wait1: u32,
+    pub fin_wait2: u32,
+    /// Closed connections held 60 s by the side that closed first; on a load
+    /// generator they pin ephemeral ports.
+    pub time_wait: u32,
+    pub close: u32,
+    pub close_wait: u32,
+    pub last_ack: u32,
+    pub listen: u32,
+    pub closing: u32,
+    pub new_syn_recv: u32,
+}
+
+impl TcpStates {
+    /// Counts one socket in state `st` (unknown states are ignored).
+    pub fn add(&mut self, st: u8) {
+        let slot = match st {
+            1 => &mut self.established,
+            2 => &mut self.syn_sent,
+            3 => &mut self.syn_recv,
+            4 => &mut self.fin_wait1,
+            5 => &mut self.fin_wait2,
+            6 => &mut self.time_wait,
+            7 => &mut self.close,
+            8 => &mut self.close_wait,
+            9 => &mut self.last_ack,
+            10 => &mut self.listen,
+            11 => &mut self.closing,
+            12 => &mut self.new_syn_recv,
+            _ => return,
+        };
+        *slot += 1;
+    }
+
+    /// All sockets counted.
+    pub fn total(&self) -> u32 {
+        self.established
+            + self.syn_sent
+            + self.syn_recv
+            + self.fin_wait1
+            + self.fin_wait2
+            + self.time_wait
+            + self.close
+            + self.close_wait
+            + self.last_ack
+            + self.listen
+            + self.closing
+            + self.new_syn_recv
+    }
+}
+
+/// The ephemeral port range and how much of it is taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortUsage {
+    /// `net.ipv4.ip_local_port_range`, inclusive.
+    pub range_low: u16,
+    pub range_high: u16,
+    /// Distinct local ports inside the range held by non-listening sockets.
+    pub ports_in_use: u32,
+    /// Non-listening sockets whose local port is inside the range (a port can
+    /// serve several connections to different destinations).
+    pub sockets_in_range: u32,
+}
+
+impl PortUsage {
+    /// Ports in the range.
+    pub fn range_size(&self) -> u32 {
+        (self.range_high as u32 + 1).saturating_sub(self.range_low as u32)
+    }
+}
+
+/// A reusable 65,536-bit set of ports (8 KiB), so counting distinct ports
+/// allocates nothing per sample.
+pub struct PortSet {
+    bits: Box<[u64; 1024]>,
+}
+
+impl Default for PortSet {
+    fn default() -> Self {
+        PortSet { bits: Box::new([0; 1024]) }
+    }
+}
+
+impl PortSet {
+    /// Empties the set.
+    pub fn clear(&mut self) {
+        self.bits.fill(0);
+    }
+
+    /// Adds a port; true if it was not there yet.
+    pub fn insert(&mut self, port: u16) -> bool {
+        let (w, b) = (port as usize / 64, port % 64);
+        let new = self.bits[w] & (1 << b) == 0;
+        self.bits[w] |= 1 << b;
+        new
+    }
+}
+
+/// Inodes of sockets listening on `port` in a TCP table text.
+pub fn listening_inodes(text: &str, port: u16, out: &mut Vec<u64>) -> Result<(), String> {
+    scan_tcp(text, |e| {
+        if e.state == TCP_LISTEN && e.local_port == port && e.inode != 0 {
+            out.push(e.inode);
+        }
+    })
+    .map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TCP: &str = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
+   0: 0100007F:96C3 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 31522 1 0000 100 0 0 10 0\n\
+   1: 0100007F:8A2E 0100007F:96C3 06 00000000:00000000 03:00001770 00000000     0        0 0 3 0000\n\
+   2: 0100007F:8A30 0100007F:96C3 01 00000000:00000000 00:00000000 00000000     0        0 31999 1 0000\n";
+
+    #[test]
+    fn scans_rows() {
+        let mut st = TcpStates::default();
+        let mut ports = Vec::new();
+        let n = scan_tcp(TCP, |e| {
+            st.add(e.state);
+            ports.push(e.local_port);
+        })
+        .unwrap();
+        assert_eq!(n, 3);
+        assert_eq!((st.listen, st.time_wait, st.established, st.total()), (1, 1, 1, 3));
+        assert_eq!(ports, [0x96C3, 0x8A2E, 0x8A30]);
+        let mut inodes = Vec::new();
+        listening_inodes(TCP, 0x96C3, &mut inodes).unwrap();
+        assert_eq!(inodes, [31522]);
+    }
+
+    #[test]
+    fn ipv6_rows_and_garbage() {
+        let six = "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
+   0: 00000000000000000000000000000000:0016 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1234 1 0\n";
+        let mut seen = Vec::new();
+        scan_tcp(six, |e| seen.push((e.state, e.local_port, e.inode))).unwrap();
+        assert_eq!(seen, [(10, 22, 1234)]);
+        assert!(scan_tcp("garbage\n", |_| {}).is_err());
+        // a cut row is not counted
+        assert_eq!(scan_tcp(&TCP[..TCP.len() - 20], |_| {}).unwrap(), 2);
+    }
+
+    #[test]
+    fn port_set() {
+        let mut s = PortSet::default();
+        assert!(s.insert(65535));
+        assert!(!s.insert(65535));
+        s.clear();
+        assert!(s.insert(65535));
+    }
+}

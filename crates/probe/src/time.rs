@@ -1,0 +1,70 @@
+//! Timestamps of samples and the kernel's tick unit.
+
+use serde::{Deserialize, Serialize};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// When a sample was taken. Rates use the monotonic clock (immune to NTP
+/// steps); the wall clock aligns samples with steps, logs and other machines.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Timestamp {
+    /// `CLOCK_MONOTONIC` in nanoseconds.
+    pub monotonic_ns: u64,
+    /// Wall clock, Unix milliseconds.
+    pub unix_ms: i64,
+}
+
+impl Timestamp {
+    /// Now, on both clocks.
+    pub fn now() -> Self {
+        Timestamp { monotonic_ns: monotonic_ns(), unix_ms: unix_ms() }
+    }
+
+    /// Seconds from `earlier` to `self` on the monotonic clock; `None` if not
+    /// strictly later (two samples at the same instant give no rate).
+    pub fn seconds_since(&self, earlier: &Timestamp) -> Option<f64> {
+        let ns = self.monotonic_ns.checked_sub(earlier.monotonic_ns)?;
+        (ns > 0).then(|| ns as f64 / 1e9)
+    }
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes into the timespec we own; CLOCK_MONOTONIC
+    // is always supported on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn unix_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+/// `USER_HZ`, the unit of CPU times in `/proc/stat` and `/proc/PID/stat`
+/// (100 on every mainstream Linux build, asked anyway).
+pub fn user_hz() -> u32 {
+    // SAFETY: sysconf has no memory side effects.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz > 0 {
+        hz as u32
+    } else {
+        100
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn monotonic_advances() {
+        let a = Timestamp::now();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let b = Timestamp::now();
+        let s = b.seconds_since(&a).unwrap();
+        assert!(s >= 0.002 && s < 1.0, "{s}");
+        assert_eq!(a.seconds_since(&b), None);
+        assert!(b.unix_ms > 1_600_000_000_000);
+        assert!(user_hz() >= 100);
+    }
+}

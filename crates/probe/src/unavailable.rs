@@ -1,0 +1,128 @@
+//! "Unavailable: why", recorded once per source.
+//!
+//! Missing data is never stored as 0: a field that could not be read is
+//! `None`, and the reason is reported the first time (and again only when the
+//! reason changes), so a run's record says once that, say, PSI is off, instead
+//! of repeating it every second.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One telemetry source, the unit at which unavailability is reported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// `/proc/stat`: CPU ticks, context switches, interrupts, forks, tasks.
+    Stat,
+    /// `/proc/loadavg`.
+    Loadavg,
+    /// `/proc/pressure/cpu`.
+    PressureCpu,
+    /// `/proc/pressure/io`.
+    PressureIo,
+    /// `/proc/pressure/memory`.
+    PressureMemory,
+    /// `/proc/meminfo`.
+    Meminfo,
+    /// `/proc/softirqs`.
+    Softirqs,
+    /// `/proc/interrupts`.
+    Interrupts,
+    /// `/proc/diskstats`.
+    Diskstats,
+    /// `/proc/net/dev`.
+    NetDev,
+    /// `/proc/net/snmp` and `/proc/net/netstat` (TCP MIB counters).
+    TcpMib,
+    /// `/proc/net/tcp` and `/proc/net/tcp6` (sockets by state, ports in use).
+    TcpSockets,
+    /// `/proc/net/sockstat` and `net.ipv4.tcp_mem`.
+    Sockstat,
+    /// `net.ipv4.ip_local_port_range`.
+    PortRange,
+    /// `fs.file-nr`.
+    FileHandles,
+    /// RAPL powercap zones and hwmon power sensors.
+    Power,
+    /// `/proc/PID/{stat,status}` of the server process.
+    Process,
+    /// `/proc/PID/io` (needs ptrace-level access to another user's process).
+    ProcessIo,
+    /// `/proc/PID/fd` (open descriptor count).
+    ProcessFds,
+    /// Per-thread context switches summed from `/proc/PID/task/*/status`.
+    ProcessCtxSwitches,
+    /// Per-thread `stat`/`schedstat` of the thread-state sampler.
+    Threads,
+    /// Per-thread `syscall`/`wchan`: why a sleeping thread sleeps.
+    ThreadWaitReason,
+    /// `schedstat` run delay: running vs waiting for a CPU.
+    ThreadRunDelay,
+}
+
+/// A source that could not be read, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unavailable {
+    pub source: Source,
+    /// Human-readable cause, naming the path: "cannot read /proc/pressure/cpu: ...".
+    pub why: String,
+}
+
+/// Remembers the current reason per source so each is reported once.
+#[derive(Clone, Debug, Default)]
+pub struct UnavailableLog {
+    current: BTreeMap<Source, String>,
+}
+
+impl UnavailableLog {
+    /// Records that `source` is unavailable; returns the entry to report if
+    /// this is news (first time, or a different reason than last time).
+    pub fn note(&mut self, source: Source, why: impl Into<String>) -> Option<Unavailable> {
+        let why = why.into();
+        match self.current.get(&source) {
+            Some(old) if *old == why => None,
+            _ => {
+                self.current.insert(source, why.clone());
+                Some(Unavailable { source, why })
+            }
+        }
+    }
+
+    /// Like [`note`](Self::note), pushing news into `out`.
+    pub fn note_into(&mut self, out: &mut Vec<Unavailable>, source: Source, why: impl Into<String>) {
+        if let Some(u) = self.note(source, why) {
+            out.push(u);
+        }
+    }
+
+    /// Marks `source` as readable again, so a later failure is reported anew.
+    pub fn clear(&mut self, source: Source) {
+        self.current.remove(&source);
+    }
+
+    /// Every source currently unavailable, with its reason.
+    pub fn current(&self) -> Vec<Unavailable> {
+        self.current.iter().map(|(s, w)| Unavailable { source: *s, why: w.clone() }).collect()
+    }
+
+    /// Whether `source` is currently marked unavailable.
+    pub fn is_unavailable(&self, source: Source) -> bool {
+        self.current.contains_key(&source)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_once_until_the_reason_changes() {
+        let mut log = UnavailableLog::default();
+        assert!(log.note(Source::PressureCpu, "off").is_some());
+        assert!(log.note(Source::PressureCpu, "off").is_none());
+        assert!(log.note(Source::PressureCpu, "gone").is_some());
+        log.clear(Source::PressureCpu);
+        assert!(log.note(Source::PressureCpu, "gone").is_some());
+        assert_eq!(log.current().len(), 1);
+    }
+}

@@ -1,0 +1,177 @@
+//! Live tests of the thread-state and process samplers on this very process:
+//! threads parked on a held mutex must show as futex-blocked, a spinning
+//! thread as the hottest, threads sharing one CPU as runnable.
+
+use scalelab_probe::process::ProcessSampler;
+use scalelab_probe::threads::ThreadSampler;
+use scalelab_probe::Roots;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+fn gettid() -> u32 {
+    // SAFETY: gettid has no side effects.
+    unsafe { libc::gettid() as u32 }
+}
+
+/// Runs the sampler at ~50 Hz for `secs` and returns the interval.
+fn sample_for(secs: f64) -> scalelab_probe::thread_report::ThreadInterval {
+    let mut sampler = ThreadSampler::new(&Roots::default(), std::process::id());
+    let end = Instant::now() + Duration::from_secs_f64(secs);
+    sampler.tick();
+    let _ = sampler.take_interval();
+    while Instant::now() < end {
+        thread::sleep(Duration::from_millis(20));
+        assert!(sampler.tick());
+    }
+    sampler.take_interval()
+}
+
+#[test]
+fn lock_waiters_are_futex_and_spinner_is_hottest() {
+    let lock = Arc::new(Mutex::new(0u64));
+    let stop = Arc::new(AtomicBool::new(false));
+    let ready = Arc::new(Barrier::new(2));
+    let holder = {
+        let (lock, stop, ready) = (lock.clone(), stop.clone(), ready.clone());
+        thread::spawn(move || {
+            let _g = lock.lock().unwrap();
+            ready.wait();
+            while !stop.load(Ordering::Relaxed) {
+                thread::sleep(Duration::from_millis(5));
+            }
+        })
+    };
+    ready.wait();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut handles = Vec::new();
+    for _ in 0..8 {
+        let (lock, tx) = (lock.clone(), tx.clone());
+        handles.push(thread::spawn(move || {
+            tx.send(gettid()).unwrap();
+            *lock.lock().unwrap() += 1;
+        }));
+    }
+    let spinner = {
+        let (stop, tx) = (stop.clone(), tx.clone());
+        thread::spawn(move || {
+            tx.send(gettid()).unwrap();
+            let mut x = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            }
+            std::hint::black_box(x);
+        })
+    };
+    let waiters: Vec<u32> = (0..8).map(|_| rx.recv().unwrap()).collect();
+    let spin_tid = rx.recv().unwrap();
+    thread::sleep(Duration::from_millis(100));
+
+    let iv = sample_for(1.0);
+    stop.store(true, Ordering::Relaxed);
+    holder.join().unwrap();
+    spinner.join().unwrap();
+    for h in handles {
+        h.join().unwrap();
+    }
+
+    assert!(iv.ticks >= 30, "ticks {}", iv.ticks);
+    let mut futex_ns = 0;
+    let mut total_ns = 0;
+    for tid in &waiters {
+        let t = iv.thread(*tid).unwrap_or_else(|| panic!("waiter {tid} not seen"));
+        futex_ns += t.time.futex_ns;
+        total_ns += t.time.total_ns();
+    }
+    let share = futex_ns as f64 / total_ns as f64;
+    assert!(share > 0.8, "futex share of waiters {share:.2}, {:?}", iv.thread(waiters[0]));
+    let hottest = &iv.hottest(1)[0];
+    assert_eq!(hottest.tid, spin_tid, "hottest {hottest:?}");
+    let pct = iv.cpu_pct_of_core(hottest).unwrap();
+    assert!(pct > 30.0, "spinner at {pct:.0} % of a core");
+    let shares = iv.shares().unwrap();
+    assert!(shares.futex_pct > 20.0, "{shares:?}");
+}
+
+#[test]
+fn threads_sharing_one_cpu_are_runnable() {
+    // SAFETY: plain libc calls on a zeroed cpu_set_t we own.
+    let first_cpu = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        assert_eq!(libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set), 0);
+        (0..libc::CPU_SETSIZE as usize).find(|&c| libc::CPU_ISSET(c, &set)).unwrap()
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spinners: Vec<_> = (0..3)
+        .map(|_| {
+            let (stop, tx) = (stop.clone(), tx.clone());
+            thread::spawn(move || {
+                // SAFETY: pins this thread to one CPU.
+                unsafe {
+                    let mut set: libc::cpu_set_t = std::mem::zeroed();
+                    libc::CPU_SET(first_cpu, &mut set);
+                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+                }
+                tx.send(gettid()).unwrap();
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        })
+        .collect();
+    let tids: Vec<u32> = (0..3).map(|_| rx.recv().unwrap()).collect();
+    let iv = sample_for(1.0);
+    stop.store(true, Ordering::Relaxed);
+    for s in spinners {
+        s.join().unwrap();
+    }
+    assert!(iv.runnable_measured, "schedstat missing on this kernel");
+    let (mut runnable, mut total) = (0, 0);
+    for tid in tids {
+        let t = iv.thread(tid).unwrap();
+        runnable += t.time.runnable_ns;
+        total += t.time.total_ns();
+    }
+    // Three spinners on one CPU: each waits about two thirds of the time.
+    let share = runnable as f64 / total as f64;
+    assert!(share > 0.4, "runnable share {share:.2}");
+}
+
+#[test]
+fn process_sampler_counts_threads_and_switches() {
+    let mut sampler = ProcessSampler::new(&Roots::default(), std::process::id());
+    let a = sampler.sample();
+    let done = Arc::new(Barrier::new(5));
+    let release = Arc::new(Barrier::new(5));
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            let (done, release) = (done.clone(), release.clone());
+            thread::spawn(move || {
+                for _ in 0..50 {
+                    thread::sleep(Duration::from_millis(1));
+                }
+                done.wait();
+                release.wait();
+            })
+        })
+        .collect();
+    done.wait();
+    let b = sampler.sample();
+    release.wait();
+    for w in workers {
+        w.join().unwrap();
+    }
+    let c = sampler.sample();
+    assert!(a.alive && b.alive && c.alive);
+    assert!(b.threads.unwrap() >= 5);
+    assert!(b.open_fds.unwrap() >= 3);
+    assert!(b.rss_kib.unwrap() > 0);
+    // 4 threads x 50 sleeps each: at least 200 voluntary switches.
+    let dv = b.voluntary_ctxt_switches.unwrap() - a.voluntary_ctxt_switches.unwrap();
+    assert!(dv >= 200, "voluntary switches {dv}");
+    // The workers have exited by the third sample: the total must not drop.
+    assert!(c.voluntary_ctxt_switches.unwrap() >= b.voluntary_ctxt_switches.unwrap());
+    assert!(b.io.is_some(), "{:?}", sampler.unavailable());
+}

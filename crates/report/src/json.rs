@@ -1,0 +1,75 @@
+//! The JSON document of a run, as `sweep --json`, `show --json` and
+//! `export --format json` print it. Shape documented in docs/json.md and
+//! pinned by docs/run.schema.json; missing figures are `null`, never 0.
+
+use crate::table::scaling_pct;
+use scalelab_core::{ErrorClass, Run, StepResult};
+use serde_json::{json, Map, Value};
+
+/// The run as a JSON value.
+pub fn run_json(run: &Run) -> Value {
+    let first = run.steps.first();
+    json!({
+        "id": run.id,
+        "kind": run.kind.name(),
+        "label": run.plan.label,
+        "target": run.plan.target,
+        "workload": run.plan.workload,
+        "complete": run.complete,
+        "outcome": run.outcome,
+        "started_unix_ms": run.started_unix_ms,
+        "finished_unix_ms": run.finished_unix_ms,
+        "environment": run.environment,
+        "schedule": {
+            "client_threads": run.plan.client_threads,
+            "steps": run.plan.steps,
+            "options": run.plan.options,
+        },
+        "steps": run.steps.iter().map(|s| step_json(s, first)).collect::<Vec<_>>(),
+    })
+}
+
+fn errors_json(step: &StepResult) -> Value {
+    let mut by_class = Map::new();
+    for (class, n) in &step.errors.counts {
+        by_class.insert(class.name().into(), json!(n));
+    }
+    Value::Object(by_class)
+}
+
+fn step_json(step: &StepResult, first: Option<&StepResult>) -> Value {
+    let lat = step.latency.summary().map(|s| {
+        json!({"mean": s.mean, "stddev": s.stddev, "p50": s.p50, "p90": s.p90, "p99": s.p99, "p999": s.p999, "max": s.max})
+    });
+    let messages: Map<String, Value> =
+        step.errors.first_message.iter().map(|(c, m): (&ErrorClass, &String)| (c.name().to_string(), json!(m))).collect();
+    let measured = step.published_throughput_per_s.is_none();
+    json!({
+        "concurrency": step.concurrency,
+        "requests": measured.then_some(step.requests),
+        "queries": measured.then_some(step.queries),
+        "errors": errors_json(step),
+        "errors_total": step.errors.total(),
+        "error_messages": messages,
+        "throughput_per_s": step.throughput_per_s(),
+        "scaling_pct": scaling_pct(step, first),
+        "window_s": measured.then_some(step.window_s),
+        "window_start_unix_ms": measured.then_some(step.window_start_unix_ms),
+        "window_end_unix_ms": measured.then_some(step.window_end_unix_ms),
+        "latency_ms": lat,
+        "client_cpu_s": (step.client_cores > 0).then_some(step.client_cpu_s),
+        "client_cpu_pct": step.client_cpu_pct(),
+        "client_cores": (step.client_cores > 0).then_some(step.client_cores),
+        "client_saturated": step.client_saturated(),
+        "reconnects": measured.then_some(step.reconnects),
+        "connect_ms": step.connect_ms,
+        "partial": step.partial,
+        "seconds": step.seconds.iter().map(|s| json!({
+            "second": s.second,
+            "requests": s.requests,
+            "errors": s.errors,
+            "p50_ms": s.latency.quantile_ms(0.5),
+            "p99_ms": s.latency.quantile_ms(0.99),
+        })).collect::<Vec<_>>(),
+    })
+}

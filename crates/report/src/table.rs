@@ -1,0 +1,101 @@
+//! The run table: one row per step, then AVG and MAX rows.
+
+use crate::fmt::{columns, ms, pct, thousands};
+use scalelab_core::{Run, StepResult};
+
+/// Column headers, in the order reviews print them.
+pub const HEADER: [&str; 11] = ["concurrency", "throughput/s", "scaling", "mean ms", "stddev", "p50", "p90", "p99", "p99.9", "max", "errors"];
+
+/// Scaling of a step vs the first step, in %.
+pub fn scaling_pct(step: &StepResult, first: Option<&StepResult>) -> Option<f64> {
+    let base = first?.throughput_per_s();
+    (base > 0.0).then(|| 100.0 * step.throughput_per_s() / base)
+}
+
+/// The cells of one step's row; `first` is the run's first step.
+pub fn step_row(step: &StepResult, first: Option<&StepResult>) -> Vec<String> {
+    let s = step.latency.summary();
+    let mut conc = step.concurrency.to_string();
+    if step.partial {
+        conc.push_str(" (partial)");
+    }
+    let mut errors = step.errors.total().to_string();
+    if step.client_saturated() {
+        errors.push_str("  client saturated");
+    }
+    vec![
+        conc,
+        thousands(step.throughput_per_s()),
+        pct(scaling_pct(step, first)),
+        ms(s.map(|s| s.mean)),
+        ms(s.map(|s| s.stddev)),
+        ms(s.map(|s| s.p50)),
+        ms(s.map(|s| s.p90)),
+        ms(s.map(|s| s.p99)),
+        ms(s.map(|s| s.p999)),
+        ms(s.map(|s| s.max)),
+        errors,
+    ]
+}
+
+/// The header line followed by a row, for printing rows as steps finish.
+pub fn header_line() -> Vec<String> {
+    HEADER.iter().map(|s| s.to_string()).collect()
+}
+
+/// The whole table of a run, with AVG and MAX rows and notes under it.
+pub fn run_table(run: &Run) -> String {
+    let mut rows = vec![header_line()];
+    let first = run.steps.first();
+    for s in &run.steps {
+        rows.push(step_row(s, first));
+    }
+    let measured: Vec<&StepResult> = run.steps.iter().filter(|s| !s.partial).collect();
+    if measured.len() > 1 {
+        rows.push(aggregate_row("AVG", &measured, first, |v| v.iter().sum::<f64>() / v.len() as f64));
+        rows.push(aggregate_row("MAX", &measured, first, |v| v.iter().copied().fold(f64::MIN, f64::max)));
+    }
+    let mut out = columns(&rows);
+    if run.steps.iter().any(StepResult::client_saturated) {
+        out.push_str("note: \"client saturated\" steps used over 90% of the client's cores: the result may be the client's limit, not the server's.\n");
+    }
+    let first_messages: Vec<String> = run
+        .steps
+        .iter()
+        .flat_map(|s| s.errors.first_message.iter().map(move |(c, m)| format!("{} at {}: {}", c.name(), s.concurrency, m)))
+        .take(5)
+        .collect();
+    if !first_messages.is_empty() {
+        out.push_str("errors: ");
+        out.push_str(&first_messages.join("; "));
+        out.push('\n');
+    }
+    out
+}
+
+/// AVG or MAX over steps: throughput and each latency column aggregated on
+/// their own (a missing latency is left out, not counted as 0); scaling is
+/// computed from the aggregated throughput.
+fn aggregate_row(name: &str, steps: &[&StepResult], first: Option<&StepResult>, agg: impl Fn(&[f64]) -> f64) -> Vec<String> {
+    let tput: Vec<f64> = steps.iter().map(|s| s.throughput_per_s()).collect();
+    let x = agg(&tput);
+    let base = first.map(StepResult::throughput_per_s).filter(|b| *b > 0.0);
+    let lat = |f: fn(&scalelab_core::LatencySummary) -> f64| -> Option<f64> {
+        let v: Vec<f64> = steps.iter().filter_map(|s| s.latency.summary()).map(|s| f(&s)).collect();
+        (!v.is_empty()).then(|| agg(&v))
+    };
+    let errors: Vec<f64> = steps.iter().map(|s| s.errors.total() as f64).collect();
+    vec![
+        name.to_string(),
+        thousands(x),
+        pct(base.map(|b| 100.0 * x / b)),
+        ms(lat(|s| s.mean)),
+        ms(lat(|s| s.stddev)),
+        ms(lat(|s| s.p50)),
+        ms(lat(|s| s.p90)),
+        ms(lat(|s| s.p99)),
+        ms(lat(|s| s.p999)),
+        ms(lat(|s| s.max)),
+        thousands(agg(&errors)),
+    ]
+}

@@ -1,0 +1,54 @@
+//! The specimen's modes.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// How the specimen serves requests; each mode is a known cause of poor scaling.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// No shared state: throughput rises until the CPUs are busy.
+    Scales,
+    /// Every request holds one process-wide mutex for its whole work (a
+    /// "funnel" lock): throughput stops at one CPU's worth, latency grows.
+    GlobalLock,
+    /// One thread serves every connection.
+    SingleThread,
+    /// Each request appends to a file and fsyncs it.
+    Disk,
+    /// A spin-then-yield lock around the work: CPU burnt while waiting.
+    Spin,
+}
+
+impl Mode {
+    /// Every mode, for help texts and tests.
+    pub const ALL: [Mode; 5] = [Mode::Scales, Mode::GlobalLock, Mode::SingleThread, Mode::Disk, Mode::Spin];
+
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Scales => "scales",
+            Mode::GlobalLock => "global-lock",
+            Mode::SingleThread => "single-thread",
+            Mode::Disk => "disk",
+            Mode::Spin => "spin",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An unknown mode name; the message lists the valid ones.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown specimen mode '{0}': use one of scales, global-lock, single-thread, disk, spin")]
+pub struct UnknownMode(pub String);
+
+impl FromStr for Mode {
+    type Err = UnknownMode;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Mode::ALL.into_iter().find(|m| m.name() == s).ok_or_else(|| UnknownMode(s.to_string()))
+    }
+}

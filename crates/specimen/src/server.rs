@@ -1,0 +1,333 @@
+//! The specimen's HTTP/1.1 server.
+//!
+//! Thread per connection (like classic MySQL) in every mode but
+//! `single-thread`, so that a lock shows as threads blocked on a futex and the
+//! scheduler's behaviour is what gets measured. `single-thread` runs one
+//! event loop on one thread that does all the work itself.
+//!
+//! Paths: `/__stats` answers the counters as JSON (how a test checks what the
+//! load generator really sent); `/status/NNN` answers with status NNN after
+//! the work; anything else does the mode's work and answers 200.
+
+use crate::mode::Mode;
+use crate::work::{burn, SpinLock};
+use serde::Serialize;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, TryLockError};
+
+/// How to run the specimen.
+#[derive(Clone, Debug)]
+pub struct SpecimenConfig {
+    /// Where to listen; port 0 picks a free port.
+    pub addr: SocketAddr,
+    pub mode: Mode,
+    /// CPU work per request, microseconds of the serving thread's CPU time.
+    pub work_us: u64,
+    /// Folder for the `disk` mode's file (a temp dir when None).
+    pub data_dir: Option<PathBuf>,
+}
+
+/// Counters served at `/__stats`.
+#[derive(Debug, Default, Serialize)]
+pub struct Stats {
+    pub mode: String,
+    pub work_us: u64,
+    /// Requests answered (the stats requests themselves excluded).
+    pub requests: u64,
+    /// Requests that found the global lock (or spin lock) held and had to wait.
+    pub lock_waits: u64,
+    /// Spin rounds spent waiting (`spin` mode).
+    pub spin_rounds: u64,
+    /// fdatasync calls (`disk` mode).
+    pub fsyncs: u64,
+    /// Connections accepted.
+    pub connections: u64,
+}
+
+struct State {
+    mode: Mode,
+    work_us: u64,
+    requests: AtomicU64,
+    lock_waits: AtomicU64,
+    fsyncs: AtomicU64,
+    connections: AtomicU64,
+    global: Mutex<u64>,
+    spin: SpinLock,
+    disk: Option<(File, AtomicU64)>,
+    _dir: Option<TempDir>,
+}
+
+/// A folder removed when the specimen exits.
+struct TempDir(PathBuf);
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl State {
+    fn stats(&self) -> Stats {
+        Stats {
+            mode: self.mode.to_string(),
+            work_us: self.work_us,
+            requests: self.requests.load(Ordering::Relaxed),
+            lock_waits: self.lock_waits.load(Ordering::Relaxed),
+            spin_rounds: self.spin.spin_rounds.load(Ordering::Relaxed),
+            fsyncs: self.fsyncs.load(Ordering::Relaxed),
+            connections: self.connections.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Does one request's work as the mode prescribes; returns the status to send.
+    fn work(&self, path: &str) -> (u16, Vec<u8>) {
+        if path == "/__stats" {
+            let body = serde_json::to_vec(&self.stats()).unwrap_or_default();
+            return (200, body);
+        }
+        match self.mode {
+            Mode::Scales | Mode::SingleThread => {
+                burn(self.work_us);
+            }
+            Mode::GlobalLock => {
+                let guard = match self.global.try_lock() {
+                    Ok(g) => g,
+                    Err(TryLockError::WouldBlock) => {
+                        self.lock_waits.fetch_add(1, Ordering::Relaxed);
+                        self.global.lock().unwrap_or_else(|p| p.into_inner())
+                    }
+                    Err(TryLockError::Poisoned(p)) => p.into_inner(),
+                };
+                let mut g = guard;
+                *g += 1;
+                burn(self.work_us);
+            }
+            Mode::Spin => {
+                let ((), waited) = self.spin.with(|| {
+                    burn(self.work_us);
+                });
+                if waited {
+                    self.lock_waits.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Mode::Disk => {
+                burn(self.work_us);
+                if let Some((file, offset)) = &self.disk {
+                    let line = b"scalelab specimen disk mode: one appended record per request....\n";
+                    let at = offset.fetch_add(line.len() as u64, Ordering::Relaxed);
+                    if file.write_all_at(line, at).is_ok() && file.sync_data().is_ok() {
+                        self.fsyncs.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        let status = path
+            .strip_prefix("/status/")
+            .and_then(|s| s.parse::<u16>().ok())
+            .filter(|s| (200..=599).contains(s))
+            .unwrap_or(200);
+        (status, format!("specimen {} {}\n", self.mode, status).into_bytes())
+    }
+}
+
+/// Binds, calls `on_bound` with the address, then serves until the process ends.
+pub fn serve(config: SpecimenConfig, on_bound: impl FnOnce(SocketAddr)) -> io::Result<()> {
+    let listener = TcpListener::bind(config.addr)?;
+    let (disk, dir) = if config.mode == Mode::Disk {
+        let (path, dir) = match &config.data_dir {
+            Some(d) => (d.join("specimen-disk.log"), None),
+            None => {
+                let d = std::env::temp_dir().join(format!("scalelab-specimen-{}", std::process::id()));
+                std::fs::create_dir_all(&d)?;
+                (d.join("specimen-disk.log"), Some(TempDir(d)))
+            }
+        };
+        let file = std::fs::OpenOptions::new().create(true).write(true).truncate(true).open(&path)?;
+        (Some((file, AtomicU64::new(0))), dir)
+    } else {
+        (None, None)
+    };
+    let state = Arc::new(State {
+        mode: config.mode,
+        work_us: config.work_us,
+        requests: AtomicU64::new(0),
+        lock_waits: AtomicU64::new(0),
+        fsyncs: AtomicU64::new(0),
+        connections: AtomicU64::new(0),
+        global: Mutex::new(0),
+        spin: SpinLock::new(),
+        disk,
+        _dir: dir,
+    });
+    on_bound(listener.local_addr()?);
+    if config.mode == Mode::SingleThread {
+        return serve_single_thread(listener, state);
+    }
+    for stream in listener.incoming() {
+        let stream = match stream {
+            Ok(s) => s,
+            // EMFILE and friends: keep serving the connections we have.
+            Err(_) => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                continue;
+            }
+        };
+        state.connections.fetch_add(1, Ordering::Relaxed);
+        let state = state.clone();
+        let _ = std::thread::Builder::new().stack_size(256 * 1024).spawn(move || {
+            let _ = serve_connection(stream, &state);
+        });
+    }
+    Ok(())
+}
+
+/// Outcome of parsing the bytes received so far.
+enum Parsed {
+    Partial,
+    Request { consumed: usize, path: String, close: bool },
+    Bad,
+}
+
+fn parse(buf: &[u8]) -> Parsed {
+    let mut headers = [httparse::EMPTY_HEADER; 32];
+    let mut req = httparse::Request::new(&mut headers);
+    match req.parse(buf) {
+        Ok(httparse::Status::Complete(len)) => {
+            let mut close = req.version == Some(0);
+            let mut body = 0usize;
+            for h in req.headers.iter() {
+                if h.name.eq_ignore_ascii_case("connection") {
+                    let v = String::from_utf8_lossy(h.value).to_ascii_lowercase();
+                    if v.contains("close") {
+                        close = true;
+                    } else if v.contains("keep-alive") {
+                        close = false;
+                    }
+                } else if h.name.eq_ignore_ascii_case("content-length") {
+                    body = std::str::from_utf8(h.value).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0);
+                }
+            }
+            if buf.len() < len + body {
+                return Parsed::Partial;
+            }
+            Parsed::Request { consumed: len + body, path: req.path.unwrap_or("/").to_string(), close }
+        }
+        Ok(httparse::Status::Partial) => Parsed::Partial,
+        Err(_) => Parsed::Bad,
+    }
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        500 => "Internal Server Error",
+        503 => "Service Unavailable",
+        _ => "Status",
+    }
+}
+
+fn response(status: u16, body: &[u8], close: bool, mode: Mode) -> Vec<u8> {
+    let mut out = format!(
+        "HTTP/1.1 {status} {}\r\nServer: scalelab-specimen/{} ({mode})\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n{}\r\n",
+        reason(status),
+        scalelab_core::VERSION,
+        body.len(),
+        if close { "Connection: close\r\n" } else { "" }
+    )
+    .into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+fn serve_connection(mut stream: TcpStream, state: &State) -> io::Result<()> {
+    let _ = stream.set_nodelay(true);
+    let mut buf = vec![0u8; 8192];
+    let mut filled = 0usize;
+    loop {
+        match parse(&buf[..filled]) {
+            Parsed::Request { consumed, path, close } => {
+                let (status, body) = state.work(&path);
+                stream.write_all(&response(status, &body, close, state.mode))?;
+                buf.copy_within(consumed..filled, 0);
+                filled -= consumed;
+                if close {
+                    return Ok(());
+                }
+                continue;
+            }
+            Parsed::Bad => {
+                let _ = stream.write_all(&response(400, b"bad request\n", true, state.mode));
+                return Ok(());
+            }
+            Parsed::Partial => {}
+        }
+        if filled == buf.len() {
+            if buf.len() >= 1 << 20 {
+                return Ok(());
+            }
+            buf.resize(buf.len() * 2, 0);
+        }
+        let n = stream.read(&mut buf[filled..])?;
+        if n == 0 {
+            return Ok(());
+        }
+        filled += n;
+    }
+}
+
+fn serve_single_thread(listener: TcpListener, state: Arc<State>) -> io::Result<()> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    listener.set_nonblocking(true)?;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_io().build()?;
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, async move {
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        loop {
+            let (mut stream, _) = match listener.accept().await {
+                Ok(s) => s,
+                Err(_) => continue,
+            };
+            state.connections.fetch_add(1, Ordering::Relaxed);
+            let state = state.clone();
+            tokio::task::spawn_local(async move {
+                let _ = stream.set_nodelay(true);
+                let mut buf = vec![0u8; 8192];
+                let mut filled = 0usize;
+                loop {
+                    match parse(&buf[..filled]) {
+                        Parsed::Request { consumed, path, close } => {
+                            // The work runs on the event loop itself: every other
+                            // connection waits for it, which is the point of the mode.
+                            let (status, body) = state.work(&path);
+                            if stream.write_all(&response(status, &body, close, state.mode)).await.is_err() || close {
+                                return;
+                            }
+                            buf.copy_within(consumed..filled, 0);
+                            filled -= consumed;
+                            continue;
+                        }
+                        Parsed::Bad => return,
+                        Parsed::Partial => {}
+                    }
+                    if filled == buf.len() {
+                        if buf.len() >= 1 << 20 {
+                            return;
+                        }
+                        buf.resize(buf.len() * 2, 0);
+                    }
+                    match stream.read(&mut buf[filled..]).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => filled += n,
+                    }
+                }
+            });
+        }
+    })
+}

@@ -1,0 +1,277 @@
+//! Writing runs step by step and reading them back.
+
+use crate::{Store, StoreError};
+use rusqlite::{params, OptionalExtension};
+use scalelab_core::{ErrorCounts, LatencyHistogram, Run, RunKind, RunPlan, SecondResult, StepResult};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// How a user names a run: `last`, an id, or a label.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RunSelector {
+    Last,
+    Id(i64),
+    Label(String),
+}
+
+impl RunSelector {
+    /// `last` → Last, digits → Id, anything else → Label.
+    pub fn parse(text: &str) -> RunSelector {
+        if text == "last" {
+            RunSelector::Last
+        } else if let Ok(id) = text.parse::<i64>() {
+            RunSelector::Id(id)
+        } else {
+            RunSelector::Label(text.to_string())
+        }
+    }
+}
+
+/// One line of `scalelab runs`.
+#[derive(Clone, Debug)]
+pub struct RunSummary {
+    pub id: i64,
+    pub kind: String,
+    pub label: String,
+    pub target: String,
+    pub started_unix_ms: i64,
+    pub complete: bool,
+    pub outcome: Option<String>,
+    pub steps: i64,
+    pub peak_throughput_per_s: Option<f64>,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+impl Store {
+    /// Records a new run before its first step; it stays incomplete until
+    /// [`Store::finish_run`].
+    pub fn begin_run(&self, kind: RunKind, plan: &RunPlan, env: &scalelab_core::Environment, source: Option<&str>) -> Result<i64, StoreError> {
+        let plan_json = serde_json::to_string(plan).expect("plans serialize");
+        let env_json = serde_json::to_string(env).expect("environments serialize");
+        self.conn
+            .execute(
+                "INSERT INTO runs(kind, label, target, workload, started_unix_ms, complete, plan_json, environment_json, source)
+                 VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6, ?7, ?8)",
+                params![kind.name(), plan.label, plan.target, plan.workload, now_ms(), plan_json, env_json, source],
+            )
+            .map_err(|e| self.sql(e))?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Commits one finished step (and its per-second series) in one transaction.
+    pub fn add_step(&mut self, run_id: i64, idx: usize, step: &StepResult) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let sql = |cause| StoreError::Sql { path: path.clone(), cause };
+        let tx = self.conn.transaction().map_err(sql)?;
+        let errors_json = serde_json::to_string(&step.errors).expect("error counts serialize");
+        let hdr = (!step.latency.is_empty()).then(|| step.latency.to_bytes());
+        tx.execute(
+            "INSERT INTO steps(run_id, idx, concurrency, window_s, window_start_unix_ms, window_end_unix_ms, requests, queries,
+                               errors_json, latency_hdr, client_cpu_s, client_cores, reconnects, connect_ms, partial,
+                               published_throughput_per_s)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+            params![
+                run_id,
+                idx as i64,
+                step.concurrency,
+                step.window_s,
+                step.window_start_unix_ms,
+                step.window_end_unix_ms,
+                step.requests as i64,
+                step.queries as i64,
+                errors_json,
+                hdr,
+                (step.client_cores > 0).then_some(step.client_cpu_s),
+                (step.client_cores > 0).then_some(step.client_cores),
+                step.reconnects as i64,
+                step.connect_ms,
+                step.partial,
+                step.published_throughput_per_s,
+            ],
+        )
+        .map_err(sql)?;
+        {
+            let mut stmt = tx
+                .prepare("INSERT INTO step_seconds(run_id, step_idx, second, requests, errors, latency_hdr) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
+                .map_err(sql)?;
+            for s in &step.seconds {
+                let hdr = (!s.latency.is_empty()).then(|| s.latency.to_bytes());
+                stmt.execute(params![run_id, idx as i64, s.second, s.requests as i64, s.errors as i64, hdr]).map_err(sql)?;
+            }
+        }
+        tx.commit().map_err(sql)
+    }
+
+    /// Closes a run: `complete` only when every planned step finished.
+    pub fn finish_run(&self, run_id: i64, complete: bool, outcome: &str) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET complete = ?2, outcome = ?3, finished_unix_ms = ?4 WHERE id = ?1",
+                params![run_id, complete, outcome, now_ms()],
+            )
+            .map_err(|e| self.sql(e))?;
+        Ok(())
+    }
+
+    /// Removes a run and everything it holds (used when a run never started its load).
+    pub fn delete_run(&self, run_id: i64) -> Result<(), StoreError> {
+        self.conn.execute("DELETE FROM runs WHERE id = ?1", [run_id]).map_err(|e| self.sql(e))?;
+        Ok(())
+    }
+
+    /// Every run, oldest first.
+    pub fn list_runs(&self) -> Result<Vec<RunSummary>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT r.id, r.kind, r.label, r.target, r.started_unix_ms, r.complete, r.outcome,
+                        (SELECT COUNT(*) FROM steps s WHERE s.run_id = r.id),
+                        (SELECT MAX(COALESCE(s.published_throughput_per_s, CASE WHEN s.window_s > 0 THEN s.requests / s.window_s END))
+                           FROM steps s WHERE s.run_id = r.id)
+                 FROM runs r ORDER BY r.id",
+            )
+            .map_err(|e| self.sql(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(RunSummary {
+                    id: r.get(0)?,
+                    kind: r.get(1)?,
+                    label: r.get(2)?,
+                    target: r.get(3)?,
+                    started_unix_ms: r.get(4)?,
+                    complete: r.get(5)?,
+                    outcome: r.get(6)?,
+                    steps: r.get(7)?,
+                    peak_throughput_per_s: r.get(8)?,
+                })
+            })
+            .map_err(|e| self.sql(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.sql(e))
+    }
+
+    /// The id a selector names; a label must name exactly one run.
+    pub fn resolve(&self, sel: &RunSelector) -> Result<i64, StoreError> {
+        let text = match sel {
+            RunSelector::Last => "last".to_string(),
+            RunSelector::Id(id) => id.to_string(),
+            RunSelector::Label(l) => l.clone(),
+        };
+        match sel {
+            RunSelector::Last => self
+                .conn
+                .query_row("SELECT id FROM runs WHERE kind != 'imported' ORDER BY id DESC LIMIT 1", [], |r| r.get(0))
+                .optional()
+                .map_err(|e| self.sql(e))?
+                .ok_or(StoreError::NoSuchRun(text)),
+            RunSelector::Id(id) => self
+                .conn
+                .query_row("SELECT id FROM runs WHERE id = ?1", [id], |r| r.get(0))
+                .optional()
+                .map_err(|e| self.sql(e))?
+                .ok_or(StoreError::NoSuchRun(text)),
+            RunSelector::Label(label) => {
+                let mut stmt = self.conn.prepare("SELECT id FROM runs WHERE label = ?1 ORDER BY id").map_err(|e| self.sql(e))?;
+                let ids: Vec<i64> = stmt
+                    .query_map([label], |r| r.get(0))
+                    .map_err(|e| self.sql(e))?
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| self.sql(e))?;
+                match ids.len() {
+                    0 => Err(StoreError::NoSuchRun(text)),
+                    1 => Ok(ids[0]),
+                    n => Err(StoreError::Ambiguous {
+                        label: label.clone(),
+                        count: n,
+                        ids: ids.iter().map(i64::to_string).collect::<Vec<_>>().join(", "),
+                    }),
+                }
+            }
+        }
+    }
+
+    /// Loads a whole run with its steps, histograms and per-second series.
+    pub fn load_run(&self, id: i64) -> Result<Run, StoreError> {
+        let corrupt = |why: String| StoreError::Corrupt { path: self.path.clone(), run: id, why };
+        let (kind, plan_json, env_json, started, finished, complete, outcome): (String, String, String, i64, Option<i64>, bool, Option<String>) = self
+            .conn
+            .query_row(
+                "SELECT kind, plan_json, environment_json, started_unix_ms, finished_unix_ms, complete, outcome FROM runs WHERE id = ?1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)),
+            )
+            .optional()
+            .map_err(|e| self.sql(e))?
+            .ok_or_else(|| StoreError::NoSuchRun(id.to_string()))?;
+        let kind = match kind.as_str() {
+            "sweep" => RunKind::Sweep,
+            "imported" => RunKind::Imported,
+            other => return Err(corrupt(format!("unknown run kind '{other}'"))),
+        };
+        let plan: RunPlan = serde_json::from_str(&plan_json).map_err(|e| corrupt(format!("plan: {e}")))?;
+        let environment = serde_json::from_str(&env_json).map_err(|e| corrupt(format!("environment: {e}")))?;
+
+        let mut steps = Vec::new();
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT idx, concurrency, window_s, window_start_unix_ms, window_end_unix_ms, requests, queries, errors_json,
+                        latency_hdr, client_cpu_s, client_cores, reconnects, connect_ms, partial, published_throughput_per_s
+                 FROM steps WHERE run_id = ?1 ORDER BY idx",
+            )
+            .map_err(|e| self.sql(e))?;
+        let mut rows = stmt.query([id]).map_err(|e| self.sql(e))?;
+        while let Some(r) = rows.next().map_err(|e| self.sql(e))? {
+            let idx: i64 = r.get(0).map_err(|e| self.sql(e))?;
+            let errors_json: String = r.get(7).map_err(|e| self.sql(e))?;
+            let errors: ErrorCounts = serde_json::from_str(&errors_json).map_err(|e| corrupt(format!("errors of step {idx}: {e}")))?;
+            let hdr: Option<Vec<u8>> = r.get(8).map_err(|e| self.sql(e))?;
+            let latency = match hdr {
+                Some(b) => LatencyHistogram::from_bytes(&b).map_err(|e| corrupt(format!("step {idx}: {e}")))?,
+                None => LatencyHistogram::new(),
+            };
+            steps.push(StepResult {
+                concurrency: r.get(1).map_err(|e| self.sql(e))?,
+                window_s: r.get(2).map_err(|e| self.sql(e))?,
+                window_start_unix_ms: r.get::<_, Option<i64>>(3).map_err(|e| self.sql(e))?.unwrap_or(0),
+                window_end_unix_ms: r.get::<_, Option<i64>>(4).map_err(|e| self.sql(e))?.unwrap_or(0),
+                requests: r.get::<_, i64>(5).map_err(|e| self.sql(e))? as u64,
+                queries: r.get::<_, i64>(6).map_err(|e| self.sql(e))? as u64,
+                errors,
+                latency,
+                seconds: self.load_seconds(id, idx)?,
+                client_cpu_s: r.get::<_, Option<f64>>(9).map_err(|e| self.sql(e))?.unwrap_or(0.0),
+                client_cores: r.get::<_, Option<u32>>(10).map_err(|e| self.sql(e))?.unwrap_or(0),
+                reconnects: r.get::<_, Option<i64>>(11).map_err(|e| self.sql(e))?.unwrap_or(0) as u64,
+                connect_ms: r.get(12).map_err(|e| self.sql(e))?,
+                partial: r.get(13).map_err(|e| self.sql(e))?,
+                published_throughput_per_s: r.get(14).map_err(|e| self.sql(e))?,
+            });
+        }
+        Ok(Run { id, kind, plan, environment, started_unix_ms: started, finished_unix_ms: finished, complete, outcome, steps })
+    }
+
+    fn load_seconds(&self, run: i64, idx: i64) -> Result<Vec<SecondResult>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT second, requests, errors, latency_hdr FROM step_seconds WHERE run_id = ?1 AND step_idx = ?2 ORDER BY second")
+            .map_err(|e| self.sql(e))?;
+        let rows = stmt
+            .query_map(params![run, idx], |r| {
+                Ok((r.get::<_, u32>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?, r.get::<_, Option<Vec<u8>>>(3)?))
+            })
+            .map_err(|e| self.sql(e))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (second, requests, errors, hdr) = row.map_err(|e| self.sql(e))?;
+            let latency = match hdr {
+                Some(b) => LatencyHistogram::from_bytes(&b)
+                    .map_err(|e| StoreError::Corrupt { path: self.path.clone(), run, why: format!("step {idx} second {second}: {e}") })?,
+                None => LatencyHistogram::new(),
+            };
+            out.push(SecondResult { second, requests: requests as u64, errors: errors as u64, latency });
+        }
+        Ok(out)
+    }
+}
