@@ -66,7 +66,8 @@ pub fn parse_diskstats(text: &str, mut keep: impl FnMut(&str) -> bool) -> Result
             time_in_queue_ms: v[10],
         });
     }
-    if lines == 0 && !text.trim().is_empty() {
+    if lines == 0 {
+        // Even a diskless machine lists loop devices; nothing at all is a bad read.
         return Err("no complete device line".into());
     }
     Ok(out)
@@ -96,6 +97,6 @@ mod tests {
     fn cut_line_is_skipped() {
         let d = parse_diskstats(" 254 0 vda 1 2 3\n", |_| true);
         assert!(d.is_err());
-        assert_eq!(parse_diskstats("", |_| true).unwrap().len(), 0);
+        assert!(parse_diskstats("", |_| true).is_err());
     }
 }

@@ -68,6 +68,9 @@ pub fn parse_softirqs(text: &str) -> Result<Softirqs, String> {
 /// Parses `/proc/interrupts`. Rows with fewer numbers than CPUs (`ERR`,
 /// `MIS`, or a cut row) are not per-CPU and are skipped.
 pub fn parse_interrupts(text: &str) -> Result<Interrupts, String> {
+    if !text.ends_with('\n') {
+        return Err("cut short (sums over a partial file would be wrong)".into());
+    }
     let mut lines = complete_lines(text);
     let cpus = lines.next().and_then(header_cpus).ok_or("no CPU header line")?;
     let n = cpus.len();

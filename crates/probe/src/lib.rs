@@ -1,25 +1,64 @@
 //! Telemetry: what the machine and the server are doing while load runs.
+//!
+//! Every OS reader takes its root paths ([`Roots`]: `/proc`, `/sys`, `/etc`
+//! by default) so tests run it on captured files. Samples hold raw counters
+//! and a timestamp; [`rates`] derives per-second figures from two samples.
+//! A value that cannot be read is `None`, never 0, and the reason is
+//! reported once per source ([`unavailable`]).
+//!
+//! Samplers (stateful, reuse their buffers between calls):
+//! - [`system`]: [`SystemSampler`] → [`SystemSample`], every machine-wide probe (~1 Hz).
+//! - [`process`]: [`ProcessSampler`] → [`ProcessSample`], the server process (~1 Hz).
+//! - [`threads`]: [`ThreadSampler`], thread states of the server (~50 Hz), reported
+//!   per interval as a [`ThreadInterval`] ([`thread_report`]).
+//! - [`find`]: the server process by listening port or by name.
+//!
+//! Readers and parsers, one kernel file each:
+//! - [`stat`] (`/proc/stat`, `/proc/loadavg`), [`pressure`] (PSI), [`meminfo`],
+//!   [`irq`] (softirqs, interrupts per CPU), [`disk`] (diskstats), [`netdev`],
+//!   [`tcp_mib`] (snmp, netstat), [`sockets`] (`/proc/net/tcp{,6}`),
+//!   [`limits`] (sockstat, tcp_mem, file-nr, port range), [`power`] (RAPL, hwmon).
+//! - [`syscalls`]: why a thread sleeps (syscall numbers, wait channels).
+//! - [`tasks`]: a process's thread list kept across scans.
+//! - [`read`]: buffered and kept-descriptor file reads, shared helpers.
+//!
+//! Derived and database figures:
+//! - [`rates`]: rates and percentages from two samples.
+//! - [`db`]: InnoDB SEMAPHORES, `SHOW GLOBAL STATUS`, `pg_stat_activity` wait profiles.
+//! - [`env`]: the benchmark configuration (host, kernel, CPU, memory, sysctls).
+//! - [`time`], [`unavailable`]: timestamps; "unavailable: why" bookkeeping.
 
+pub mod db;
 pub mod disk;
 pub mod env;
+pub mod find;
 pub mod irq;
 pub mod limits;
 pub mod meminfo;
 pub mod netdev;
 pub mod power;
 pub mod pressure;
+pub mod process;
+pub mod rates;
 pub mod read;
 pub mod sockets;
 pub mod stat;
+pub mod syscalls;
 pub mod system;
+pub mod tasks;
 pub mod tcp_mib;
+pub mod thread_report;
+pub mod threads;
 pub mod time;
 pub mod unavailable;
 
 pub use env::{capture_environment, Roots};
-pub mod find;
-pub mod process;
-pub mod syscalls;
-pub mod tasks;
-pub mod thread_report;
-pub mod threads;
+pub use find::{find_by_name, find_by_port, FindError, ServerProcess};
+pub use process::{ProcessSample, ProcessSampler};
+pub use rates::{process_rates, system_rates, ProcessRates, SystemRates};
+pub use syscalls::ThreadState;
+pub use system::{SystemSample, SystemSampler};
+pub use thread_report::{StateShares, StateTimes, ThreadInterval, ThreadStats};
+pub use threads::ThreadSampler;
+pub use time::Timestamp;
+pub use unavailable::{Source, Unavailable};

@@ -104,7 +104,7 @@ fn parse_ctx(text: &[u8]) -> Option<(u64, u64)> {
     let text = std::str::from_utf8(text).ok()?;
     let mut vol = None;
     let mut invol = None;
-    for line in text.lines() {
+    for line in crate::read::complete_lines(text) {
         if let Some(v) = line.strip_prefix("voluntary_ctxt_switches:") {
             vol = v.trim().parse().ok();
         } else if let Some(v) = line.strip_prefix("nonvoluntary_ctxt_switches:") {
@@ -215,11 +215,13 @@ impl ProcessSampler {
     fn open_fds(&mut self, news: &mut Vec<Unavailable>) -> Option<u64> {
         let dir = self.dir.join("fd");
         // Linux 6.2+ reports the number of open descriptors as the size of
-        // the fd directory: one stat instead of listing 10,000 entries.
-        let counted = fs::metadata(&dir).and_then(|m| match m.len() {
+        // the fd directory: one stat instead of listing 10,000 entries. Only
+        // on procfs itself (a captured copy is an ordinary directory).
+        let size = if crate::read::is_procfs(&dir) { fs::metadata(&dir).map(|m| m.len()).unwrap_or(0) } else { 0 };
+        let counted = match size {
             0 => fs::read_dir(&dir).map(|d| d.count() as u64),
             n => Ok(n),
-        });
+        };
         match counted {
             Ok(n) => {
                 self.log.clear(Source::ProcessFds);

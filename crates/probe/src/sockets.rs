@@ -29,6 +29,9 @@ fn hex_port(addr: &str) -> Option<u16> {
 /// Calls `f` for each well-formed row of a `/proc/net/tcp{,6}` text; returns
 /// how many rows were well formed, or an error if the header is missing.
 pub fn scan_tcp(text: &str, mut f: impl FnMut(TcpEntry)) -> Result<usize, String> {
+    if !text.is_empty() && !text.ends_with('\n') {
+        return Err("cut short (counts over a partial table would be wrong)".into());
+    }
     let mut lines = complete_lines(text);
     match lines.next() {
         Some(h) if h.trim_start().starts_with("sl") => {}
@@ -200,8 +203,8 @@ mod tests {
         scan_tcp(six, |e| seen.push((e.state, e.local_port, e.inode))).unwrap();
         assert_eq!(seen, [(10, 22, 1234)]);
         assert!(scan_tcp("garbage\n", |_| {}).is_err());
-        // a cut row is not counted
-        assert_eq!(scan_tcp(&TCP[..TCP.len() - 20], |_| {}).unwrap(), 2);
+        // a cut table is refused: its counts would be too low
+        assert!(scan_tcp(&TCP[..TCP.len() - 20], |_| {}).is_err());
     }
 
     #[test]

@@ -89,6 +89,9 @@ pub enum SyscallField {
 /// Parses the start of `/proc/PID/task/TID/syscall`: `"202 0x..."`,
 /// `"running"` or `"-1 0x.. 0x.."`.
 pub fn parse_syscall(text: &[u8]) -> Option<SyscallField> {
+    if text.last() != Some(&b'\n') {
+        return None; // cut: "20" of "202" would be another syscall
+    }
     let first = text.split(|b| b.is_ascii_whitespace()).next()?;
     match first {
         b"running" => Some(SyscallField::Running),
@@ -174,7 +177,8 @@ mod tests {
         assert_eq!(parse_syscall(b"202 0x5605005c3c90 0x89 0x0\n"), Some(SyscallField::Nr(202)));
         assert_eq!(parse_syscall(b"running\n"), Some(SyscallField::Running));
         assert_eq!(parse_syscall(b"-1 0x7ffd 0x7f12\n"), Some(SyscallField::NotInSyscall));
-        assert_eq!(parse_syscall(b"garbage"), None);
+        assert_eq!(parse_syscall(b"garbage\n"), None);
+        assert_eq!(parse_syscall(b"20"), None);
         assert_eq!(parse_syscall(b""), None);
         assert_eq!(classify_syscall(&X86_64, 202), ThreadState::Futex);
         assert_eq!(classify_syscall(&X86_64, 288), ThreadState::Idle);

@@ -61,33 +61,44 @@ pub struct SystemSampler {
     user_hz: u32,
 }
 
-/// Reads `path` into `buf`, parses it, and records the outcome for `source`.
-fn fetch<T>(
-    buf: &mut String,
+/// Reads `path` into `buf` and parses it; the error names the path.
+fn load<T>(buf: &mut String, path: &Path, parse: impl FnOnce(&str) -> Result<T, String>) -> Result<T, String> {
+    read_into(path, buf).map_err(|e| e.to_string())?;
+    parse(buf).map_err(|what| ProbeError::parse(path, what).to_string())
+}
+
+/// Records the outcome for `source` (once per sample, so that a source read
+/// from several files, or partly readable, is reported once): an error or
+/// a partial-read note marks it unavailable, a clean read clears it.
+fn settle<T>(
     log: &mut UnavailableLog,
     news: &mut Vec<Unavailable>,
     source: Source,
-    path: &Path,
-    parse: impl FnOnce(&str) -> Result<T, String>,
+    result: Result<T, String>,
+    partial: impl FnOnce(&T) -> Option<String>,
 ) -> Option<T> {
-    let result = read_into(path, buf).and_then(|_| parse(buf).map_err(|what| ProbeError::parse(path, what)));
     match result {
         Ok(v) => {
-            log.clear(source);
+            match partial(&v) {
+                Some(why) => log.note_into(news, source, why),
+                None => log.clear(source),
+            }
             Some(v)
         }
-        Err(e) => {
-            log.note_into(news, source, e.to_string());
+        Err(why) => {
+            log.note_into(news, source, why);
             None
         }
     }
 }
 
-/// Records fields missing from a partly readable source (or clears the note).
-fn note_missing(log: &mut UnavailableLog, news: &mut Vec<Unavailable>, source: Source, path: &Path, missing: &[&str]) {
-    if !missing.is_empty() {
-        log.note_into(news, source, format!("{}: lacks {}", path.display(), missing.join(", ")));
-    }
+/// The partial-read note for fields a file lacked.
+fn lacks(path: &Path, missing: &[&str]) -> Option<String> {
+    (!missing.is_empty()).then(|| format!("{}: lacks {}", path.display(), missing.join(", ")))
+}
+
+fn whole<T>(_: &T) -> Option<String> {
+    None
 }
 
 impl SystemSampler {
@@ -121,61 +132,53 @@ impl SystemSampler {
         let p = self.roots.proc.clone();
         let (buf, log) = (&mut self.buf, &mut self.log);
 
-        let cpu = fetch(buf, log, &mut news, Source::Stat, &p.join("stat"), parse_stat);
-        if let Some(c) = &cpu {
-            note_missing(log, &mut news, Source::Stat, &p.join("stat"), &c.missing());
-        }
-        let load = fetch(buf, log, &mut news, Source::Loadavg, &p.join("loadavg"), parse_loadavg);
-        let psi = |buf: &mut String, log: &mut UnavailableLog, news: &mut Vec<Unavailable>, s, f: &str| -> Option<Psi> {
-            fetch(buf, log, news, s, &p.join("pressure").join(f), parse_psi)
+        let n = &mut news;
+        let stat = p.join("stat");
+        let cpu = settle(log, n, Source::Stat, load(buf, &stat, parse_stat), |c| lacks(&stat, &c.missing()));
+        let load_avg = settle(log, n, Source::Loadavg, load(buf, &p.join("loadavg"), parse_loadavg), whole);
+        let mut psi = |source, file: &str| {
+            let r: Result<Psi, String> = load(buf, &p.join("pressure").join(file), parse_psi);
+            settle(log, n, source, r, whole)
         };
         let pressure = Pressure {
-            cpu: psi(buf, log, &mut news, Source::PressureCpu, "cpu"),
-            io: psi(buf, log, &mut news, Source::PressureIo, "io"),
-            memory: psi(buf, log, &mut news, Source::PressureMemory, "memory"),
+            cpu: psi(Source::PressureCpu, "cpu"),
+            io: psi(Source::PressureIo, "io"),
+            memory: psi(Source::PressureMemory, "memory"),
         };
-        let memory = fetch(buf, log, &mut news, Source::Meminfo, &p.join("meminfo"), parse_meminfo);
-        if let Some(m) = &memory {
-            note_missing(log, &mut news, Source::Meminfo, &p.join("meminfo"), &m.missing());
-        }
-        let softirqs = fetch(buf, log, &mut news, Source::Softirqs, &p.join("softirqs"), parse_softirqs);
-        let interrupts = fetch(buf, log, &mut news, Source::Interrupts, &p.join("interrupts"), parse_interrupts);
-        let whole = &self.whole_disks;
-        let disks = fetch(buf, log, &mut news, Source::Diskstats, &p.join("diskstats"), |t| {
-            parse_diskstats(t, |name| !is_virtual_noise(name) && whole.as_ref().map_or(true, |w| w.contains(name)))
+        let meminfo = p.join("meminfo");
+        let memory = settle(log, n, Source::Meminfo, load(buf, &meminfo, parse_meminfo), |m| lacks(&meminfo, &m.missing()));
+        let softirqs = settle(log, n, Source::Softirqs, load(buf, &p.join("softirqs"), parse_softirqs), whole);
+        let interrupts = settle(log, n, Source::Interrupts, load(buf, &p.join("interrupts"), parse_interrupts), whole);
+        let keep = &self.whole_disks;
+        let disks = load(buf, &p.join("diskstats"), |t| {
+            parse_diskstats(t, |name| !is_virtual_noise(name) && keep.as_ref().map_or(true, |w| w.contains(name)))
         });
-        let net = fetch(buf, log, &mut news, Source::NetDev, &p.join("net/dev"), parse_net_dev);
+        let disks = settle(log, n, Source::Diskstats, disks, whole);
+        let net = settle(log, n, Source::NetDev, load(buf, &p.join("net/dev"), parse_net_dev), whole);
 
         let mut mib = TcpMib::default();
-        let snmp = fetch(buf, log, &mut news, Source::TcpMib, &p.join("net/snmp"), |t| parse_snmp(t, &mut mib));
-        let ext = snmp.and_then(|_| {
-            fetch(buf, log, &mut news, Source::TcpMib, &p.join("net/netstat"), |t| parse_netstat(t, &mut mib))
+        let snmp = load(buf, &p.join("net/snmp"), |t| parse_snmp(t, &mut mib));
+        let ext = snmp.is_ok().then(|| load(buf, &p.join("net/netstat"), |t| parse_netstat(t, &mut mib)));
+        let snmp_path = p.join("net/snmp");
+        let tcp = settle(log, n, Source::TcpMib, snmp.map(|_| mib), |m| match ext {
+            Some(Err(why)) => Some(why),
+            _ => lacks(&snmp_path, &m.missing()),
         });
-        if ext.is_some() {
-            note_missing(log, &mut news, Source::TcpMib, &p.join("net/snmp"), &mib.missing());
-        }
-        let tcp = snmp.map(|_| mib);
 
-        let range = fetch(
-            buf,
-            log,
-            &mut news,
-            Source::PortRange,
-            &p.join("sys/net/ipv4/ip_local_port_range"),
-            parse_port_range,
-        );
+        let range = load(buf, &p.join("sys/net/ipv4/ip_local_port_range"), parse_port_range);
+        let range = settle(log, n, Source::PortRange, range, whole);
         let (tcp_states, ports) = self.scan_sockets(range, &mut news);
-        let (buf, log) = (&mut self.buf, &mut self.log);
-        let sockstat = fetch(buf, log, &mut news, Source::Sockstat, &p.join("net/sockstat"), parse_sockstat);
-        let tcp_mem = fetch(buf, log, &mut news, Source::Sockstat, &p.join("sys/net/ipv4/tcp_mem"), parse_tcp_mem);
-        let files = fetch(buf, log, &mut news, Source::FileHandles, &p.join("sys/fs/file-nr"), parse_file_nr);
+        let (buf, log, n) = (&mut self.buf, &mut self.log, &mut news);
+        let sockstat = settle(log, n, Source::Sockstat, load(buf, &p.join("net/sockstat"), parse_sockstat), whole);
+        let tcp_mem = settle(log, n, Source::TcpMem, load(buf, &p.join("sys/net/ipv4/tcp_mem"), parse_tcp_mem), whole);
+        let files = settle(log, n, Source::FileHandles, load(buf, &p.join("sys/fs/file-nr"), parse_file_nr), whole);
         let power = self.read_power(&mut news);
 
         SystemSample {
             at,
             user_hz: self.user_hz,
             cpu,
-            load,
+            load: load_avg,
             pressure,
             memory,
             softirqs,

@@ -124,6 +124,8 @@ pub struct ThreadStats {
     pub cpu_ns: u64,
     /// Its own time per state.
     pub time: StateTimes,
+    /// Its state at the last tick.
+    pub state: ThreadState,
     /// The thread exited during the interval.
     pub exited: bool,
 }

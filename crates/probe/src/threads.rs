@@ -71,6 +71,7 @@ impl Slot {
             name: String::from_utf8_lossy(&self.comm[..self.comm_len as usize]).into_owned(),
             cpu_ns: self.cpu_ns,
             time: self.time,
+            state: self.state,
             exited,
         }
     }
@@ -139,6 +140,9 @@ fn parse_schedstat(text: &[u8]) -> Option<(u64, u64, u64)> {
 
 /// State letter, `utime + stime` ticks, and the name span of a task `stat`.
 fn parse_task_stat(text: &[u8]) -> Option<(u8, u64, &[u8])> {
+    if text.last() != Some(&b'\n') {
+        return None;
+    }
     let open = text.iter().position(|&b| b == b'(')?;
     let close = text.iter().rposition(|&b| b == b')')?;
     let rest = std::str::from_utf8(text.get(close + 2..)?).ok()?;
@@ -186,13 +190,12 @@ impl Ctx {
             let read =
                 read_task(&mut slot.syscall, &self.dir, tid, "syscall", &mut self.fds_kept, self.fd_budget, &mut self.buf[..]);
             match read {
-                Ok(bytes) => {
-                    return match parse_syscall(bytes) {
-                        Some(SyscallField::Nr(nr)) => classify_syscall(&table, nr),
-                        Some(SyscallField::Running) => ThreadState::Running,
-                        Some(SyscallField::NotInSyscall) | None => ThreadState::Other,
-                    };
-                }
+                Ok(bytes) => match parse_syscall(bytes) {
+                    Some(SyscallField::Nr(nr)) => return classify_syscall(&table, nr),
+                    Some(SyscallField::Running) => return ThreadState::Running,
+                    Some(SyscallField::NotInSyscall) => return ThreadState::Other,
+                    None => {} // unreadable content: ask wchan
+                },
                 Err(e) if matches!(e.kind(), ErrorKind::PermissionDenied) || e.raw_os_error() == Some(libc::EPERM) => {
                     self.syscall_readable = false;
                     let why = format!("cannot read {}/*/syscall: {e}; using wchan instead", self.dir.display());
@@ -356,7 +359,9 @@ impl ThreadSampler {
                 |_| Slot::new(),
                 |tid, slot| {
                     *kept -= slot.fds();
-                    departed.push(slot.stats(tid, true));
+                    if slot.primed {
+                        departed.push(slot.stats(tid, true));
+                    }
                 },
             );
             if let Err(e) = rescanned {
@@ -369,6 +374,7 @@ impl ThreadSampler {
         self.tick_no += 1;
         self.ticks += 1;
         let now = monotonic_ns();
+        let listed = self.tasks.len();
         for (tid, slot) in self.tasks.iter_mut() {
             ctx.observe(tid, slot, now);
         }
@@ -376,9 +382,17 @@ impl ThreadSampler {
             |_, slot| !slot.dead,
             |tid, slot| {
                 ctx.fds_kept -= slot.fds();
-                departed.push(slot.stats(tid, true));
+                if slot.primed {
+                    departed.push(slot.stats(tid, true));
+                }
             },
         );
+        if listed > 0 && self.tasks.is_empty() {
+            let why = format!("none of the {listed} threads under {} had readable stat/schedstat", ctx.dir.display());
+            ctx.log.note_into(&mut ctx.news, Source::Threads, why);
+        } else if !self.tasks.is_empty() {
+            ctx.log.clear(Source::Threads);
+        }
         true
     }
 
@@ -387,7 +401,7 @@ impl ThreadSampler {
     pub fn take_interval(&mut self) -> ThreadInterval {
         let end = Timestamp::now();
         let mut threads = std::mem::take(&mut self.departed);
-        for (tid, slot) in self.tasks.iter_mut() {
+        for (tid, slot) in self.tasks.iter_mut().filter(|(_, s)| s.primed) {
             threads.push(slot.stats(tid, false));
             slot.time = StateTimes::default();
             slot.cpu_ns = 0;
@@ -425,6 +439,7 @@ mod tests {
         let (state, ticks, name) = parse_task_stat(s).unwrap();
         assert_eq!((state, ticks, name), (b'R', 200, &b"python3 x"[..]));
         assert!(parse_task_stat(b"16987 (python3) R 1 2").is_none());
+        assert!(parse_task_stat(&s[..s.len() - 1]).is_none(), "cut: no newline");
         assert_eq!(parse_schedstat(b"135809 20 1\n"), Some((135809, 20, 1)));
         assert_eq!(parse_schedstat(b"135809 20"), None);
         assert_eq!(parse_schedstat(b"x y z\n"), None);

@@ -36,8 +36,10 @@ pub enum Source {
     TcpMib,
     /// `/proc/net/tcp` and `/proc/net/tcp6` (sockets by state, ports in use).
     TcpSockets,
-    /// `/proc/net/sockstat` and `net.ipv4.tcp_mem`.
+    /// `/proc/net/sockstat`.
     Sockstat,
+    /// `net.ipv4.tcp_mem`.
+    TcpMem,
     /// `net.ipv4.ip_local_port_range`.
     PortRange,
     /// `fs.file-nr`.

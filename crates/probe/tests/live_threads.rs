@@ -10,6 +10,14 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+/// The tests below measure this process's own threads: run them one at a time
+/// so one test's spinners are not another's hottest thread.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn gettid() -> u32 {
     // SAFETY: gettid has no side effects.
     unsafe { libc::gettid() as u32 }
@@ -30,6 +38,7 @@ fn sample_for(secs: f64) -> scalelab_probe::thread_report::ThreadInterval {
 
 #[test]
 fn lock_waiters_are_futex_and_spinner_is_hottest() {
+    let _serial = serial();
     let lock = Arc::new(Mutex::new(0u64));
     let stop = Arc::new(AtomicBool::new(false));
     let ready = Arc::new(Barrier::new(2));
@@ -53,8 +62,9 @@ fn lock_waiters_are_futex_and_spinner_is_hottest() {
             *lock.lock().unwrap() += 1;
         }));
     }
+    let (spin_tx, spin_rx) = std::sync::mpsc::channel();
     let spinner = {
-        let (stop, tx) = (stop.clone(), tx.clone());
+        let (stop, tx) = (stop.clone(), spin_tx);
         thread::spawn(move || {
             tx.send(gettid()).unwrap();
             let mut x = 0u64;
@@ -65,7 +75,7 @@ fn lock_waiters_are_futex_and_spinner_is_hottest() {
         })
     };
     let waiters: Vec<u32> = (0..8).map(|_| rx.recv().unwrap()).collect();
-    let spin_tid = rx.recv().unwrap();
+    let spin_tid = spin_rx.recv().unwrap();
     thread::sleep(Duration::from_millis(100));
 
     let iv = sample_for(1.0);
@@ -96,6 +106,7 @@ fn lock_waiters_are_futex_and_spinner_is_hottest() {
 
 #[test]
 fn threads_sharing_one_cpu_are_runnable() {
+    let _serial = serial();
     // SAFETY: plain libc calls on a zeroed cpu_set_t we own.
     let first_cpu = unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
@@ -141,6 +152,7 @@ fn threads_sharing_one_cpu_are_runnable() {
 
 #[test]
 fn process_sampler_counts_threads_and_switches() {
+    let _serial = serial();
     let mut sampler = ProcessSampler::new(&Roots::default(), std::process::id());
     let a = sampler.sample();
     let done = Arc::new(Barrier::new(5));

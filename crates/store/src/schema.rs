@@ -46,29 +46,49 @@ pub(crate) fn check_and_migrate(store: &mut Store) -> Result<(), StoreError> {
     if version > LATEST_VERSION {
         return Err(StoreError::TooNew { path: store.path.clone(), found: version, known: LATEST_VERSION });
     }
+    store.conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(|e| store.sql(e))?;
     // WAL: a committed step survives SIGKILL of the writer; readers never block it.
-    let _ = store.conn.pragma_update(None, "journal_mode", "WAL");
+    if version < LATEST_VERSION || version == 0 {
+        let _ = store.conn.pragma_update(None, "journal_mode", "WAL");
+    }
     store.conn.pragma_update(None, "synchronous", "NORMAL").map_err(|e| store.sql(e))?;
     store.conn.pragma_update(None, "foreign_keys", "ON").map_err(|e| store.sql(e))?;
-    store.conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(|e| store.sql(e))?;
-    migrate_to(store, version, LATEST_VERSION)
+    if version < LATEST_VERSION {
+        migrate_to(store, LATEST_VERSION)?;
+    }
+    Ok(())
 }
 
-/// Applies migrations `from+1 ..= to`. Public for tests that build an old store.
-pub fn migrate_to(store: &mut Store, from: i64, to: i64) -> Result<(), StoreError> {
+/// Applies the migrations up to `to` under one write lock. The version is
+/// re-read inside the lock, so two processes opening a new store at once
+/// do not both create it.
+pub fn migrate_to(store: &mut Store, to: i64) -> Result<(), StoreError> {
     let path = store.path.clone();
+    let sql = |cause| StoreError::Sql { path: path.clone(), cause };
+    let tx = store.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(sql)?;
+    let has_meta: bool = tx
+        .query_row("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'scalelab_meta'", [], |r| r.get::<_, i64>(0))
+        .map_err(sql)?
+        > 0;
+    let from: i64 = if has_meta {
+        tx.query_row("SELECT value FROM scalelab_meta WHERE key = 'schema_version'", [], |r| r.get::<_, String>(0))
+            .optional()
+            .map_err(sql)?
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    } else {
+        0
+    };
     for v in from + 1..=to {
-        let tx = store.conn.transaction().map_err(|e| StoreError::Sql { path: path.clone(), cause: e })?;
-        tx.execute_batch(MIGRATIONS[(v - 1) as usize]).map_err(|e| StoreError::Sql { path: path.clone(), cause: e })?;
+        tx.execute_batch(MIGRATIONS[(v - 1) as usize]).map_err(sql)?;
         tx.execute(
             "INSERT INTO scalelab_meta(key, value) VALUES ('schema_version', ?1)
              ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             [v.to_string()],
         )
-        .map_err(|e| StoreError::Sql { path: path.clone(), cause: e })?;
-        tx.commit().map_err(|e| StoreError::Sql { path: path.clone(), cause: e })?;
+        .map_err(sql)?;
     }
-    Ok(())
+    tx.commit().map_err(sql)
 }
 
 impl Store {
@@ -78,7 +98,9 @@ impl Store {
         let conn = rusqlite::Connection::open(path)
             .map_err(|e| StoreError::Open { path: path.into(), cause: e.to_string() })?;
         let mut store = Store { conn, path: path.to_path_buf() };
-        migrate_to(&mut store, 0, version)?;
+        if version > 0 {
+            migrate_to(&mut store, version)?;
+        }
         Ok(store)
     }
 

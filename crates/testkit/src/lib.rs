@@ -1,1 +1,53 @@
-//! Test harness (being written).
+//! Test harness: starts real servers for integration tests, each in its own
+//! temp dir on a free loopback port, stopped when dropped. Never relies on a
+//! server that happens to run on the machine.
+//!
+//! - [`free_port`]: a port nothing listens on right now.
+//! - [`nginx`]: a private nginx with an access log that records the time of
+//!   every request, so tests can count what the server really served.
+
+pub mod nginx;
+
+pub use nginx::children_of;
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// A loopback port that was free a moment ago (bind :0, read it back, close).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1:0").local_addr().expect("local addr").port()
+}
+
+/// Waits until something accepts TCP connections on `127.0.0.1:port`.
+pub fn wait_listening(port: u16, timeout: Duration) -> bool {
+    let end = Instant::now() + timeout;
+    while Instant::now() < end {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// Finds an executable in PATH or the usual sbin folders.
+pub fn find_program(name: &str) -> Option<PathBuf> {
+    let path = std::env::var("PATH").unwrap_or_default();
+    path.split(':')
+        .map(PathBuf::from)
+        .chain(["/usr/sbin", "/sbin", "/usr/local/sbin"].map(PathBuf::from))
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+}
+
+/// True when the process `pid` exists.
+pub fn pid_alive(pid: i32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+        && std::fs::read_to_string(format!("/proc/{pid}/stat")).map(|s| !s.contains(") Z ")).unwrap_or(false)
+}

@@ -1,0 +1,48 @@
+//! Helpers shared by the CLI's integration tests: run the real binary.
+
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// The scalelab binary built for these tests.
+pub fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_scalelab"))
+}
+
+/// Runs scalelab with `args` against the store `store`.
+pub fn run(store: &Path, args: &[&str]) -> Output {
+    bin().arg("--store").arg(store).args(args).output().expect("running scalelab")
+}
+
+/// Runs a command expected to succeed and parses its stdout as JSON.
+pub fn json(store: &Path, args: &[&str]) -> Value {
+    let out = run(store, args);
+    assert!(
+        out.status.success(),
+        "scalelab {args:?} failed ({:?}): {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+/// Stderr as text.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Steps of a run document.
+pub fn steps(run: &Value) -> &Vec<Value> {
+    run["steps"].as_array().expect("steps[]")
+}
+
+/// Validates a document against docs/run.schema.json.
+pub fn assert_matches_schema(doc: &Value) {
+    let schema_text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/run.schema.json")).expect("docs/run.schema.json");
+    let schema: Value = serde_json::from_str(&schema_text).expect("schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = validator.iter_errors(doc).map(|e| format!("{} at {}", e, e.instance_path)).collect();
+    assert!(errors.is_empty(), "run JSON does not match docs/run.schema.json:\n{}", errors.join("\n"));
+}

@@ -1,0 +1,143 @@
+//! Against a real nginx started by the harness: what scalelab counts is what
+//! nginx served, error classes are real, a killed server is survived.
+
+mod common;
+
+use common::*;
+use scalelab_testkit::nginx::Nginx;
+use serde_json::Value;
+
+/// Requests nginx logged inside a step's window, by status class.
+fn logged_in_window(nginx: &Nginx, step: &Value) -> (usize, usize, usize) {
+    let start = step["window_start_unix_ms"].as_f64().unwrap();
+    let end = step["window_end_unix_ms"].as_f64().unwrap();
+    let lines: Vec<_> = nginx.access_log().into_iter().filter(|l| l.unix_ms >= start && l.unix_ms < end).collect();
+    let ok = lines.iter().filter(|l| (200..300).contains(&l.status)).count();
+    let c4 = lines.iter().filter(|l| (400..500).contains(&l.status)).count();
+    let c5 = lines.iter().filter(|l| (500..600).contains(&l.status)).count();
+    (ok, c4, c5)
+}
+
+/// In-flight requests at each window edge, plus 3 ms of clock alignment
+/// between scalelab's window marks and nginx's `$msec` (both read the same
+/// wall clock, rounded to the millisecond).
+fn tolerance(step: &Value) -> f64 {
+    let c = step["concurrency"].as_f64().unwrap();
+    2.0 * c + step["throughput_per_s"].as_f64().unwrap() * 0.003 + 2.0
+}
+
+fn check_counts(nginx: &Nginx, run: &Value) {
+    for step in steps(run) {
+        let (ok, c4, c5) = logged_in_window(nginx, step);
+        let tol = tolerance(step);
+        let requests = step["requests"].as_f64().unwrap();
+        let e4 = step["errors"]["http_4xx"].as_f64().unwrap_or(0.0);
+        let e5 = step["errors"]["http_5xx"].as_f64().unwrap_or(0.0);
+        assert!(requests > 50.0, "too few requests to judge: {step}");
+        assert!((requests - ok as f64).abs() <= tol, "c={}: scalelab counted {requests} successes, nginx logged {ok} (tolerance {tol})", step["concurrency"]);
+        assert!((e4 - c4 as f64).abs() <= tol, "c={}: scalelab counted {e4} 4xx, nginx logged {c4}", step["concurrency"]);
+        assert!((e5 - c5 as f64).abs() <= tol, "c={}: scalelab counted {e5} 5xx, nginx logged {c5}", step["concurrency"]);
+    }
+}
+
+#[test]
+fn keepalive_counts_match_nginx_access_log() {
+    let nginx = Nginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let run = json(&store, &["sweep", &nginx.url("/index.html"), "-c", "1,4", "--warmup", "0.3s", "--duration", "1s", "--pause", "0.2s", "--json", "-q"]);
+    assert_matches_schema(&run);
+    assert_eq!(run["complete"], true);
+    assert!(run["environment"]["server"].as_str().unwrap().starts_with("nginx"), "{}", run["environment"]);
+    // Warm-up requests were served but not counted: the log holds more than the windows.
+    let total_logged = nginx.access_log().len() as f64;
+    let counted: f64 = steps(&run).iter().map(|s| s["requests"].as_f64().unwrap()).sum();
+    assert!(total_logged > counted * 1.1, "warm-up traffic missing from the log? logged {total_logged}, counted {counted}");
+    check_counts(&nginx, &run);
+    for s in steps(&run) {
+        assert_eq!(s["errors_total"], 0, "{s}");
+        assert_eq!(s["reconnects"], 0, "keep-alive must reuse connections: {s}");
+    }
+}
+
+#[test]
+fn no_keepalive_counts_match_nginx_access_log() {
+    let nginx = Nginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let run = json(&store, &["sweep", &nginx.url("/index.html"), "-c", "2", "--warmup", "0.3s", "--duration", "1s", "--no-keepalive", "--json", "-q"]);
+    check_counts(&nginx, &run);
+    assert_eq!(run["schedule"]["options"]["keepalive"], false);
+}
+
+#[test]
+fn non_2xx_responses_are_counted_by_class() {
+    let nginx = Nginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let urls = dir.path().join("urls.txt");
+    std::fs::write(
+        &urls,
+        format!("# weighted mix\n4 {}\n1 {}\n1 GET {}\n", nginx.url("/index.html"), nginx.url("/missing.html"), nginx.url("/fail")),
+    )
+    .unwrap();
+    let store = dir.path().join("s.db");
+    let run = json(&store, &["sweep", "--url-file", urls.to_str().unwrap(), "-c", "3", "--warmup", "0.2s", "--duration", "1s", "--json", "-q"]);
+    let step = &steps(&run)[0];
+    let (e4, e5) = (step["errors"]["http_4xx"].as_f64().unwrap(), step["errors"]["http_5xx"].as_f64().unwrap());
+    let ok = step["requests"].as_f64().unwrap();
+    // Weights 4:1:1.
+    assert!(e4 > ok / 8.0 && e4 < ok / 2.0, "4xx share off: ok {ok} 4xx {e4}");
+    assert!(e5 > ok / 8.0 && e5 < ok / 2.0, "5xx share off: ok {ok} 5xx {e5}");
+    assert_eq!(step["error_messages"]["http_4xx"], "HTTP status 404");
+    check_counts(&nginx, &run);
+}
+
+#[test]
+fn killed_server_ends_the_run_cleanly_keeping_finished_steps() {
+    let nginx = Nginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let child = bin()
+        .arg("--store")
+        .arg(&store)
+        .args(["sweep", &nginx.url("/index.html"), "-c", "1,2,3,4", "--warmup", "0.2s", "--duration", "0.8s", "--pause", "0.2s"])
+        .args(["--max-failed-steps", "1", "--json", "-q"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Kill nginx during the second step.
+    std::thread::sleep(std::time::Duration::from_millis(1700));
+    nginx.kill();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "a failed target exits 1: {}", stderr(&out));
+    assert!(stderr(&out).contains("target failed at step"), "{}", stderr(&out));
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(run["complete"], false);
+    assert!(run["outcome"].as_str().unwrap().starts_with("target failed at step"));
+    let s = steps(&run);
+    assert!(s[0]["requests"].as_u64().unwrap() > 50 && s[0]["errors_total"] == 0, "first step finished before the kill: {}", s[0]);
+    let last = s.last().unwrap();
+    let refused = last["errors"]["connect_refused"].as_u64().unwrap_or(0) + last["errors"]["reset"].as_u64().unwrap_or(0);
+    assert!(refused > 0, "the dead server shows as connect_refused/reset errors: {last}");
+    assert!(s.len() < 4, "the run stopped early: {} steps", s.len());
+    // `show` reads the same from the store.
+    let shown = json(&store, &["show", "last", "--json"]);
+    assert_eq!(shown["complete"], false);
+    assert_eq!(steps(&shown).len(), s.len());
+}
+
+#[test]
+fn unreachable_target_is_bad_input_and_stores_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let port = scalelab_testkit::free_port();
+    let out = run(&store, &["sweep", &format!("http://127.0.0.1:{port}/"), "-c", "1", "--duration", "0.2s", "-q"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.starts_with("error: cannot reach") && err.contains("refused"), "{err}");
+    let listed = run(&store, &["runs"]);
+    let text = String::from_utf8_lossy(&listed.stdout);
+    assert_eq!(text.lines().count(), 1, "header only, no run stored: {text}");
+}

@@ -1,0 +1,83 @@
+//! The specimen's modes produce the shapes they stand for, measured by a real sweep.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+fn sweep(mode: &str) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    json(&store, &["sweep", "--specimen", mode, "--work-us", "500", "-c", "1,8", "--warmup", "0.3s", "--duration", "1s", "--pause", "0.2s", "--json", "-q"])
+}
+
+fn tput(run: &Value, i: usize) -> f64 {
+    steps(run)[i]["throughput_per_s"].as_f64().unwrap()
+}
+
+fn p50(run: &Value, i: usize) -> f64 {
+    steps(run)[i]["latency_ms"]["p50"].as_f64().unwrap()
+}
+
+#[test]
+fn global_lock_caps_throughput_where_scales_rises() {
+    let scales = sweep("scales");
+    let locked = sweep("global-lock");
+    assert_matches_schema(&scales);
+    assert!(steps(&scales).iter().chain(steps(&locked)).all(|s| s["errors_total"] == 0));
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let scales_ratio = tput(&scales, 1) / tput(&scales, 0);
+    let locked_ratio = tput(&locked, 1) / tput(&locked, 0);
+    // One request does 500 µs of CPU: one client gets under 2,000/s either way.
+    assert!(tput(&scales, 0) < 2_000.0 && tput(&locked, 0) < 2_000.0);
+    // The funnel lock admits one request at a time: at most one CPU's worth
+    // (1 s / 500 µs = 2,000/s), however many clients; only the unlocked part
+    // of a round trip (network, parsing) overlaps, so x1 to ~x1.4.
+    assert!(tput(&locked, 1) <= 2_050.0, "global-lock above one CPU's worth: {:.0}/s", tput(&locked, 1));
+    assert!(locked_ratio < 1.6, "global-lock should not scale: x{locked_ratio:.2}");
+    // Its latency grows with the queue in front of the lock (~8x at 8 clients).
+    assert!(p50(&locked, 1) > 4.0 * p50(&locked, 0), "latency should grow: {} -> {}", p50(&locked, 0), p50(&locked, 1));
+    if cpus >= 2 {
+        assert!(scales_ratio > 1.4, "scales should use more than one CPU: x{scales_ratio:.2}");
+        assert!(tput(&scales, 1) > 1.25 * tput(&locked, 1), "scales {:.0}/s vs global-lock {:.0}/s at 8 clients", tput(&scales, 1), tput(&locked, 1));
+    }
+}
+
+#[test]
+fn unknown_mode_is_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&dir.path().join("s.db"), &["sweep", "--specimen", "turbo"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("unknown specimen mode 'turbo'"), "{}", stderr(&out));
+    assert!(!dir.path().join("s.db").exists(), "nothing stored before validation passes");
+}
+
+#[test]
+fn specimen_reports_what_it_served() {
+    // The specimen as its own process, as `sweep` starts it.
+    let mut child = bin()
+        .args(["specimen", "--port", "0", "--mode", "scales", "--work-us", "10"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+    let addr = line.split_whitespace().nth(2).unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let run = json(&dir.path().join("s.db"), &["sweep", &format!("http://{addr}/"), "-c", "2", "--warmup", "0s", "--duration", "0.5s", "--json", "-q"]);
+    let stats: Value = {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        s.write_all(b"GET /__stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        serde_json::from_str(text.split("\r\n\r\n").nth(1).unwrap()).unwrap()
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    let served = stats["requests"].as_u64().unwrap();
+    let counted = steps(&run)[0]["requests"].as_u64().unwrap();
+    // served = preflight + window + at most one in-flight request per client at the edges
+    assert!(served >= counted && served <= counted + 1 + 2 * 2, "specimen served {served}, scalelab counted {counted}");
+    assert!(run["environment"]["server"].as_str().unwrap().starts_with("scalelab-specimen"));
+}

@@ -1,0 +1,197 @@
+//! Measures the probes' own CPU (run through `bench/probe_overhead`).
+//!
+//! Starts a target process with N threads (default 200) parked the way a
+//! server's threads are: most blocked on a lock or condition variable, some
+//! idle in poll(), some waking every 10 ms to do a little work, one busy 20 %
+//! of the time. Then, in this process, measures the CPU time of the sampling
+//! thread (`CLOCK_THREAD_CPUTIME_ID`, user + system) for:
+//!   1. system + process probes at 1 Hz (target <= 0.5 % of one core);
+//!   2. thread-state sampling of the target at 50 Hz, with one interval
+//!      report per second (target <= 3 % of one core).
+//!
+//! Usage: probe_overhead [--seconds S] [--threads N]
+//! The target exits when this process exits (its stdin closes) or after 10 min.
+
+use scalelab_probe::{ProcessSampler, Roots, SystemSampler, ThreadSampler};
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The target: `threads` threads parked like a server's, until stdin closes.
+fn target(threads: usize) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let gate = Arc::new((Mutex::new(()), Condvar::new()));
+    let (lockers, pollers, wakers) = (threads * 3 / 4, threads / 10, threads - threads * 3 / 4 - threads / 10 - 1);
+    for _ in 0..lockers {
+        let gate = gate.clone();
+        thread::spawn(move || {
+            let (m, cv) = &*gate;
+            let mut g = m.lock().unwrap();
+            loop {
+                g = cv.wait(g).unwrap();
+            }
+        });
+    }
+    for _ in 0..pollers {
+        thread::spawn(|| {
+            let mut fds = [0; 2];
+            // SAFETY: pipe and poll on descriptors this thread owns.
+            unsafe {
+                libc::pipe(fds.as_mut_ptr());
+                let mut p = libc::pollfd { fd: fds[0], events: libc::POLLIN, revents: 0 };
+                loop {
+                    libc::poll(&mut p, 1, 1000);
+                }
+            }
+        });
+    }
+    for _ in 0..wakers {
+        thread::spawn(|| {
+            let mut x = 0u64;
+            loop {
+                thread::sleep(Duration::from_millis(10));
+                for i in 0..20_000u64 {
+                    x = x.wrapping_mul(31).wrapping_add(i);
+                }
+                std::hint::black_box(x);
+            }
+        });
+    }
+    let busy_stop = stop.clone();
+    thread::spawn(move || {
+        while !busy_stop.load(Ordering::Relaxed) {
+            let t = Instant::now();
+            while t.elapsed() < Duration::from_millis(2) {
+                std::hint::spin_loop();
+            }
+            thread::sleep(Duration::from_millis(8));
+        }
+    });
+    println!("ready {}", threads);
+    // Exit when the parent goes away, or after 10 minutes whatever happens.
+    thread::spawn(|| {
+        let _ = std::io::stdin().read(&mut [0u8; 1]);
+        std::process::exit(0);
+    });
+    thread::sleep(Duration::from_secs(600));
+}
+
+struct Phase {
+    cpu_ns: u64,
+    wall_ns: u64,
+    calls: u64,
+    max_call_ns: u64,
+}
+
+impl Phase {
+    fn pct(&self) -> f64 {
+        self.cpu_ns as f64 * 100.0 / self.wall_ns as f64
+    }
+}
+
+/// Calls `f` every `period` for `secs`; the CPU of this thread is measured
+/// over the whole phase, sleeping included (which costs nothing).
+fn run(period: Duration, secs: f64, mut f: impl FnMut(u64)) -> Phase {
+    let start = Instant::now();
+    let cpu0 = thread_cpu_ns();
+    let mut calls = 0;
+    let mut max_call_ns = 0;
+    let mut next = start;
+    while start.elapsed().as_secs_f64() < secs {
+        let c0 = thread_cpu_ns();
+        f(calls);
+        max_call_ns = max_call_ns.max(thread_cpu_ns() - c0);
+        calls += 1;
+        next += period;
+        if let Some(wait) = next.checked_duration_since(Instant::now()) {
+            thread::sleep(wait);
+        }
+    }
+    Phase { cpu_ns: thread_cpu_ns() - cpu0, wall_ns: start.elapsed().as_nanos() as u64, calls, max_call_ns }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let arg = |name: &str, default: f64| -> f64 {
+        args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+    };
+    if args.get(1).map(String::as_str) == Some("target") {
+        return target(args.get(2).and_then(|n| n.parse().ok()).unwrap_or(200));
+    }
+    let secs = arg("--seconds", 10.0);
+    let threads = arg("--threads", 200.0) as usize;
+
+    let exe = std::env::current_exe().expect("own path");
+    let mut child = Command::new(exe)
+        .args(["target", &threads.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start target");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).expect("target ready");
+    let pid = child.id();
+    thread::sleep(Duration::from_millis(300));
+
+    let roots = Roots::default();
+    let mut system = SystemSampler::new(roots.clone());
+    let mut process = ProcessSampler::new(&roots, pid);
+    let a = run(Duration::from_secs(1), secs, |_| {
+        std::hint::black_box(system.sample());
+        std::hint::black_box(process.sample());
+    });
+
+    let mut sampler = ThreadSampler::new(&roots, pid);
+    let mut last = None;
+    let b = run(Duration::from_millis(20), secs, |i| {
+        sampler.tick();
+        if i % 50 == 49 {
+            last = Some(sampler.take_interval());
+        }
+    });
+
+    let _ = child.kill();
+    let _ = child.wait();
+
+    println!("probe overhead: target pid {pid} with {threads} threads + main; {secs} s per phase;");
+    println!("CPU of the sampling thread (user + system), as % of one core:");
+    let verdict = |pct: f64, max: f64| if pct <= max { "ok" } else { "OVER TARGET" };
+    println!(
+        "  system + process probes @ 1 Hz : {:6.3} %  (target <= 0.5 %)  {:>4} calls, mean {:7.1} us, max {:7.1} us  {}",
+        a.pct(),
+        a.calls,
+        a.cpu_ns as f64 / a.calls as f64 / 1e3,
+        a.max_call_ns as f64 / 1e3,
+        verdict(a.pct(), 0.5)
+    );
+    println!(
+        "  thread states @ 50 Hz          : {:6.3} %  (target <= 3 %)    {:>4} ticks, mean {:7.1} us, max {:7.1} us  {}",
+        b.pct(),
+        b.calls,
+        b.cpu_ns as f64 / b.calls as f64 / 1e3,
+        b.max_call_ns as f64 / 1e3,
+        verdict(b.pct(), 3.0)
+    );
+    println!("  thread sampler: {} threads tracked, {} descriptors kept open", sampler.threads(), sampler.fds_kept());
+    if let Some(iv) = last {
+        if let Some(s) = iv.shares() {
+            println!(
+                "  last second of the target: running {:.1} %, runnable {:.1} %, futex {:.1} %, idle {:.1} %, io {:.1} %, other {:.1} %",
+                s.running_pct, s.runnable_pct, s.futex_pct, s.idle_pct, s.io_pct, s.other_pct
+            );
+        }
+        if let Some(t) = iv.hottest(1).first() {
+            println!("  hottest thread: tid {} at {:.1} % of a core", t.tid, iv.cpu_pct_of_core(t).unwrap_or(0.0));
+        }
+    }
+}

@@ -1,0 +1,14 @@
+//! Database text parsers: pure functions over what the server returned, with
+//! no driver dependency (the caller runs the statements).
+//!
+//! - [`innodb`]: SEMAPHORES of `SHOW ENGINE INNODB STATUS` (MariaDB 10.x, MySQL 5.7/8.0).
+//! - [`mysql_status`]: `SHOW GLOBAL STATUS` rows into typed counters.
+//! - [`pg_activity`]: `pg_stat_activity` rows into a wait-event profile.
+
+pub mod innodb;
+pub mod mysql_status;
+pub mod pg_activity;
+
+pub use innodb::{parse_innodb_semaphores, semaphore_rates, InnodbSemaphores, SemaphoreFormat, SemaphoreRates, SpinCounters};
+pub use mysql_status::{global_status_rates, GlobalStatus, GlobalStatusRates, HandlerCounters};
+pub use pg_activity::{ActivityRow, WaitProfile, WaitShare, PG_ACTIVITY_QUERY};

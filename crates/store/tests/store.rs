@@ -1,0 +1,102 @@
+//! Store round trips and schema evolution.
+
+use scalelab_core::{ErrorClass, Failure, LatencyHistogram, RunKind, RunPlan, SecondResult, StepPlan, StepResult};
+use scalelab_store::{RunSelector, Store, StoreError, LATEST_VERSION};
+use std::time::Duration;
+
+fn plan(label: &str) -> RunPlan {
+    RunPlan {
+        label: label.into(),
+        target: "http://127.0.0.1:1/".into(),
+        workload: "GET /".into(),
+        steps: vec![StepPlan { concurrency: 2, warmup_s: 1.0, window_s: 2.0, pause_s: 1.0, think_time_s: 0.0 }],
+        client_threads: 2,
+        options: Default::default(),
+    }
+}
+
+fn step(concurrency: u32) -> StepResult {
+    let mut latency = LatencyHistogram::new();
+    let mut seconds = Vec::new();
+    for s in 0..2u32 {
+        let mut h = LatencyHistogram::new();
+        for i in 0..100u64 {
+            h.record(Duration::from_micros(100 + i + u64::from(s) * 1000));
+        }
+        latency.merge(&h);
+        seconds.push(SecondResult { second: s, requests: 100, errors: 1, latency: h });
+    }
+    let mut r = StepResult { concurrency, window_s: 2.0, requests: 200, queries: 200, latency, seconds, client_cpu_s: 0.5, client_cores: 2, ..Default::default() };
+    r.errors.add(&Failure::new(ErrorClass::Http5xx, "HTTP status 503"));
+    r.errors.add(&Failure::new(ErrorClass::Http5xx, "HTTP status 502"));
+    r
+}
+
+#[test]
+fn run_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+    let id = store.begin_run(RunKind::Sweep, &plan("a"), &Default::default(), None).unwrap();
+    store.add_step(id, 0, &step(1)).unwrap();
+    store.add_step(id, 1, &step(2)).unwrap();
+    let run = store.load_run(id).unwrap();
+    assert!(!run.complete, "open until finished");
+    store.finish_run(id, true, "completed").unwrap();
+    let run = store.load_run(id).unwrap();
+    assert!(run.complete);
+    assert_eq!(run.outcome.as_deref(), Some("completed"));
+    assert_eq!(run.steps.len(), 2);
+    let s = &run.steps[1];
+    assert_eq!((s.concurrency, s.requests), (2, 200));
+    assert_eq!(s.errors.get(ErrorClass::Http5xx), 2);
+    assert_eq!(s.errors.first_message[&ErrorClass::Http5xx], "HTTP status 503");
+    assert_eq!(s.latency.count(), 200);
+    assert_eq!(s.seconds.len(), 2);
+    assert_eq!(s.seconds[1].latency.count(), 100);
+    assert_eq!(store.resolve(&RunSelector::Last).unwrap(), id);
+    assert_eq!(store.resolve(&RunSelector::parse("a")).unwrap(), id);
+    store.begin_run(RunKind::Sweep, &plan("a"), &Default::default(), None).unwrap();
+    assert!(matches!(store.resolve(&RunSelector::parse("a")), Err(StoreError::Ambiguous { count: 2, .. })));
+}
+
+#[test]
+fn a_version_1_store_opens_after_migration() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    {
+        // A store as scalelab wrote it at schema version 1, with one run in it.
+        let old = Store::create_at_version(&path, 1).unwrap();
+        assert_eq!(old.schema_version().unwrap(), 1);
+        old.execute_raw(
+            r#"INSERT INTO runs(id, kind, label, target, workload, started_unix_ms, complete, plan_json, environment_json)
+               VALUES (7, 'sweep', 'v1 run', 'http://127.0.0.1:1/', 'GET /', 1700000000000, 1,
+                       '{"label":"v1 run","target":"http://127.0.0.1:1/","workload":"GET /","steps":[],"client_threads":1}',
+                       '{"scalelab_version":"0.0.1"}');
+               INSERT INTO steps(run_id, idx, concurrency, window_s, requests, queries, errors_json, partial)
+               VALUES (7, 0, 1, 2.0, 500, 500, '{"counts":{},"first_message":{}}', 0);"#,
+        )
+        .unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), LATEST_VERSION);
+    let run = store.load_run(7).unwrap();
+    assert_eq!(run.plan.label, "v1 run");
+    assert_eq!(run.steps[0].requests, 500);
+    assert_eq!(run.steps[0].throughput_per_s(), 250.0);
+    assert_eq!(run.steps[0].published_throughput_per_s, None, "column added by migration 2 reads as missing");
+    assert!(run.steps[0].latency.summary().is_none(), "no histogram: no latency, not zero latency");
+}
+
+#[test]
+fn a_newer_store_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new.db");
+    {
+        let s = Store::open(&path).unwrap();
+        s.execute_raw("UPDATE scalelab_meta SET value = '999' WHERE key = 'schema_version'").unwrap();
+    }
+    match Store::open(&path) {
+        Err(StoreError::TooNew { found: 999, .. }) => {}
+        other => panic!("expected TooNew, got {:?}", other.map(|_| ())),
+    }
+}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh Debian machine with a Rust toolchain:
+# installs what the tests need (only what is missing), then runs every test.
+# Tests start their own servers (nginx, ...) in temp dirs on free loopback
+# ports; nothing already running on the machine is used.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ]; }
+have nginx || missing+=(nginx-light)
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}" >&2
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # Debian starts the packaged services; the tests never use them.
+  if have nginx && [ -f /run/nginx.pid ]; then $sudo nginx -s quit 2>/dev/null || true; fi
+fi
+
+cargo test --workspace --all-targets "$@"
