@@ -26,7 +26,7 @@ struct Args {
     /// Directory of published lmbench-*.csv / flops-*.csv to show beside this run.
     #[arg(long)]
     published: Option<PathBuf>,
-    /// Also print % deltas of every run against this label.
+    /// Also print % deltas of this run against the run with this label.
     #[arg(long)]
     baseline: Option<String>,
     /// Write the --json document to this file.
@@ -53,7 +53,9 @@ fn main() -> anyhow_free::Result {
                 let v = r
                     .median
                     .map(|m| format!("{} {}", scalelab_micro::fmt_num(m), r.unit))
-                    .unwrap_or_else(|| format!("unavailable: {}", r.unavailable.clone().unwrap_or_default()));
+                    .unwrap_or_else(|| {
+                        format!("unavailable: {}", r.unavailable.clone().unwrap_or_default())
+                    });
                 eprintln!("{:6.2}s  {:<24} {v}", t0.elapsed().as_secs_f64(), r.id);
             })?;
             let env = serde_json::json!({ "kernel": kernel_release() });
@@ -71,7 +73,12 @@ fn main() -> anyhow_free::Result {
     }
     println!("{}", render_tables(&summary_tables(&runs)));
     if let Some(b) = &args.baseline {
-        println!("{}", compare(&runs, b)?.render());
+        let pair: Vec<LabelledRun> = runs
+            .iter()
+            .filter(|r| r.label == *b || r.label == args.label)
+            .cloned()
+            .collect();
+        println!("{}", compare(&pair, b)?.render());
     }
     for w in &report.warnings {
         println!("warning: {w}");

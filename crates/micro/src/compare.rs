@@ -51,17 +51,17 @@ pub fn delta_pct(a: f64, b: f64) -> Option<i64> {
 
 /// Compares `runs` against the one labelled `baseline`.
 pub fn compare(runs: &[LabelledRun], baseline: &str) -> Result<Comparison, MicroError> {
-    let base = runs
-        .iter()
-        .find(|r| r.label == baseline)
-        .ok_or_else(|| MicroError::UnknownBaseline {
-            given: baseline.to_string(),
-            have: runs
-                .iter()
-                .map(|r| r.label.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-        })?;
+    let base =
+        runs.iter()
+            .find(|r| r.label == baseline)
+            .ok_or_else(|| MicroError::UnknownBaseline {
+                given: baseline.to_string(),
+                have: runs
+                    .iter()
+                    .map(|r| r.label.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })?;
     let others: Vec<&LabelledRun> = runs.iter().filter(|r| r.label != baseline).collect();
     let mut ids: Vec<(String, String, Unit)> = Vec::new();
     for r in runs {
@@ -110,7 +110,11 @@ impl Comparison {
     /// The comparison as a table: figure, unit, the baseline's value, then
     /// each run's value and delta.
     pub fn to_table(&self) -> Table {
-        let mut columns = vec!["figure".to_string(), "unit".to_string(), self.baseline.clone()];
+        let mut columns = vec![
+            "figure".to_string(),
+            "unit".to_string(),
+            self.baseline.clone(),
+        ];
         for l in &self.labels {
             columns.push(l.clone());
             columns.push("delta%".to_string());

@@ -56,6 +56,7 @@ pub fn run_suite(
         return Err(MicroError::BadRepeats(repeats));
     }
     let start = Instant::now();
+    let busy = busy_warning(std::path::Path::new("/proc"));
     let machine = sys::Machine::detect();
     let ctx = measure::Ctx::new(opts.quick, repeats, &machine, &opts.stop);
     let mut groups: Vec<Group> = opts.only.clone().unwrap_or_else(|| Group::ALL.to_vec());
@@ -71,7 +72,8 @@ pub fn run_suite(
         }
     }
     let results = std::mem::take(&mut out.results);
-    let mut warnings = run_warnings(&machine, &groups);
+    let mut warnings: Vec<String> = busy.into_iter().collect();
+    warnings.extend(run_warnings(&machine, &groups));
     if stopped {
         warnings.push(format!(
             "stopped before the suite finished: {} figures kept",
@@ -84,6 +86,43 @@ pub fn run_suite(
         warnings,
         stopped,
     })
+}
+
+/// A warning when other work competes for the CPUs as the suite starts
+/// (1-minute load average at least half the CPU count, or tasks waiting for
+/// a CPU more than 10 % of the time per /proc/pressure/cpu): every figure
+/// then includes time spent waiting to run.
+fn busy_warning(proc_root: &std::path::Path) -> Option<String> {
+    let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as f64;
+    let load = std::fs::read_to_string(proc_root.join("loadavg"))
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok());
+    let pressure = std::fs::read_to_string(proc_root.join("pressure/cpu"))
+        .ok()
+        .and_then(|s| {
+            let some = s.lines().find(|l| l.starts_with("some"))?;
+            let avg = some
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix("avg10="))?;
+            avg.parse::<f64>().ok()
+        });
+    let loaded = load.is_some_and(|l| l >= cpus * 0.5);
+    let pressured = pressure.is_some_and(|p| p > 10.0);
+    if !(loaded || pressured) {
+        return None;
+    }
+    let mut what = Vec::new();
+    if let Some(l) = load {
+        what.push(format!("load average {l:.2} on {cpus} CPUs"));
+    }
+    if let Some(p) = pressure {
+        what.push(format!("tasks waiting for a CPU {p:.0} % of the time"));
+    }
+    Some(format!(
+        "machine busy when the suite started ({}): figures include time spent waiting to run; \
+         rerun on a quiet machine for reference figures",
+        what.join(", ")
+    ))
 }
 
 /// Run-level caveats a reader needs to interpret the figures.

@@ -85,7 +85,9 @@ pub fn parse_published_csv(name: &str, text: &str) -> Result<Vec<LabelledRun>, M
         .enumerate()
         .map(|(i, l)| (i + 1, l.trim()))
         .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'));
-    let (hline, header) = lines.next().ok_or_else(|| err(1, "no header line".into()))?;
+    let (hline, header) = lines
+        .next()
+        .ok_or_else(|| err(1, "no header line".into()))?;
     let header = split(header);
     let num = |line: usize, col: &str, s: &str| -> Result<Option<f64>, MicroError> {
         if s.is_empty() {
@@ -175,8 +177,8 @@ pub fn parse_published_csv(name: &str, text: &str) -> Result<Vec<LabelledRun>, M
     Ok(runs)
 }
 
-/// Reads every `lmbench-*.csv` and `flops-*.csv` in `dir` (sorted by name)
-/// and merges rows with the same label into one run, so a host's syscall,
+/// Reads every `lmbench-*.csv` and `flops-*.csv` in `dir` (lmbench tables
+/// first, each kind by file name) and merges rows with the same label into one run, so a host's syscall,
 /// process and latency rows become one row per table.
 pub fn load_published_dir(dir: &Path) -> Result<Vec<LabelledRun>, MicroError> {
     let io = |e: std::io::Error| MicroError::Io {
@@ -191,7 +193,10 @@ pub fn load_published_dir(dir: &Path) -> Result<Vec<LabelledRun>, MicroError> {
             (n.starts_with("lmbench-") || n.starts_with("flops-")) && n.ends_with(".csv")
         })
         .collect();
-    files.sort();
+    files.sort_by_key(|p| {
+        let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
+        (!n.starts_with("lmbench-"), n)
+    });
     let mut merged: Vec<LabelledRun> = Vec::new();
     for p in files {
         let text = std::fs::read_to_string(&p).map_err(|e| MicroError::Io {
@@ -242,7 +247,10 @@ mod tests {
     #[test]
     fn errors_name_file_line_and_column() {
         let e = parse_published_csv("x.csv", "Host,OS,bogus\na,b,1\n").unwrap_err();
-        assert!(e.to_string().starts_with("x.csv:1: unknown column `bogus`"), "{e}");
+        assert!(
+            e.to_string().starts_with("x.csv:1: unknown column `bogus`"),
+            "{e}"
+        );
         let e = parse_published_csv("x.csv", "Host,OS,stat\n\na,b,zz\n").unwrap_err();
         assert!(e.to_string().starts_with("x.csv:3: column `stat`"), "{e}");
     }

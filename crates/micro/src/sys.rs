@@ -278,10 +278,8 @@ impl TempFile {
     pub fn create(tag: &str, len: usize) -> io::Result<TempFile> {
         static SEQ: AtomicU64 = AtomicU64::new(0);
         let n = SEQ.fetch_add(1, Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!(
-            "scalelab-micro-{}-{n}-{tag}",
-            std::process::id()
-        ));
+        let path =
+            std::env::temp_dir().join(format!("scalelab-micro-{}-{n}-{tag}", std::process::id()));
         let c_path = CString::new(path.as_os_str().as_encoded_bytes())
             .map_err(|_| io::Error::other("temp path contains NUL"))?;
         let file = TempFile { path, c_path };
@@ -321,7 +319,11 @@ impl Region {
     /// boundary (so even a small buffer sits in one huge page) and the
     /// kernel is asked for huge pages.
     pub fn new(len: usize, huge: bool) -> io::Result<Region> {
-        let map_len = if huge { len.div_ceil(HUGE) * HUGE + HUGE } else { len };
+        let map_len = if huge {
+            len.div_ceil(HUGE) * HUGE + HUGE
+        } else {
+            len
+        };
         let map = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
@@ -394,7 +396,11 @@ mod tests {
             std::fs::write(d.join("size"), format!("{size}\n")).unwrap();
         }
         std::fs::create_dir_all(dir.join("proc")).unwrap();
-        std::fs::write(dir.join("proc/cpuinfo"), "flags\t: fpu sse hypervisor avx\n").unwrap();
+        std::fs::write(
+            dir.join("proc/cpuinfo"),
+            "flags\t: fpu sse hypervisor avx\n",
+        )
+        .unwrap();
         let m = Machine::detect_at(&dir.join("sys"), &dir.join("proc"), 2);
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(m.l1d_bytes, 48 << 10);

@@ -166,7 +166,11 @@ pub fn summary_tables(runs: &[LabelledRun]) -> Vec<Table> {
             }
             let mut row = vec![r.label.clone(), r.os.clone().unwrap_or_else(|| "-".into())];
             if lay.mhz {
-                row.push(r.mhz.map(|m| format!("{m:.0}")).unwrap_or_else(|| "-".into()));
+                row.push(
+                    r.mhz
+                        .map(|m| format!("{m:.0}"))
+                        .unwrap_or_else(|| "-".into()),
+                );
             }
             row.extend(vals.into_iter().map(cell));
             rows.push(row);
@@ -206,7 +210,10 @@ fn curve_table(runs: &[LabelledRun]) -> Option<Table> {
     if curves.is_empty() {
         return None;
     }
-    let sizes: BTreeSet<u64> = curves.iter().flat_map(|(_, c)| c.iter().map(|p| p.0)).collect();
+    let sizes: BTreeSet<u64> = curves
+        .iter()
+        .flat_map(|(_, c)| c.iter().map(|p| p.0))
+        .collect();
     let mut columns = vec!["Size".to_string()];
     columns.extend(curves.iter().map(|(l, _)| l.to_string()));
     let rows = sizes
@@ -241,7 +248,10 @@ impl Table {
             }
         }
         let left = |j: usize| {
-            matches!(self.columns[j].as_str(), "Host" | "OS" | "figure" | "unit" | "Size")
+            matches!(
+                self.columns[j].as_str(),
+                "Host" | "OS" | "figure" | "unit" | "Size"
+            )
         };
         let line = |cells: &[String]| {
             let parts: Vec<String> = (0..n)

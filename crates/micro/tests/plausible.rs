@@ -65,7 +65,10 @@ fn every_figure_is_positive_or_says_why_not() {
 #[test]
 fn process_costs_are_ordered_and_plausible() {
     let null_call = med("null_call");
-    assert!(null_call > 0.0 && null_call < 20.0, "null call {null_call} us");
+    assert!(
+        null_call > 0.0 && null_call < 20.0,
+        "null call {null_call} us"
+    );
     assert!(med("fork_exit") > null_call * 10.0);
     assert!(med("fork_exec") > med("fork_exit"));
     if std::path::Path::new("/bin/sh").exists() {

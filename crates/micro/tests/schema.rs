@@ -10,7 +10,10 @@ fn validator() -> jsonschema::Validator {
 }
 
 fn errors(doc: &Value) -> Vec<String> {
-    validator().iter_errors(doc).map(|e| e.to_string()).collect()
+    validator()
+        .iter_errors(doc)
+        .map(|e| e.to_string())
+        .collect()
 }
 
 #[test]

@@ -146,9 +146,15 @@ fn main() {
     let roots = Roots::default();
     let mut system = SystemSampler::new(roots.clone());
     let mut process = ProcessSampler::new(&roots, pid);
+    let (mut sys_ns, mut proc_ns, mut skipped) = (0, 0, 0);
     let a = run(Duration::from_secs(1), secs, |_| {
-        std::hint::black_box(system.sample());
+        let t0 = thread_cpu_ns();
+        let s = system.sample();
+        let t1 = thread_cpu_ns();
         std::hint::black_box(process.sample());
+        sys_ns += t1 - t0;
+        proc_ns += thread_cpu_ns() - t1;
+        skipped += s.socket_scan_skipped as u32;
     });
 
     let mut sampler = ThreadSampler::new(&roots, pid);
@@ -173,6 +179,13 @@ fn main() {
         a.cpu_ns as f64 / a.calls as f64 / 1e3,
         a.max_call_ns as f64 / 1e3,
         verdict(a.pct(), 0.5)
+    );
+    println!(
+        "      of which system {:.1} us and process {:.1} us per sample; socket scan skipped in {} of {} samples",
+        sys_ns as f64 / a.calls as f64 / 1e3,
+        proc_ns as f64 / a.calls as f64 / 1e3,
+        skipped,
+        a.calls
     );
     println!(
         "  thread states @ 50 Hz          : {:6.3} %  (target <= 3 %)    {:>4} ticks, mean {:7.1} us, max {:7.1} us  {}",

@@ -1,19 +1,15 @@
 use scalelab_probe::*;
 use std::time::Instant;
 fn main() {
-    let pid: u32 = std::env::args().nth(1).unwrap().parse().unwrap();
     let roots = Roots::default();
     let mut s = SystemSampler::new(roots.clone());
-    let mut p = ProcessSampler::new(&roots, pid);
-    for _ in 0..3 {
-        let t = Instant::now(); s.sample(); let a = t.elapsed();
-        let t = Instant::now(); p.sample(); let b = t.elapsed();
-        println!("system {:?} process {:?}", a, b);
-    }
-    let mut buf = String::new();
-    for f in ["stat","softirqs","interrupts","diskstats","net/dev","net/snmp","net/netstat","net/tcp","net/tcp6","net/sockstat","meminfo","pressure/cpu","loadavg"] {
-        let t = Instant::now();
-        for _ in 0..10 { scalelab_probe::read::read_into(&std::path::Path::new("/proc").join(f), &mut buf).unwrap(); }
-        println!("{f}: {:?} ({} bytes)", t.elapsed()/10, buf.len());
-    }
+    let t = Instant::now();
+    let n = 300;
+    let mut skipped = 0;
+    for _ in 0..n { let x = s.sample(); skipped += x.socket_scan_skipped as u32; }
+    println!("system sample: {:?} per call, skipped {skipped}", t.elapsed() / n);
+    let mut d = scalelab_probe::sockdiag::SockDiag::open().unwrap();
+    let t = Instant::now();
+    for _ in 0..n { d.scan(&mut |_| {}).unwrap(); }
+    println!("netlink both families: {:?}", t.elapsed() / n);
 }

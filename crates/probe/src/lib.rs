@@ -16,7 +16,8 @@
 //! Readers and parsers, one kernel file each:
 //! - [`stat`] (`/proc/stat`, `/proc/loadavg`), [`pressure`] (PSI), [`meminfo`],
 //!   [`irq`] (softirqs, interrupts per CPU), [`disk`] (diskstats), [`netdev`],
-//!   [`tcp_mib`] (snmp, netstat), [`sockets`] (`/proc/net/tcp{,6}`),
+//!   [`tcp_mib`] (snmp, netstat), [`sockets`] (`/proc/net/tcp{,6}`), [`sockdiag`] (the same
+//!   through netlink), [`socket_scan`] (counting them within a CPU budget),
 //!   [`limits`] (sockstat, tcp_mem, file-nr, port range), [`power`] (RAPL, hwmon).
 //! - [`syscalls`]: why a thread sleeps (syscall numbers, wait channels).
 //! - [`tasks`]: a process's thread list kept across scans.
@@ -41,6 +42,8 @@ pub mod pressure;
 pub mod process;
 pub mod rates;
 pub mod read;
+pub mod sockdiag;
+pub mod socket_scan;
 pub mod sockets;
 pub mod stat;
 pub mod syscalls;

@@ -53,14 +53,31 @@ pub struct ProcessSample {
 }
 
 struct CtxSlot {
-    file: Option<KeptFile>,
+    status: Option<KeptFile>,
+    schedstat: Option<KeptFile>,
+    /// Times scheduled (`schedstat` third field) when `status` was last read.
+    pcount: Option<u64>,
     vol: u64,
     invol: u64,
 }
 
-/// Samples one process. Per-thread `status` files are kept open (within a
-/// descriptor budget) because summing context switches over 200 threads
-/// each second is most of this sampler's cost.
+impl CtxSlot {
+    fn fds(&self) -> usize {
+        self.status.is_some() as usize + self.schedstat.is_some() as usize
+    }
+}
+
+/// Times scheduled, the third field of `schedstat`.
+fn parse_pcount(text: &[u8]) -> Option<u64> {
+    let text = std::str::from_utf8(text).ok()?;
+    text.ends_with('\n').then_some(())?;
+    text.split_ascii_whitespace().nth(2)?.parse().ok()
+}
+
+/// Samples one process. Summing context switches over 200 threads each
+/// second is most of this sampler's cost, so per-thread `status` and
+/// `schedstat` files are kept open (within a descriptor budget) and a
+/// thread's `status` is read only if it was scheduled since the last sample.
 pub struct ProcessSampler {
     pid: u32,
     dir: PathBuf,
@@ -255,12 +272,15 @@ impl ProcessSampler {
         let kept = std::cell::Cell::new(self.fds_kept);
         let rescanned = self.tasks.rescan(
             |tid| {
-                let file = (kept.get() < budget).then(|| KeptFile::open(&dir.join(tid.to_string()).join("status")).ok());
-                let file = file.flatten();
-                kept.set(kept.get() + file.is_some() as usize);
-                CtxSlot { file, vol: 0, invol: 0 }
+                let open = |name: &str| {
+                    let file = (kept.get() < budget).then(|| KeptFile::open(&dir.join(tid.to_string()).join(name)).ok());
+                    let file = file.flatten();
+                    kept.set(kept.get() + file.is_some() as usize);
+                    file
+                };
+                CtxSlot { status: open("status"), schedstat: open("schedstat"), pcount: None, vol: 0, invol: 0 }
             },
-            |_, slot| kept.set(kept.get() - slot.file.is_some() as usize),
+            |_, slot| kept.set(kept.get() - slot.fds()),
         );
         self.fds_kept = kept.get();
         if let Err(e) = rescanned {
@@ -269,7 +289,14 @@ impl ProcessSampler {
         }
         let (mut read_any, mut failed) = (false, None);
         for (tid, slot) in self.tasks.iter_mut() {
-            let bytes = match &slot.file {
+            // A thread not scheduled since the last read has not switched:
+            // skip its `status` (10x the cost of `schedstat` to produce).
+            let pcount = slot.schedstat.as_ref().and_then(|f| f.read(&mut self.buf).ok()).and_then(parse_pcount);
+            if pcount.is_some() && pcount == slot.pcount {
+                read_any = true;
+                continue;
+            }
+            let bytes = match &slot.status {
                 Some(f) => f.read(&mut self.buf),
                 None => crate::read::read_once(&dir.join(tid.to_string()).join("status"), &mut self.buf),
             };
@@ -280,6 +307,7 @@ impl ProcessSampler {
                     self.invol_total += invol.saturating_sub(slot.invol);
                     slot.vol = slot.vol.max(vol);
                     slot.invol = slot.invol.max(invol);
+                    slot.pcount = pcount;
                     read_any = true;
                 }
                 None => failed = Some(tid),
@@ -316,6 +344,8 @@ mod tests {
     fn ctx_and_io() {
         assert_eq!(parse_ctx(b"Name:\tx\nvoluntary_ctxt_switches:\t5\nnonvoluntary_ctxt_switches:\t2\n"), Some((5, 2)));
         assert_eq!(parse_ctx(b"voluntary_ctxt_switches:\t5\n"), None);
+        assert_eq!(parse_pcount(b"135809 20 17\n"), Some(17));
+        assert_eq!(parse_pcount(b"135809 20 1"), None);
         let io = parse_io("rchar: 1\nwchar: 2\nsyscr: 3\nsyscw: 4\nread_bytes: 5\nwrite_bytes: 6\ncancelled_write_bytes: 0\n").unwrap();
         assert_eq!((io.rchar, io.write_bytes), (1, 6));
         assert!(parse_io("rchar: 1\nwchar: 2\n").is_err());

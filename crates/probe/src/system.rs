@@ -8,7 +8,8 @@ use crate::netdev::{parse_net_dev, NetDev};
 use crate::power::{PowerReading, PowerSources};
 use crate::pressure::{parse_psi, Pressure, Psi};
 use crate::read::{read_into, ProbeError};
-use crate::sockets::{scan_tcp, PortSet, PortUsage, TcpStates, TCP_LISTEN};
+use crate::socket_scan::{ScanOutcome, SocketScanner};
+use crate::sockets::{PortUsage, TcpStates};
 use crate::stat::{parse_loadavg, parse_stat, CpuStat, LoadAvg};
 use crate::tcp_mib::{parse_netstat, parse_snmp, TcpMib};
 use crate::time::{user_hz, Timestamp};
@@ -17,7 +18,6 @@ use crate::Roots;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::fs;
-use std::io::ErrorKind;
 use std::path::Path;
 
 /// One reading of every machine-wide probe. Counters are raw (since boot);
@@ -38,8 +38,13 @@ pub struct SystemSample {
     pub disks: Option<Vec<DiskStat>>,
     pub net: Option<Vec<NetDev>>,
     pub tcp: Option<TcpMib>,
+    /// Sockets by state. `None` when unreadable, or when the scan was
+    /// skipped to stay within its CPU budget (see `socket_scan_skipped`).
     pub tcp_states: Option<TcpStates>,
     pub ports: Option<PortUsage>,
+    /// The socket scan was skipped this sample: the last one was costly
+    /// (very many sockets), so it runs less often; not an error.
+    pub socket_scan_skipped: bool,
     pub sockstat: Option<SockStat>,
     pub tcp_mem: Option<TcpMemLimits>,
     pub files: Option<FileHandles>,
@@ -54,7 +59,7 @@ pub struct SystemSample {
 pub struct SystemSampler {
     roots: Roots,
     buf: String,
-    ports: PortSet,
+    sockets: SocketScanner,
     power: Result<PowerSources, String>,
     whole_disks: Option<HashSet<String>>,
     log: UnavailableLog,
@@ -110,9 +115,9 @@ impl SystemSampler {
             .ok()
             .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect());
         SystemSampler {
-            roots,
             buf: String::with_capacity(64 * 1024),
-            ports: PortSet::default(),
+            sockets: SocketScanner::new(&roots.proc),
+            roots,
             power,
             whole_disks,
             log: UnavailableLog::default(),
@@ -167,8 +172,18 @@ impl SystemSampler {
 
         let range = load(buf, &p.join("sys/net/ipv4/ip_local_port_range"), parse_port_range);
         let range = settle(log, n, Source::PortRange, range, whole);
-        let (tcp_states, ports) = self.scan_sockets(range, &mut news);
-        let (buf, log, n) = (&mut self.buf, &mut self.log, &mut news);
+        let (buf, log) = (&mut self.buf, &mut self.log);
+        let (tcp_states, ports, socket_scan_skipped) = match self.sockets.scan(&p, buf, range) {
+            ScanOutcome::Done(states, ports) => {
+                log.clear(Source::TcpSockets);
+                (Some(states), ports, false)
+            }
+            ScanOutcome::Skipped => (None, None, true),
+            ScanOutcome::Failed(why) => {
+                log.note_into(n, Source::TcpSockets, why);
+                (None, None, false)
+            }
+        };
         let sockstat = settle(log, n, Source::Sockstat, load(buf, &p.join("net/sockstat"), parse_sockstat), whole);
         let tcp_mem = settle(log, n, Source::TcpMem, load(buf, &p.join("sys/net/ipv4/tcp_mem"), parse_tcp_mem), whole);
         let files = settle(log, n, Source::FileHandles, load(buf, &p.join("sys/fs/file-nr"), parse_file_nr), whole);
@@ -188,55 +203,13 @@ impl SystemSampler {
             tcp,
             tcp_states,
             ports,
+            socket_scan_skipped,
             sockstat,
             tcp_mem,
             files,
             power,
             newly_unavailable: news,
         }
-    }
-
-    /// Counts sockets by state over `tcp` and `tcp6`, and ephemeral ports in use.
-    fn scan_sockets(&mut self, range: Option<(u16, u16)>, news: &mut Vec<Unavailable>) -> (Option<TcpStates>, Option<PortUsage>) {
-        let mut states = TcpStates::default();
-        self.ports.clear();
-        let (lo, hi) = range.unwrap_or((1, 0));
-        let mut usage = PortUsage { range_low: lo, range_high: hi, ports_in_use: 0, sockets_in_range: 0 };
-        let mut any = false;
-        for file in ["net/tcp", "net/tcp6"] {
-            let path = self.roots.proc.join(file);
-            if let Err(e) = read_into(&path, &mut self.buf) {
-                // No tcp6 file means IPv6 is off: then there are no IPv6 sockets to count.
-                let ipv6_off = file == "net/tcp6" && matches!(&e, ProbeError::Read { source, .. } if source.kind() == ErrorKind::NotFound);
-                if !ipv6_off {
-                    self.log.note_into(news, Source::TcpSockets, e.to_string());
-                    return (None, None);
-                }
-                continue;
-            }
-            let ports = &mut self.ports;
-            let scanned = scan_tcp(&self.buf, |e| {
-                states.add(e.state);
-                if e.state != TCP_LISTEN && e.local_port >= lo && e.local_port <= hi {
-                    usage.sockets_in_range += 1;
-                    if ports.insert(e.local_port) {
-                        usage.ports_in_use += 1;
-                    }
-                }
-            });
-            match scanned {
-                Ok(_) => any = true,
-                Err(what) => {
-                    self.log.note_into(news, Source::TcpSockets, ProbeError::parse(&path, what).to_string());
-                    return (None, None);
-                }
-            }
-        }
-        if !any {
-            return (None, None);
-        }
-        self.log.clear(Source::TcpSockets);
-        (Some(states), range.map(|_| usage))
     }
 
     fn read_power(&mut self, news: &mut Vec<Unavailable>) -> Option<Vec<PowerReading>> {

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 /// so a steady thread pool costs no allocation beyond the directory read.
 pub struct TaskTable<T> {
     dir: PathBuf,
+    dir_file: Option<fs::File>,
     slots: Vec<(u32, T)>,
     spare: Vec<(u32, T)>,
     tids: Vec<u32>,
@@ -18,12 +19,25 @@ pub struct TaskTable<T> {
 impl<T> TaskTable<T> {
     /// A table for `<proc>/<pid>/task`, empty until the first rescan.
     pub fn new(proc_root: &Path, pid: u32) -> Self {
-        TaskTable { dir: proc_root.join(pid.to_string()).join("task"), slots: Vec::new(), spare: Vec::new(), tids: Vec::new() }
+        let dir = proc_root.join(pid.to_string()).join("task");
+        TaskTable { dir, dir_file: None, slots: Vec::new(), spare: Vec::new(), tids: Vec::new() }
     }
 
     /// The `task` directory.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Threads in the directory now, from its link count (procfs sets it to
+    /// threads + 2, as any directory with that many subdirectories has): one
+    /// `fstat` instead of a listing, to decide whether a rescan is needed.
+    pub fn count_hint(&mut self) -> Option<usize> {
+        use std::os::unix::fs::MetadataExt;
+        if self.dir_file.is_none() {
+            self.dir_file = fs::File::open(&self.dir).ok();
+        }
+        let nlink = self.dir_file.as_ref()?.metadata().ok()?.nlink();
+        (nlink >= 2).then(|| nlink as usize - 2)
     }
 
     /// Lists the threads again: new tids get `make(tid)`, vanished ones are
@@ -132,6 +146,7 @@ mod tests {
         table.retain(|t, _| t != 12, |t, _| gone.push((t, 0)));
         assert_eq!(table.len(), 2);
         assert!(TaskTable::<u32>::new(dir.path(), 8).rescan(|_| 0, |_, _| {}).is_err());
+        assert_eq!(table.count_hint(), Some(3));
         assert!(default_fd_budget() >= 64);
     }
 }

@@ -34,6 +34,8 @@ struct Slot {
     delay_ns: u64,
     pcount: u64,
     cpu_ticks: u64,
+    /// Consecutive reads without any scheduler activity.
+    quiet_reads: u32,
     last_ns: u64,
     state: ThreadState,
     time: StateTimes,
@@ -54,6 +56,7 @@ impl Slot {
             delay_ns: 0,
             pcount: 0,
             cpu_ticks: 0,
+            quiet_reads: 0,
             last_ns: 0,
             state: ThreadState::Other,
             time: StateTimes::default(),
@@ -76,6 +79,11 @@ impl Slot {
         }
     }
 }
+
+/// Quiet reads after which a sleeping thread is parked.
+const PARK_AFTER: u32 = 10;
+/// A parked thread is read once every this many ticks.
+const PARKED_EVERY: u64 = 5;
 
 /// Everything a tick needs besides the slot, split out for the borrow checker.
 struct Ctx {
@@ -102,6 +110,8 @@ pub struct ThreadSampler {
     ctx: Ctx,
     rescan_every: u32,
     tick_no: u64,
+    /// A thread vanished since the last listing: list again next tick.
+    lost_thread: bool,
     start: Option<Timestamp>,
     ticks: u32,
     departed: Vec<ThreadStats>,
@@ -216,9 +226,16 @@ impl Ctx {
     }
 
     /// One thread at one tick.
-    fn observe(&mut self, tid: u32, slot: &mut Slot, now: u64) {
+    fn observe(&mut self, tid: u32, slot: &mut Slot, now: u64, tick_no: u64) {
         if self.schedstat == Some(false) {
             return self.observe_without_schedstat(tid, slot, now);
+        }
+        // A thread asleep for a while is read every PARKED_EVERY ticks only
+        // (spread over ticks by tid). Nothing is lost: the counters are
+        // cumulative, so the next read accounts the whole window.
+        if slot.primed && slot.quiet_reads >= PARK_AFTER && (tick_no + tid as u64) % PARKED_EVERY != 0 {
+            self.samples.add(slot.state);
+            return;
         }
         let read =
             read_task(&mut slot.schedstat, &self.dir, tid, "schedstat", &mut self.fds_kept, self.fd_budget, &mut self.buf[..]);
@@ -250,7 +267,9 @@ impl Ctx {
         let dr = runtime.saturating_sub(slot.runtime_ns);
         let dd = delay.saturating_sub(slot.delay_ns);
         let before = slot.state;
-        if dr > 0 || dd > 0 || pcount != slot.pcount || !before.is_sleep() {
+        let active = dr > 0 || dd > 0 || pcount != slot.pcount;
+        slot.quiet_reads = if active || !before.is_sleep() { 0 } else { slot.quiet_reads.saturating_add(1) };
+        if active || !before.is_sleep() {
             self.refresh(tid, slot, dr, dd);
             if slot.dead {
                 return;
@@ -314,7 +333,18 @@ impl ThreadSampler {
             log: UnavailableLog::default(),
             news: Vec::new(),
         };
-        ThreadSampler { pid, tasks, ctx, rescan_every: 5, tick_no: 0, start: None, ticks: 0, departed: Vec::new(), alive: true }
+        ThreadSampler {
+            pid,
+            tasks,
+            ctx,
+            rescan_every: 50,
+            tick_no: 0,
+            lost_thread: false,
+            start: None,
+            ticks: 0,
+            departed: Vec::new(),
+            alive: true,
+        }
     }
 
     /// Caps descriptors kept open for per-thread files (three per thread;
@@ -324,8 +354,9 @@ impl ThreadSampler {
         self
     }
 
-    /// Lists `task/` every `n` ticks (default 5: new threads are seen within
-    /// 100 ms at 50 Hz; exited ones are dropped at once when a read fails).
+    /// Lists `task/` at least every `n` ticks (default 50). Between those,
+    /// it is listed again only when its link count (threads + 2) changes or
+    /// a thread vanished, so a steady pool costs one `fstat` per tick.
     pub fn with_rescan_every(mut self, n: u32) -> Self {
         self.rescan_every = n.max(1);
         self
@@ -353,7 +384,9 @@ impl ThreadSampler {
         }
         self.start.get_or_insert_with(Timestamp::now);
         let (ctx, departed) = (&mut self.ctx, &mut self.departed);
-        if self.tick_no % self.rescan_every as u64 == 0 || self.tasks.is_empty() {
+        let count_changed = self.tasks.count_hint().map_or(true, |n| n != self.tasks.len());
+        if count_changed || self.lost_thread || self.tick_no % self.rescan_every as u64 == 0 || self.tasks.is_empty() {
+            self.lost_thread = false;
             let kept = &mut ctx.fds_kept;
             let rescanned = self.tasks.rescan(
                 |_| Slot::new(),
@@ -375,13 +408,16 @@ impl ThreadSampler {
         self.ticks += 1;
         let now = monotonic_ns();
         let listed = self.tasks.len();
+        let tick_no = self.tick_no;
         for (tid, slot) in self.tasks.iter_mut() {
-            ctx.observe(tid, slot, now);
+            ctx.observe(tid, slot, now, tick_no);
         }
+        let lost = &mut self.lost_thread;
         self.tasks.retain(
             |_, slot| !slot.dead,
             |tid, slot| {
                 ctx.fds_kept -= slot.fds();
+                *lost = true;
                 if slot.primed {
                     departed.push(slot.stats(tid, true));
                 }

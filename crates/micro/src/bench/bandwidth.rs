@@ -165,7 +165,8 @@ fn file_reread(ctx: &Ctx, f: &TempFile, len: usize) -> Values {
             unsafe { libc::lseek(fd.as_raw_fd(), 0, libc::SEEK_SET) };
             let mut left = len;
             while left > 0 {
-                let bytes = unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast(), CHUNK) };
+                let bytes =
+                    unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast(), CHUNK) };
                 if !read_full(fd.as_raw_fd(), bytes) {
                     return Err(os_skip("read"));
                 }

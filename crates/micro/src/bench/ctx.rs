@@ -37,12 +37,10 @@ pub(crate) fn run(ctx: &Ctx, out: &mut Out) -> Result<(), Stopped> {
             let id = format!("ctx_{procs}p_{kb}k");
             let v = match (&overhead, over_min) {
                 (Err(Skip::Stopped), _) => return Err(Stopped),
-                (Err(Skip::Unavailable(w)), _) => {
-                    Err(Skip::Unavailable(format!("overhead: {w}")))
+                (Err(Skip::Unavailable(w)), _) => Err(Skip::Unavailable(format!("overhead: {w}"))),
+                (Ok(_), Some(o)) => {
+                    ring(ctx, procs, kb).map(|v| v.into_iter().map(|hop| (hop - o) * 1e6).collect())
                 }
-                (Ok(_), Some(o)) => ring(ctx, procs, kb).map(|v| {
-                    v.into_iter().map(|hop| (hop - o) * 1e6).collect()
-                }),
                 (Ok(_), None) => Err(Skip::Unavailable("no overhead figure".into())),
             };
             out.put(ctx, &id, v)?;

@@ -11,10 +11,13 @@ use std::net::{TcpListener, TcpStream, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::Instant;
 
+/// One latency test.
+type Bench = fn(&Ctx) -> Values;
+
 pub(crate) fn run(ctx: &Ctx, out: &mut Out) -> Result<(), Stopped> {
     for same_cpu in [false, true] {
         let suffix = if same_cpu { "_same_cpu" } else { "" };
-        let tests: [(&str, fn(&Ctx) -> Values); 5] = [
+        let tests: [(&str, Bench); 5] = [
             ("pipe_latency", pipe_rt),
             ("unix_latency", unix_rt),
             ("udp_latency", udp_rt),
@@ -152,6 +155,10 @@ fn tcp_connect(ctx: &Ctx) -> Values {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let addr = listener.local_addr()?;
     let l = listener.as_raw_fd();
+    // A deep accept queue: pinned to one CPU, we connect for a whole time
+    // slice before the child runs to accept; with std's default backlog the
+    // queue overflows and the kernel drops SYNs (1 s retransmit).
+    unsafe { libc::listen(l, 4096) };
     let child = Child::fork(|| loop {
         let fd = unsafe { libc::accept4(l, std::ptr::null_mut(), std::ptr::null_mut(), 0) };
         if fd < 0 {

@@ -16,10 +16,9 @@ pub(crate) fn run(ctx: &Ctx, out: &mut Out) -> Result<(), Stopped> {
             let (ops, cpu) = match contention(ctx, threads, spin) {
                 Ok((a, b)) => (Ok(a), Ok(b)),
                 Err(Skip::Stopped) => return Err(Stopped),
-                Err(Skip::Unavailable(w)) => (
-                    Err(Skip::Unavailable(w.clone())),
-                    Err(Skip::Unavailable(w)),
-                ),
+                Err(Skip::Unavailable(w)) => {
+                    (Err(Skip::Unavailable(w.clone())), Err(Skip::Unavailable(w)))
+                }
             };
             out.put(ctx, &format!("lock_{kind}_{threads}t"), ops)?;
             out.put(ctx, &format!("lock_{kind}_{threads}t_cpu"), cpu)?;

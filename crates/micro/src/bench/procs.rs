@@ -81,7 +81,11 @@ fn null_io(ctx: &Ctx) -> Values {
         }
         Ok(secs(t))
     })?;
-    Ok(rd.iter().zip(&wr).map(|(r, w)| (r + w) / 2.0 * 1e6).collect())
+    Ok(rd
+        .iter()
+        .zip(&wr)
+        .map(|(r, w)| (r + w) / 2.0 * 1e6)
+        .collect())
 }
 
 fn stat(ctx: &Ctx, f: &TempFile) -> Values {

@@ -1,0 +1,187 @@
+//! TCP sockets through netlink `sock_diag` (what `ss` uses), for the live
+//! machine: the kernel copies one 72-byte record per socket instead of
+//! formatting a text line, which makes a dump of thousands of TIME_WAIT
+//! sockets about three times cheaper than reading `/proc/net/tcp{,6}`, and
+//! leaves nothing to parse. Captured trees still go through the text files.
+
+use crate::sockets::TcpEntry;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// `TCPDIAG_GETSOCK`: the request and its replies.
+const TCPDIAG_GETSOCK: u16 = 18;
+const NLMSG_ERROR: u16 = 2;
+const NLMSG_DONE: u16 = 3;
+const NLMSG_HDRLEN: usize = 16;
+const INET_DIAG_MSG_LEN: usize = 72;
+
+/// A netlink `NETLINK_SOCK_DIAG` socket and its receive buffer, reused.
+pub struct SockDiag {
+    fd: OwnedFd,
+    buf: Vec<u8>,
+    seq: u32,
+}
+
+impl SockDiag {
+    /// Opens the netlink socket (no privilege needed to list sockets).
+    pub fn open() -> io::Result<Self> {
+        // SAFETY: plain socket(2); the descriptor is owned right away.
+        let fd = unsafe { libc::socket(libc::AF_NETLINK, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, libc::NETLINK_SOCK_DIAG) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fd is a fresh descriptor nobody else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(SockDiag { fd, buf: vec![0; 64 * 1024], seq: 0 })
+    }
+
+    /// Dumps every TCP socket, IPv4 and IPv6, in all states, calling `f` for
+    /// each; returns how many there were. Uses the legacy `TCPDIAG_GETSOCK`
+    /// request because it dumps both families in one walk of the kernel's
+    /// connection hash table, whose size (not the number of sockets) sets
+    /// the floor of the cost: about 1.5 ms per walk on a 2-CPU VM.
+    pub fn scan(&mut self, f: &mut impl FnMut(TcpEntry)) -> io::Result<usize> {
+        self.seq = self.seq.wrapping_add(1);
+        // nlmsghdr (16 bytes) + inet_diag_req (60 bytes), native endian;
+        // family AF_UNSPEC (0) in this request means both.
+        const REQ_LEN: usize = NLMSG_HDRLEN + 60;
+        let mut req = [0u8; REQ_LEN];
+        req[0..4].copy_from_slice(&(REQ_LEN as u32).to_ne_bytes());
+        req[4..6].copy_from_slice(&TCPDIAG_GETSOCK.to_ne_bytes());
+        let flags = (libc::NLM_F_REQUEST | libc::NLM_F_DUMP) as u16;
+        req[6..8].copy_from_slice(&flags.to_ne_bytes());
+        req[8..12].copy_from_slice(&self.seq.to_ne_bytes());
+        req[16 + 52..16 + 56].copy_from_slice(&u32::MAX.to_ne_bytes()); // idiag_states: every state
+        // SAFETY: sockaddr_nl is plain data; zeroed means "the kernel".
+        let mut addr: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+        addr.nl_family = libc::AF_NETLINK as u16;
+        // SAFETY: req and addr outlive the call; lengths are theirs.
+        let sent = unsafe {
+            libc::sendto(
+                self.fd.as_raw_fd(),
+                req.as_ptr().cast(),
+                req.len(),
+                0,
+                (&addr as *const libc::sockaddr_nl).cast(),
+                std::mem::size_of::<libc::sockaddr_nl>() as u32,
+            )
+        };
+        if sent < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut count = 0;
+        loop {
+            // SAFETY: recv writes at most buf.len() bytes into our buffer.
+            let n = unsafe { libc::recv(self.fd.as_raw_fd(), self.buf.as_mut_ptr().cast(), self.buf.len(), 0) };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            match parse_batch(&self.buf[..n as usize], self.seq, f)? {
+                Batch::More(k) => count += k,
+                Batch::Done(k) => return Ok(count + k),
+            }
+        }
+    }
+}
+
+enum Batch {
+    More(usize),
+    Done(usize),
+}
+
+fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+/// Walks one datagram of netlink messages.
+fn parse_batch(mut b: &[u8], seq: u32, f: &mut impl FnMut(TcpEntry)) -> io::Result<Batch> {
+    let bad = || io::Error::new(io::ErrorKind::InvalidData, "malformed sock_diag reply");
+    let mut count = 0;
+    while b.len() >= NLMSG_HDRLEN {
+        let len = u32_at(b, 0).ok_or_else(bad)? as usize;
+        let ty = u16::from_ne_bytes([b[4], b[5]]);
+        if len < NLMSG_HDRLEN || len > b.len() {
+            return Err(bad());
+        }
+        if u32_at(b, 8) == Some(seq) {
+            match ty {
+                NLMSG_DONE => return Ok(Batch::Done(count)),
+                NLMSG_ERROR => {
+                    let errno = u32_at(b, NLMSG_HDRLEN).ok_or_else(bad)? as i32;
+                    return Err(io::Error::from_raw_os_error(-errno));
+                }
+                TCPDIAG_GETSOCK if len >= NLMSG_HDRLEN + INET_DIAG_MSG_LEN => {
+                    let m = &b[NLMSG_HDRLEN..];
+                    f(TcpEntry {
+                        state: m[1],
+                        local_port: u16::from_be_bytes([m[4], m[5]]),
+                        remote_port: u16::from_be_bytes([m[6], m[7]]),
+                        inode: u32_at(m, 68).ok_or_else(bad)? as u64,
+                    });
+                    count += 1;
+                }
+                _ => {}
+            }
+        }
+        let aligned = (len + 3) & !3;
+        b = b.get(aligned..).unwrap_or_default();
+    }
+    Ok(Batch::More(count))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sockets::{scan_tcp, TcpStates};
+
+    #[test]
+    fn netlink_sees_a_listener_like_proc_does() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mut diag = SockDiag::open().unwrap();
+        let mut found = Vec::new();
+        diag.scan(&mut |e| {
+            if e.local_port == port {
+                found.push(e);
+            }
+        })
+        .unwrap();
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].state, crate::sockets::TCP_LISTEN);
+        let text = std::fs::read_to_string("/proc/net/tcp").unwrap();
+        let mut inode = 0;
+        scan_tcp(&text, |e| {
+            if e.local_port == port {
+                inode = e.inode;
+            }
+        })
+        .unwrap();
+        assert_eq!(found[0].inode, inode);
+        // IPv6 sockets come in the same dump.
+        let v6 = std::net::TcpListener::bind("[::1]:0");
+        if let Ok(v6) = v6 {
+            let port6 = v6.local_addr().unwrap().port();
+            let mut states = TcpStates::default();
+            diag.scan(&mut |e| {
+                if e.local_port == port6 {
+                    states.add(e.state)
+                }
+            })
+            .unwrap();
+            assert_eq!(states.listen, 1);
+        }
+    }
+
+    #[test]
+    fn malformed_reply_is_an_error() {
+        let mut n = 0;
+        assert!(parse_batch(&[40, 0, 0, 0, 18, 0, 0, 0, 1, 0, 0, 0], 1, &mut |_| n += 1).is_ok());
+        let bad = [200u8, 0, 0, 0, 18, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0];
+        assert!(parse_batch(&bad, 1, &mut |_| n += 1).is_err());
+        assert_eq!(n, 0);
+    }
+}

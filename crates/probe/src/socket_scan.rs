@@ -1,0 +1,130 @@
+//! Counting TCP sockets by state and ephemeral ports in use, within a CPU
+//! budget.
+//!
+//! Listing every socket costs time in proportion to how many there are (a
+//! load generator's 30,000 TIME_WAIT sockets take tens of milliseconds even
+//! through netlink). The scanner times each scan and, when one is costly,
+//! skips later samples so that scanning stays under [`SCAN_BUDGET`] of one
+//! core; `/proc/net/sockstat` still gives the TIME_WAIT count every sample.
+
+use crate::read::{read_into, ProbeError};
+use crate::sockdiag::SockDiag;
+use crate::sockets::{scan_tcp, PortSet, PortUsage, TcpEntry, TcpStates, TCP_LISTEN};
+use crate::time::monotonic_ns;
+use std::io::ErrorKind;
+use std::path::Path;
+
+/// Share of one core the socket scan may use on average (0.2 %).
+pub const SCAN_BUDGET: f64 = 0.002;
+
+/// What one attempt gave.
+pub enum ScanOutcome {
+    /// Counted: states, and port usage when the range is known.
+    Done(TcpStates, Option<PortUsage>),
+    /// Skipped to stay within the budget (the previous scan was costly).
+    Skipped,
+    /// Could not be read; why.
+    Failed(String),
+}
+
+/// Counts sockets through netlink on the live machine, through the text
+/// tables under a captured root.
+pub struct SocketScanner {
+    diag: Option<SockDiag>,
+    ports: PortSet,
+    next_ns: u64,
+}
+
+impl SocketScanner {
+    /// Netlink is used when `proc_root` is the live `/proc` (same network
+    /// namespace as this process) and the socket opens.
+    pub fn new(proc_root: &Path) -> Self {
+        let live = proc_root == Path::new("/proc");
+        SocketScanner { diag: live.then(|| SockDiag::open().ok()).flatten(), ports: PortSet::default(), next_ns: 0 }
+    }
+
+    /// Counts unless the budget says to wait; `range` is the ephemeral range.
+    pub fn scan(&mut self, proc_root: &Path, buf: &mut String, range: Option<(u16, u16)>) -> ScanOutcome {
+        let start = monotonic_ns();
+        if start < self.next_ns {
+            return ScanOutcome::Skipped;
+        }
+        let mut states = TcpStates::default();
+        self.ports.clear();
+        let (lo, hi) = range.unwrap_or((1, 0));
+        let mut usage = PortUsage { range_low: lo, range_high: hi, ports_in_use: 0, sockets_in_range: 0 };
+        let ports = &mut self.ports;
+        let mut count = |e: TcpEntry| {
+            states.add(e.state);
+            if e.state != TCP_LISTEN && e.local_port >= lo && e.local_port <= hi {
+                usage.sockets_in_range += 1;
+                if ports.insert(e.local_port) {
+                    usage.ports_in_use += 1;
+                }
+            }
+        };
+        let via_netlink = match &mut self.diag {
+            Some(d) => d.scan(&mut count).is_ok(),
+            None => false,
+        };
+        if !via_netlink {
+            if self.diag.take().is_some() {
+                // Netlink failed mid-way: start over from the text tables.
+                return self.scan(proc_root, buf, range);
+            }
+            if let Err(why) = scan_text(proc_root, buf, &mut count) {
+                return ScanOutcome::Failed(why);
+            }
+        }
+        let cost = monotonic_ns().saturating_sub(start);
+        self.next_ns = start + (cost as f64 / SCAN_BUDGET) as u64;
+        ScanOutcome::Done(states, range.map(|_| usage))
+    }
+}
+
+/// Reads `net/tcp` and `net/tcp6` (a missing `tcp6` means IPv6 is off).
+fn scan_text(proc_root: &Path, buf: &mut String, count: &mut impl FnMut(TcpEntry)) -> Result<(), String> {
+    for file in ["net/tcp", "net/tcp6"] {
+        let path = proc_root.join(file);
+        if let Err(e) = read_into(&path, buf) {
+            let ipv6_off =
+                file == "net/tcp6" && matches!(&e, ProbeError::Read { source, .. } if source.kind() == ErrorKind::NotFound);
+            if ipv6_off {
+                continue;
+            }
+            return Err(e.to_string());
+        }
+        scan_tcp(buf, &mut *count).map_err(|what| ProbeError::parse(&path, what).to_string())?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn live_netlink_and_text_agree_on_listeners() {
+        let _l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut buf = String::new();
+        let root = Path::new("/proc");
+        let ScanOutcome::Done(netlink, _) = SocketScanner::new(root).scan(root, &mut buf, None) else { panic!("netlink scan") };
+        let mut text = TcpStates::default();
+        scan_text(root, &mut buf, &mut |e| text.add(e.state)).unwrap();
+        // Other processes may open or close sockets in between; listeners are stable.
+        assert_eq!(netlink.listen, text.listen);
+    }
+
+    #[test]
+    fn costly_scans_are_spaced_out() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("net")).unwrap();
+        let header = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n";
+        std::fs::write(dir.path().join("net/tcp"), header).unwrap();
+        let mut s = SocketScanner::new(dir.path());
+        let mut buf = String::new();
+        assert!(matches!(s.scan(dir.path(), &mut buf, Some((32768, 60999))), ScanOutcome::Done(..)));
+        s.next_ns = u64::MAX;
+        assert!(matches!(s.scan(dir.path(), &mut buf, None), ScanOutcome::Skipped));
+    }
+}
