@@ -165,18 +165,7 @@ mod tests {
     use super::*;
 
     fn g5_tiger() -> Series {
-        Series::from_pairs(
-            "G5 Tiger",
-            &[
-                (1, 192.0),
-                (2, 274.0),
-                (5, 113.0),
-                (10, 62.0),
-                (20, 50.0),
-                (35, 50.0),
-                (50, 47.0),
-            ],
-        )
+        Series::from_pairs("G5 Tiger", &[(1, 192.0), (2, 274.0), (5, 113.0), (10, 62.0), (20, 50.0), (35, 50.0), (50, 47.0)])
     }
 
     #[test]
@@ -188,29 +177,15 @@ mod tests {
         assert_eq!(c.knee_marginal_concurrency, Some(2));
         let col = c.collapse.unwrap();
         assert_eq!((col.concurrency, col.throughput), (50, 47.0));
-        assert!(
-            (col.pct_of_peak - 17.153).abs() < 0.01,
-            "{}",
-            col.pct_of_peak
-        );
+        assert!((col.pct_of_peak - 17.153).abs() < 0.01, "{}", col.pct_of_peak);
         assert!((col.pct_of_first.unwrap() - 24.479).abs() < 0.01);
         assert!(col.retrograde);
     }
 
     #[test]
     fn opteron_has_knee_and_no_collapse() {
-        let s = Series::from_pairs(
-            "Opteron Linux",
-            &[
-                (1, 290.0),
-                (2, 438.0),
-                (5, 543.0),
-                (10, 629.0),
-                (20, 670.0),
-                (35, 650.0),
-                (50, 669.0),
-            ],
-        );
+        let s =
+            Series::from_pairs("Opteron Linux", &[(1, 290.0), (2, 438.0), (5, 543.0), (10, 629.0), (20, 670.0), (35, 650.0), (50, 669.0)]);
         let c = Curve::of(&s).unwrap();
         assert_eq!((c.peak, c.peak_concurrency), (670.0, 20));
         assert_eq!(c.knee_concurrency, 10); // 629 >= 603 = 90 % of 670; 543 is not
@@ -243,20 +218,9 @@ mod tests {
     #[test]
     fn single_step_and_flat_curves() {
         let c = Curve::of(&Series::from_pairs("one", &[(8, 500.0)])).unwrap();
-        assert_eq!(
-            (
-                c.peak_concurrency,
-                c.knee_concurrency,
-                c.knee_marginal_concurrency
-            ),
-            (8, 8, None)
-        );
+        assert_eq!((c.peak_concurrency, c.knee_concurrency, c.knee_marginal_concurrency), (8, 8, None));
         assert_eq!(c.collapse, None);
-        let flat = Curve::of(&Series::from_pairs(
-            "flat",
-            &[(1, 50.0), (2, 50.0), (4, 50.0)],
-        ))
-        .unwrap();
+        let flat = Curve::of(&Series::from_pairs("flat", &[(1, 50.0), (2, 50.0), (4, 50.0)])).unwrap();
         assert_eq!((flat.peak_concurrency, flat.knee_concurrency), (1, 1));
         assert_eq!(flat.knee_marginal_concurrency, Some(1));
         assert_eq!(flat.collapse, None);

@@ -35,42 +35,20 @@ pub enum ImportError {
     #[error("line {line}, column {column}: empty run label")]
     EmptyLabel { line: u64, column: usize },
     /// Two run columns with one label.
-    #[error(
-        "line {line}, column {column}: run label `{label}` already used in column {first_column}"
-    )]
-    DuplicateLabel {
-        line: u64,
-        column: usize,
-        label: String,
-        first_column: usize,
-    },
+    #[error("line {line}, column {column}: run label `{label}` already used in column {first_column}")]
+    DuplicateLabel { line: u64, column: usize, label: String, first_column: usize },
     /// A row whose cell count differs from the header's.
     #[error("line {line}: {found} cells, the header has {expected}")]
-    FieldCount {
-        line: u64,
-        expected: usize,
-        found: usize,
-    },
+    FieldCount { line: u64, expected: usize, found: usize },
     /// A concurrency that is not an integer >= 1.
     #[error("line {line}, column 1 (concurrency): `{value}` is not an integer >= 1")]
     BadConcurrency { line: u64, value: String },
     /// The same concurrency on two rows.
-    #[error(
-        "line {line}, column 1 (concurrency): {concurrency} already given on line {first_line}"
-    )]
-    DuplicateConcurrency {
-        line: u64,
-        concurrency: u32,
-        first_line: u64,
-    },
+    #[error("line {line}, column 1 (concurrency): {concurrency} already given on line {first_line}")]
+    DuplicateConcurrency { line: u64, concurrency: u32, first_line: u64 },
     /// A throughput cell that is neither empty nor a finite number >= 0.
     #[error("line {line}, column {column} (`{label}`): `{value}` is not a throughput (a number >= 0, or empty when missing)")]
-    BadValue {
-        line: u64,
-        column: usize,
-        label: String,
-        value: String,
-    },
+    BadValue { line: u64, column: usize, label: String, value: String },
     /// A header but no step rows.
     #[error("no step rows after the header on line {header_line}")]
     NoRows { header_line: u64 },
@@ -85,35 +63,22 @@ fn line_of(record: &csv::StringRecord) -> u64 {
 
 fn csv_error(e: csv::Error) -> ImportError {
     let line = e.position().map_or(0, |p| p.line());
-    ImportError::Csv {
-        line,
-        message: e.to_string(),
-    }
+    ImportError::Csv { line, message: e.to_string() }
 }
 
 /// Parses `text` in the import format into one [`Series`] per run column,
 /// in column order, each with its steps in row order.
 pub fn parse_import_csv(text: &str) -> Result<Vec<Series>, ImportError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .comment(Some(b'#'))
-        .flexible(true)
-        .trim(csv::Trim::All)
-        .from_reader(text.as_bytes());
+    let mut reader =
+        csv::ReaderBuilder::new().has_headers(false).comment(Some(b'#')).flexible(true).trim(csv::Trim::All).from_reader(text.as_bytes());
     let mut records = reader.records();
 
-    let header = records
-        .next()
-        .ok_or(ImportError::NoHeader)?
-        .map_err(csv_error)?;
+    let header = records.next().ok_or(ImportError::NoHeader)?.map_err(csv_error)?;
     let header_line = line_of(&header);
     let first = header.get(0).unwrap_or("");
     if !first.eq_ignore_ascii_case("concurrency") {
-        return Err(ImportError::BadHeader {
-            line: header_line,
-            found: first.to_string(),
-        });
+        return Err(ImportError::BadHeader { line: header_line, found: first.to_string() });
     }
     if header.len() < 2 {
         return Err(ImportError::NoRuns { line: header_line });
@@ -122,18 +87,10 @@ pub fn parse_import_csv(text: &str) -> Result<Vec<Series>, ImportError> {
     for (i, label) in header.iter().enumerate().skip(1) {
         let column = i + 1;
         if label.is_empty() {
-            return Err(ImportError::EmptyLabel {
-                line: header_line,
-                column,
-            });
+            return Err(ImportError::EmptyLabel { line: header_line, column });
         }
         if let Some(j) = series.iter().position(|s| s.label == label) {
-            return Err(ImportError::DuplicateLabel {
-                line: header_line,
-                column,
-                label: label.to_string(),
-                first_column: j + 2,
-            });
+            return Err(ImportError::DuplicateLabel { line: header_line, column, label: label.to_string(), first_column: j + 2 });
         }
         series.push(Series::new(label, Vec::new()));
     }
@@ -143,28 +100,15 @@ pub fn parse_import_csv(text: &str) -> Result<Vec<Series>, ImportError> {
         let record = record.map_err(csv_error)?;
         let line = line_of(&record);
         if record.len() != header.len() {
-            return Err(ImportError::FieldCount {
-                line,
-                expected: header.len(),
-                found: record.len(),
-            });
+            return Err(ImportError::FieldCount { line, expected: header.len(), found: record.len() });
         }
         let raw = &record[0];
         let concurrency = match raw.parse::<u32>() {
             Ok(n) if n >= 1 => n,
-            _ => {
-                return Err(ImportError::BadConcurrency {
-                    line,
-                    value: raw.to_string(),
-                })
-            }
+            _ => return Err(ImportError::BadConcurrency { line, value: raw.to_string() }),
         };
         if let Some(&first_line) = seen.get(&concurrency) {
-            return Err(ImportError::DuplicateConcurrency {
-                line,
-                concurrency,
-                first_line,
-            });
+            return Err(ImportError::DuplicateConcurrency { line, concurrency, first_line });
         }
         seen.insert(concurrency, line);
         for (i, cell) in record.iter().enumerate().skip(1) {
@@ -174,14 +118,7 @@ pub fn parse_import_csv(text: &str) -> Result<Vec<Series>, ImportError> {
             let s = &mut series[i - 1];
             match cell.parse::<f64>() {
                 Ok(x) if x.is_finite() && x >= 0.0 => s.points.push(Point::new(concurrency, x)),
-                _ => {
-                    return Err(ImportError::BadValue {
-                        line,
-                        column: i + 1,
-                        label: s.label.clone(),
-                        value: cell.to_string(),
-                    })
-                }
+                _ => return Err(ImportError::BadValue { line, column: i + 1, label: s.label.clone(), value: cell.to_string() }),
             }
         }
     }
@@ -189,10 +126,7 @@ pub fn parse_import_csv(text: &str) -> Result<Vec<Series>, ImportError> {
         return Err(ImportError::NoRows { header_line });
     }
     if let Some(i) = series.iter().position(|s| s.points.is_empty()) {
-        return Err(ImportError::EmptyColumn {
-            column: i + 2,
-            label: series[i].label.clone(),
-        });
+        return Err(ImportError::EmptyColumn { column: i + 2, label: series[i].label.clone() });
     }
     Ok(series)
 }
@@ -216,47 +150,23 @@ mod tests {
 
     #[test]
     fn errors_name_line_and_column() {
-        assert_eq!(err("# c\nconcurrency,A,B\n1,2,x\n"), "line 3, column 3 (`B`): `x` is not a throughput (a number >= 0, or empty when missing)");
-        assert_eq!(err("# c\nconcurrency,A,B\n1,2,-4\n"), "line 3, column 3 (`B`): `-4` is not a throughput (a number >= 0, or empty when missing)");
         assert_eq!(
-            err("concurrency,A\n1,2\n0,3\n"),
-            "line 3, column 1 (concurrency): `0` is not an integer >= 1"
+            err("# c\nconcurrency,A,B\n1,2,x\n"),
+            "line 3, column 3 (`B`): `x` is not a throughput (a number >= 0, or empty when missing)"
         );
         assert_eq!(
-            err("concurrency,A\n1,2\n1,3\n"),
-            "line 3, column 1 (concurrency): 1 already given on line 2"
+            err("# c\nconcurrency,A,B\n1,2,-4\n"),
+            "line 3, column 3 (`B`): `-4` is not a throughput (a number >= 0, or empty when missing)"
         );
-        assert_eq!(
-            err("concurrency,A\n1,2,3\n"),
-            "line 2: 3 cells, the header has 2"
-        );
-        assert_eq!(
-            err("clients,A\n1,2\n"),
-            "line 1, column 1: header starts with `clients`, expected `concurrency`"
-        );
-        assert_eq!(
-            err("concurrency,A,A\n"),
-            "line 1, column 3: run label `A` already used in column 2"
-        );
-        assert_eq!(
-            err("concurrency,A,\n1,2,3\n"),
-            "line 1, column 3: empty run label"
-        );
-        assert_eq!(
-            err("concurrency,A,B\n1,2,\n"),
-            "column 3 (`B`): no value on any row"
-        );
-        assert_eq!(
-            err("# only\n"),
-            "no header: expected a line `concurrency,LABEL,...` after the comments"
-        );
-        assert_eq!(
-            err("concurrency,A\n"),
-            "no step rows after the header on line 1"
-        );
-        assert_eq!(
-            err("concurrency\n1\n"),
-            "line 1: header has no run column after `concurrency`"
-        );
+        assert_eq!(err("concurrency,A\n1,2\n0,3\n"), "line 3, column 1 (concurrency): `0` is not an integer >= 1");
+        assert_eq!(err("concurrency,A\n1,2\n1,3\n"), "line 3, column 1 (concurrency): 1 already given on line 2");
+        assert_eq!(err("concurrency,A\n1,2,3\n"), "line 2: 3 cells, the header has 2");
+        assert_eq!(err("clients,A\n1,2\n"), "line 1, column 1: header starts with `clients`, expected `concurrency`");
+        assert_eq!(err("concurrency,A,A\n"), "line 1, column 3: run label `A` already used in column 2");
+        assert_eq!(err("concurrency,A,\n1,2,3\n"), "line 1, column 3: empty run label");
+        assert_eq!(err("concurrency,A,B\n1,2,\n"), "column 3 (`B`): no value on any row");
+        assert_eq!(err("# only\n"), "no header: expected a line `concurrency,LABEL,...` after the comments");
+        assert_eq!(err("concurrency,A\n"), "no step rows after the header on line 1");
+        assert_eq!(err("concurrency\n1\n"), "line 1: header has no run column after `concurrency`");
     }
 }

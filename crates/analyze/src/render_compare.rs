@@ -52,21 +52,12 @@ fn grid(c: &Comparison) -> (Vec<String>, Vec<Vec<String>>) {
     header.extend(c.deltas.iter().map(|d| d.name.clone()));
     let line = |first: String, cells: &Cells| {
         let mut out = vec![first];
-        out.extend(
-            cells
-                .throughput
-                .values()
-                .map(|x| x.map_or_else(|| "-".to_string(), fmt_throughput)),
-        );
+        out.extend(cells.throughput.values().map(|x| x.map_or_else(|| "-".to_string(), fmt_throughput)));
         out.extend(cells.scaling_pct.values().map(|p| fmt_scaling(*p)));
         out.extend(cells.delta_pct.values().map(|p| fmt_delta(*p)));
         out
     };
-    let mut body: Vec<Vec<String>> = c
-        .rows
-        .iter()
-        .map(|r| line(r.concurrency.to_string(), &r.cells))
-        .collect();
+    let mut body: Vec<Vec<String>> = c.rows.iter().map(|r| line(r.concurrency.to_string(), &r.cells)).collect();
     body.push(line("AVG".to_string(), &c.avg));
     body.push(line("MAX".to_string(), &c.max));
     (header, body)
@@ -78,14 +69,11 @@ pub fn legend(c: &Comparison) -> Vec<String> {
         Some(n) => format!("mean of the steps with concurrency >= {n}"),
         None => "mean of all steps".to_string(),
     };
-    let mut lines =
-        vec!["scaling: throughput / the run's first step (first step = 100%)".to_string()];
+    let mut lines = vec!["scaling: throughput / the run's first step (first step = 100%)".to_string()];
     if !c.deltas.is_empty() {
         lines.push("A vs B: 100 x (A/B - 1)".to_string());
     }
-    lines.push(format!(
-        "AVG: {avg}; MAX: highest step; their scaling and deltas are computed from the AVG and MAX throughputs"
-    ));
+    lines.push(format!("AVG: {avg}; MAX: highest step; their scaling and deltas are computed from the AVG and MAX throughputs"));
     lines.push("-: no data (or an AVG delta over different steps)".to_string());
     lines
 }
@@ -94,26 +82,14 @@ pub fn legend(c: &Comparison) -> Vec<String> {
 pub fn to_text(c: &Comparison) -> String {
     let (header, body) = grid(c);
     let widths: Vec<usize> = (0..header.len())
-        .map(|i| {
-            body.iter()
-                .map(|r| r[i].chars().count())
-                .chain([header[i].chars().count()])
-                .max()
-                .unwrap_or(0)
-        })
+        .map(|i| body.iter().map(|r| r[i].chars().count()).chain([header[i].chars().count()]).max().unwrap_or(0))
         .collect();
     let fmt_line = |cells: &[String]| {
         let parts: Vec<String> = cells
             .iter()
             .zip(&widths)
             .enumerate()
-            .map(|(i, (cell, w))| {
-                if i == 0 {
-                    format!("{cell:<w$}")
-                } else {
-                    format!("{cell:>w$}")
-                }
-            })
+            .map(|(i, (cell, w))| if i == 0 { format!("{cell:<w$}") } else { format!("{cell:>w$}") })
             .collect();
         parts.join("  ").trim_end().to_string()
     };
@@ -137,20 +113,9 @@ fn md_escape(cell: &str) -> String {
 /// A GitHub-flavoured Markdown table (numbers right-aligned), followed by its [`legend`].
 pub fn to_markdown(c: &Comparison) -> String {
     let (header, body) = grid(c);
-    let row = |cells: &[String]| {
-        format!(
-            "| {} |\n",
-            cells
-                .iter()
-                .map(|s| md_escape(s))
-                .collect::<Vec<_>>()
-                .join(" | ")
-        )
-    };
+    let row = |cells: &[String]| format!("| {} |\n", cells.iter().map(|s| md_escape(s)).collect::<Vec<_>>().join(" | "));
     let mut out = row(&header);
-    let align: Vec<String> = (0..header.len())
-        .map(|i| if i == 0 { ":---".into() } else { "---:".into() })
-        .collect();
+    let align: Vec<String> = (0..header.len()).map(|i| if i == 0 { ":---".into() } else { "---:".into() }).collect();
     out.push_str(&format!("|{}|\n", align.join("|")));
     let aggregates_from = body.len() - 2; // the AVG and MAX rows, set in bold
     for (i, cells) in body.iter().enumerate() {
@@ -178,38 +143,17 @@ pub fn to_csv(c: &Comparison) -> String {
     let line = |first: String, cells: &Cells| {
         let opt = |v: Option<String>| v.unwrap_or_default();
         let mut out = vec![first];
-        out.extend(
-            cells
-                .throughput
-                .values()
-                .map(|x| opt(x.map(|x| x.to_string()))),
-        );
-        out.extend(
-            cells
-                .scaling_pct
-                .values()
-                .map(|p| opt(p.map(|p| p.to_string()))),
-        );
-        out.extend(
-            cells
-                .delta_pct
-                .values()
-                .map(|p| opt(p.map(|p| p.to_string()))),
-        );
+        out.extend(cells.throughput.values().map(|x| opt(x.map(|x| x.to_string()))));
+        out.extend(cells.scaling_pct.values().map(|p| opt(p.map(|p| p.to_string()))));
+        out.extend(cells.delta_pct.values().map(|p| opt(p.map(|p| p.to_string()))));
         out
     };
     let mut records = vec![header];
-    records.extend(
-        c.rows
-            .iter()
-            .map(|r| line(r.concurrency.to_string(), &r.cells)),
-    );
+    records.extend(c.rows.iter().map(|r| line(r.concurrency.to_string(), &r.cells)));
     records.push(line("AVG".into(), &c.avg));
     records.push(line("MAX".into(), &c.max));
     for r in records {
-        w.write_record(&r)
-            .expect("writing CSV to memory cannot fail");
+        w.write_record(&r).expect("writing CSV to memory cannot fail");
     }
-    String::from_utf8(w.into_inner().expect("flushing to memory cannot fail"))
-        .expect("CSV of UTF-8 strings is UTF-8")
+    String::from_utf8(w.into_inner().expect("flushing to memory cannot fail")).expect("CSV of UTF-8 strings is UTF-8")
 }

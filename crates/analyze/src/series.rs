@@ -43,19 +43,16 @@ pub struct Point {
 impl Point {
     /// A step with a throughput only (what published tables give).
     pub fn new(concurrency: u32, throughput: f64) -> Self {
-        Point {
-            concurrency,
-            throughput,
-            p50_ms: None,
-            p99_ms: None,
-            p999_ms: None,
-            errors: None,
-        }
+        Point { concurrency, throughput, p50_ms: None, p99_ms: None, p999_ms: None, errors: None }
     }
 
     /// The analysis figures of an engine's step result; `None` when the step
     /// has no measured window (its throughput would be undefined, not 0).
+    /// Imported steps carry their published throughput and nothing else.
     pub fn from_step(step: &StepResult) -> Option<Self> {
+        if let Some(x) = step.published_throughput_per_s {
+            return Some(Point::new(step.concurrency, x));
+        }
         if step.window_s <= 0.0 {
             return None;
         }
@@ -84,28 +81,18 @@ pub enum SeriesError {
     DuplicateConcurrency { label: String, concurrency: u32 },
     /// Throughput must be a finite number >= 0.
     #[error("series `{label}`: throughput {value} at concurrency {concurrency} is not a finite number >= 0")]
-    BadThroughput {
-        label: String,
-        concurrency: u32,
-        value: f64,
-    },
+    BadThroughput { label: String, concurrency: u32, value: f64 },
 }
 
 impl Series {
     /// A series from its label and steps.
     pub fn new(label: impl Into<String>, points: Vec<Point>) -> Self {
-        Series {
-            label: label.into(),
-            points,
-        }
+        Series { label: label.into(), points }
     }
 
     /// A throughput-only series from `(concurrency, throughput)` pairs.
     pub fn from_pairs(label: impl Into<String>, pairs: &[(u32, f64)]) -> Self {
-        Series::new(
-            label,
-            pairs.iter().map(|&(n, x)| Point::new(n, x)).collect(),
-        )
+        Series::new(label, pairs.iter().map(|&(n, x)| Point::new(n, x)).collect())
     }
 
     /// The steps sorted by concurrency, after checking that the series can be
@@ -122,17 +109,10 @@ impl Series {
                 return Err(SeriesError::ZeroConcurrency { label: label() });
             }
             if i > 0 && points[i - 1].concurrency == p.concurrency {
-                return Err(SeriesError::DuplicateConcurrency {
-                    label: label(),
-                    concurrency: p.concurrency,
-                });
+                return Err(SeriesError::DuplicateConcurrency { label: label(), concurrency: p.concurrency });
             }
             if !p.throughput.is_finite() || p.throughput < 0.0 {
-                return Err(SeriesError::BadThroughput {
-                    label: label(),
-                    concurrency: p.concurrency,
-                    value: p.throughput,
-                });
+                return Err(SeriesError::BadThroughput { label: label(), concurrency: p.concurrency, value: p.throughput });
             }
         }
         Ok(points)
@@ -156,44 +136,24 @@ mod tests {
     #[test]
     fn checked_points_sorts_and_rejects_bad_input() {
         let s = Series::from_pairs("a", &[(4, 3.0), (1, 1.0), (2, 2.0)]);
-        let c: Vec<u32> = s
-            .checked_points()
-            .unwrap()
-            .iter()
-            .map(|p| p.concurrency)
-            .collect();
+        let c: Vec<u32> = s.checked_points().unwrap().iter().map(|p| p.concurrency).collect();
         assert_eq!(c, vec![1, 2, 4]);
         assert_eq!(s.first_point().unwrap().concurrency, 1);
 
         let dup = Series::from_pairs("a", &[(1, 1.0), (1, 2.0)]);
-        assert!(matches!(
-            dup.checked_points(),
-            Err(SeriesError::DuplicateConcurrency { concurrency: 1, .. })
-        ));
+        assert!(matches!(dup.checked_points(), Err(SeriesError::DuplicateConcurrency { concurrency: 1, .. })));
         let nan = Series::from_pairs("a", &[(1, f64::NAN)]);
-        assert!(matches!(
-            nan.checked_points(),
-            Err(SeriesError::BadThroughput { .. })
-        ));
-        assert!(matches!(
-            Series::new("a", vec![]).checked_points(),
-            Err(SeriesError::Empty { .. })
-        ));
+        assert!(matches!(nan.checked_points(), Err(SeriesError::BadThroughput { .. })));
+        assert!(matches!(Series::new("a", vec![]).checked_points(), Err(SeriesError::Empty { .. })));
         let zero = Series::from_pairs("a", &[(0, 1.0)]);
-        assert!(matches!(
-            zero.checked_points(),
-            Err(SeriesError::ZeroConcurrency { .. })
-        ));
+        assert!(matches!(zero.checked_points(), Err(SeriesError::ZeroConcurrency { .. })));
     }
 
     #[test]
     fn point_from_an_engine_step() {
         use scalelab_core::{ErrorClass, LatencyHistogram, StepResult};
         use std::time::Duration;
-        let mut step = StepResult {
-            concurrency: 4,
-            ..StepResult::default()
-        };
+        let mut step = StepResult { concurrency: 4, ..StepResult::default() };
         assert_eq!(Point::from_step(&step), None, "no window, no throughput");
         step.window_s = 2.0;
         step.requests = 100;
@@ -206,16 +166,8 @@ mod tests {
         assert_eq!((p.concurrency, p.throughput, p.errors), (4, 50.0, Some(3)));
         assert!((p.p50_ms.unwrap() - 50.0).abs() < 0.5, "{:?}", p.p50_ms);
         assert!((p.p99_ms.unwrap() - 99.0).abs() < 0.5, "{:?}", p.p99_ms);
-        let empty = StepResult {
-            concurrency: 1,
-            window_s: 1.0,
-            ..StepResult::default()
-        };
-        assert_eq!(
-            Point::from_step(&empty).unwrap().p99_ms,
-            None,
-            "no latency is not 0 ms"
-        );
+        let empty = StepResult { concurrency: 1, window_s: 1.0, ..StepResult::default() };
+        assert_eq!(Point::from_step(&empty).unwrap().p99_ms, None, "no latency is not 0 ms");
     }
 
     #[test]

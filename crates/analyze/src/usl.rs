@@ -57,9 +57,7 @@ pub struct UslFit {
 #[derive(Debug, Error, PartialEq)]
 pub enum UslError {
     /// Too few steps to say anything about three parameters.
-    #[error(
-        "USL fit needs at least {MIN_POINTS} steps, `{label}` has {got}: sweep more concurrencies"
-    )]
+    #[error("USL fit needs at least {MIN_POINTS} steps, `{label}` has {got}: sweep more concurrencies")]
     TooFewPoints { label: String, got: usize },
     /// The series itself cannot be analysed.
     #[error(transparent)]
@@ -129,14 +127,7 @@ impl LeastSquaresProblem<f64, Dyn, Dyn> for Problem<'_> {
 
     fn residuals(&self) -> Option<DVector<f64>> {
         let (l, s, k) = self.lsk();
-        Some(DVector::from_iterator(
-            self.n.len(),
-            self.n
-                .iter()
-                .zip(self.x)
-                .zip(self.w)
-                .map(|((&n, &x), &w)| w * (usl(l, s, k, n) - x)),
-        ))
+        Some(DVector::from_iterator(self.n.len(), self.n.iter().zip(self.x).zip(self.w).map(|((&n, &x), &w)| w * (usl(l, s, k, n) - x))))
     }
 
     fn jacobian(&self) -> Option<DMatrix<f64>> {
@@ -190,19 +181,14 @@ fn linear_guess(n: &[f64], x: &[f64], lambda: f64) -> (f64, f64) {
 /// weight of the mean throughput instead of an infinite one.
 fn weights(x: &[f64], mean: f64) -> Vec<f64> {
     let fallback = if mean > 0.0 { 1.0 / mean } else { 1.0 };
-    x.iter()
-        .map(|&x| if x > 0.0 { 1.0 / x } else { fallback })
-        .collect()
+    x.iter().map(|&x| if x > 0.0 { 1.0 / x } else { fallback }).collect()
 }
 
 /// Fits the USL to `series` (at least [`MIN_POINTS`] steps).
 pub fn fit(series: &Series) -> Result<UslFit, UslError> {
     let points = series.checked_points()?;
     if points.len() < MIN_POINTS {
-        return Err(UslError::TooFewPoints {
-            label: series.label.clone(),
-            got: points.len(),
-        });
+        return Err(UslError::TooFewPoints { label: series.label.clone(), got: points.len() });
     }
     let n: Vec<f64> = points.iter().map(|p| f64::from(p.concurrency)).collect();
     let x: Vec<f64> = points.iter().map(|p| p.throughput).collect();
@@ -216,22 +202,10 @@ pub fn fit(series: &Series) -> Result<UslFit, UslError> {
 
     // Simplest model first, so that ties keep it.
     let candidates = [
-        Free {
-            sigma: false,
-            kappa: false,
-        },
-        Free {
-            sigma: true,
-            kappa: false,
-        },
-        Free {
-            sigma: false,
-            kappa: true,
-        },
-        Free {
-            sigma: true,
-            kappa: true,
-        },
+        Free { sigma: false, kappa: false },
+        Free { sigma: true, kappa: false },
+        Free { sigma: false, kappa: true },
+        Free { sigma: true, kappa: true },
     ];
     let mut best: Option<((f64, f64, f64), f64)> = None;
     let mut failure = String::from("no candidate converged");
@@ -243,16 +217,8 @@ pub fn fit(series: &Series) -> Result<UslFit, UslError> {
         if free.kappa {
             p.push(kappa0);
         }
-        let problem = Problem {
-            n: &n,
-            x: &x,
-            w: &w,
-            free,
-            params: DVector::from_vec(p),
-        };
-        let (solved, report) = LevenbergMarquardt::new()
-            .with_patience(400)
-            .minimize(problem);
+        let problem = Problem { n: &n, x: &x, w: &w, free, params: DVector::from_vec(p) };
+        let (solved, report) = LevenbergMarquardt::new().with_patience(400).minimize(problem);
         if !report.termination.was_successful() {
             failure = format!("{:?}", report.termination);
             continue;
@@ -264,12 +230,7 @@ pub fn fit(series: &Series) -> Result<UslFit, UslError> {
             continue;
         }
         let (s, k) = (s.max(0.0), k.max(0.0));
-        let sse: f64 = n
-            .iter()
-            .zip(&x)
-            .zip(&w)
-            .map(|((&n, &x), &w)| (w * (usl(l, s, k, n) - x)).powi(2))
-            .sum();
+        let sse: f64 = n.iter().zip(&x).zip(&w).map(|((&n, &x), &w)| (w * (usl(l, s, k, n) - x)).powi(2)).sum();
         let better = match best {
             None => true,
             Some((_, best_sse)) => sse < best_sse * (1.0 - 1e-9) - 1e-12,
@@ -278,17 +239,10 @@ pub fn fit(series: &Series) -> Result<UslFit, UslError> {
             best = Some(((l, s, k), sse));
         }
     }
-    let ((lambda, sigma, kappa), _) = best.ok_or_else(|| UslError::NoConvergence {
-        label: series.label.clone(),
-        reason: failure,
-    })?;
+    let ((lambda, sigma, kappa), _) = best.ok_or_else(|| UslError::NoConvergence { label: series.label.clone(), reason: failure })?;
 
     // R² on plain residuals: the share of the throughput variance the curve explains.
-    let sse: f64 = n
-        .iter()
-        .zip(&x)
-        .map(|(&n, &x)| (usl(lambda, sigma, kappa, n) - x).powi(2))
-        .sum();
+    let sse: f64 = n.iter().zip(&x).map(|(&n, &x)| (usl(lambda, sigma, kappa, n) - x).powi(2)).sum();
     let sst: f64 = x.iter().map(|x| (x - mean).powi(2)).sum();
     let r2 = (sst > 0.0).then(|| 1.0 - sse / sst);
     let n_opt = (kappa > 0.0).then(|| ((1.0 - sigma).max(0.0) / kappa).sqrt().max(1.0));
@@ -302,8 +256,5 @@ pub fn fit(series: &Series) -> Result<UslFit, UslError> {
         asymptote: (kappa == 0.0 && sigma > 0.0).then(|| lambda / sigma),
         points: points.len(),
     };
-    Ok(UslFit {
-        x_at_n_opt: n_opt.map(|n| fit.predict(n)),
-        ..fit
-    })
+    Ok(UslFit { x_at_n_opt: n_opt.map(|n| fit.predict(n)), ..fit })
 }

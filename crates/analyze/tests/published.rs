@@ -68,17 +68,10 @@ fn readme_commands(readme: &str) -> HashMap<String, Vec<String>> {
     let mut out = HashMap::new();
     for line in joined.lines() {
         let words = shell_words(line);
-        match words
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>()
-            .as_slice()
-        {
+        match words.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
             ["scalelab", "import", file] => current = Some(file.to_string()),
             ["scalelab", "compare", ..] => {
-                let file = current
-                    .clone()
-                    .expect("README: `scalelab compare` before any `scalelab import`");
+                let file = current.clone().expect("README: `scalelab compare` before any `scalelab import`");
                 out.insert(file, words[2..].to_vec());
             }
             _ => {}
@@ -92,11 +85,7 @@ fn parse_compare_args(args: &[String]) -> (Vec<String>, CompareOptions, Vec<Stri
     let (mut runs, mut opts, mut pair_specs) = (Vec::new(), CompareOptions::default(), Vec::new());
     let mut it = args.iter();
     while let Some(a) = it.next() {
-        let mut value = || {
-            it.next()
-                .unwrap_or_else(|| panic!("README: {a} needs a value"))
-                .clone()
-        };
+        let mut value = || it.next().unwrap_or_else(|| panic!("README: {a} needs a value")).clone();
         match a.as_str() {
             "--baseline" => opts.baseline = Some(value()),
             "--pair" => pair_specs.push(value()),
@@ -111,14 +100,8 @@ fn parse_compare_args(args: &[String]) -> (Vec<String>, CompareOptions, Vec<Stri
 
 /// Imports `NAME.csv` and compares it as the README says (or, for a table the
 /// README does not mention: all runs, pairs from the `A vs B %` headers).
-fn reproduce(
-    dir: &Path,
-    raw_name: &str,
-    published_header: &[String],
-    alter: impl Fn(&mut Vec<Series>),
-) -> Comparison {
-    let text =
-        std::fs::read_to_string(dir.join(raw_name)).unwrap_or_else(|e| panic!("{raw_name}: {e}"));
+fn reproduce(dir: &Path, raw_name: &str, published_header: &[String], alter: impl Fn(&mut Vec<Series>)) -> Comparison {
+    let text = std::fs::read_to_string(dir.join(raw_name)).unwrap_or_else(|e| panic!("{raw_name}: {e}"));
     let mut series = parse_import_csv(&text).unwrap_or_else(|e| panic!("{raw_name}: {e}"));
     alter(&mut series);
     let readme = std::fs::read_to_string(dir.join("README.md")).unwrap_or_default();
@@ -127,57 +110,23 @@ fn reproduce(
     let (runs, mut opts, pair_specs) = match readme_commands(&readme).get(raw_name) {
         Some(args) => parse_compare_args(args),
         None => {
-            let pairs = published_header
-                .iter()
-                .filter_map(|h| h.strip_suffix(" %"))
-                .filter(|h| h.contains(" vs "));
-            (
-                labels.clone(),
-                CompareOptions::default(),
-                pairs.map(|h| h.replacen(" vs ", ":", 1)).collect(),
-            )
+            let pairs = published_header.iter().filter_map(|h| h.strip_suffix(" %")).filter(|h| h.contains(" vs "));
+            (labels.clone(), CompareOptions::default(), pairs.map(|h| h.replacen(" vs ", ":", 1)).collect())
         }
     };
     for spec in &pair_specs {
-        opts.pairs.push(
-            CompareOptions::parse_pair(spec, &label_refs)
-                .unwrap_or_else(|e| panic!("{raw_name}: {e}")),
-        );
+        opts.pairs.push(CompareOptions::parse_pair(spec, &label_refs).unwrap_or_else(|e| panic!("{raw_name}: {e}")));
     }
-    let chosen: Vec<Series> = runs
-        .iter()
-        .map(|r| {
-            series
-                .iter()
-                .find(|s| &s.label == r)
-                .unwrap_or_else(|| panic!("{raw_name}: no run `{r}`"))
-                .clone()
-        })
-        .collect();
+    let chosen: Vec<Series> =
+        runs.iter().map(|r| series.iter().find(|s| &s.label == r).unwrap_or_else(|| panic!("{raw_name}: no run `{r}`")).clone()).collect();
     compare(&chosen, &opts).unwrap_or_else(|e| panic!("{raw_name}: {e}"))
 }
 
 /// A published table: header and rows (first cell: concurrency, AVG or MAX).
 fn read_table(text: &str) -> (Vec<String>, Vec<Vec<String>>) {
-    let mut reader = csv::ReaderBuilder::new()
-        .comment(Some(b'#'))
-        .trim(csv::Trim::All)
-        .from_reader(text.as_bytes());
-    let header = reader
-        .headers()
-        .expect("header")
-        .iter()
-        .map(String::from)
-        .collect();
-    let rows = reader
-        .records()
-        .map(|r| {
-            r.expect("published CSV row")
-                .iter()
-                .map(String::from)
-                .collect()
-        })
-        .collect();
+    let mut reader = csv::ReaderBuilder::new().comment(Some(b'#')).trim(csv::Trim::All).from_reader(text.as_bytes());
+    let header = reader.headers().expect("header").iter().map(String::from).collect();
+    let rows = reader.records().map(|r| r.expect("published CSV row").iter().map(String::from).collect()).collect();
     (header, rows)
 }
 
@@ -194,34 +143,20 @@ fn classify(c: &Comparison, column: &str) -> Option<(Kind, String)> {
         return Some((Kind::Throughput, column.to_string()));
     }
     let stem = column.strip_suffix(" %")?;
-    if let Some(label) = stem
-        .strip_suffix(" scaling")
-        .filter(|l| c.labels.iter().any(|x| x == l))
-    {
+    if let Some(label) = stem.strip_suffix(" scaling").filter(|l| c.labels.iter().any(|x| x == l)) {
         return Some((Kind::Scaling, label.to_string()));
     }
-    c.deltas
-        .iter()
-        .any(|d| d.name == stem)
-        .then(|| (Kind::Delta, stem.to_string()))
+    c.deltas.iter().any(|d| d.name == stem).then(|| (Kind::Delta, stem.to_string()))
 }
 
 /// Checks every published cell against `ours(row key, kind, key)`; returns
 /// the mismatches and the number of derived (non-input) cells checked.
-fn check(
-    c: &Comparison,
-    published: &str,
-    ours: impl Fn(&str, Kind, &str) -> Option<f64>,
-) -> (Vec<String>, usize) {
+fn check(c: &Comparison, published: &str, ours: impl Fn(&str, Kind, &str) -> Option<f64>) -> (Vec<String>, usize) {
     let (header, rows) = read_table(published);
     let (mut bad, mut derived) = (Vec::new(), 0);
     let columns: Vec<(Kind, String)> = header[1..]
         .iter()
-        .map(|h| {
-            classify(c, h).unwrap_or_else(|| {
-                panic!("published column `{h}` is not a run, a scaling or a compared pair")
-            })
-        })
+        .map(|h| classify(c, h).unwrap_or_else(|| panic!("published column `{h}` is not a run, a scaling or a compared pair")))
         .collect();
     for row in &rows {
         let key = row[0].as_str();
@@ -230,9 +165,7 @@ fn check(
             if cell.is_empty() {
                 continue;
             }
-            let expected: f64 = cell
-                .parse()
-                .unwrap_or_else(|_| panic!("published cell `{cell}` at {key}/{name}"));
+            let expected: f64 = cell.parse().unwrap_or_else(|_| panic!("published cell `{cell}` at {key}/{name}"));
             let tolerance = match kind {
                 Kind::Throughput if aggregate => AGGREGATE_TOLERANCE,
                 Kind::Throughput => 0.0,
@@ -243,9 +176,7 @@ fn check(
             }
             match ours(key, *kind, name) {
                 Some(got) if (got - expected).abs() <= tolerance => {}
-                got => bad.push(format!(
-                    "{key} / {name}: published {expected}, computed {got:?}"
-                )),
+                got => bad.push(format!("{key} / {name}: published {expected}, computed {got:?}")),
             }
         }
     }
@@ -257,37 +188,17 @@ fn data_cell(c: &Comparison, key: &str, kind: Kind, name: &str) -> Option<f64> {
     let cells: &Cells = match key {
         "AVG" => &c.avg,
         "MAX" => &c.max,
-        n => {
-            &c.rows
-                .iter()
-                .find(|r| r.concurrency.to_string() == n)?
-                .cells
-        }
+        n => &c.rows.iter().find(|r| r.concurrency.to_string() == n)?.cells,
     };
     match kind {
         Kind::Throughput => cells.throughput.get(name).copied().flatten(),
-        Kind::Scaling => cells
-            .scaling_pct
-            .get(name)
-            .copied()
-            .flatten()
-            .map(|p| p as f64),
-        Kind::Delta => cells
-            .delta_pct
-            .get(name)
-            .copied()
-            .flatten()
-            .map(|p| p as f64),
+        Kind::Scaling => cells.scaling_pct.get(name).copied().flatten().map(|p| p as f64),
+        Kind::Delta => cells.delta_pct.get(name).copied().flatten().map(|p| p as f64),
     }
 }
 
 /// Our value of a cell of the CSV rendering (same column names as published).
-fn csv_cell(
-    table: &(Vec<String>, Vec<Vec<String>>),
-    key: &str,
-    kind: Kind,
-    name: &str,
-) -> Option<f64> {
+fn csv_cell(table: &(Vec<String>, Vec<Vec<String>>), key: &str, kind: Kind, name: &str) -> Option<f64> {
     let column = match kind {
         Kind::Throughput => name.to_string(),
         Kind::Scaling => format!("{name} scaling %"),
@@ -304,10 +215,7 @@ fn published_files(dir: &Path) -> Vec<(String, String)> {
         .filter(|n| n.ends_with(".published.csv"))
         .collect();
     names.sort();
-    names
-        .into_iter()
-        .map(|n| (n.replace(".published.csv", ".csv"), n))
-        .collect()
+    names.into_iter().map(|n| (n.replace(".published.csv", ".csv"), n)).collect()
 }
 
 #[test]
@@ -319,20 +227,11 @@ fn published_tables_are_reproduced() {
         let published = std::fs::read_to_string(dir.join(&published_name)).unwrap();
         let c = reproduce(&dir, &raw, &read_table(&published).0, |_| {});
         let (bad, derived) = check(&c, &published, |k, kind, n| data_cell(&c, k, kind, n));
-        assert!(
-            bad.is_empty(),
-            "{published_name}: {} cells differ:\n{}",
-            bad.len(),
-            bad.join("\n")
-        );
+        assert!(bad.is_empty(), "{published_name}: {} cells differ:\n{}", bad.len(), bad.join("\n"));
         assert!(derived > 0, "{published_name}: no derived cell checked");
         let ours = read_table(&to_csv(&c));
         let (bad, _) = check(&c, &published, |k, kind, n| csv_cell(&ours, k, kind, n));
-        assert!(
-            bad.is_empty(),
-            "{published_name} (CSV rendering): {}",
-            bad.join("\n")
-        );
+        assert!(bad.is_empty(), "{published_name} (CSV rendering): {}", bad.join("\n"));
         println!("{published_name}: {derived} derived cells within tolerance");
     }
 }
@@ -344,19 +243,12 @@ fn the_check_catches_a_wrong_input() {
     for (raw, published_name) in published_files(&dir) {
         let published = std::fs::read_to_string(dir.join(&published_name)).unwrap();
         let alter = |s: &mut Vec<Series>| {
-            let first = s[0]
-                .points
-                .iter_mut()
-                .min_by_key(|p| p.concurrency)
-                .unwrap();
+            let first = s[0].points.iter_mut().min_by_key(|p| p.concurrency).unwrap();
             first.throughput *= 1.05;
         };
         let c = reproduce(&dir, &raw, &read_table(&published).0, alter);
         let (bad, _) = check(&c, &published, |k, kind, n| data_cell(&c, k, kind, n));
-        assert!(
-            !bad.is_empty(),
-            "{published_name}: a 5 % error went unnoticed"
-        );
+        assert!(!bad.is_empty(), "{published_name}: a 5 % error went unnoticed");
     }
 }
 

@@ -5,26 +5,17 @@ use scalelab_analyze::render_compare::{to_csv, to_markdown, to_text};
 use scalelab_analyze::{compare, parse_import_csv, CompareOptions, Comparison, Series};
 
 fn published(name: &str) -> Vec<Series> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/published")
-        .join(name);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/published").join(name);
     parse_import_csv(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 fn scaling_table() -> Comparison {
-    compare(
-        &published("mysql-scaling-g5-tiger-linux-opteron.csv"),
-        &CompareOptions::default(),
-    )
-    .unwrap()
+    compare(&published("mysql-scaling-g5-tiger-linux-opteron.csv"), &CompareOptions::default()).unwrap()
 }
 
 fn bits_table() -> Comparison {
     let opts = CompareOptions {
-        pairs: vec![
-            ("Xeon 64-bit".into(), "Xeon 32-bit".into()),
-            ("Opteron 64-bit".into(), "Opteron 32-bit".into()),
-        ],
+        pairs: vec![("Xeon 64-bit".into(), "Xeon 32-bit".into()), ("Opteron 64-bit".into(), "Opteron 32-bit".into())],
         avg_from: Some(5),
         ..Default::default()
     };
@@ -34,10 +25,7 @@ fn bits_table() -> Comparison {
 /// Runs with different step lists and a baseline: missing cells must show as missing.
 fn ragged_table() -> Comparison {
     let text = "concurrency,old|build,new\n1,100,\n2,180,190\n4,300.5,410\n8,,820.25\n";
-    let opts = CompareOptions {
-        baseline: Some("old|build".into()),
-        ..Default::default()
-    };
+    let opts = CompareOptions { baseline: Some("old|build".into()), ..Default::default() };
     compare(&parse_import_csv(text).unwrap(), &opts).unwrap()
 }
 

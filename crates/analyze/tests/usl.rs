@@ -35,21 +35,13 @@ fn law(l: f64, s: f64, k: f64, n: f64) -> f64 {
 
 /// The law at each concurrency, times (1 + noise()).
 fn noisy(ns: &[u32], (l, s, k): (f64, f64, f64), mut noise: impl FnMut() -> f64) -> Series {
-    let pairs: Vec<(u32, f64)> = ns
-        .iter()
-        .map(|&n| (n, law(l, s, k, f64::from(n)) * (1.0 + noise())))
-        .collect();
+    let pairs: Vec<(u32, f64)> = ns.iter().map(|&n| (n, law(l, s, k, f64::from(n)) * (1.0 + noise()))).collect();
     Series::from_pairs("synthetic", &pairs)
 }
 
 /// Contention-dominated, coherency-dominated, a late optimum and an early one
 /// (N* = 31, 9, 70, 3.7).
-const CASES: [(f64, f64, f64); 4] = [
-    (1000.0, 0.05, 0.001),
-    (200.0, 0.2, 0.01),
-    (500.0, 0.02, 0.0002),
-    (100.0, 0.3, 0.05),
-];
+const CASES: [(f64, f64, f64); 4] = [(1000.0, 0.05, 0.001), (200.0, 0.2, 0.01), (500.0, 0.02, 0.0002), (100.0, 0.3, 0.05)];
 
 #[test]
 fn recovers_sigma_and_kappa_within_5pct_with_2pct_noise() {
@@ -64,24 +56,11 @@ fn recovers_sigma_and_kappa_within_5pct_with_2pct_noise() {
             let series = noisy(&ns, (l, s, k), || 0.02 * (2.0 * rng.unit() - 1.0));
             let fit = usl::fit(&series).unwrap();
             let (es, ek) = ((fit.sigma / s - 1.0).abs(), (fit.kappa / k - 1.0).abs());
-            assert!(
-                es <= 0.05 && ek <= 0.05,
-                "case {case} seed {seed}: sigma {} (true {s}), kappa {} (true {k})",
-                fit.sigma,
-                fit.kappa
-            );
-            assert!(
-                (fit.lambda / l - 1.0).abs() <= 0.05,
-                "lambda {} vs {l}",
-                fit.lambda
-            );
+            assert!(es <= 0.05 && ek <= 0.05, "case {case} seed {seed}: sigma {} (true {s}), kappa {} (true {k})", fit.sigma, fit.kappa);
+            assert!((fit.lambda / l - 1.0).abs() <= 0.05, "lambda {} vs {l}", fit.lambda);
             assert!(fit.r2.unwrap() > 0.99, "r2 {:?}", fit.r2);
             let n_opt_true = ((1.0 - s) / k).sqrt();
-            assert!(
-                (fit.n_opt.unwrap() / n_opt_true - 1.0).abs() <= 0.05,
-                "n_opt {:?} vs {n_opt_true}",
-                fit.n_opt
-            );
+            assert!((fit.n_opt.unwrap() / n_opt_true - 1.0).abs() <= 0.05, "n_opt {:?} vs {n_opt_true}", fit.n_opt);
             assert!((fit.x_at_n_opt.unwrap() / law(l, s, k, n_opt_true) - 1.0).abs() <= 0.05);
         }
     }
@@ -92,21 +71,14 @@ fn exact_data_is_recovered_exactly() {
     let ns = [1, 2, 4, 8, 16, 32, 64];
     for &(l, s, k) in &CASES {
         let fit = usl::fit(&noisy(&ns, (l, s, k), || 0.0)).unwrap();
-        assert!(
-            (fit.sigma / s - 1.0).abs() < 1e-6 && (fit.kappa / k - 1.0).abs() < 1e-6,
-            "{fit:?}"
-        );
+        assert!((fit.sigma / s - 1.0).abs() < 1e-6 && (fit.kappa / k - 1.0).abs() < 1e-6, "{fit:?}");
         assert!((fit.r2.unwrap() - 1.0).abs() < 1e-9);
     }
 }
 
 /// Weighted sum of squares the fit minimises (relative residuals).
 fn relative_sse(series: &Series, l: f64, s: f64, k: f64) -> f64 {
-    series
-        .points
-        .iter()
-        .map(|p| ((law(l, s, k, f64::from(p.concurrency)) - p.throughput) / p.throughput).powi(2))
-        .sum()
+    series.points.iter().map(|p| ((law(l, s, k, f64::from(p.concurrency)) - p.throughput) / p.throughput).powi(2)).sum()
 }
 
 #[test]
@@ -120,31 +92,19 @@ fn solver_reaches_the_least_squares_optimum_on_sparse_noisy_sweeps() {
             let series = noisy(&ns, (l, s, k), || 0.02 * rng.gauss());
             let fit = usl::fit(&series).unwrap();
             assert!(fit.sigma >= 0.0 && fit.kappa >= 0.0);
-            let (found, truth) = (
-                relative_sse(&series, fit.lambda, fit.sigma, fit.kappa),
-                relative_sse(&series, l, s, k),
-            );
-            assert!(
-                found <= truth * (1.0 + 1e-9),
-                "case {case} seed {seed}: {found} > {truth}"
-            );
+            let (found, truth) = (relative_sse(&series, fit.lambda, fit.sigma, fit.kappa), relative_sse(&series, l, s, k));
+            assert!(found <= truth * (1.0 + 1e-9), "case {case} seed {seed}: {found} > {truth}");
         }
     }
 }
 
 #[test]
 fn linear_data_has_no_contention_and_no_optimum() {
-    let pairs: Vec<(u32, f64)> = [1u32, 2, 4, 8, 16, 32]
-        .iter()
-        .map(|&n| (n, 250.0 * f64::from(n)))
-        .collect();
+    let pairs: Vec<(u32, f64)> = [1u32, 2, 4, 8, 16, 32].iter().map(|&n| (n, 250.0 * f64::from(n))).collect();
     let fit = usl::fit(&Series::from_pairs("linear", &pairs)).unwrap();
     assert!((fit.lambda - 250.0).abs() < 1e-6, "{fit:?}");
     assert_eq!((fit.sigma, fit.kappa), (0.0, 0.0));
-    assert_eq!(
-        (fit.n_opt, fit.x_at_n_opt, fit.asymptote),
-        (None, None, None)
-    );
+    assert_eq!((fit.n_opt, fit.x_at_n_opt, fit.asymptote), (None, None, None));
     assert!((fit.r2.unwrap() - 1.0).abs() < 1e-12);
 }
 
@@ -152,10 +112,7 @@ fn linear_data_has_no_contention_and_no_optimum() {
 fn flat_data_is_fully_serialized() {
     let pairs: Vec<(u32, f64)> = [1u32, 2, 4, 8, 16].iter().map(|&n| (n, 500.0)).collect();
     let fit = usl::fit(&Series::from_pairs("flat", &pairs)).unwrap();
-    assert!(
-        (fit.lambda - 500.0).abs() < 1e-6 && (fit.sigma - 1.0).abs() < 1e-6,
-        "{fit:?}"
-    );
+    assert!((fit.lambda - 500.0).abs() < 1e-6 && (fit.sigma - 1.0).abs() < 1e-6, "{fit:?}");
     assert_eq!(fit.kappa, 0.0);
     assert_eq!(fit.r2, None, "no variance to explain");
     assert_eq!(fit.n_opt, None);
@@ -164,10 +121,7 @@ fn flat_data_is_fully_serialized() {
 
 #[test]
 fn amdahl_data_has_an_asymptote_not_an_optimum() {
-    let pairs: Vec<(u32, f64)> = [1u32, 2, 4, 8, 16, 32, 64]
-        .iter()
-        .map(|&n| (n, law(100.0, 0.1, 0.0, f64::from(n))))
-        .collect();
+    let pairs: Vec<(u32, f64)> = [1u32, 2, 4, 8, 16, 32, 64].iter().map(|&n| (n, law(100.0, 0.1, 0.0, f64::from(n)))).collect();
     let fit = usl::fit(&Series::from_pairs("amdahl", &pairs)).unwrap();
     assert!((fit.sigma - 0.1).abs() < 1e-6, "{fit:?}");
     assert_eq!(fit.kappa, 0.0);
@@ -178,28 +132,14 @@ fn amdahl_data_has_an_asymptote_not_an_optimum() {
 #[test]
 fn superlinear_data_stays_within_bounds() {
     // X grows faster than N: the unconstrained fit wants sigma < 0.
-    let pairs: Vec<(u32, f64)> = [1u32, 2, 4, 8, 16]
-        .iter()
-        .map(|&n| (n, 100.0 * f64::from(n).powf(1.2)))
-        .collect();
+    let pairs: Vec<(u32, f64)> = [1u32, 2, 4, 8, 16].iter().map(|&n| (n, 100.0 * f64::from(n).powf(1.2))).collect();
     let fit = usl::fit(&Series::from_pairs("superlinear", &pairs)).unwrap();
     assert_eq!((fit.sigma, fit.kappa), (0.0, 0.0), "{fit:?}");
 }
 
 #[test]
 fn retrograde_published_series_has_an_early_optimum() {
-    let tiger = Series::from_pairs(
-        "G5 Tiger",
-        &[
-            (1, 192.0),
-            (2, 274.0),
-            (5, 113.0),
-            (10, 62.0),
-            (20, 50.0),
-            (35, 50.0),
-            (50, 47.0),
-        ],
-    );
+    let tiger = Series::from_pairs("G5 Tiger", &[(1, 192.0), (2, 274.0), (5, 113.0), (10, 62.0), (20, 50.0), (35, 50.0), (50, 47.0)]);
     let fit = usl::fit(&tiger).unwrap();
     assert!(fit.kappa > 0.0);
     let n_opt = fit.n_opt.unwrap();
@@ -210,39 +150,18 @@ fn retrograde_published_series_has_an_early_optimum() {
 #[test]
 fn refuses_fewer_than_four_steps() {
     let err = usl::fit(&Series::from_pairs("one", &[(8, 100.0)])).unwrap_err();
-    assert_eq!(
-        err,
-        UslError::TooFewPoints {
-            label: "one".into(),
-            got: 1
-        }
-    );
-    assert_eq!(
-        err.to_string(),
-        "USL fit needs at least 4 steps, `one` has 1: sweep more concurrencies"
-    );
+    assert_eq!(err, UslError::TooFewPoints { label: "one".into(), got: 1 });
+    assert_eq!(err.to_string(), "USL fit needs at least 4 steps, `one` has 1: sweep more concurrencies");
     let three = Series::from_pairs("three", &[(1, 1.0), (2, 2.0), (4, 3.0)]);
-    assert!(matches!(
-        usl::fit(&three),
-        Err(UslError::TooFewPoints { got: 3, .. })
-    ));
-    assert!(matches!(
-        usl::fit(&Series::new("none", vec![])),
-        Err(UslError::Series(_))
-    ));
+    assert!(matches!(usl::fit(&three), Err(UslError::TooFewPoints { got: 3, .. })));
+    assert!(matches!(usl::fit(&Series::new("none", vec![])), Err(UslError::Series(_))));
 }
 
 #[test]
 fn a_step_with_zero_throughput_does_not_break_the_fit() {
-    let s = Series::from_pairs(
-        "dead",
-        &[(1, 100.0), (2, 180.0), (4, 300.0), (8, 320.0), (16, 0.0)],
-    );
+    let s = Series::from_pairs("dead", &[(1, 100.0), (2, 180.0), (4, 300.0), (8, 320.0), (16, 0.0)]);
     let fit = usl::fit(&s).unwrap();
-    assert!(
-        fit.lambda.is_finite() && fit.sigma >= 0.0 && fit.kappa >= 0.0,
-        "{fit:?}"
-    );
+    assert!(fit.lambda.is_finite() && fit.sigma >= 0.0 && fit.kappa >= 0.0, "{fit:?}");
 }
 
 #[test]

@@ -17,13 +17,17 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Sweep a target over concurrency levels (no target: the built-in specimen).
-    Sweep(SweepArgs),
+    Sweep(Box<SweepArgs>),
     /// List stored runs.
     Runs,
     /// Show one run's table again (ID, label, or `last`).
     Show(ShowArgs),
     /// Export a run as JSON or CSV.
     Export(ExportArgs),
+    /// Import published series (CSV: `concurrency,LABEL,...`) as runs.
+    Import(ImportArgs),
+    /// Compare runs side by side: throughput, scaling, deltas, AVG and MAX rows.
+    Compare(CompareArgs),
     /// Run the built-in specimen server (scalelab starts it by itself for `sweep`).
     Specimen(SpecimenArgs),
 }
@@ -95,6 +99,9 @@ pub struct SweepArgs {
     /// No progress lines.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Check the result, e.g. 'peak >= 5000', 'p99_ms@50 <= 20', 'no collapse' (docs/assertions.md); a failure exits 1.
+    #[arg(long = "assert")]
+    pub asserts: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -105,6 +112,41 @@ pub struct ShowArgs {
     /// Print the run as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Check the run (docs/assertions.md); a failure exits 1.
+    #[arg(long = "assert")]
+    pub asserts: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct ImportArgs {
+    /// CSV file: `#` comments, header `concurrency,LABEL1,...`, one row per step.
+    pub file: PathBuf,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq)]
+pub enum CompareFormat {
+    Table,
+    Md,
+    Csv,
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Runs by label, id or `last`.
+    #[arg(required = true)]
+    pub runs: Vec<String>,
+    /// Delta columns of every run against this one.
+    #[arg(long)]
+    pub baseline: Option<String>,
+    /// A delta column A vs B (repeatable), as 100 x (A/B - 1) %.
+    #[arg(long = "pair")]
+    pub pairs: Vec<String>,
+    /// AVG row over steps with at least this concurrency (default: all).
+    #[arg(long)]
+    pub avg_from: Option<u32>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: CompareFormat,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq)]

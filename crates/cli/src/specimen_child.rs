@@ -26,10 +26,7 @@ impl SpecimenChild {
         let stdout = child.stdout.take().expect("piped stdout");
         let mut line = String::new();
         BufReader::new(stdout).read_line(&mut line).context("reading the specimen's address")?;
-        let addr = line
-            .strip_prefix("listening on ")
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|a| a.parse().ok());
+        let addr = line.strip_prefix("listening on ").and_then(|rest| rest.split_whitespace().next()).and_then(|a| a.parse().ok());
         match addr {
             Some(addr) => Ok(SpecimenChild { child, addr }),
             None => {
@@ -39,7 +36,6 @@ impl SpecimenChild {
             }
         }
     }
-
 }
 
 impl Drop for SpecimenChild {

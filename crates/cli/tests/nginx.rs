@@ -34,7 +34,11 @@ fn check_counts(nginx: &Nginx, run: &Value) {
         let e4 = step["errors"]["http_4xx"].as_f64().unwrap_or(0.0);
         let e5 = step["errors"]["http_5xx"].as_f64().unwrap_or(0.0);
         assert!(requests > 50.0, "too few requests to judge: {step}");
-        assert!((requests - ok as f64).abs() <= tol, "c={}: scalelab counted {requests} successes, nginx logged {ok} (tolerance {tol})", step["concurrency"]);
+        assert!(
+            (requests - ok as f64).abs() <= tol,
+            "c={}: scalelab counted {requests} successes, nginx logged {ok} (tolerance {tol})",
+            step["concurrency"]
+        );
         assert!((e4 - c4 as f64).abs() <= tol, "c={}: scalelab counted {e4} 4xx, nginx logged {c4}", step["concurrency"]);
         assert!((e5 - c5 as f64).abs() <= tol, "c={}: scalelab counted {e5} 5xx, nginx logged {c5}", step["concurrency"]);
     }
@@ -45,7 +49,10 @@ fn keepalive_counts_match_nginx_access_log() {
     let nginx = Nginx::start();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
-    let run = json(&store, &["sweep", &nginx.url("/index.html"), "-c", "1,4", "--warmup", "0.3s", "--duration", "1s", "--pause", "0.2s", "--json", "-q"]);
+    let run = json(
+        &store,
+        &["sweep", &nginx.url("/index.html"), "-c", "1,4", "--warmup", "0.3s", "--duration", "1s", "--pause", "0.2s", "--json", "-q"],
+    );
     assert_matches_schema(&run);
     assert_eq!(run["complete"], true);
     assert!(run["environment"]["server"].as_str().unwrap().starts_with("nginx"), "{}", run["environment"]);
@@ -65,7 +72,10 @@ fn no_keepalive_counts_match_nginx_access_log() {
     let nginx = Nginx::start();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
-    let run = json(&store, &["sweep", &nginx.url("/index.html"), "-c", "2", "--warmup", "0.3s", "--duration", "1s", "--no-keepalive", "--json", "-q"]);
+    let run = json(
+        &store,
+        &["sweep", &nginx.url("/index.html"), "-c", "2", "--warmup", "0.3s", "--duration", "1s", "--no-keepalive", "--json", "-q"],
+    );
     check_counts(&nginx, &run);
     assert_eq!(run["schedule"]["options"]["keepalive"], false);
 }
@@ -81,7 +91,8 @@ fn non_2xx_responses_are_counted_by_class() {
     )
     .unwrap();
     let store = dir.path().join("s.db");
-    let run = json(&store, &["sweep", "--url-file", urls.to_str().unwrap(), "-c", "3", "--warmup", "0.2s", "--duration", "1s", "--json", "-q"]);
+    let run =
+        json(&store, &["sweep", "--url-file", urls.to_str().unwrap(), "-c", "3", "--warmup", "0.2s", "--duration", "1s", "--json", "-q"]);
     let step = &steps(&run)[0];
     let (e4, e5) = (step["errors"]["http_4xx"].as_f64().unwrap(), step["errors"]["http_5xx"].as_f64().unwrap());
     let ok = step["requests"].as_f64().unwrap();

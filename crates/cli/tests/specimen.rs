@@ -8,7 +8,26 @@ use serde_json::Value;
 fn sweep(mode: &str) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
-    json(&store, &["sweep", "--specimen", mode, "--work-us", "500", "-c", "1,8", "--warmup", "0.3s", "--duration", "1s", "--pause", "0.2s", "--json", "-q"])
+    json(
+        &store,
+        &[
+            "sweep",
+            "--specimen",
+            mode,
+            "--work-us",
+            "500",
+            "-c",
+            "1,8",
+            "--warmup",
+            "0.3s",
+            "--duration",
+            "1s",
+            "--pause",
+            "0.2s",
+            "--json",
+            "-q",
+        ],
+    )
 }
 
 fn tput(run: &Value, i: usize) -> f64 {
@@ -39,7 +58,12 @@ fn global_lock_caps_throughput_where_scales_rises() {
     assert!(p50(&locked, 1) > 4.0 * p50(&locked, 0), "latency should grow: {} -> {}", p50(&locked, 0), p50(&locked, 1));
     if cpus >= 2 {
         assert!(scales_ratio > 1.4, "scales should use more than one CPU: x{scales_ratio:.2}");
-        assert!(tput(&scales, 1) > 1.25 * tput(&locked, 1), "scales {:.0}/s vs global-lock {:.0}/s at 8 clients", tput(&scales, 1), tput(&locked, 1));
+        assert!(
+            tput(&scales, 1) > 1.25 * tput(&locked, 1),
+            "scales {:.0}/s vs global-lock {:.0}/s at 8 clients",
+            tput(&scales, 1),
+            tput(&locked, 1)
+        );
     }
 }
 
@@ -64,7 +88,10 @@ fn specimen_reports_what_it_served() {
     std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
     let addr = line.split_whitespace().nth(2).unwrap().to_string();
     let dir = tempfile::tempdir().unwrap();
-    let run = json(&dir.path().join("s.db"), &["sweep", &format!("http://{addr}/"), "-c", "2", "--warmup", "0s", "--duration", "0.5s", "--json", "-q"]);
+    let run = json(
+        &dir.path().join("s.db"),
+        &["sweep", &format!("http://{addr}/"), "-c", "2", "--warmup", "0s", "--duration", "0.5s", "--json", "-q"],
+    );
     let stats: Value = {
         use std::io::{Read, Write};
         let mut s = std::net::TcpStream::connect(&addr).unwrap();

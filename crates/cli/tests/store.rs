@@ -72,7 +72,7 @@ fn sigint_stores_the_partial_step_and_exits_non_zero() {
         .unwrap();
     wait_for_steps(&store, 1);
     std::thread::sleep(Duration::from_millis(700)); // into step 2's window
-    // SAFETY: signalling our own child.
+                                                    // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let started = Instant::now();
     let out = child.wait_with_output().unwrap();

@@ -96,18 +96,15 @@ impl LatencyHistogram {
     /// Compressed HDR V2 bytes, the format the store keeps.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::new();
-        V2DeflateSerializer::new()
-            .serialize(&self.inner, &mut out)
-            .expect("serializing an in-memory histogram into a Vec cannot fail");
+        V2DeflateSerializer::new().serialize(&self.inner, &mut out).expect("serializing an in-memory histogram into a Vec cannot fail");
         out
     }
 
     /// Reads bytes written by [`LatencyHistogram::to_bytes`].
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, String> {
         let mut cursor = bytes;
-        let mut inner: Histogram<u64> = Deserializer::new()
-            .deserialize(&mut cursor)
-            .map_err(|e| format!("corrupt latency histogram: {e:?}"))?;
+        let mut inner: Histogram<u64> =
+            Deserializer::new().deserialize(&mut cursor).map_err(|e| format!("corrupt latency histogram: {e:?}"))?;
         inner.auto(true);
         Ok(Self { inner })
     }

@@ -88,10 +88,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, PlanError> {
 /// Parses `1,2,5,10` into concurrencies; each must be 1..=100000.
 pub fn parse_concurrency_list(text: &str) -> Result<Vec<u32>, PlanError> {
     let err = || PlanError::Concurrency(text.to_string());
-    let list: Vec<u32> = text
-        .split(',')
-        .map(|p| p.trim().parse::<u32>().map_err(|_| err()))
-        .collect::<Result<_, _>>()?;
+    let list: Vec<u32> = text.split(',').map(|p| p.trim().parse::<u32>().map_err(|_| err())).collect::<Result<_, _>>()?;
     if list.is_empty() || list.iter().any(|&c| c == 0 || c > 100_000) {
         return Err(err());
     }

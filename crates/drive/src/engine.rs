@@ -78,12 +78,7 @@ struct WorkerStats {
 
 /// Runs one step and returns its merged result. `live` is called from the
 /// calling thread about every 250 ms.
-pub fn run_step<D: Driver>(
-    driver: &Arc<D>,
-    plan: &StepPlan,
-    opts: &EngineOptions,
-    live: &mut dyn FnMut(&LiveTick),
-) -> StepResult {
+pub fn run_step<D: Driver>(driver: &Arc<D>, plan: &StepPlan, opts: &EngineOptions, live: &mut dyn FnMut(&LiveTick)) -> StepResult {
     let threads = opts.threads.clamp(1, plan.concurrency.max(1));
     let n_seconds = plan.window_s.ceil().max(1.0) as usize;
     let shared = Arc::new(Shared {
@@ -101,8 +96,7 @@ pub fn run_step<D: Driver>(
     let mut handles = Vec::new();
     for t in 0..threads {
         let ids: Vec<u32> = (0..plan.concurrency).filter(|c| c % threads == t).collect();
-        let (driver, shared, connected, go, sec_tx) =
-            (driver.clone(), shared.clone(), connected.clone(), go.clone(), sec_tx.clone());
+        let (driver, shared, connected, go, sec_tx) = (driver.clone(), shared.clone(), connected.clone(), go.clone(), sec_tx.clone());
         let think = Duration::from_secs_f64(plan.think_time_s);
         handles.push(
             std::thread::Builder::new()
@@ -177,8 +171,7 @@ pub fn run_step<D: Driver>(
     let window_s = window_end.saturating_duration_since(warm_end).as_secs_f64();
     let partial = stopped_at.is_some();
 
-    let mut merged: Vec<SecondResult> =
-        (0..n_seconds as u32).map(|s| SecondResult { second: s, ..Default::default() }).collect();
+    let mut merged: Vec<SecondResult> = (0..n_seconds as u32).map(|s| SecondResult { second: s, ..Default::default() }).collect();
     let mut result = StepResult {
         concurrency: plan.concurrency,
         window_s,
@@ -266,14 +259,11 @@ fn worker<D: Driver>(
                     let t0 = Instant::now();
                     let r = c.connect().await;
                     let mut l = local.borrow_mut();
-                    match r {
-                        Ok(()) => {
-                            l.stats.connect_total += t0.elapsed();
-                            l.stats.connects += 1;
-                        }
-                        // A client that could not connect retries inside the window,
-                        // where its failures are counted as errors.
-                        Err(_) => {}
+                    // A client that could not connect retries inside the window,
+                    // where its failures are counted as errors.
+                    if r.is_ok() {
+                        l.stats.connect_total += t0.elapsed();
+                        l.stats.connects += 1;
                     }
                 }
             });

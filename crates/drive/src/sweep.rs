@@ -16,7 +16,7 @@ pub enum SweepEvent<'a> {
     /// Progress of the running step.
     Tick { index: usize, tick: &'a LiveTick },
     /// Step `index` ended; the result is final (store it now).
-    StepFinished { index: usize, result: StepResult },
+    StepFinished { index: usize, result: Box<StepResult> },
 }
 
 /// How a sweep ended.
@@ -48,7 +48,7 @@ pub fn run_sweep<D: Driver>(
         let result = run_step(driver, plan, opts, &mut |tick| on(SweepEvent::Tick { index, tick }));
         let failed = result.failed() && !result.partial;
         let partial = result.partial;
-        on(SweepEvent::StepFinished { index, result });
+        on(SweepEvent::StepFinished { index, result: Box::new(result) });
         if partial || opts.stop.load(Ordering::Relaxed) {
             return SweepEnd::Interrupted;
         }

@@ -38,9 +38,10 @@ fn errors_json(step: &StepResult) -> Value {
 }
 
 fn step_json(step: &StepResult, first: Option<&StepResult>) -> Value {
-    let lat = step.latency.summary().map(|s| {
-        json!({"mean": s.mean, "stddev": s.stddev, "p50": s.p50, "p90": s.p90, "p99": s.p99, "p999": s.p999, "max": s.max})
-    });
+    let lat = step
+        .latency
+        .summary()
+        .map(|s| json!({"mean": s.mean, "stddev": s.stddev, "p50": s.p50, "p90": s.p90, "p99": s.p99, "p999": s.p999, "max": s.max}));
     let messages: Map<String, Value> =
         step.errors.first_message.iter().map(|(c, m): (&ErrorClass, &String)| (c.name().to_string(), json!(m))).collect();
     let measured = step.published_throughput_per_s.is_none();

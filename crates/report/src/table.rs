@@ -4,7 +4,8 @@ use crate::fmt::{columns, ms, pct, thousands};
 use scalelab_core::{Run, StepResult};
 
 /// Column headers, in the order reviews print them.
-pub const HEADER: [&str; 11] = ["concurrency", "throughput/s", "scaling", "mean ms", "stddev", "p50", "p90", "p99", "p99.9", "max", "errors"];
+pub const HEADER: [&str; 11] =
+    ["concurrency", "throughput/s", "scaling", "mean ms", "stddev", "p50", "p90", "p99", "p99.9", "max", "errors"];
 
 /// Scaling of a step vs the first step, in %.
 pub fn scaling_pct(step: &StepResult, first: Option<&StepResult>) -> Option<f64> {
@@ -19,7 +20,7 @@ pub fn step_row(step: &StepResult, first: Option<&StepResult>) -> Vec<String> {
     if step.partial {
         conc.push_str(" (partial)");
     }
-    let mut errors = step.errors.total().to_string();
+    let mut errors = if step.published_throughput_per_s.is_some() { "-".to_string() } else { step.errors.total().to_string() };
     if step.client_saturated() {
         errors.push_str("  client saturated");
     }
@@ -84,7 +85,7 @@ fn aggregate_row(name: &str, steps: &[&StepResult], first: Option<&StepResult>, 
         let v: Vec<f64> = steps.iter().filter_map(|s| s.latency.summary()).map(|s| f(&s)).collect();
         (!v.is_empty()).then(|| agg(&v))
     };
-    let errors: Vec<f64> = steps.iter().map(|s| s.errors.total() as f64).collect();
+    let errors: Vec<f64> = steps.iter().filter(|s| s.published_throughput_per_s.is_none()).map(|s| s.errors.total() as f64).collect();
     vec![
         name.to_string(),
         thousands(x),
@@ -96,6 +97,6 @@ fn aggregate_row(name: &str, steps: &[&StepResult], first: Option<&StepResult>, 
         ms(lat(|s| s.p99)),
         ms(lat(|s| s.p999)),
         ms(lat(|s| s.max)),
-        thousands(agg(&errors)),
+        if errors.is_empty() { "-".into() } else { thousands(agg(&errors)) },
     ]
 }

@@ -126,11 +126,7 @@ impl State {
             }
         }
         self.requests.fetch_add(1, Ordering::Relaxed);
-        let status = path
-            .strip_prefix("/status/")
-            .and_then(|s| s.parse::<u16>().ok())
-            .filter(|s| (200..=599).contains(s))
-            .unwrap_or(200);
+        let status = path.strip_prefix("/status/").and_then(|s| s.parse::<u16>().ok()).filter(|s| (200..=599).contains(s)).unwrap_or(200);
         (status, format!("specimen {} {}\n", self.mode, status).into_bytes())
     }
 }

@@ -47,7 +47,13 @@ fn now_ms() -> i64 {
 impl Store {
     /// Records a new run before its first step; it stays incomplete until
     /// [`Store::finish_run`].
-    pub fn begin_run(&self, kind: RunKind, plan: &RunPlan, env: &scalelab_core::Environment, source: Option<&str>) -> Result<i64, StoreError> {
+    pub fn begin_run(
+        &self,
+        kind: RunKind,
+        plan: &RunPlan,
+        env: &scalelab_core::Environment,
+        source: Option<&str>,
+    ) -> Result<i64, StoreError> {
         let plan_json = serde_json::to_string(plan).expect("plans serialize");
         let env_json = serde_json::to_string(env).expect("environments serialize");
         self.conn
@@ -94,7 +100,9 @@ impl Store {
         .map_err(sql)?;
         {
             let mut stmt = tx
-                .prepare("INSERT INTO step_seconds(run_id, step_idx, second, requests, errors, latency_hdr) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
+                .prepare(
+                    "INSERT INTO step_seconds(run_id, step_idx, second, requests, errors, latency_hdr) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )
                 .map_err(sql)?;
             for s in &step.seconds {
                 let hdr = (!s.latency.is_empty()).then(|| s.latency.to_bytes());
@@ -173,11 +181,8 @@ impl Store {
                 .ok_or(StoreError::NoSuchRun(text)),
             RunSelector::Label(label) => {
                 let mut stmt = self.conn.prepare("SELECT id FROM runs WHERE label = ?1 ORDER BY id").map_err(|e| self.sql(e))?;
-                let ids: Vec<i64> = stmt
-                    .query_map([label], |r| r.get(0))
-                    .map_err(|e| self.sql(e))?
-                    .collect::<Result<_, _>>()
-                    .map_err(|e| self.sql(e))?;
+                let ids: Vec<i64> =
+                    stmt.query_map([label], |r| r.get(0)).map_err(|e| self.sql(e))?.collect::<Result<_, _>>().map_err(|e| self.sql(e))?;
                 match ids.len() {
                     0 => Err(StoreError::NoSuchRun(text)),
                     1 => Ok(ids[0]),
@@ -194,7 +199,15 @@ impl Store {
     /// Loads a whole run with its steps, histograms and per-second series.
     pub fn load_run(&self, id: i64) -> Result<Run, StoreError> {
         let corrupt = |why: String| StoreError::Corrupt { path: self.path.clone(), run: id, why };
-        let (kind, plan_json, env_json, started, finished, complete, outcome): (String, String, String, i64, Option<i64>, bool, Option<String>) = self
+        let (kind, plan_json, env_json, started, finished, complete, outcome): (
+            String,
+            String,
+            String,
+            i64,
+            Option<i64>,
+            bool,
+            Option<String>,
+        ) = self
             .conn
             .query_row(
                 "SELECT kind, plan_json, environment_json, started_unix_ms, finished_unix_ms, complete, outcome FROM runs WHERE id = ?1",
@@ -255,7 +268,9 @@ impl Store {
     fn load_seconds(&self, run: i64, idx: i64) -> Result<Vec<SecondResult>, StoreError> {
         let mut stmt = self
             .conn
-            .prepare_cached("SELECT second, requests, errors, latency_hdr FROM step_seconds WHERE run_id = ?1 AND step_idx = ?2 ORDER BY second")
+            .prepare_cached(
+                "SELECT second, requests, errors, latency_hdr FROM step_seconds WHERE run_id = ?1 AND step_idx = ?2 ORDER BY second",
+            )
             .map_err(|e| self.sql(e))?;
         let rows = stmt
             .query_map(params![run, idx], |r| {
@@ -266,8 +281,11 @@ impl Store {
         for row in rows {
             let (second, requests, errors, hdr) = row.map_err(|e| self.sql(e))?;
             let latency = match hdr {
-                Some(b) => LatencyHistogram::from_bytes(&b)
-                    .map_err(|e| StoreError::Corrupt { path: self.path.clone(), run, why: format!("step {idx} second {second}: {e}") })?,
+                Some(b) => LatencyHistogram::from_bytes(&b).map_err(|e| StoreError::Corrupt {
+                    path: self.path.clone(),
+                    run,
+                    why: format!("step {idx} second {second}: {e}"),
+                })?,
                 None => LatencyHistogram::new(),
             };
             out.push(SecondResult { second, requests: requests as u64, errors: errors as u64, latency });

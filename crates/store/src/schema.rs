@@ -95,8 +95,7 @@ impl Store {
     /// Creates a store at `path` with only the first `version` migrations:
     /// how tests make a store "written by an older scalelab".
     pub fn create_at_version(path: &std::path::Path, version: i64) -> Result<Store, StoreError> {
-        let conn = rusqlite::Connection::open(path)
-            .map_err(|e| StoreError::Open { path: path.into(), cause: e.to_string() })?;
+        let conn = rusqlite::Connection::open(path).map_err(|e| StoreError::Open { path: path.into(), cause: e.to_string() })?;
         let mut store = Store { conn, path: path.to_path_buf() };
         if version > 0 {
             migrate_to(&mut store, version)?;

@@ -26,7 +26,17 @@ fn step(concurrency: u32) -> StepResult {
         latency.merge(&h);
         seconds.push(SecondResult { second: s, requests: 100, errors: 1, latency: h });
     }
-    let mut r = StepResult { concurrency, window_s: 2.0, requests: 200, queries: 200, latency, seconds, client_cpu_s: 0.5, client_cores: 2, ..Default::default() };
+    let mut r = StepResult {
+        concurrency,
+        window_s: 2.0,
+        requests: 200,
+        queries: 200,
+        latency,
+        seconds,
+        client_cpu_s: 0.5,
+        client_cores: 2,
+        ..Default::default()
+    };
     r.errors.add(&Failure::new(ErrorClass::Http5xx, "HTTP status 503"));
     r.errors.add(&Failure::new(ErrorClass::Http5xx, "HTTP status 502"));
     r

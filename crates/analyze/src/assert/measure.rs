@@ -20,106 +20,51 @@ pub(super) fn fmt_num(x: f64) -> String {
 
 /// `no collapse` (or, with `retrograde_only`, `no retrograde`): the measured
 /// value is the last step's throughput in % of the peak (of the first step).
-pub(super) fn collapse_flag(
-    s: &Series,
-    c: &Curve,
-    retrograde_only: bool,
-) -> Result<(bool, f64, String), String> {
-    let last = s
-        .points
-        .iter()
-        .max_by_key(|p| p.concurrency)
-        .ok_or("no steps")?;
-    let at = format!(
-        "{}/s at {} clients",
-        fmt_num(last.throughput),
-        last.concurrency
-    );
+pub(super) fn collapse_flag(s: &Series, c: &Curve, retrograde_only: bool) -> Result<(bool, f64, String), String> {
+    let last = s.points.iter().max_by_key(|p| p.concurrency).ok_or("no steps")?;
+    let at = format!("{}/s at {} clients", fmt_num(last.throughput), last.concurrency);
     let of_first = c.scaling_pct(last.throughput);
     if retrograde_only {
         let v = of_first.ok_or("the first step's throughput is 0")?;
         let retrograde = c.collapse.as_ref().is_some_and(|col| col.retrograde);
         let tag = if retrograde { ": retrograde" } else { "" };
-        return Ok((
-            !retrograde,
-            v,
-            format!("{at} = {v:.0}% of the first step{tag}"),
-        ));
+        return Ok((!retrograde, v, format!("{at} = {v:.0}% of the first step{tag}")));
     }
     if c.peak <= 0.0 {
         return Err("the peak is 0: nothing completed".into());
     }
     let v = 100.0 * last.throughput / c.peak;
-    let first = of_first
-        .map(|f| format!(", {f:.0}% of the first step"))
-        .unwrap_or_default();
+    let first = of_first.map(|f| format!(", {f:.0}% of the first step")).unwrap_or_default();
     let tag = match &c.collapse {
         Some(col) if col.retrograde => ": collapse (retrograde)",
         Some(_) => ": collapse",
         None => "",
     };
-    Ok((
-        c.collapse.is_none(),
-        v,
-        format!("{at} = {v:.0}% of peak{first}{tag}"),
-    ))
+    Ok((c.collapse.is_none(), v, format!("{at} = {v:.0}% of peak{first}{tag}")))
 }
 
 /// The value of `metric` (and how to show it), or why it is missing.
-pub(super) fn measure(
-    metric: Metric,
-    at: Option<u32>,
-    s: &Series,
-    c: &Curve,
-    usl: Option<&UslFit>,
-) -> Result<(f64, String), String> {
-    let step = |n: u32| {
-        s.point_at(n)
-            .ok_or_else(|| format!("no step at {n} clients"))
-    };
+pub(super) fn measure(metric: Metric, at: Option<u32>, s: &Series, c: &Curve, usl: Option<&UslFit>) -> Result<(f64, String), String> {
+    let step = |n: u32| s.point_at(n).ok_or_else(|| format!("no step at {n} clients"));
     let usl_value = |f: fn(&UslFit) -> Option<f64>, name: &str| {
         let fit = usl.ok_or("no USL fit (it needs at least 4 steps)")?;
-        f(fit)
-            .map(|v| (v, fmt_num(v)))
-            .ok_or_else(|| format!("the USL fit has no {name}"))
+        f(fit).map(|v| (v, fmt_num(v))).ok_or_else(|| format!("the USL fit has no {name}"))
     };
     match metric {
-        Metric::Peak => Ok((
-            c.peak,
-            format!("{}/s at {} clients", fmt_num(c.peak), c.peak_concurrency),
-        )),
-        Metric::PeakConcurrency => Ok((
-            c.peak_concurrency.into(),
-            format!("{} clients", c.peak_concurrency),
-        )),
-        Metric::Knee => Ok((
-            c.knee_concurrency.into(),
-            format!("{} clients", c.knee_concurrency),
-        )),
+        Metric::Peak => Ok((c.peak, format!("{}/s at {} clients", fmt_num(c.peak), c.peak_concurrency))),
+        Metric::PeakConcurrency => Ok((c.peak_concurrency.into(), format!("{} clients", c.peak_concurrency))),
+        Metric::Knee => Ok((c.knee_concurrency.into(), format!("{} clients", c.knee_concurrency))),
         Metric::KneeMarginal => c
             .knee_marginal_concurrency
             .map(|n| (n.into(), format!("{n} clients")))
-            .ok_or_else(|| {
-                "the gain per added client never fell below 10% (still scaling)".to_string()
-            }),
+            .ok_or_else(|| "the gain per added client never fell below 10% (still scaling)".to_string()),
         Metric::LastPctOfPeak => {
-            let last = s
-                .points
-                .iter()
-                .max_by_key(|p| p.concurrency)
-                .ok_or("no steps")?;
+            let last = s.points.iter().max_by_key(|p| p.concurrency).ok_or("no steps")?;
             if c.peak <= 0.0 {
                 return Err("the peak is 0".into());
             }
             let v = 100.0 * last.throughput / c.peak;
-            Ok((
-                v,
-                format!(
-                    "{v:.1}% ({}/s at {} clients)",
-                    fmt_num(last.throughput),
-                    last.concurrency
-                ),
-            ))
+            Ok((v, format!("{v:.1}% ({}/s at {} clients)", fmt_num(last.throughput), last.concurrency)))
         }
         Metric::Throughput => {
             let n = at.ok_or("throughput needs @N")?;
@@ -137,22 +82,15 @@ pub(super) fn measure(
         Metric::P999Ms => latency(s, at, "p99.9", |p| p.p999_ms),
         Metric::Errors => match at {
             Some(n) => {
-                let e = step(n)?
-                    .errors
-                    .ok_or_else(|| format!("error counts not recorded at {n} clients"))?;
+                let e = step(n)?.errors.ok_or_else(|| format!("error counts not recorded at {n} clients"))?;
                 Ok((e as f64, format!("{e} at {n} clients")))
             }
             None => {
                 let mut total = 0u64;
                 for p in &s.points {
-                    total += p.errors.ok_or_else(|| {
-                        format!("error counts not recorded at {} clients", p.concurrency)
-                    })?;
+                    total += p.errors.ok_or_else(|| format!("error counts not recorded at {} clients", p.concurrency))?;
                 }
-                Ok((
-                    total as f64,
-                    format!("{total} over {} steps", s.points.len()),
-                ))
+                Ok((total as f64, format!("{total} over {} steps", s.points.len())))
             }
         },
         Metric::Lambda => usl_value(|f| Some(f.lambda), "lambda"),
@@ -161,10 +99,7 @@ pub(super) fn measure(
         Metric::R2 => usl_value(|f| f.r2, "R2 (every step has the same throughput)"),
         // With κ = 0 the optimum is at infinity: a measured value, not missing data.
         Metric::NOpt => match usl {
-            Some(fit) if fit.kappa == 0.0 => Ok((
-                f64::INFINITY,
-                "infinite (kappa = 0: throughput never falls)".into(),
-            )),
+            Some(fit) if fit.kappa == 0.0 => Ok((f64::INFINITY, "infinite (kappa = 0: throughput never falls)".into())),
             _ => usl_value(|f| f.n_opt, "optimum"),
         },
     }
@@ -172,18 +107,11 @@ pub(super) fn measure(
 
 /// A latency percentile at step `at`, or the worst over all steps (every
 /// step must have it, or the missing one could be the worst).
-fn latency(
-    s: &Series,
-    at: Option<u32>,
-    name: &str,
-    get: fn(&Point) -> Option<f64>,
-) -> Result<(f64, String), String> {
+fn latency(s: &Series, at: Option<u32>, name: &str, get: fn(&Point) -> Option<f64>) -> Result<(f64, String), String> {
     let missing = |n: u32| format!("{name} latency not recorded at {n} clients");
     match at {
         Some(n) => {
-            let p = s
-                .point_at(n)
-                .ok_or_else(|| format!("no step at {n} clients"))?;
+            let p = s.point_at(n).ok_or_else(|| format!("no step at {n} clients"))?;
             let v = get(p).ok_or_else(|| missing(n))?;
             Ok((v, format!("{} ms at {n} clients", fmt_num(v))))
         }

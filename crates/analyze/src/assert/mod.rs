@@ -163,28 +163,20 @@ impl Assertion {
     /// Checks the assertion on a run, its curve and (when fitted) its USL fit.
     pub fn evaluate(&self, series: &Series, curve: &Curve, usl: Option<&UslFit>) -> Outcome {
         let result = match &self.check {
-            Check::Compare {
-                metric,
-                at,
-                op,
-                value,
-            } => measure(*metric, *at, series, curve, usl)
-                .map(|(v, shown)| (op.holds(v, *value), v, format!("measured {shown}"))),
+            Check::Compare { metric, at, op, value } => {
+                measure(*metric, *at, series, curve, usl).map(|(v, shown)| (op.holds(v, *value), v, format!("measured {shown}")))
+            }
             Check::NoCollapse => collapse_flag(series, curve, false),
             Check::NoRetrograde => collapse_flag(series, curve, true),
-            Check::NoErrors => measure(Metric::Errors, None, series, curve, usl)
-                .map(|(v, shown)| (v == 0.0, v, format!("measured {shown}"))),
+            Check::NoErrors => {
+                measure(Metric::Errors, None, series, curve, usl).map(|(v, shown)| (v == 0.0, v, format!("measured {shown}")))
+            }
         };
         let (passed, measured, detail) = match result {
             Ok((passed, v, detail)) => (passed, Some(v), detail),
             Err(why) => (false, None, format!("no data: {why}")),
         };
-        Outcome {
-            assertion: self.text.clone(),
-            passed,
-            measured,
-            detail,
-        }
+        Outcome { assertion: self.text.clone(), passed, measured, detail }
     }
 }
 
@@ -194,16 +186,8 @@ pub fn parse_all<S: AsRef<str>>(texts: &[S]) -> Result<Vec<Assertion>, ParseErro
 }
 
 /// Evaluates every assertion on one run.
-pub fn evaluate_all(
-    assertions: &[Assertion],
-    series: &Series,
-    curve: &Curve,
-    usl: Option<&UslFit>,
-) -> Vec<Outcome> {
-    assertions
-        .iter()
-        .map(|a| a.evaluate(series, curve, usl))
-        .collect()
+pub fn evaluate_all(assertions: &[Assertion], series: &Series, curve: &Curve, usl: Option<&UslFit>) -> Vec<Outcome> {
+    assertions.iter().map(|a| a.evaluate(series, curve, usl)).collect()
 }
 
 #[cfg(test)]

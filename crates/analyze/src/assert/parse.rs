@@ -28,31 +28,11 @@ enum At {
 /// the unit suffixes its value may carry.
 const METRICS: &[(&[&str], Metric, At, &[&str])] = &[
     (&["peak"], Metric::Peak, At::Never, &["/s"]),
-    (
-        &["peak_concurrency"],
-        Metric::PeakConcurrency,
-        At::Never,
-        &[],
-    ),
+    (&["peak_concurrency"], Metric::PeakConcurrency, At::Never, &[]),
     (&["knee", "knee_concurrency"], Metric::Knee, At::Never, &[]),
-    (
-        &["knee_marginal", "knee_marginal_concurrency"],
-        Metric::KneeMarginal,
-        At::Never,
-        &[],
-    ),
-    (
-        &["last_pct_of_peak"],
-        Metric::LastPctOfPeak,
-        At::Never,
-        &["%"],
-    ),
-    (
-        &["throughput", "x"],
-        Metric::Throughput,
-        At::Required,
-        &["/s"],
-    ),
+    (&["knee_marginal", "knee_marginal_concurrency"], Metric::KneeMarginal, At::Never, &[]),
+    (&["last_pct_of_peak"], Metric::LastPctOfPeak, At::Never, &["%"]),
+    (&["throughput", "x"], Metric::Throughput, At::Required, &["/s"]),
     (&["scaling"], Metric::Scaling, At::Required, &["%", "x"]),
     (&["p50_ms", "p50"], Metric::P50Ms, At::Optional, &["ms"]),
     (&["p99_ms", "p99"], Metric::P99Ms, At::Optional, &["ms"]),
@@ -68,59 +48,28 @@ const METRICS: &[(&[&str], Metric, At, &[&str])] = &[
 const FLAGS: &str = "`no collapse`, `no retrograde`, `no errors`";
 
 /// Operators, two-character ones first so `>=` is not read as `>`.
-const OPS: &[(&str, Op)] = &[
-    (">=", Op::Ge),
-    ("<=", Op::Le),
-    ("==", Op::Eq),
-    ("!=", Op::Ne),
-    (">", Op::Gt),
-    ("<", Op::Lt),
-];
+const OPS: &[(&str, Op)] = &[(">=", Op::Ge), ("<=", Op::Le), ("==", Op::Eq), ("!=", Op::Ne), (">", Op::Gt), ("<", Op::Lt)];
 
 fn known_metrics() -> String {
-    METRICS
-        .iter()
-        .map(|m| m.0[0])
-        .collect::<Vec<_>>()
-        .join(", ")
+    METRICS.iter().map(|m| m.0[0]).collect::<Vec<_>>().join(", ")
 }
 
 pub(super) fn parse(text: &str) -> Result<Assertion, ParseError> {
-    let fail = |problem: String| ParseError {
-        text: text.to_string(),
-        problem,
-    };
-    let words: Vec<String> = text
-        .split_whitespace()
-        .map(str::to_ascii_lowercase)
-        .collect();
+    let fail = |problem: String| ParseError { text: text.to_string(), problem };
+    let words: Vec<String> = text.split_whitespace().map(str::to_ascii_lowercase).collect();
     if words.first().map(String::as_str) == Some("no") {
         let check = match words.get(1..).unwrap_or_default().join(" ").as_str() {
             "collapse" => Check::NoCollapse,
             "retrograde" => Check::NoRetrograde,
             "errors" => Check::NoErrors,
-            other => {
-                return Err(fail(format!(
-                    "unknown flag `no {other}`: expected one of {FLAGS}"
-                )))
-            }
+            other => return Err(fail(format!("unknown flag `no {other}`: expected one of {FLAGS}"))),
         };
-        return Ok(Assertion {
-            text: text.trim().to_string(),
-            check,
-        });
+        return Ok(Assertion { text: text.trim().to_string(), check });
     }
 
     let compact: String = words.concat();
-    let Some((pos, sym, op)) = OPS
-        .iter()
-        .find_map(|&(sym, op)| compact.find(sym).map(|pos| (pos, sym, op)))
-    else {
-        let hint = if compact.contains('=') {
-            " (`=` alone is not one: write `==`)"
-        } else {
-            ""
-        };
+    let Some((pos, sym, op)) = OPS.iter().find_map(|&(sym, op)| compact.find(sym).map(|pos| (pos, sym, op))) else {
+        let hint = if compact.contains('=') { " (`=` alone is not one: write `==`)" } else { "" };
         return Err(fail(format!(
             "no comparison operator{hint}: expected `METRIC[@N] OP VALUE` with OP one of >= <= > < == !=, or one of {FLAGS}"
         )));
@@ -133,38 +82,21 @@ pub(super) fn parse(text: &str) -> Result<Assertion, ParseError> {
     let (name, at) = match left.split_once('@') {
         Some((name, n)) => match n.parse::<u32>() {
             Ok(n) if n >= 1 => (name, Some(n)),
-            _ => {
-                return Err(fail(format!(
-                    "`@{n}`: expected @N with N a concurrency (an integer >= 1)"
-                )))
-            }
+            _ => return Err(fail(format!("`@{n}`: expected @N with N a concurrency (an integer >= 1)"))),
         },
         None => (left, None),
     };
     if name.is_empty() {
-        return Err(fail(format!(
-            "no metric before `{sym}`: expected one of {}",
-            known_metrics()
-        )));
+        return Err(fail(format!("no metric before `{sym}`: expected one of {}", known_metrics())));
     }
-    let Some(&(names, metric, at_rule, units)) = METRICS.iter().find(|m| m.0.contains(&name))
-    else {
-        return Err(fail(format!(
-            "unknown metric `{name}`: expected one of {}",
-            known_metrics()
-        )));
+    let Some(&(names, metric, at_rule, units)) = METRICS.iter().find(|m| m.0.contains(&name)) else {
+        return Err(fail(format!("unknown metric `{name}`: expected one of {}", known_metrics())));
     };
     let canonical = names[0];
     match (at_rule, at) {
-        (At::Required, None) => {
-            return Err(fail(format!(
-                "`{canonical}` needs a step: write `{canonical}@N` (N = concurrency)"
-            )))
-        }
+        (At::Required, None) => return Err(fail(format!("`{canonical}` needs a step: write `{canonical}@N` (N = concurrency)"))),
         (At::Never, Some(n)) => {
-            return Err(fail(format!(
-                "`{canonical}` is a figure of the whole run and takes no `@{n}`"
-            )));
+            return Err(fail(format!("`{canonical}` is a figure of the whole run and takes no `@{n}`")));
         }
         _ => {}
     }
@@ -178,23 +110,9 @@ pub(super) fn parse(text: &str) -> Result<Assertion, ParseError> {
     let value = match number.parse::<f64>() {
         Ok(v) if v.is_finite() => v * factor,
         _ => {
-            let units = if units.is_empty() {
-                String::from("no unit")
-            } else {
-                format!("unit {}", units.join(" or "))
-            };
-            return Err(fail(format!(
-                "`{right}` is not a number (`{canonical}` takes {units})"
-            )));
+            let units = if units.is_empty() { String::from("no unit") } else { format!("unit {}", units.join(" or ")) };
+            return Err(fail(format!("`{right}` is not a number (`{canonical}` takes {units})")));
         }
     };
-    Ok(Assertion {
-        text: text.trim().to_string(),
-        check: Check::Compare {
-            metric,
-            at,
-            op,
-            value,
-        },
-    })
+    Ok(Assertion { text: text.trim().to_string(), check: Check::Compare { metric, at, op, value } })
 }

@@ -2,16 +2,8 @@ use super::*;
 use crate::series::Point;
 
 fn run() -> (Series, Curve) {
-    let mut points: Vec<Point> = [
-        (1, 1000.0),
-        (2, 1900.0),
-        (5, 4200.0),
-        (10, 5200.0),
-        (20, 5000.0),
-    ]
-    .iter()
-    .map(|&(n, x)| Point::new(n, x))
-    .collect();
+    let mut points: Vec<Point> =
+        [(1, 1000.0), (2, 1900.0), (5, 4200.0), (10, 5200.0), (20, 5000.0)].iter().map(|&(n, x)| Point::new(n, x)).collect();
     for (i, p) in points.iter_mut().enumerate() {
         p.p50_ms = Some(1.0 + i as f64);
         p.p99_ms = Some(5.0 * (1.0 + i as f64));
@@ -33,10 +25,7 @@ fn comparisons_pass_and_fail_with_the_measured_value() {
     let o = check("peak >= 5000");
     assert!(o.passed);
     assert_eq!(o.measured, Some(5200.0));
-    assert_eq!(
-        o.to_string(),
-        "PASS  peak >= 5000  (measured 5200/s at 10 clients)"
-    );
+    assert_eq!(o.to_string(), "PASS  peak >= 5000  (measured 5200/s at 10 clients)");
     let o = check("peak > 5200");
     assert!(!o.passed);
     assert_eq!(o.measured, Some(5200.0));
@@ -52,10 +41,7 @@ fn comparisons_pass_and_fail_with_the_measured_value() {
     assert_eq!(check("p99 <= 100").measured, Some(25.0)); // worst step
     assert!(check("knee == 10").passed); // 4200 < 4680 = 90 % of 5200
     assert!(check("peak_concurrency != 20").passed);
-    assert_eq!(
-        check("last_pct_of_peak >= 95%").measured,
-        Some(100.0 * 5000.0 / 5200.0)
-    );
+    assert_eq!(check("last_pct_of_peak >= 95%").measured, Some(100.0 * 5000.0 / 5200.0));
     assert!(check("errors@1 == 0").passed);
     assert!(!check("errors == 0").passed);
     assert_eq!(check("errors <= 10").measured, Some(10.0));
@@ -69,10 +55,7 @@ fn missing_data_fails_as_no_data() {
     assert_eq!(o.measured, None);
     assert_eq!(o.detail, "no data: no step at 50 clients");
     let o = check("p50_ms <= 1000");
-    assert_eq!(
-        (o.passed, o.detail.as_str()),
-        (false, "no data: p50 latency not recorded at 20 clients")
-    );
+    assert_eq!((o.passed, o.detail.as_str()), (false, "no data: p50 latency not recorded at 20 clients"));
     let o = check("sigma <= 0.1");
     assert_eq!(o.detail, "no data: no USL fit (it needs at least 4 steps)");
 
@@ -82,11 +65,7 @@ fn missing_data_fails_as_no_data() {
     for text in ["errors == 0", "no errors", "errors@1 <= 0"] {
         let o = Assertion::parse(text).unwrap().evaluate(&s, &c, None);
         assert!(!o.passed, "{text}");
-        assert!(
-            o.detail.starts_with("no data: error counts not recorded"),
-            "{}",
-            o.detail
-        );
+        assert!(o.detail.starts_with("no data: error counts not recorded"), "{}", o.detail);
     }
 }
 
@@ -94,57 +73,25 @@ fn missing_data_fails_as_no_data() {
 fn collapse_flags() {
     let s = Series::from_pairs("tiger", &[(1, 192.0), (2, 274.0), (5, 113.0), (50, 47.0)]);
     let c = Curve::of(&s).unwrap();
-    let o = Assertion::parse("no collapse")
-        .unwrap()
-        .evaluate(&s, &c, None);
+    let o = Assertion::parse("no collapse").unwrap().evaluate(&s, &c, None);
     assert!(!o.passed);
-    assert_eq!(
-        o.detail,
-        "47/s at 50 clients = 17% of peak, 24% of the first step: collapse (retrograde)"
-    );
+    assert_eq!(o.detail, "47/s at 50 clients = 17% of peak, 24% of the first step: collapse (retrograde)");
     assert_eq!(o.measured, Some(100.0 * 47.0 / 274.0));
-    let o = Assertion::parse("No  Retrograde")
-        .unwrap()
-        .evaluate(&s, &c, None);
-    assert_eq!(
-        (o.passed, o.detail.as_str()),
-        (
-            false,
-            "47/s at 50 clients = 24% of the first step: retrograde"
-        )
-    );
+    let o = Assertion::parse("No  Retrograde").unwrap().evaluate(&s, &c, None);
+    assert_eq!((o.passed, o.detail.as_str()), (false, "47/s at 50 clients = 24% of the first step: retrograde"));
     let o = check("no collapse");
-    assert_eq!(
-        (o.passed, o.detail.as_str()),
-        (
-            true,
-            "5000/s at 20 clients = 96% of peak, 500% of the first step"
-        )
-    );
+    assert_eq!((o.passed, o.detail.as_str()), (true, "5000/s at 20 clients = 96% of peak, 500% of the first step"));
     assert!(check("no retrograde").passed);
     // Below 70 % of the peak but above the first step: a collapse, not retrograde.
     let s = Series::from_pairs("x", &[(1, 100.0), (2, 200.0), (4, 400.0), (8, 250.0)]);
     let c = Curve::of(&s).unwrap();
-    assert!(
-        !Assertion::parse("no collapse")
-            .unwrap()
-            .evaluate(&s, &c, None)
-            .passed
-    );
-    assert!(
-        Assertion::parse("no retrograde")
-            .unwrap()
-            .evaluate(&s, &c, None)
-            .passed
-    );
+    assert!(!Assertion::parse("no collapse").unwrap().evaluate(&s, &c, None).passed);
+    assert!(Assertion::parse("no retrograde").unwrap().evaluate(&s, &c, None).passed);
 }
 
 #[test]
 fn usl_metrics_use_the_fit() {
-    let pairs: Vec<(u32, f64)> = [1u32, 2, 4, 8, 16, 32]
-        .iter()
-        .map(|&n| (n, 100.0 * f64::from(n)))
-        .collect();
+    let pairs: Vec<(u32, f64)> = [1u32, 2, 4, 8, 16, 32].iter().map(|&n| (n, 100.0 * f64::from(n))).collect();
     let s = Series::from_pairs("linear", &pairs);
     let c = Curve::of(&s).unwrap();
     let fit = crate::usl::fit(&s).unwrap();
@@ -153,13 +100,7 @@ fn usl_metrics_use_the_fit() {
     assert!(eval("kappa == 0").passed);
     assert!(eval("r2 >= 0.99").passed);
     let o = eval("n_opt >= 10");
-    assert_eq!(
-        (o.passed, o.detail.as_str()),
-        (
-            true,
-            "measured infinite (kappa = 0: throughput never falls)"
-        )
-    );
+    assert_eq!((o.passed, o.detail.as_str()), (true, "measured infinite (kappa = 0: throughput never falls)"));
     assert!(!eval("n_opt <= 1000").passed);
     assert!(eval("knee_marginal >= 1").detail.contains("still scaling"));
 }
@@ -176,57 +117,26 @@ fn parse_errors_say_what_was_expected() {
          knee_marginal, last_pct_of_peak, throughput, scaling, p50_ms, p99_ms, p999_ms, errors, lambda, sigma, kappa, r2, n_opt"
     );
     assert_eq!(parse_err("peak = 5"), "assertion `peak = 5`: no comparison operator (`=` alone is not one: write `==`): expected `METRIC[@N] OP VALUE` with OP one of >= <= > < == !=, or one of `no collapse`, `no retrograde`, `no errors`");
+    assert_eq!(parse_err("scaling >= 300%"), "assertion `scaling >= 300%`: `scaling` needs a step: write `scaling@N` (N = concurrency)");
+    assert_eq!(parse_err("peak@10 >= 3"), "assertion `peak@10 >= 3`: `peak` is a figure of the whole run and takes no `@10`");
+    assert_eq!(parse_err("p99_ms@0 <= 3"), "assertion `p99_ms@0 <= 3`: `@0`: expected @N with N a concurrency (an integer >= 1)");
+    assert_eq!(parse_err("p99_ms@5 <= 3%"), "assertion `p99_ms@5 <= 3%`: `3%` is not a number (`p99_ms` takes unit ms)");
+    assert_eq!(parse_err("knee >= many"), "assertion `knee >= many`: `many` is not a number (`knee` takes no unit)");
     assert_eq!(
-        parse_err("scaling >= 300%"),
-        "assertion `scaling >= 300%`: `scaling` needs a step: write `scaling@N` (N = concurrency)"
+        parse_err("no crashes"),
+        "assertion `no crashes`: unknown flag `no crashes`: expected one of `no collapse`, `no retrograde`, `no errors`"
     );
-    assert_eq!(
-        parse_err("peak@10 >= 3"),
-        "assertion `peak@10 >= 3`: `peak` is a figure of the whole run and takes no `@10`"
-    );
-    assert_eq!(
-        parse_err("p99_ms@0 <= 3"),
-        "assertion `p99_ms@0 <= 3`: `@0`: expected @N with N a concurrency (an integer >= 1)"
-    );
-    assert_eq!(
-        parse_err("p99_ms@5 <= 3%"),
-        "assertion `p99_ms@5 <= 3%`: `3%` is not a number (`p99_ms` takes unit ms)"
-    );
-    assert_eq!(
-        parse_err("knee >= many"),
-        "assertion `knee >= many`: `many` is not a number (`knee` takes no unit)"
-    );
-    assert_eq!(parse_err("no crashes"), "assertion `no crashes`: unknown flag `no crashes`: expected one of `no collapse`, `no retrograde`, `no errors`");
-    assert_eq!(
-        parse_err("peak >== 4"),
-        "assertion `peak >== 4`: unexpected `=` after `>=`"
-    );
+    assert_eq!(parse_err("peak >== 4"), "assertion `peak >== 4`: unexpected `=` after `>=`");
     assert_eq!(parse_err(">= 4"), "assertion `>= 4`: no metric before `>=`: expected one of peak, peak_concurrency, knee, knee_marginal, last_pct_of_peak, throughput, scaling, p50_ms, p99_ms, p999_ms, errors, lambda, sigma, kappa, r2, n_opt");
 }
 
 #[test]
 fn parses_spacing_case_units_and_separators() {
     let a = Assertion::parse("  PEAK>=5_000/s ").unwrap();
-    assert_eq!(
-        a.check,
-        Check::Compare {
-            metric: Metric::Peak,
-            at: None,
-            op: Op::Ge,
-            value: 5000.0
-        }
-    );
+    assert_eq!(a.check, Check::Compare { metric: Metric::Peak, at: None, op: Op::Ge, value: 5000.0 });
     assert_eq!(a.text, "PEAK>=5_000/s");
     let a = Assertion::parse("scaling @ 10 >= 3x").unwrap();
-    assert_eq!(
-        a.check,
-        Check::Compare {
-            metric: Metric::Scaling,
-            at: Some(10),
-            op: Op::Ge,
-            value: 300.0
-        }
-    );
+    assert_eq!(a.check, Check::Compare { metric: Metric::Scaling, at: Some(10), op: Op::Ge, value: 300.0 });
     let texts = ["peak >= 1", "no collapse"];
     assert_eq!(parse_all(&texts).unwrap().len(), 2);
 }

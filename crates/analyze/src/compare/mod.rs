@@ -110,47 +110,28 @@ impl CompareOptions {
     pub fn parse_pair(spec: &str, labels: &[&str]) -> Result<(String, String), CompareError> {
         let splits: Vec<(String, String)> = spec
             .match_indices(':')
-            .map(|(i, _)| {
-                (
-                    spec[..i].trim().to_string(),
-                    spec[i + 1..].trim().to_string(),
-                )
-            })
+            .map(|(i, _)| (spec[..i].trim().to_string(), spec[i + 1..].trim().to_string()))
             .filter(|(a, b)| labels.contains(&a.as_str()) && labels.contains(&b.as_str()))
             .collect();
         match <[_; 1]>::try_from(splits) {
             Ok([pair]) => Ok(pair),
-            Err(_) => Err(CompareError::BadPair {
-                spec: spec.to_string(),
-                known: labels.join(", "),
-            }),
+            Err(_) => Err(CompareError::BadPair { spec: spec.to_string(), known: labels.join(", ") }),
         }
     }
 }
 
-fn delta_columns(
-    labels: &[String],
-    options: &CompareOptions,
-) -> Result<Vec<DeltaColumn>, CompareError> {
+fn delta_columns(labels: &[String], options: &CompareOptions) -> Result<Vec<DeltaColumn>, CompareError> {
     let check = |label: &String| {
         if labels.contains(label) {
             Ok(())
         } else {
-            Err(CompareError::UnknownRun {
-                label: label.clone(),
-                known: labels.join(", "),
-            })
+            Err(CompareError::UnknownRun { label: label.clone(), known: labels.join(", ") })
         }
     };
     let mut wanted = Vec::new();
     if let Some(base) = &options.baseline {
         check(base)?;
-        wanted.extend(
-            labels
-                .iter()
-                .filter(|l| *l != base)
-                .map(|l| (l.clone(), base.clone())),
-        );
+        wanted.extend(labels.iter().filter(|l| *l != base).map(|l| (l.clone(), base.clone())));
     }
     for (a, b) in &options.pairs {
         check(a)?;
@@ -169,26 +150,15 @@ fn delta_columns(
 
 /// Fills scaling and delta cells from the throughput cells; the deltas named
 /// in `not_comparable` stay `None`.
-fn derive(
-    mut cells: Cells,
-    first: &IndexMap<String, f64>,
-    deltas: &[DeltaColumn],
-    not_comparable: &[&str],
-) -> Cells {
+fn derive(mut cells: Cells, first: &IndexMap<String, f64>, deltas: &[DeltaColumn], not_comparable: &[&str]) -> Cells {
     for (label, x) in &cells.throughput {
-        let pct = x
-            .zip(first.get(label).copied())
-            .and_then(|(x, f)| ratio_pct(x, f))
-            .and_then(round_half_away);
+        let pct = x.zip(first.get(label).copied()).and_then(|(x, f)| ratio_pct(x, f)).and_then(round_half_away);
         cells.scaling_pct.insert(label.clone(), pct);
     }
     for d in deltas {
         let a = cells.throughput.get(&d.a).copied().flatten();
         let b = cells.throughput.get(&d.b).copied().flatten();
-        let pct = a
-            .zip(b)
-            .and_then(|(a, b)| delta_pct(a, b))
-            .and_then(round_half_away);
+        let pct = a.zip(b).and_then(|(a, b)| delta_pct(a, b)).and_then(round_half_away);
         let pct = pct.filter(|_| !not_comparable.contains(&d.name.as_str()));
         cells.delta_pct.insert(d.name.clone(), pct);
     }
@@ -207,84 +177,35 @@ pub fn compare(series: &[Series], options: &CompareOptions) -> Result<Comparison
             return Err(CompareError::DuplicateLabel(s.label.clone()));
         }
         labels.push(s.label.clone());
-        steps.push(
-            s.checked_points()?
-                .iter()
-                .map(|p| (p.concurrency, p.throughput))
-                .collect(),
-        );
+        steps.push(s.checked_points()?.iter().map(|p| (p.concurrency, p.throughput)).collect());
     }
     let deltas = delta_columns(&labels, options)?;
     // Each run's first step (lowest concurrency; checked_points sorted them).
-    let first: IndexMap<String, f64> = labels
-        .iter()
-        .zip(&steps)
-        .map(|(l, s)| (l.clone(), *s.first().expect("checked non-empty").1))
-        .collect();
+    let first: IndexMap<String, f64> =
+        labels.iter().zip(&steps).map(|(l, s)| (l.clone(), *s.first().expect("checked non-empty").1)).collect();
     let concurrencies: BTreeSet<u32> = steps.iter().flat_map(|s| s.keys().copied()).collect();
 
     let rows = concurrencies
         .iter()
         .map(|&n| {
-            let throughput = labels
-                .iter()
-                .zip(&steps)
-                .map(|(l, s)| (l.clone(), s.get(&n).copied()))
-                .collect();
-            Row {
-                concurrency: n,
-                cells: derive(
-                    Cells {
-                        throughput,
-                        ..Cells::default()
-                    },
-                    &first,
-                    &deltas,
-                    &[],
-                ),
-            }
+            let throughput = labels.iter().zip(&steps).map(|(l, s)| (l.clone(), s.get(&n).copied())).collect();
+            Row { concurrency: n, cells: derive(Cells { throughput, ..Cells::default() }, &first, &deltas, &[]) }
         })
         .collect();
 
     let avg_from = options.avg_from.unwrap_or(0);
-    let in_range = |s: &IndexMap<u32, f64>| -> Vec<(u32, f64)> {
-        s.iter()
-            .filter(|(n, _)| **n >= avg_from)
-            .map(|(n, x)| (*n, *x))
-            .collect()
-    };
+    let in_range =
+        |s: &IndexMap<u32, f64>| -> Vec<(u32, f64)> { s.iter().filter(|(n, _)| **n >= avg_from).map(|(n, x)| (*n, *x)).collect() };
     let aggregate = |f: &dyn Fn(&IndexMap<u32, f64>) -> Option<f64>, not_comparable: &[&str]| {
-        let throughput = labels
-            .iter()
-            .zip(&steps)
-            .map(|(l, s)| (l.clone(), f(s)))
-            .collect();
-        derive(
-            Cells {
-                throughput,
-                ..Cells::default()
-            },
-            &first,
-            &deltas,
-            not_comparable,
-        )
+        let throughput = labels.iter().zip(&steps).map(|(l, s)| (l.clone(), f(s))).collect();
+        derive(Cells { throughput, ..Cells::default() }, &first, &deltas, not_comparable)
     };
     // Means over different step lists do not compare: leave such AVG deltas out.
     let steps_of = |label: &str| {
-        let i = labels
-            .iter()
-            .position(|l| l == label)
-            .expect("delta labels are checked");
-        in_range(&steps[i])
-            .into_iter()
-            .map(|(n, _)| n)
-            .collect::<Vec<u32>>()
+        let i = labels.iter().position(|l| l == label).expect("delta labels are checked");
+        in_range(&steps[i]).into_iter().map(|(n, _)| n).collect::<Vec<u32>>()
     };
-    let ragged: Vec<&str> = deltas
-        .iter()
-        .filter(|d| steps_of(&d.a) != steps_of(&d.b))
-        .map(|d| d.name.as_str())
-        .collect();
+    let ragged: Vec<&str> = deltas.iter().filter(|d| steps_of(&d.a) != steps_of(&d.b)).map(|d| d.name.as_str()).collect();
     let avg = aggregate(
         &|s| {
             let xs = in_range(s);
@@ -293,14 +214,7 @@ pub fn compare(series: &[Series], options: &CompareOptions) -> Result<Comparison
         &ragged,
     );
     let max = aggregate(&|s| s.values().copied().reduce(f64::max), &[]);
-    Ok(Comparison {
-        labels,
-        deltas,
-        avg_from: options.avg_from,
-        rows,
-        avg,
-        max,
-    })
+    Ok(Comparison { labels, deltas, avg_from: options.avg_from, rows, avg, max })
 }
 
 #[cfg(test)]

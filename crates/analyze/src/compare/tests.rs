@@ -4,10 +4,7 @@ use super::*;
 fn aligns_runs_with_different_steps() {
     let a = Series::from_pairs("a", &[(1, 100.0), (2, 150.0), (4, 300.0)]);
     let b = Series::from_pairs("b", &[(2, 100.0), (8, 400.0)]);
-    let opts = CompareOptions {
-        baseline: Some("b".into()),
-        ..Default::default()
-    };
+    let opts = CompareOptions { baseline: Some("b".into()), ..Default::default() };
     let c = compare(&[a, b], &opts).unwrap();
     let ns: Vec<u32> = c.rows.iter().map(|r| r.concurrency).collect();
     assert_eq!(ns, vec![1, 2, 4, 8]);
@@ -18,10 +15,7 @@ fn aligns_runs_with_different_steps() {
     assert_eq!(c.rows[1].cells.delta_pct["a vs b"], Some(50));
     assert_eq!(c.rows[3].cells.throughput["a"], None);
     assert_eq!(c.avg.throughput["a"], Some(550.0 / 3.0));
-    assert_eq!(
-        c.avg.delta_pct["a vs b"], None,
-        "means over different steps"
-    );
+    assert_eq!(c.avg.delta_pct["a vs b"], None, "means over different steps");
     assert_eq!(c.max.throughput["b"], Some(400.0));
     assert_eq!(c.max.scaling_pct["a"], Some(300));
     assert_eq!(c.max.delta_pct["a vs b"], Some(-25));
@@ -30,14 +24,7 @@ fn aligns_runs_with_different_steps() {
 #[test]
 fn avg_from_without_steps_in_range_is_missing() {
     let a = Series::from_pairs("a", &[(1, 100.0), (2, 150.0)]);
-    let c = compare(
-        &[a],
-        &CompareOptions {
-            avg_from: Some(5),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let c = compare(&[a], &CompareOptions { avg_from: Some(5), ..Default::default() }).unwrap();
     assert_eq!(c.avg.throughput["a"], None);
     assert_eq!(c.avg.scaling_pct["a"], None);
 }
@@ -45,33 +32,18 @@ fn avg_from_without_steps_in_range_is_missing() {
 #[test]
 fn rejects_unknown_and_duplicate_runs() {
     let a = Series::from_pairs("a", &[(1, 1.0)]);
-    let opts = CompareOptions {
-        pairs: vec![("a".into(), "z".into())],
-        ..Default::default()
-    };
+    let opts = CompareOptions { pairs: vec![("a".into(), "z".into())], ..Default::default() };
     let err = compare(std::slice::from_ref(&a), &opts).unwrap_err();
     assert_eq!(err.to_string(), "`z` is not one of the compared runs (a)");
-    assert!(matches!(
-        compare(&[a.clone(), a], &CompareOptions::default()),
-        Err(CompareError::DuplicateLabel(_))
-    ));
-    assert_eq!(
-        compare(&[], &CompareOptions::default()),
-        Err(CompareError::NoRuns)
-    );
+    assert!(matches!(compare(&[a.clone(), a], &CompareOptions::default()), Err(CompareError::DuplicateLabel(_))));
+    assert_eq!(compare(&[], &CompareOptions::default()), Err(CompareError::NoRuns));
 }
 
 #[test]
 fn parses_pairs_with_colons_in_labels() {
     let labels = ["db:8.0", "db:5.7", "x"];
-    assert_eq!(
-        CompareOptions::parse_pair("db:8.0:db:5.7", &labels).unwrap(),
-        ("db:8.0".into(), "db:5.7".into())
-    );
-    assert_eq!(
-        CompareOptions::parse_pair("x : db:5.7", &labels).unwrap(),
-        ("x".into(), "db:5.7".into())
-    );
+    assert_eq!(CompareOptions::parse_pair("db:8.0:db:5.7", &labels).unwrap(), ("db:8.0".into(), "db:5.7".into()));
+    assert_eq!(CompareOptions::parse_pair("x : db:5.7", &labels).unwrap(), ("x".into(), "db:5.7".into()));
     assert!(CompareOptions::parse_pair("x-y", &labels).is_err());
 }
 
@@ -79,10 +51,7 @@ fn parses_pairs_with_colons_in_labels() {
 fn json_has_the_documented_shape() {
     let a = Series::from_pairs("A", &[(1, 10.0), (2, 15.0)]);
     let b = Series::from_pairs("B", &[(1, 8.0)]);
-    let opts = CompareOptions {
-        pairs: vec![("A".into(), "B".into())],
-        ..Default::default()
-    };
+    let opts = CompareOptions { pairs: vec![("A".into(), "B".into())], ..Default::default() };
     let v = serde_json::to_value(compare(&[a, b], &opts).unwrap()).unwrap();
     assert_eq!(v["rows"][0]["concurrency"], 1);
     assert_eq!(v["rows"][0]["throughput"]["A"], 10.0);

@@ -1,5 +1,7 @@
 //! One module per subcommand.
 
+pub mod analysis;
+mod compare;
 mod show;
 mod specimen;
 mod sweep;
@@ -10,10 +12,12 @@ use std::process::ExitCode;
 /// Runs the chosen subcommand.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Sweep(a) => sweep::run(&cli.store, a),
+        Command::Sweep(a) => sweep::run(&cli.store, *a),
         Command::Runs => show::runs(&cli.store),
         Command::Show(a) => show::show(&cli.store, &a),
         Command::Export(a) => show::export(&cli.store, &a),
         Command::Specimen(a) => specimen::run(a),
+        Command::Import(a) => compare::import(&cli.store, &a),
+        Command::Compare(a) => compare::compare_runs(&cli.store, &a),
     }
 }

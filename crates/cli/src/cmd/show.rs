@@ -9,10 +9,7 @@ use std::process::ExitCode;
 
 fn open_existing(path: &Path) -> anyhow::Result<Store> {
     if !path.exists() {
-        return Err(crate::error::bad(format!(
-            "no store at {} (run `scalelab sweep` first, or pass --store PATH)",
-            path.display()
-        )));
+        return Err(crate::error::bad(format!("no store at {} (run `scalelab sweep` first, or pass --store PATH)", path.display())));
     }
     Ok(Store::open(path)?)
 }
@@ -47,13 +44,20 @@ pub fn show(path: &Path, a: &ShowArgs) -> anyhow::Result<ExitCode> {
     let run = store.load_run(id)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&json::run_json(&run))?);
-        return Ok(ExitCode::SUCCESS);
+        let parsed = super::analysis::parse_assertions(&a.asserts)?;
+        return Ok(if super::analysis::check(&run, &parsed) { ExitCode::SUCCESS } else { ExitCode::from(1) });
     }
-    let status = if run.complete { "complete".to_string() } else { format!("incomplete ({})", run.outcome.as_deref().unwrap_or("killed or still running")) };
+    let status = if run.complete {
+        "complete".to_string()
+    } else {
+        format!("incomplete ({})", run.outcome.as_deref().unwrap_or("killed or still running"))
+    };
     println!("run {}: {} — {} — {}", run.id, run.plan.label, run.plan.workload, status);
     println!("target {}, {} client thread(s), started {}", run.plan.target, run.plan.client_threads, utc(run.started_unix_ms));
     print!("{}", table::run_table(&run));
-    Ok(ExitCode::SUCCESS)
+    print!("{}", super::analysis::summary(&run));
+    let parsed = super::analysis::parse_assertions(&a.asserts)?;
+    Ok(if super::analysis::check(&run, &parsed) { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 pub fn export(path: &Path, a: &ExportArgs) -> anyhow::Result<ExitCode> {

@@ -72,11 +72,7 @@ pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
     // 1. Everything the user gave is checked before any load.
     let concurrency = parse_concurrency_list(&a.concurrency).map_err(|e| bad(format!("--concurrency: {e}")))?;
     let specimen_mode = match &a.target {
-        None => Some(
-            a.specimen
-                .parse::<scalelab_specimen::Mode>()
-                .map_err(|e| bad(format!("--specimen: {e}")))?,
-        ),
+        None => Some(a.specimen.parse::<scalelab_specimen::Mode>().map_err(|e| bad(format!("--specimen: {e}")))?),
         Some(_) => None,
     };
     if let Some(t) = &a.target {
@@ -91,6 +87,7 @@ pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let (warmup, window, pause, think) = schedule(&a, specimen_mode.is_some())?;
+    let assertions = super::analysis::parse_assertions(&a.asserts)?;
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1));
     if threads == 0 || threads > 1024 {
         return Err(bad("--threads must be between 1 and 1024"));
@@ -188,7 +185,7 @@ pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
                 let text = columns_like_header(&rows);
                 print!("{text}");
             }
-            steps.push(result);
+            steps.push(*result);
         }
     });
     drop(specimen);
@@ -208,12 +205,19 @@ pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
     } else {
         println!();
         print!("{}", table::run_table(&run));
+        print!("{}", super::analysis::summary(&run));
         println!("run {run_id} {outcome}; stored in {}", store_path.display());
     }
+    let passed = super::analysis::check(&run, &assertions);
     match end {
-        SweepEnd::TargetFailed { step } => eprintln!("error: target failed at step {step} (nothing succeeded for {} step(s) in a row)", a.max_failed_steps),
+        SweepEnd::TargetFailed { step } => {
+            eprintln!("error: target failed at step {step} (nothing succeeded for {} step(s) in a row)", a.max_failed_steps)
+        }
         SweepEnd::Interrupted => eprintln!("interrupted: run {run_id} kept {} finished step(s), marked incomplete", run.steps.len()),
         SweepEnd::Completed => {}
+    }
+    if !passed && code == ExitCode::SUCCESS {
+        return Ok(ExitCode::from(1));
     }
     Ok(code)
 }

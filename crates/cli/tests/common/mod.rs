@@ -19,12 +19,7 @@ pub fn run(store: &Path, args: &[&str]) -> Output {
 /// Runs a command expected to succeed and parses its stdout as JSON.
 pub fn json(store: &Path, args: &[&str]) -> Value {
     let out = run(store, args);
-    assert!(
-        out.status.success(),
-        "scalelab {args:?} failed ({:?}): {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "scalelab {args:?} failed ({:?}): {}", out.status.code(), String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
@@ -40,7 +35,8 @@ pub fn steps(run: &Value) -> &Vec<Value> {
 
 /// Validates a document against docs/run.schema.json.
 pub fn assert_matches_schema(doc: &Value) {
-    let schema_text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/run.schema.json")).expect("docs/run.schema.json");
+    let schema_text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/run.schema.json")).expect("docs/run.schema.json");
     let schema: Value = serde_json::from_str(&schema_text).expect("schema is JSON");
     let validator = jsonschema::validator_for(&schema).expect("schema compiles");
     let errors: Vec<String> = validator.iter_errors(doc).map(|e| format!("{} at {}", e, e.instance_path)).collect();

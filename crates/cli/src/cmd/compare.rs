@@ -1,0 +1,106 @@
+//! `scalelab import` and `scalelab compare`.
+
+use crate::args::{CompareArgs, CompareFormat, ImportArgs};
+use crate::cmd::analysis::series_of;
+use crate::error::bad;
+use scalelab_analyze::{compare, render_compare, CompareOptions, Curve};
+use scalelab_core::{Environment, RunKind, RunPlan, StepPlan, StepResult};
+use scalelab_store::{RunSelector, Store};
+use std::path::Path;
+use std::process::ExitCode;
+
+pub fn import(store_path: &Path, a: &ImportArgs) -> anyhow::Result<ExitCode> {
+    let text = std::fs::read_to_string(&a.file).map_err(|e| bad(format!("cannot read {}: {e}", a.file.display())))?;
+    let series = scalelab_analyze::parse_import_csv(&text).map_err(|e| bad(format!("{}: {e}", a.file.display())))?;
+    let mut store = Store::open(store_path)?;
+    let source = a.file.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+    for s in &series {
+        let plan = RunPlan {
+            label: s.label.clone(),
+            target: format!("imported:{source}"),
+            workload: "published series".into(),
+            steps: s
+                .points
+                .iter()
+                .map(|p| StepPlan { concurrency: p.concurrency, warmup_s: 0.0, window_s: 0.0, pause_s: 0.0, think_time_s: 0.0 })
+                .collect(),
+            client_threads: 1,
+            options: Default::default(),
+        };
+        let env = Environment { scalelab_version: scalelab_core::VERSION.into(), ..Default::default() };
+        let id = store.begin_run(RunKind::Imported, &plan, &env, Some(&a.file.display().to_string()))?;
+        for (i, p) in s.points.iter().enumerate() {
+            let step = StepResult { concurrency: p.concurrency, published_throughput_per_s: Some(p.throughput), ..Default::default() };
+            store.add_step(id, i, &step)?;
+        }
+        store.finish_run(id, true, &format!("imported from {source}"))?;
+        println!("run {id}: {} ({} steps) imported", s.label, s.points.len());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn compare_runs(store_path: &Path, a: &CompareArgs) -> anyhow::Result<ExitCode> {
+    if !store_path.exists() {
+        return Err(bad(format!("no store at {} (pass --store PATH)", store_path.display())));
+    }
+    let store = Store::open(store_path)?;
+    let mut runs = Vec::new();
+    for name in &a.runs {
+        let id = store.resolve(&RunSelector::parse(name))?;
+        runs.push(store.load_run(id)?);
+    }
+    // Columns are named by label; two runs with one label get their ids appended.
+    let mut series: Vec<_> = runs.iter().map(series_of).collect();
+    for i in 0..series.len() {
+        if series.iter().filter(|s| s.label == series[i].label).count() > 1 {
+            series[i].label = format!("{} #{}", series[i].label, runs[i].id);
+        }
+    }
+    let labels: Vec<&str> = series.iter().map(|s| s.label.as_str()).collect();
+    let label_of = |name: &str| -> anyhow::Result<String> {
+        if labels.contains(&name) {
+            return Ok(name.to_string());
+        }
+        let id = store.resolve(&RunSelector::parse(name))?;
+        let idx = runs.iter().position(|r| r.id == id).ok_or_else(|| bad(format!("'{name}' is not one of the compared runs")))?;
+        Ok(series[idx].label.clone())
+    };
+    let baseline = a.baseline.as_deref().map(label_of).transpose()?;
+    let mut pairs = Vec::new();
+    for p in &a.pairs {
+        pairs.push(CompareOptions::parse_pair(p, &labels).map_err(|e| bad(format!("--pair: {e}")))?);
+    }
+    let options = CompareOptions { baseline, pairs, avg_from: a.avg_from };
+    let table = compare(&series, &options).map_err(|e| bad(e.to_string()))?;
+    match a.format {
+        CompareFormat::Table => {
+            print!("{}", render_compare::to_text(&table));
+            println!();
+            for s in &series {
+                println!("{}: {}", s.label, curve_words(s));
+            }
+        }
+        CompareFormat::Md => print!("{}", render_compare::to_markdown(&table)),
+        CompareFormat::Csv => print!("{}", render_compare::to_csv(&table)),
+        CompareFormat::Json => println!("{}", serde_json::to_string_pretty(&table)?),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn curve_words(s: &scalelab_analyze::Series) -> String {
+    match Curve::of(s) {
+        Ok(c) => {
+            let collapse = match &c.collapse {
+                Some(k) => format!(
+                    "collapse to {:.0}% of peak at {}{}",
+                    k.pct_of_peak,
+                    k.concurrency,
+                    if k.retrograde { " (retrograde)" } else { "" }
+                ),
+                None => "no collapse".into(),
+            };
+            format!("peak {:.0} at {}, knee at {}, {collapse}", c.peak, c.peak_concurrency, c.knee_concurrency)
+        }
+        Err(e) => e.to_string(),
+    }
+}
