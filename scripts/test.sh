@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 missing=()
 have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ]; }
 have nginx || missing+=(nginx-light)
+have openssl || missing+=(openssl)
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}" >&2

@@ -152,3 +152,19 @@ fn unreachable_target_is_bad_input_and_stores_nothing() {
     let text = String::from_utf8_lossy(&listed.stdout);
     assert_eq!(text.lines().count(), 1, "header only, no run stored: {text}");
 }
+
+#[test]
+fn https_with_rustls() {
+    let nginx = Nginx::start_with(true);
+    let url = format!("https://127.0.0.1:{}/index.html", nginx.tls_port.unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    // A self-signed certificate is refused unless the user says --insecure.
+    let out = run(&store, &["sweep", &url, "-c", "1", "--duration", "0.3s", "-q"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("cannot reach") && stderr(&out).contains("certificate"), "{}", stderr(&out));
+    let run = json(&store, &["sweep", &url, "--insecure", "-c", "2", "--warmup", "0.2s", "--duration", "0.7s", "--json", "-q"]);
+    let step = &steps(&run)[0];
+    assert_eq!(step["errors_total"], 0, "{step}");
+    check_counts(&nginx, &run);
+}

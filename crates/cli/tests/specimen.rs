@@ -40,6 +40,7 @@ fn p50(run: &Value, i: usize) -> f64 {
 
 #[test]
 fn global_lock_caps_throughput_where_scales_rises() {
+    let _cpu = cpu_exclusive();
     let scales = sweep("scales");
     let locked = sweep("global-lock");
     assert_matches_schema(&scales);
@@ -78,6 +79,7 @@ fn unknown_mode_is_bad_input() {
 
 #[test]
 fn specimen_reports_what_it_served() {
+    let _cpu = cpu_exclusive();
     // The specimen as its own process, as `sweep` starts it.
     let mut child = bin()
         .args(["specimen", "--port", "0", "--mode", "scales", "--work-us", "10"])
@@ -107,4 +109,41 @@ fn specimen_reports_what_it_served() {
     // served = preflight + window + at most one in-flight request per client at the edges
     assert!(served >= counted && served <= counted + 1 + 2 * 2, "specimen served {served}, scalelab counted {counted}");
     assert!(run["environment"]["server"].as_str().unwrap().starts_with("scalelab-specimen"));
+}
+
+#[test]
+fn every_mode_serves_without_errors() {
+    let _cpu = cpu_exclusive();
+    for mode in ["single-thread", "disk", "spin"] {
+        let dir = tempfile::tempdir().unwrap();
+        let run = json(
+            &dir.path().join("s.db"),
+            &[
+                "sweep",
+                "--specimen",
+                mode,
+                "--work-us",
+                "200",
+                "-c",
+                "1,4",
+                "--warmup",
+                "0.1s",
+                "--duration",
+                "0.5s",
+                "--pause",
+                "0.1s",
+                "--json",
+                "-q",
+            ],
+        );
+        assert_eq!(run["target"], format!("specimen:{mode}"));
+        for s in steps(&run) {
+            assert!(s["requests"].as_u64().unwrap() > 20, "{mode}: {s}");
+            assert_eq!(s["errors_total"], 0, "{mode}: {s}");
+        }
+        if mode == "single-thread" {
+            // One thread does all the work: 4 clients cannot beat one CPU's worth (1 s / 200 µs).
+            assert!(steps(&run)[1]["throughput_per_s"].as_f64().unwrap() <= 5_100.0);
+        }
+    }
 }

@@ -10,6 +10,8 @@ use std::time::Duration;
 /// A running nginx, stopped (and its dir removed) on drop.
 pub struct Nginx {
     pub port: u16,
+    /// HTTPS port (self-signed certificate for `localhost`), when started with TLS.
+    pub tls_port: Option<u16>,
     dir: tempfile::TempDir,
     master_pid: i32,
 }
@@ -27,6 +29,11 @@ impl Nginx {
     /// Starts nginx; panics with a clear message when nginx is not installed
     /// (the README's test command installs it).
     pub fn start() -> Nginx {
+        Self::start_with(false)
+    }
+
+    /// Starts nginx, also serving HTTPS with a fresh self-signed certificate when `tls`.
+    pub fn start_with(tls: bool) -> Nginx {
         let bin = find_program("nginx").expect("nginx is not installed: run ./scripts/test.sh, which installs it");
         let dir = tempfile::Builder::new().prefix("scalelab-nginx-").tempdir().expect("temp dir");
         let d = dir.path();
@@ -40,6 +47,25 @@ impl Nginx {
         fs::write(d.join("www/index.html"), &index).expect("index.html");
         set_mode(&d.join("www/index.html"), 0o644);
         let port = free_port();
+        let tls_port = tls.then(free_port);
+        let tls_server = match tls_port {
+            None => String::new(),
+            Some(p) => {
+                let ok = Command::new("openssl")
+                    .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-days", "2"])
+                    .arg("-keyout")
+                    .arg(d.join("key.pem"))
+                    .arg("-out")
+                    .arg(d.join("cert.pem"))
+                    .output()
+                    .expect("openssl is not installed: run ./scripts/test.sh, which installs it");
+                assert!(ok.status.success(), "openssl failed: {}", String::from_utf8_lossy(&ok.stderr));
+                format!(
+                    "server {{ listen 127.0.0.1:{p} ssl; ssl_certificate {d}/cert.pem; ssl_certificate_key {d}/key.pem; root {d}/www; location / {{ }} }}",
+                    d = d.display()
+                )
+            }
+        };
         let conf = format!(
             r#"worker_processes 1;
 pid {d}/nginx.pid;
@@ -66,6 +92,7 @@ http {{
         location = /fail {{ return 503; }}
         location / {{ }}
     }}
+    {tls_server}
 }}
 "#,
             d = d.display()
@@ -91,7 +118,7 @@ http {{
             std::thread::sleep(Duration::from_millis(20));
         }
         assert!(master_pid > 0, "nginx wrote no pid file");
-        Nginx { port, dir, master_pid }
+        Nginx { port, tls_port, dir, master_pid }
     }
 
     /// `http://127.0.0.1:PORT{path}`.

@@ -42,3 +42,10 @@ pub fn assert_matches_schema(doc: &Value) {
     let errors: Vec<String> = validator.iter_errors(doc).map(|e| format!("{} at {}", e, e.instance_path)).collect();
     assert!(errors.is_empty(), "run JSON does not match docs/run.schema.json:\n{}", errors.join("\n"));
 }
+
+/// Tests whose assertions are about CPU shape take this, so they do not
+/// share the machine's cores with each other inside one test binary.
+pub fn cpu_exclusive() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
