@@ -8,7 +8,6 @@ use crate::specimen_child::SpecimenChild;
 use scalelab_core::{parse_concurrency_list, parse_duration, Run, RunKind, RunPlan, StepPlan};
 use scalelab_drive::http::{parse_url_file, HttpConfig, HttpDriver, RequestSpec, StatusMatch};
 use scalelab_drive::{cpu, run_sweep, EngineOptions, SweepEnd, SweepEvent};
-use scalelab_report::fmt::columns;
 use scalelab_report::table;
 use scalelab_store::Store;
 use std::path::Path;
@@ -68,6 +67,28 @@ fn http_config(a: &SweepArgs, url: &str) -> anyhow::Result<HttpConfig> {
     })
 }
 
+/// A target ready for load: its driver and what to record about it.
+pub struct Prepared<D> {
+    pub driver: Arc<D>,
+    /// The target as recorded (URL, `specimen:MODE`, or a URL without password).
+    pub target_name: String,
+    /// What each client sends, in words.
+    pub workload: String,
+    /// What the target says it is (HTTP `Server` header, SQL version).
+    pub server: Option<String>,
+    /// Settings worth keeping with the run.
+    pub options: serde_json::Map<String, serde_json::Value>,
+    /// Keeps the specimen child alive for the run; dropped (killed) after.
+    pub specimen: Option<SpecimenChild>,
+}
+
+/// The schedule and checks shared by every kind of target.
+pub struct Common {
+    pub steps: Vec<StepPlan>,
+    pub threads: u32,
+    pub assertions: Vec<scalelab_analyze::Assertion>,
+}
+
 pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
     // 1. Everything the user gave is checked before any load.
     let concurrency = parse_concurrency_list(&a.concurrency).map_err(|e| bad(format!("--concurrency: {e}")))?;
@@ -75,15 +96,15 @@ pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
         None => Some(a.specimen.parse::<scalelab_specimen::Mode>().map_err(|e| bad(format!("--specimen: {e}")))?),
         Some(_) => None,
     };
-    if let Some(t) = &a.target {
-        let scheme = t.split("://").next().unwrap_or("");
-        if matches!(scheme, "postgres" | "postgresql" | "mysql") {
+    let scheme = a.target.as_deref().map(|t| t.split("://").next().unwrap_or("").to_ascii_lowercase());
+    if let (Some(t), Some(scheme)) = (&a.target, &scheme) {
+        if !t.contains("://") {
+            return Err(bad(format!("invalid target '{t}': give a URL such as http://127.0.0.1:8080/, or no target for the specimen")));
+        }
+        if matches!(scheme.as_str(), "postgres" | "postgresql" | "mysql") {
             return Err(bad(format!(
                 "{scheme}:// targets are not supported by this build yet; scalelab sweeps http:// and https:// targets and the built-in specimen"
             )));
-        }
-        if !t.contains("://") {
-            return Err(bad(format!("invalid target '{t}': give a URL such as http://127.0.0.1:8080/, or no target for the specimen")));
         }
     }
     let (warmup, window, pause, think) = schedule(&a, specimen_mode.is_some())?;
@@ -92,13 +113,28 @@ pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
     if threads == 0 || threads > 1024 {
         return Err(bad("--threads must be between 1 and 1024"));
     }
+    let steps = concurrency
+        .iter()
+        .map(|&c| StepPlan {
+            concurrency: c,
+            warmup_s: warmup.as_secs_f64(),
+            window_s: window.as_secs_f64(),
+            pause_s: pause.as_secs_f64(),
+            think_time_s: think.as_secs_f64(),
+        })
+        .collect();
+    let common = Common { steps, threads, assertions };
     // A placeholder URL validates the HTTP options before the specimen starts.
     http_config(&a, a.target.as_deref().unwrap_or("http://127.0.0.1/"))?;
-
     // 2. The store must be usable before load starts.
-    let mut store = Store::open(store_path)?;
-
+    let store = Store::open(store_path)?;
     // 3. The target: start the specimen, or check the URL answers.
+    let prepared = prepare_http(&a, specimen_mode)?;
+    execute(store, store_path, &a, common, prepared)
+}
+
+/// Starts the specimen if asked, builds the HTTP driver and sends the preflight request.
+fn prepare_http(a: &SweepArgs, specimen_mode: Option<scalelab_specimen::Mode>) -> anyhow::Result<Prepared<HttpDriver>> {
     let specimen = match specimen_mode {
         Some(mode) => Some(SpecimenChild::spawn(mode.name(), a.work_us)?),
         None => None,
@@ -108,7 +144,7 @@ pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
         (None, Some(t)) => (t.clone(), t.clone()),
         (None, None) => unreachable!("no target means the specimen"),
     };
-    let config = http_config(&a, &url)?;
+    let config = http_config(a, &url)?;
     let driver = Arc::new(HttpDriver::new(&config).map_err(|e| bad(e.to_string()))?);
     let preflight = driver.preflight().map_err(|f| bad(format!("cannot reach {target_name}: {}", f.message)))?;
     if !preflight.accepted {
@@ -117,9 +153,6 @@ pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
             target_name, preflight.status, a.expect_status
         );
     }
-    cpu::raise_open_files_limit();
-    let env = scalelab_probe::capture_environment(&Default::default(), preflight.server.clone(), cpu::open_files_limit());
-
     let workload = config
         .requests
         .iter()
@@ -134,21 +167,27 @@ pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
         options.insert("specimen_mode".into(), m.name().into());
         options.insert("specimen_work_us".into(), a.work_us.into());
     }
+    Ok(Prepared { driver, target_name, workload, server: preflight.server, options, specimen })
+}
+
+/// Runs the sweep on a prepared target, committing each step as it finishes,
+/// then prints the table (or JSON), the analysis and the assertions.
+pub fn execute<D: scalelab_drive::Driver>(
+    mut store: Store,
+    store_path: &Path,
+    a: &SweepArgs,
+    common: Common,
+    prepared: Prepared<D>,
+) -> anyhow::Result<ExitCode> {
+    let Prepared { driver, target_name, workload, server, options, specimen } = prepared;
+    cpu::raise_open_files_limit();
+    let env = scalelab_probe::capture_environment(&Default::default(), server, cpu::open_files_limit());
     let plan = RunPlan {
         label: a.label.clone().unwrap_or_else(|| target_name.clone()),
         target: target_name.clone(),
         workload,
-        steps: concurrency
-            .iter()
-            .map(|&c| StepPlan {
-                concurrency: c,
-                warmup_s: warmup.as_secs_f64(),
-                window_s: window.as_secs_f64(),
-                pause_s: pause.as_secs_f64(),
-                think_time_s: think.as_secs_f64(),
-            })
-            .collect(),
-        client_threads: threads,
+        steps: common.steps,
+        client_threads: common.threads,
         options,
     };
 
@@ -158,10 +197,10 @@ pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
         signal_hook::flag::register(sig, stop.clone())?;
     }
     let run_id = store.begin_run(RunKind::Sweep, &plan, &env, None)?;
-    let opts = EngineOptions { threads, stop: stop.clone() };
+    let opts = EngineOptions { threads: common.threads, stop: stop.clone() };
     let mut progress = Progress::new(a.quiet, plan.steps.len());
     let print_rows = !a.json;
-    let mut steps = Vec::new();
+    let mut steps: Vec<scalelab_core::StepResult> = Vec::new();
     let mut store_error = None;
     if print_rows {
         println!("run {run_id}: {} ({}), store {}", plan.label, plan.workload, store_path.display());
@@ -181,9 +220,7 @@ pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
                     rows.push(table::header_line());
                 }
                 rows.push(table::step_row(&result, steps.first().or(Some(&result))));
-                // Align this row with the header by formatting both with the header's widths.
-                let text = columns_like_header(&rows);
-                print!("{text}");
+                print!("{}", columns_like_header(&rows));
             }
             steps.push(*result);
         }
@@ -208,7 +245,7 @@ pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
         print!("{}", super::analysis::summary(&run));
         println!("run {run_id} {outcome}; stored in {}", store_path.display());
     }
-    let passed = super::analysis::check(&run, &assertions);
+    let passed = super::analysis::check(&run, &common.assertions);
     match end {
         SweepEnd::TargetFailed { step } => {
             eprintln!("error: target failed at step {step} (nothing succeeded for {} step(s) in a row)", a.max_failed_steps)
@@ -240,6 +277,5 @@ fn columns_like_header(rows: &[Vec<String>]) -> String {
         out.push_str(line.trim_end());
         out.push('\n');
     }
-    let _ = columns;
     out
 }
