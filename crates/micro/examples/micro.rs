@@ -7,8 +7,7 @@
 
 use clap::Parser;
 use scalelab_micro::{
-    compare, load_published_dir, render_tables, run_suite, summary_tables, Group, LabelledRun,
-    MicroReport, SuiteOptions,
+    compare, load_published_dir, render_tables, run_suite, summary_tables, Group, LabelledRun, MicroReport, SuiteOptions,
 };
 use std::path::PathBuf;
 
@@ -43,19 +42,13 @@ fn main() -> anyhow_free::Result {
         Some(p) => serde_json::from_str::<MicroReport>(&std::fs::read_to_string(p)?)?,
         None => {
             let only = args.only.as_deref().map(Group::parse_list).transpose()?;
-            let opts = SuiteOptions {
-                quick: args.quick,
-                only,
-                ..SuiteOptions::default()
-            };
+            let opts = SuiteOptions { quick: args.quick, only, ..SuiteOptions::default() };
             let t0 = std::time::Instant::now();
             let run = run_suite(&opts, &mut |r| {
                 let v = r
                     .median
                     .map(|m| format!("{} {}", scalelab_micro::fmt_num(m), r.unit))
-                    .unwrap_or_else(|| {
-                        format!("unavailable: {}", r.unavailable.clone().unwrap_or_default())
-                    });
+                    .unwrap_or_else(|| format!("unavailable: {}", r.unavailable.clone().unwrap_or_default()));
                 eprintln!("{:6.2}s  {:<24} {v}", t0.elapsed().as_secs_f64(), r.id);
             })?;
             let env = serde_json::json!({ "kernel": kernel_release() });
@@ -73,11 +66,7 @@ fn main() -> anyhow_free::Result {
     }
     println!("{}", render_tables(&summary_tables(&runs)));
     if let Some(b) = &args.baseline {
-        let pair: Vec<LabelledRun> = runs
-            .iter()
-            .filter(|r| r.label == *b || r.label == args.label)
-            .cloned()
-            .collect();
+        let pair: Vec<LabelledRun> = runs.iter().filter(|r| r.label == *b || r.label == args.label).cloned().collect();
         println!("{}", compare(&pair, b)?.render());
     }
     for w in &report.warnings {
@@ -88,9 +77,7 @@ fn main() -> anyhow_free::Result {
 }
 
 fn kernel_release() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .ok()
-        .map(|s| s.trim().to_string())
+    std::fs::read_to_string("/proc/sys/kernel/osrelease").ok().map(|s| s.trim().to_string())
 }
 
 /// `main` returns any error boxed; enough for an example.

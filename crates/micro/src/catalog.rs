@@ -14,12 +14,7 @@ pub struct FigureInfo {
 }
 
 const fn f(id: &'static str, group: Group, name: &'static str, unit: Unit) -> FigureInfo {
-    FigureInfo {
-        id,
-        group,
-        name,
-        unit,
-    }
+    FigureInfo { id, group, name, unit }
 }
 
 use Group::*;
@@ -29,12 +24,7 @@ use Unit::*;
 /// `mem_curve_<size>` ids on top of these (see [`curve_id`]).
 pub const CATALOG: &[FigureInfo] = &[
     f("null_call", Procs, "null call (getppid)", Us),
-    f(
-        "null_io",
-        Procs,
-        "null I/O (1-byte read + write, averaged)",
-        Us,
-    ),
+    f("null_io", Procs, "null I/O (1-byte read + write, averaged)", Us),
     f("stat", Procs, "stat", Us),
     f("open_close", Procs, "open+close", Us),
     f("select_file_100", Procs, "select on 100 file fds", Us),
@@ -46,91 +36,21 @@ pub const CATALOG: &[FigureInfo] = &[
     f("fork_exec", Procs, "fork+exec", Us),
     f("fork_sh", Procs, "fork+/bin/sh -c", Us),
     f("thread_create", Threads, "pthread create+join", Us),
-    f(
-        "mutex_uncontended",
-        Threads,
-        "mutex lock+unlock, uncontended",
-        Ns,
-    ),
-    f(
-        "mutex_handoff",
-        Threads,
-        "mutex hand-off between 2 threads",
-        Us,
-    ),
+    f("mutex_uncontended", Threads, "mutex lock+unlock, uncontended", Ns),
+    f("mutex_handoff", Threads, "mutex hand-off between 2 threads", Us),
     f("futex_wake", Threads, "futex wake latency", Us),
-    f(
-        "lock_spin_2t",
-        Threads,
-        "spinlock, 2 threads: throughput",
-        MopsPerS,
-    ),
-    f(
-        "lock_spin_2t_cpu",
-        Threads,
-        "spinlock, 2 threads: CPU per acquisition",
-        Ns,
-    ),
-    f(
-        "lock_mutex_2t",
-        Threads,
-        "mutex, 2 threads: throughput",
-        MopsPerS,
-    ),
-    f(
-        "lock_mutex_2t_cpu",
-        Threads,
-        "mutex, 2 threads: CPU per acquisition",
-        Ns,
-    ),
-    f(
-        "lock_spin_4t",
-        Threads,
-        "spinlock, 4 threads: throughput",
-        MopsPerS,
-    ),
-    f(
-        "lock_spin_4t_cpu",
-        Threads,
-        "spinlock, 4 threads: CPU per acquisition",
-        Ns,
-    ),
-    f(
-        "lock_mutex_4t",
-        Threads,
-        "mutex, 4 threads: throughput",
-        MopsPerS,
-    ),
-    f(
-        "lock_mutex_4t_cpu",
-        Threads,
-        "mutex, 4 threads: CPU per acquisition",
-        Ns,
-    ),
-    f(
-        "lock_spin_8t",
-        Threads,
-        "spinlock, 8 threads: throughput",
-        MopsPerS,
-    ),
-    f(
-        "lock_spin_8t_cpu",
-        Threads,
-        "spinlock, 8 threads: CPU per acquisition",
-        Ns,
-    ),
-    f(
-        "lock_mutex_8t",
-        Threads,
-        "mutex, 8 threads: throughput",
-        MopsPerS,
-    ),
-    f(
-        "lock_mutex_8t_cpu",
-        Threads,
-        "mutex, 8 threads: CPU per acquisition",
-        Ns,
-    ),
+    f("lock_spin_2t", Threads, "spinlock, 2 threads: throughput", MopsPerS),
+    f("lock_spin_2t_cpu", Threads, "spinlock, 2 threads: CPU per acquisition", Ns),
+    f("lock_mutex_2t", Threads, "mutex, 2 threads: throughput", MopsPerS),
+    f("lock_mutex_2t_cpu", Threads, "mutex, 2 threads: CPU per acquisition", Ns),
+    f("lock_spin_4t", Threads, "spinlock, 4 threads: throughput", MopsPerS),
+    f("lock_spin_4t_cpu", Threads, "spinlock, 4 threads: CPU per acquisition", Ns),
+    f("lock_mutex_4t", Threads, "mutex, 4 threads: throughput", MopsPerS),
+    f("lock_mutex_4t_cpu", Threads, "mutex, 4 threads: CPU per acquisition", Ns),
+    f("lock_spin_8t", Threads, "spinlock, 8 threads: throughput", MopsPerS),
+    f("lock_spin_8t_cpu", Threads, "spinlock, 8 threads: CPU per acquisition", Ns),
+    f("lock_mutex_8t", Threads, "mutex, 8 threads: throughput", MopsPerS),
+    f("lock_mutex_8t_cpu", Threads, "mutex, 8 threads: CPU per acquisition", Ns),
     f("ctx_2p_0k", Ctx, "context switch, 2 procs, 0 KB", Us),
     f("ctx_4p_0k", Ctx, "context switch, 4 procs, 0 KB", Us),
     f("ctx_8p_0k", Ctx, "context switch, 8 procs, 0 KB", Us),
@@ -148,36 +68,11 @@ pub const CATALOG: &[FigureInfo] = &[
     f("udp_latency", Latency, "UDP round trip", Us),
     f("tcp_latency", Latency, "TCP round trip (1 byte)", Us),
     f("tcp_connect", Latency, "TCP connect+close", Us),
-    f(
-        "pipe_latency_same_cpu",
-        Latency,
-        "pipe round trip, one CPU",
-        Us,
-    ),
-    f(
-        "unix_latency_same_cpu",
-        Latency,
-        "AF_UNIX round trip, one CPU",
-        Us,
-    ),
-    f(
-        "udp_latency_same_cpu",
-        Latency,
-        "UDP round trip, one CPU",
-        Us,
-    ),
-    f(
-        "tcp_latency_same_cpu",
-        Latency,
-        "TCP round trip, one CPU",
-        Us,
-    ),
-    f(
-        "tcp_connect_same_cpu",
-        Latency,
-        "TCP connect+close, one CPU",
-        Us,
-    ),
+    f("pipe_latency_same_cpu", Latency, "pipe round trip, one CPU", Us),
+    f("unix_latency_same_cpu", Latency, "AF_UNIX round trip, one CPU", Us),
+    f("udp_latency_same_cpu", Latency, "UDP round trip, one CPU", Us),
+    f("tcp_latency_same_cpu", Latency, "TCP round trip, one CPU", Us),
+    f("tcp_connect_same_cpu", Latency, "TCP connect+close, one CPU", Us),
     f("bw_pipe", Bandwidth, "pipe bandwidth", MbPerS),
     f("bw_unix", Bandwidth, "AF_UNIX bandwidth", MbPerS),
     f("bw_tcp", Bandwidth, "TCP bandwidth", MbPerS),
@@ -188,45 +83,15 @@ pub const CATALOG: &[FigureInfo] = &[
     f("bw_mem_cp", Bandwidth, "memory copy", MbPerS),
     f("mem_lat_l1", Memory, "memory latency, L1 cache", Ns),
     f("mem_lat_l2", Memory, "memory latency, L2 cache", Ns),
-    f(
-        "mem_lat_llc",
-        Memory,
-        "memory latency, last-level cache",
-        Ns,
-    ),
+    f("mem_lat_llc", Memory, "memory latency, last-level cache", Ns),
     f("mem_lat_main", Memory, "memory latency, main memory", Ns),
-    f(
-        "flops_1",
-        Fpu,
-        "flops kernel 1 (50% add, 43% mul, 7% div)",
-        Mflops,
-    ),
-    f(
-        "flops_2",
-        Fpu,
-        "flops kernel 2 (43% add, 29% sub, 14% mul, 14% div)",
-        Mflops,
-    ),
-    f(
-        "flops_3",
-        Fpu,
-        "flops kernel 3 (35% add, 12% sub, 53% mul)",
-        Mflops,
-    ),
+    f("flops_1", Fpu, "flops kernel 1 (50% add, 43% mul, 7% div)", Mflops),
+    f("flops_2", Fpu, "flops kernel 2 (43% add, 29% sub, 14% mul, 14% div)", Mflops),
+    f("flops_3", Fpu, "flops kernel 3 (35% add, 12% sub, 53% mul)", Mflops),
     f("flops_4", Fpu, "flops kernel 4 (47% add, 53% mul)", Mflops),
-    f(
-        "flops_5",
-        Fpu,
-        "flops kernel 5 (45% add, 52% mul, 3% div)",
-        Mflops,
-    ),
+    f("flops_5", Fpu, "flops kernel 5 (45% add, 52% mul, 3% div)", Mflops),
     f("flops_6", Fpu, "flops kernel 6 (45% add, 55% mul)", Mflops),
-    f(
-        "flops_7",
-        Fpu,
-        "flops kernel 7 (25% each of add, sub, mul, div)",
-        Mflops,
-    ),
+    f("flops_7", Fpu, "flops kernel 7 (25% each of add, sub, mul, div)", Mflops),
     f("flops_8", Fpu, "flops kernel 8 (43% add, 57% mul)", Mflops),
     f("flops_avg", Fpu, "flops average of the 8 kernels", Mflops),
 ];
@@ -243,10 +108,7 @@ pub fn order_key(id: &str) -> (usize, u64) {
         return (pos, 0);
     }
     if let Some(bytes) = parse_curve_id(id) {
-        let after_mem = CATALOG
-            .iter()
-            .position(|f| f.id == "mem_lat_main")
-            .unwrap_or(0);
+        let after_mem = CATALOG.iter().position(|f| f.id == "mem_lat_main").unwrap_or(0);
         return (after_mem, bytes);
     }
     (usize::MAX, 0)
@@ -289,12 +151,7 @@ mod tests {
     #[test]
     fn ids_are_unique_snake_case() {
         for (i, a) in CATALOG.iter().enumerate() {
-            assert!(
-                a.id.chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
-                "{}",
-                a.id
-            );
+            assert!(a.id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'), "{}", a.id);
             for b in &CATALOG[i + 1..] {
                 assert_ne!(a.id, b.id);
             }

@@ -51,25 +51,16 @@ pub fn delta_pct(a: f64, b: f64) -> Option<i64> {
 
 /// Compares `runs` against the one labelled `baseline`.
 pub fn compare(runs: &[LabelledRun], baseline: &str) -> Result<Comparison, MicroError> {
-    let base =
-        runs.iter()
-            .find(|r| r.label == baseline)
-            .ok_or_else(|| MicroError::UnknownBaseline {
-                given: baseline.to_string(),
-                have: runs
-                    .iter()
-                    .map(|r| r.label.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })?;
+    let base = runs.iter().find(|r| r.label == baseline).ok_or_else(|| MicroError::UnknownBaseline {
+        given: baseline.to_string(),
+        have: runs.iter().map(|r| r.label.as_str()).collect::<Vec<_>>().join(", "),
+    })?;
     let others: Vec<&LabelledRun> = runs.iter().filter(|r| r.label != baseline).collect();
     let mut ids: Vec<(String, String, Unit)> = Vec::new();
     for r in runs {
         for res in r.run.results.iter().filter(|x| x.median.is_some()) {
             if !ids.iter().any(|(id, _, _)| *id == res.id) {
-                let name = catalog::info(&res.id)
-                    .map(|i| i.name.to_string())
-                    .unwrap_or_else(|| res.name.clone());
+                let name = catalog::info(&res.id).map(|i| i.name.to_string()).unwrap_or_else(|| res.name.clone());
                 ids.push((res.id.clone(), name, res.unit));
             }
         }
@@ -83,38 +74,20 @@ pub fn compare(runs: &[LabelledRun], baseline: &str) -> Result<Comparison, Micro
                 .iter()
                 .map(|o| {
                     let v = o.run.median(&id);
-                    CompareCell {
-                        label: o.label.clone(),
-                        value: v,
-                        delta_pct: v.zip(b).and_then(|(a, b)| delta_pct(a, b)),
-                    }
+                    CompareCell { label: o.label.clone(), value: v, delta_pct: v.zip(b).and_then(|(a, b)| delta_pct(a, b)) }
                 })
                 .collect();
-            CompareRow {
-                id,
-                name,
-                unit,
-                baseline: b,
-                cells,
-            }
+            CompareRow { id, name, unit, baseline: b, cells }
         })
         .collect();
-    Ok(Comparison {
-        baseline: baseline.to_string(),
-        labels: others.iter().map(|o| o.label.clone()).collect(),
-        rows,
-    })
+    Ok(Comparison { baseline: baseline.to_string(), labels: others.iter().map(|o| o.label.clone()).collect(), rows })
 }
 
 impl Comparison {
     /// The comparison as a table: figure, unit, the baseline's value, then
     /// each run's value and delta.
     pub fn to_table(&self) -> Table {
-        let mut columns = vec![
-            "figure".to_string(),
-            "unit".to_string(),
-            self.baseline.clone(),
-        ];
+        let mut columns = vec!["figure".to_string(), "unit".to_string(), self.baseline.clone()];
         for l in &self.labels {
             columns.push(l.clone());
             columns.push("delta%".to_string());
@@ -124,11 +97,7 @@ impl Comparison {
             .rows
             .iter()
             .map(|r| {
-                let mut row = vec![
-                    r.id.clone(),
-                    r.unit.as_str().to_string(),
-                    r.baseline.map(fmt_num).unwrap_or_else(dash),
-                ];
+                let mut row = vec![r.id.clone(), r.unit.as_str().to_string(), r.baseline.map(fmt_num).unwrap_or_else(dash)];
                 for c in &r.cells {
                     row.push(c.value.map(fmt_num).unwrap_or_else(dash));
                     row.push(c.delta_pct.map(|d| format!("{d:+}")).unwrap_or_else(dash));

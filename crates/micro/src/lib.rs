@@ -31,9 +31,7 @@ mod sys;
 
 pub use compare::{compare, delta_pct, CompareCell, CompareRow, Comparison};
 pub use measure::{fmt_num, WIDE_CV};
-pub use model::{
-    Group, LabelledRun, MicroError, MicroReport, MicroResult, MicroRun, SuiteOptions, Unit,
-};
+pub use model::{Group, LabelledRun, MicroError, MicroReport, MicroResult, MicroRun, SuiteOptions, Unit};
 pub use published::{load_published_dir, parse_published_csv};
 pub use table::{memory_curve, render_tables, summary_tables, Table};
 
@@ -47,10 +45,7 @@ use std::time::Instant;
 /// is set: then `stopped` is true and `results` holds what was finished.
 /// Every child process and thread a benchmark creates is reaped before it
 /// returns, on success, error or stop.
-pub fn run_suite(
-    opts: &SuiteOptions,
-    progress: &mut dyn FnMut(&MicroResult),
-) -> Result<MicroRun, MicroError> {
+pub fn run_suite(opts: &SuiteOptions, progress: &mut dyn FnMut(&MicroResult)) -> Result<MicroRun, MicroError> {
     let repeats = opts.repeats.unwrap_or(if opts.quick { 3 } else { 11 });
     if repeats == 0 {
         return Err(MicroError::BadRepeats(repeats));
@@ -75,17 +70,9 @@ pub fn run_suite(
     let mut warnings: Vec<String> = busy.into_iter().collect();
     warnings.extend(run_warnings(&machine, &groups));
     if stopped {
-        warnings.push(format!(
-            "stopped before the suite finished: {} figures kept",
-            results.len()
-        ));
+        warnings.push(format!("stopped before the suite finished: {} figures kept", results.len()));
     }
-    Ok(MicroRun {
-        results,
-        wall_s: start.elapsed().as_secs_f64(),
-        warnings,
-        stopped,
-    })
+    Ok(MicroRun { results, wall_s: start.elapsed().as_secs_f64(), warnings, stopped })
 }
 
 /// A warning when other work competes for the CPUs as the suite starts
@@ -94,18 +81,12 @@ pub fn run_suite(
 /// then includes time spent waiting to run.
 fn busy_warning(proc_root: &std::path::Path) -> Option<String> {
     let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as f64;
-    let load = std::fs::read_to_string(proc_root.join("loadavg"))
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok());
-    let pressure = std::fs::read_to_string(proc_root.join("pressure/cpu"))
-        .ok()
-        .and_then(|s| {
-            let some = s.lines().find(|l| l.starts_with("some"))?;
-            let avg = some
-                .split_whitespace()
-                .find_map(|w| w.strip_prefix("avg10="))?;
-            avg.parse::<f64>().ok()
-        });
+    let load = std::fs::read_to_string(proc_root.join("loadavg")).ok().and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok());
+    let pressure = std::fs::read_to_string(proc_root.join("pressure/cpu")).ok().and_then(|s| {
+        let some = s.lines().find(|l| l.starts_with("some"))?;
+        let avg = some.split_whitespace().find_map(|w| w.strip_prefix("avg10="))?;
+        avg.parse::<f64>().ok()
+    });
     let loaded = load.is_some_and(|l| l >= cpus * 0.5);
     let pressured = pressure.is_some_and(|p| p > 10.0);
     if !(loaded || pressured) {

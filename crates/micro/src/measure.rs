@@ -86,11 +86,7 @@ impl<'a> Ctx<'a> {
             if t >= self.target_s || n >= 1 << 36 {
                 return Ok(n);
             }
-            let grow = if t <= 0.0 {
-                100.0
-            } else {
-                (self.target_s * 1.15 / t).clamp(1.5, 100.0)
-            };
+            let grow = if t <= 0.0 { 100.0 } else { (self.target_s * 1.15 / t).clamp(1.5, 100.0) };
             n = ((n as f64) * grow).ceil() as u64;
         }
     }
@@ -120,11 +116,7 @@ pub fn median(v: &[f64]) -> Option<f64> {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
     let m = s.len() / 2;
-    Some(if s.len() % 2 == 1 {
-        s[m]
-    } else {
-        (s[m - 1] + s[m]) / 2.0
-    })
+    Some(if s.len() % 2 == 1 { s[m] } else { (s[m - 1] + s[m]) / 2.0 })
 }
 
 /// Coefficient of variation: sample standard deviation over the mean.
@@ -212,10 +204,7 @@ pub(crate) struct Out<'p> {
 
 impl<'p> Out<'p> {
     pub fn new(progress: &'p mut dyn FnMut(&MicroResult)) -> Self {
-        Out {
-            results: Vec::new(),
-            progress,
-        }
+        Out { results: Vec::new(), progress }
     }
 
     /// Records the figure `id` (a catalog id) from its samples, or its
@@ -228,15 +217,7 @@ impl<'p> Out<'p> {
     }
 
     /// Like [`Out::put`] for ids outside the catalog (memory-curve points).
-    pub fn put_named(
-        &mut self,
-        ctx: &Ctx,
-        id: &str,
-        group: Group,
-        name: &str,
-        unit: Unit,
-        values: Values,
-    ) -> Result<(), Stopped> {
+    pub fn put_named(&mut self, ctx: &Ctx, id: &str, group: Group, name: &str, unit: Unit, values: Values) -> Result<(), Stopped> {
         let result = match values {
             Err(Skip::Stopped) => return Err(Stopped),
             Err(Skip::Unavailable(_)) if ctx.stopped() => return Err(Stopped),

@@ -29,15 +29,7 @@ pub enum Group {
 
 impl Group {
     /// Every group, in run order.
-    pub const ALL: [Group; 7] = [
-        Group::Procs,
-        Group::Threads,
-        Group::Ctx,
-        Group::Latency,
-        Group::Bandwidth,
-        Group::Memory,
-        Group::Fpu,
-    ];
+    pub const ALL: [Group; 7] = [Group::Procs, Group::Threads, Group::Ctx, Group::Latency, Group::Bandwidth, Group::Memory, Group::Fpu];
 
     /// The name used on the command line and in JSON.
     pub fn as_str(self) -> &'static str {
@@ -65,12 +57,7 @@ impl Group {
             "bandwidth" | "bw" => Group::Bandwidth,
             "memory" | "mem" | "memlat" => Group::Memory,
             "fpu" | "flops" => Group::Fpu,
-            _ => {
-                return Err(MicroError::UnknownGroup {
-                    given: s.trim().to_string(),
-                    valid: Group::ALL.map(Group::as_str).join(", "),
-                })
-            }
+            _ => return Err(MicroError::UnknownGroup { given: s.trim().to_string(), valid: Group::ALL.map(Group::as_str).join(", ") }),
         };
         Ok(g)
     }
@@ -85,10 +72,7 @@ impl Group {
             }
         }
         if out.is_empty() {
-            return Err(MicroError::UnknownGroup {
-                given: s.to_string(),
-                valid: Group::ALL.map(Group::as_str).join(", "),
-            });
+            return Err(MicroError::UnknownGroup { given: s.to_string(), valid: Group::ALL.map(Group::as_str).join(", ") });
         }
         Ok(out)
     }
@@ -264,12 +248,7 @@ impl MicroReport {
             label: self.label.clone(),
             os: None,
             mhz: None,
-            run: MicroRun {
-                results: self.results.clone(),
-                wall_s: self.wall_s,
-                warnings: self.warnings.clone(),
-                stopped: self.stopped,
-            },
+            run: MicroRun { results: self.results.clone(), wall_s: self.wall_s, warnings: self.warnings.clone(), stopped: self.stopped },
         }
     }
 }
@@ -298,11 +277,7 @@ pub enum MicroError {
     #[error("repeats must be at least 1 (got {0})")]
     BadRepeats(u32),
     #[error("{path}:{line}: {message}")]
-    Published {
-        path: String,
-        line: usize,
-        message: String,
-    },
+    Published { path: String, line: usize, message: String },
     #[error("reading {path}: {source}")]
     Io {
         path: String,
@@ -321,29 +296,20 @@ mod tests {
     fn group_parse_accepts_names_and_aliases() {
         assert_eq!(Group::parse("procs").unwrap(), Group::Procs);
         assert_eq!(Group::parse(" BW ").unwrap(), Group::Bandwidth);
-        assert_eq!(
-            Group::parse_list("ctx,lat,ctx").unwrap(),
-            vec![Group::Ctx, Group::Latency]
-        );
+        assert_eq!(Group::parse_list("ctx,lat,ctx").unwrap(), vec![Group::Ctx, Group::Latency]);
     }
 
     #[test]
     fn group_parse_error_names_valid_groups() {
         let e = Group::parse("disk").unwrap_err().to_string();
         assert!(e.contains("`disk`"), "{e}");
-        assert!(
-            e.contains("procs, threads, ctx, latency, bandwidth, memory, fpu"),
-            "{e}"
-        );
+        assert!(e.contains("procs, threads, ctx, latency, bandwidth, memory, fpu"), "{e}");
         assert!(Group::parse_list(",").is_err());
     }
 
     #[test]
     fn unit_serializes_snake_case() {
-        assert_eq!(
-            serde_json::to_string(&Unit::MbPerS).unwrap(),
-            "\"mb_per_s\""
-        );
+        assert_eq!(serde_json::to_string(&Unit::MbPerS).unwrap(), "\"mb_per_s\"");
         assert!(Unit::Mflops.higher_is_better());
         assert!(!Unit::Us.higher_is_better());
     }

@@ -57,15 +57,7 @@ fn published(id: &str, value: f64) -> Option<MicroResult> {
 }
 
 fn new_run(label: String, os: Option<String>, mhz: Option<f64>, source: &str) -> LabelledRun {
-    LabelledRun {
-        label,
-        os,
-        mhz,
-        run: MicroRun {
-            warnings: vec![format!("published figures from {source}")],
-            ..MicroRun::default()
-        },
-    }
+    LabelledRun { label, os, mhz, run: MicroRun { warnings: vec![format!("published figures from {source}")], ..MicroRun::default() } }
 }
 
 fn split(line: &str) -> Vec<String> {
@@ -75,27 +67,15 @@ fn split(line: &str) -> Vec<String> {
 /// Parses one published CSV (`name` is used in error messages and as the
 /// source noted on the runs). Empty cells are missing figures.
 pub fn parse_published_csv(name: &str, text: &str) -> Result<Vec<LabelledRun>, MicroError> {
-    let err = |line: usize, message: String| MicroError::Published {
-        path: name.to_string(),
-        line,
-        message,
-    };
-    let mut lines = text
-        .lines()
-        .enumerate()
-        .map(|(i, l)| (i + 1, l.trim()))
-        .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'));
-    let (hline, header) = lines
-        .next()
-        .ok_or_else(|| err(1, "no header line".into()))?;
+    let err = |line: usize, message: String| MicroError::Published { path: name.to_string(), line, message };
+    let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())).filter(|(_, l)| !l.is_empty() && !l.starts_with('#'));
+    let (hline, header) = lines.next().ok_or_else(|| err(1, "no header line".into()))?;
     let header = split(header);
     let num = |line: usize, col: &str, s: &str| -> Result<Option<f64>, MicroError> {
         if s.is_empty() {
             return Ok(None);
         }
-        s.parse::<f64>()
-            .map(Some)
-            .map_err(|_| err(line, format!("column `{col}`: `{s}` is not a number")))
+        s.parse::<f64>().map(Some).map_err(|_| err(line, format!("column `{col}`: `{s}` is not a number")))
     };
 
     if header.first().map(String::as_str) == Some("kernel") {
@@ -104,10 +84,7 @@ pub fn parse_published_csv(name: &str, text: &str) -> Result<Vec<LabelledRun>, M
             .iter()
             .position(|h| !(h == "kernel" || h.ends_with('%')))
             .ok_or_else(|| err(hline, "no system columns after the mix columns".into()))?;
-        let mut runs: Vec<LabelledRun> = header[first..]
-            .iter()
-            .map(|l| new_run(l.clone(), None, None, name))
-            .collect();
+        let mut runs: Vec<LabelledRun> = header[first..].iter().map(|l| new_run(l.clone(), None, None, name)).collect();
         for (line, l) in lines {
             let cells = split(l);
             let id = match cells[0].as_str() {
@@ -135,27 +112,17 @@ pub fn parse_published_csv(name: &str, text: &str) -> Result<Vec<LabelledRun>, M
         if Some(j) == Some(host) || Some(j) == os || Some(j) == mhz {
             continue;
         }
-        let id = LMBENCH_COLUMNS
-            .iter()
-            .find(|(name, _)| name == h)
-            .map(|(_, id)| *id)
-            .ok_or_else(|| {
-                let known: Vec<&str> = LMBENCH_COLUMNS.iter().map(|c| c.0).collect();
-                err(
-                    hline,
-                    format!("unknown column `{h}`; known: {}", known.join(", ")),
-                )
-            })?;
+        let id = LMBENCH_COLUMNS.iter().find(|(name, _)| name == h).map(|(_, id)| *id).ok_or_else(|| {
+            let known: Vec<&str> = LMBENCH_COLUMNS.iter().map(|c| c.0).collect();
+            err(hline, format!("unknown column `{h}`; known: {}", known.join(", ")))
+        })?;
         cols.push((j, id));
     }
     let mut runs = Vec::new();
     for (line, l) in lines {
         let cells = split(l);
         if cells.len() != header.len() {
-            return Err(err(
-                line,
-                format!("{} cells, header has {}", cells.len(), header.len()),
-            ));
+            return Err(err(line, format!("{} cells, header has {}", cells.len(), header.len())));
         }
         let os_name = os.map(|j| cells[j].clone()).filter(|s| !s.is_empty());
         let label = match &os_name {
@@ -181,10 +148,7 @@ pub fn parse_published_csv(name: &str, text: &str) -> Result<Vec<LabelledRun>, M
 /// first, each kind by file name) and merges rows with the same label into one run, so a host's syscall,
 /// process and latency rows become one row per table.
 pub fn load_published_dir(dir: &Path) -> Result<Vec<LabelledRun>, MicroError> {
-    let io = |e: std::io::Error| MicroError::Io {
-        path: dir.display().to_string(),
-        source: e,
-    };
+    let io = |e: std::io::Error| MicroError::Io { path: dir.display().to_string(), source: e };
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .map_err(io)?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -199,10 +163,7 @@ pub fn load_published_dir(dir: &Path) -> Result<Vec<LabelledRun>, MicroError> {
     });
     let mut merged: Vec<LabelledRun> = Vec::new();
     for p in files {
-        let text = std::fs::read_to_string(&p).map_err(|e| MicroError::Io {
-            path: p.display().to_string(),
-            source: e,
-        })?;
+        let text = std::fs::read_to_string(&p).map_err(|e| MicroError::Io { path: p.display().to_string(), source: e })?;
         let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("?");
         for run in parse_published_csv(name, &text)? {
             match merged.iter_mut().find(|m| m.label == run.label) {
@@ -247,10 +208,7 @@ mod tests {
     #[test]
     fn errors_name_file_line_and_column() {
         let e = parse_published_csv("x.csv", "Host,OS,bogus\na,b,1\n").unwrap_err();
-        assert!(
-            e.to_string().starts_with("x.csv:1: unknown column `bogus`"),
-            "{e}"
-        );
+        assert!(e.to_string().starts_with("x.csv:1: unknown column `bogus`"), "{e}");
         let e = parse_published_csv("x.csv", "Host,OS,stat\n\na,b,zz\n").unwrap_err();
         assert!(e.to_string().starts_with("x.csv:3: column `stat`"), "{e}");
     }

@@ -28,13 +28,7 @@ pub struct Machine {
 
 impl Default for Machine {
     fn default() -> Self {
-        Machine {
-            l1d_bytes: 32 << 10,
-            l2_bytes: 256 << 10,
-            llc_bytes: 8 << 20,
-            cpus: 1,
-            hypervisor: false,
-        }
+        Machine { l1d_bytes: 32 << 10, l2_bytes: 256 << 10, llc_bytes: 8 << 20, cpus: 1, hypervisor: false }
     }
 }
 
@@ -48,17 +42,13 @@ impl Machine {
     /// Reads cache sizes under `sys_root` and CPU flags under `proc_root`, so
     /// tests can use a captured tree.
     pub fn detect_at(sys_root: &Path, proc_root: &Path, cpus: usize) -> Machine {
-        let mut m = Machine {
-            cpus,
-            ..Machine::default()
-        };
+        let mut m = Machine { cpus, ..Machine::default() };
         let base = sys_root.join("devices/system/cpu/cpu0/cache");
         let (mut l1, mut l2, mut llc) = (None, None, None);
         for i in 0..8 {
             let dir = base.join(format!("index{i}"));
             let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
-            let (Some(level), Some(kind), Some(size)) = (read("level"), read("type"), read("size"))
-            else {
+            let (Some(level), Some(kind), Some(size)) = (read("level"), read("type"), read("size")) else {
                 continue;
             };
             let Some(bytes) = parse_cache_size(size.trim()) else {
@@ -79,10 +69,7 @@ impl Machine {
         }
         m.llc_bytes = llc.unwrap_or(m.l2_bytes.max(m.llc_bytes));
         if let Ok(info) = std::fs::read_to_string(proc_root.join("cpuinfo")) {
-            m.hypervisor = info
-                .lines()
-                .filter(|l| l.starts_with("flags"))
-                .any(|l| l.split_whitespace().any(|w| w == "hypervisor"));
+            m.hypervisor = info.lines().filter(|l| l.starts_with("flags")).any(|l| l.split_whitespace().any(|w| w == "hypervisor"));
         }
         m
     }
@@ -132,11 +119,7 @@ impl Child {
     pub fn wait(mut self) -> io::Result<i32> {
         let status = wait_pid(self.pid)?;
         self.reaped = true;
-        Ok(if libc::WIFEXITED(status) {
-            libc::WEXITSTATUS(status)
-        } else {
-            128 + libc::WTERMSIG(status)
-        })
+        Ok(if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 + libc::WTERMSIG(status) })
     }
 }
 
@@ -217,10 +200,7 @@ pub(crate) fn write_full(fd: RawFd, buf: &[u8]) -> bool {
 /// Sets a receive timeout so a lost peer (or datagram) ends a blocking read
 /// with an error instead of hanging the suite. Costs nothing per read.
 pub(crate) fn set_recv_timeout(fd: RawFd, secs: i64) {
-    let tv = libc::timeval {
-        tv_sec: secs,
-        tv_usec: 0,
-    };
+    let tv = libc::timeval { tv_sec: secs, tv_usec: 0 };
     unsafe {
         libc::setsockopt(
             fd,
@@ -278,10 +258,8 @@ impl TempFile {
     pub fn create(tag: &str, len: usize) -> io::Result<TempFile> {
         static SEQ: AtomicU64 = AtomicU64::new(0);
         let n = SEQ.fetch_add(1, Ordering::Relaxed);
-        let path =
-            std::env::temp_dir().join(format!("scalelab-micro-{}-{n}-{tag}", std::process::id()));
-        let c_path = CString::new(path.as_os_str().as_encoded_bytes())
-            .map_err(|_| io::Error::other("temp path contains NUL"))?;
+        let path = std::env::temp_dir().join(format!("scalelab-micro-{}-{n}-{tag}", std::process::id()));
+        let c_path = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| io::Error::other("temp path contains NUL"))?;
         let file = TempFile { path, c_path };
         let chunk: Vec<u8> = (0..1 << 20).map(|i| (i % 251) as u8).collect();
         let mut f = std::fs::File::create(&file.path)?;
@@ -319,20 +297,9 @@ impl Region {
     /// boundary (so even a small buffer sits in one huge page) and the
     /// kernel is asked for huge pages.
     pub fn new(len: usize, huge: bool) -> io::Result<Region> {
-        let map_len = if huge {
-            len.div_ceil(HUGE) * HUGE + HUGE
-        } else {
-            len
-        };
+        let map_len = if huge { len.div_ceil(HUGE) * HUGE + HUGE } else { len };
         let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
+            libc::mmap(std::ptr::null_mut(), map_len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
         };
         if map == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
@@ -345,12 +312,7 @@ impl Region {
                 ptr = unsafe { ptr.add(HUGE - misalign) };
             }
         }
-        let r = Region {
-            map,
-            map_len,
-            ptr,
-            len,
-        };
+        let r = Region { map, map_len, ptr, len };
         // Touch every page so the timed passes never fault.
         for off in (0..len).step_by(4096) {
             unsafe { r.ptr.add(off).write_volatile(1) };
@@ -359,9 +321,7 @@ impl Region {
     }
 
     pub fn as_mut_slice<T: Copy>(&mut self) -> &mut [T] {
-        unsafe {
-            std::slice::from_raw_parts_mut(self.ptr.cast(), self.len / std::mem::size_of::<T>())
-        }
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.cast(), self.len / std::mem::size_of::<T>()) }
     }
 
     pub fn as_slice<T: Copy>(&self) -> &[T] {
@@ -383,12 +343,9 @@ mod tests {
     fn cache_sizes_parse_from_a_fake_tree() {
         let dir = std::env::temp_dir().join(format!("scalelab-micro-sys-{}", std::process::id()));
         let cache = dir.join("sys/devices/system/cpu/cpu0/cache");
-        for (i, level, kind, size) in [
-            (0, "1", "Data", "48K"),
-            (1, "1", "Instruction", "32K"),
-            (2, "2", "Unified", "2048K"),
-            (3, "3", "Unified", "107520K"),
-        ] {
+        for (i, level, kind, size) in
+            [(0, "1", "Data", "48K"), (1, "1", "Instruction", "32K"), (2, "2", "Unified", "2048K"), (3, "3", "Unified", "107520K")]
+        {
             let d = cache.join(format!("index{i}"));
             std::fs::create_dir_all(&d).unwrap();
             std::fs::write(d.join("level"), format!("{level}\n")).unwrap();
@@ -396,11 +353,7 @@ mod tests {
             std::fs::write(d.join("size"), format!("{size}\n")).unwrap();
         }
         std::fs::create_dir_all(dir.join("proc")).unwrap();
-        std::fs::write(
-            dir.join("proc/cpuinfo"),
-            "flags\t: fpu sse hypervisor avx\n",
-        )
-        .unwrap();
+        std::fs::write(dir.join("proc/cpuinfo"), "flags\t: fpu sse hypervisor avx\n").unwrap();
         let m = Machine::detect_at(&dir.join("sys"), &dir.join("proc"), 2);
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(m.l1d_bytes, 48 << 10);

@@ -95,12 +95,7 @@ const LAYOUTS: &[Layout] = &[
     Layout {
         title: "Memory latencies in nanoseconds - smaller is better",
         mhz: false,
-        cols: &[
-            ("L1 $", "mem_lat_l1"),
-            ("L2 $", "mem_lat_l2"),
-            ("LLC $", "mem_lat_llc"),
-            ("Main mem", "mem_lat_main"),
-        ],
+        cols: &[("L1 $", "mem_lat_l1"), ("L2 $", "mem_lat_l2"), ("LLC $", "mem_lat_llc"), ("Main mem", "mem_lat_main")],
     },
     Layout {
         title: "Threads and locks - microseconds (mutex in ns) - smaller is better",
@@ -166,21 +161,13 @@ pub fn summary_tables(runs: &[LabelledRun]) -> Vec<Table> {
             }
             let mut row = vec![r.label.clone(), r.os.clone().unwrap_or_else(|| "-".into())];
             if lay.mhz {
-                row.push(
-                    r.mhz
-                        .map(|m| format!("{m:.0}"))
-                        .unwrap_or_else(|| "-".into()),
-                );
+                row.push(r.mhz.map(|m| format!("{m:.0}")).unwrap_or_else(|| "-".into()));
             }
             row.extend(vals.into_iter().map(cell));
             rows.push(row);
         }
         if !rows.is_empty() {
-            out.push(Table {
-                title: lay.title.to_string(),
-                columns,
-                rows,
-            });
+            out.push(Table { title: lay.title.to_string(), columns, rows });
         }
     }
     if let Some(t) = curve_table(runs) {
@@ -191,48 +178,30 @@ pub fn summary_tables(runs: &[LabelledRun]) -> Vec<Table> {
 
 /// The memory-latency curve of a run: (buffer bytes, ns per load), by size.
 pub fn memory_curve(run: &MicroRun) -> Vec<(u64, f64)> {
-    let mut v: Vec<(u64, f64)> = run
-        .results
-        .iter()
-        .filter_map(|r| Some((parse_curve_id(&r.id)?, r.median?)))
-        .collect();
+    let mut v: Vec<(u64, f64)> = run.results.iter().filter_map(|r| Some((parse_curve_id(&r.id)?, r.median?))).collect();
     v.sort_by_key(|p| p.0);
     v
 }
 
 /// Size/latency curve, one column per run that has one.
 fn curve_table(runs: &[LabelledRun]) -> Option<Table> {
-    let curves: Vec<(&str, Vec<(u64, f64)>)> = runs
-        .iter()
-        .map(|r| (r.label.as_str(), memory_curve(&r.run)))
-        .filter(|(_, c)| !c.is_empty())
-        .collect();
+    let curves: Vec<(&str, Vec<(u64, f64)>)> =
+        runs.iter().map(|r| (r.label.as_str(), memory_curve(&r.run))).filter(|(_, c)| !c.is_empty()).collect();
     if curves.is_empty() {
         return None;
     }
-    let sizes: BTreeSet<u64> = curves
-        .iter()
-        .flat_map(|(_, c)| c.iter().map(|p| p.0))
-        .collect();
+    let sizes: BTreeSet<u64> = curves.iter().flat_map(|(_, c)| c.iter().map(|p| p.0)).collect();
     let mut columns = vec!["Size".to_string()];
     columns.extend(curves.iter().map(|(l, _)| l.to_string()));
     let rows = sizes
         .into_iter()
         .map(|s| {
             let mut row = vec![size_label(s)];
-            row.extend(
-                curves
-                    .iter()
-                    .map(|(_, c)| cell(c.iter().find(|p| p.0 == s).map(|p| p.1))),
-            );
+            row.extend(curves.iter().map(|(_, c)| cell(c.iter().find(|p| p.0 == s).map(|p| p.1))));
             row
         })
         .collect();
-    Some(Table {
-        title: "Memory latency curve - nanoseconds per dependent load by buffer size".into(),
-        columns,
-        rows,
-    })
+    Some(Table { title: "Memory latency curve - nanoseconds per dependent load by buffer size".into(), columns, rows })
 }
 
 impl Table {
@@ -247,12 +216,7 @@ impl Table {
                 width[j] = width[j].max(c.chars().count());
             }
         }
-        let left = |j: usize| {
-            matches!(
-                self.columns[j].as_str(),
-                "Host" | "OS" | "figure" | "unit" | "Size"
-            )
-        };
+        let left = |j: usize| matches!(self.columns[j].as_str(), "Host" | "OS" | "figure" | "unit" | "Size");
         let line = |cells: &[String]| {
             let parts: Vec<String> = (0..n)
                 .map(|j| {
@@ -284,9 +248,5 @@ impl Table {
 
 /// All tables as text, separated by blank lines.
 pub fn render_tables(tables: &[Table]) -> String {
-    tables
-        .iter()
-        .map(Table::render)
-        .collect::<Vec<_>>()
-        .join("\n")
+    tables.iter().map(Table::render).collect::<Vec<_>>().join("\n")
 }

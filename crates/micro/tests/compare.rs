@@ -1,9 +1,7 @@
 //! Tables and comparisons against a stored baseline run and the published
 //! 2005 lmbench/flops tables, pinned with snapshots.
 
-use scalelab_micro::{
-    compare, delta_pct, load_published_dir, render_tables, summary_tables, LabelledRun, MicroReport,
-};
+use scalelab_micro::{compare, delta_pct, load_published_dir, render_tables, summary_tables, LabelledRun, MicroReport};
 use std::path::PathBuf;
 
 fn fixtures() -> PathBuf {
@@ -51,15 +49,8 @@ fn published_tables_load_and_merge_by_host() {
     assert_eq!(opteron.mhz, Some(2404.0));
     // The published Average is the mean of the 8 kernels (within rounding).
     for r in &published[4..] {
-        let mean: f64 = (1..=8)
-            .map(|k| r.run.median(&format!("flops_{k}")).unwrap())
-            .sum::<f64>()
-            / 8.0;
-        assert!(
-            (mean - r.run.median("flops_avg").unwrap()).abs() <= 1.0,
-            "{}",
-            r.label
-        );
+        let mean: f64 = (1..=8).map(|k| r.run.median(&format!("flops_{k}")).unwrap()).sum::<f64>() / 8.0;
+        assert!((mean - r.run.median("flops_avg").unwrap()).abs() <= 1.0, "{}", r.label);
     }
 }
 
@@ -87,10 +78,7 @@ fn comparison_against_published_opteron() {
     let ours = baseline();
     let row = cmp.rows.iter().find(|r| r.id == "null_call").unwrap();
     let cell = row.cells.iter().find(|c| c.label == ours.label).unwrap();
-    assert_eq!(
-        cell.delta_pct,
-        delta_pct(ours.run.median("null_call").unwrap(), 0.08)
-    );
+    assert_eq!(cell.delta_pct, delta_pct(ours.run.median("null_call").unwrap(), 0.08));
     assert!(compare(&runs, "no such host").is_err());
 }
 
@@ -98,10 +86,7 @@ fn comparison_against_published_opteron() {
 fn comparison_of_two_published_oses_on_one_machine() {
     // The same dual G5 under Darwin and Linux: how much the OS costs.
     let published = load_published_dir(&fixtures()).unwrap();
-    let g5: Vec<LabelledRun> = published
-        .into_iter()
-        .filter(|r| r.label.starts_with("G5") && r.os.is_some())
-        .collect();
+    let g5: Vec<LabelledRun> = published.into_iter().filter(|r| r.label.starts_with("G5") && r.os.is_some()).collect();
     let cmp = compare(&g5, "G5 2.5 GHz Linux").unwrap();
     let fork = cmp.rows.iter().find(|r| r.id == "fork_exit").unwrap();
     // 659 vs 182 us: Darwin forks 262 % slower.

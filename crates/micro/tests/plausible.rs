@@ -10,10 +10,7 @@ use std::sync::OnceLock;
 fn run() -> &'static MicroRun {
     static RUN: OnceLock<MicroRun> = OnceLock::new();
     RUN.get_or_init(|| {
-        let opts = SuiteOptions {
-            quick: true,
-            ..SuiteOptions::default()
-        };
+        let opts = SuiteOptions { quick: true, ..SuiteOptions::default() };
         let mut seen = 0;
         let run = run_suite(&opts, &mut |_| seen += 1).expect("suite runs");
         assert_eq!(seen, run.results.len(), "progress saw every result");
@@ -53,11 +50,7 @@ fn every_figure_is_positive_or_says_why_not() {
                 assert_eq!(r.samples, 3, "{}", r.id);
                 assert!(r.unavailable.is_none());
             }
-            None => assert!(
-                r.unavailable.as_deref().is_some_and(|w| !w.is_empty()),
-                "{} has neither a figure nor a reason",
-                r.id
-            ),
+            None => assert!(r.unavailable.as_deref().is_some_and(|w| !w.is_empty()), "{} has neither a figure nor a reason", r.id),
         }
     }
 }
@@ -65,25 +58,13 @@ fn every_figure_is_positive_or_says_why_not() {
 #[test]
 fn process_costs_are_ordered_and_plausible() {
     let null_call = med("null_call");
-    assert!(
-        null_call > 0.0 && null_call < 20.0,
-        "null call {null_call} us"
-    );
+    assert!(null_call > 0.0 && null_call < 20.0, "null call {null_call} us");
     assert!(med("fork_exit") > null_call * 10.0);
     assert!(med("fork_exec") > med("fork_exit"));
     if std::path::Path::new("/bin/sh").exists() {
         assert!(med("fork_sh") > med("fork_exit"));
     }
-    for id in [
-        "null_io",
-        "stat",
-        "open_close",
-        "select_file_100",
-        "select_tcp_100",
-        "sig_install",
-        "sig_catch",
-        "prot_fault",
-    ] {
+    for id in ["null_io", "stat", "open_close", "select_file_100", "select_tcp_100", "sig_install", "sig_catch", "prot_fault"] {
         let v = med(id);
         assert!(v > 0.0 && v < 1000.0, "{id} = {v} us");
     }
@@ -109,23 +90,23 @@ fn threads_and_locks_are_plausible() {
 
 #[test]
 fn context_switches_and_local_latencies_are_plausible() {
-    // Context switch figures are differences; on a loaded machine one may
-    // drop below resolution, but most must be there and none may be absurd.
-    let ctx: Vec<f64> = run()
-        .results
-        .iter()
-        .filter(|r| r.id.starts_with("ctx_"))
-        .filter_map(|r| r.median)
-        .collect();
-    assert!(ctx.len() >= 9, "only {} ctx figures", ctx.len());
-    assert!(ctx.iter().all(|&v| v < 10_000.0));
-    for base in [
-        "pipe_latency",
-        "unix_latency",
-        "udp_latency",
-        "tcp_latency",
-        "tcp_connect",
-    ] {
+    // Context switch figures are differences (hop minus overhead). With no
+    // data touched the overhead is two syscalls and every figure must be
+    // there. With 16/64 KB touched the overhead is mostly the data sum, which
+    // an unoptimized (debug) build makes ~50 µs of noisy work: there the
+    // difference may drop below resolution, so only optimized builds must
+    // produce most of them.
+    for p in [2, 4, 8, 16] {
+        let v = med(&format!("ctx_{p}p_0k"));
+        assert!(v > 0.0 && v < 1000.0, "ctx_{p}p_0k = {v} us");
+    }
+    let with_data = run().results.iter().filter(|r| r.id.starts_with("ctx_") && !r.id.ends_with("_0k"));
+    let present: Vec<f64> = with_data.filter_map(|r| r.median).collect();
+    if !cfg!(debug_assertions) {
+        assert!(present.len() >= 6, "only {} of 8 ctx figures with data", present.len());
+    }
+    assert!(present.iter().all(|&v| v > 0.0 && v < 10_000.0), "{present:?}");
+    for base in ["pipe_latency", "unix_latency", "udp_latency", "tcp_latency", "tcp_connect"] {
         for id in [base.to_string(), format!("{base}_same_cpu")] {
             let v = med(&id);
             assert!(v > 0.1 && v < 100_000.0, "{id} = {v} us");
@@ -137,25 +118,11 @@ fn context_switches_and_local_latencies_are_plausible() {
 
 #[test]
 fn bandwidth_memory_and_fpu_are_plausible() {
-    for id in [
-        "bw_pipe",
-        "bw_unix",
-        "bw_tcp",
-        "bw_file_reread",
-        "bw_mmap_reread",
-        "bw_mem_rd",
-        "bw_mem_wr",
-        "bw_mem_cp",
-    ] {
+    for id in ["bw_pipe", "bw_unix", "bw_tcp", "bw_file_reread", "bw_mmap_reread", "bw_mem_rd", "bw_mem_wr", "bw_mem_cp"] {
         let v = med(id);
         assert!(v > 50.0 && v < 1_000_000.0, "{id} = {v} MB/s");
     }
-    let (l1, l2, llc, main) = (
-        med("mem_lat_l1"),
-        med("mem_lat_l2"),
-        med("mem_lat_llc"),
-        med("mem_lat_main"),
-    );
+    let (l1, l2, llc, main) = (med("mem_lat_l1"), med("mem_lat_l2"), med("mem_lat_llc"), med("mem_lat_main"));
     assert!(l1 > 0.2 && l1 < 50.0, "L1 {l1} ns");
     assert!(main > l1 * 3.0, "main {main} ns vs L1 {l1} ns");
     assert!(main > l2 && llc > l1, "{l1} {l2} {llc} {main}");
@@ -164,5 +131,7 @@ fn bandwidth_memory_and_fpu_are_plausible() {
     let kernels: Vec<f64> = (1..=8).map(|k| med(&format!("flops_{k}"))).collect();
     let lo = kernels.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = kernels.iter().copied().fold(0.0, f64::max);
-    assert!(lo <= avg && avg <= hi);
+    // The average of the kernels lies between the slowest and the fastest
+    // (medians of different repeats, hence the margin).
+    assert!(lo * 0.8 <= avg && avg <= hi * 1.25, "{lo} {avg} {hi}");
 }

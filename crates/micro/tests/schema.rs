@@ -10,19 +10,12 @@ fn validator() -> jsonschema::Validator {
 }
 
 fn errors(doc: &Value) -> Vec<String> {
-    validator()
-        .iter_errors(doc)
-        .map(|e| e.to_string())
-        .collect()
+    validator().iter_errors(doc).map(|e| e.to_string()).collect()
 }
 
 #[test]
 fn real_output_validates_and_round_trips() {
-    let opts = SuiteOptions {
-        quick: true,
-        only: Some(vec![Group::Procs, Group::Fpu]),
-        ..SuiteOptions::default()
-    };
+    let opts = SuiteOptions { quick: true, only: Some(vec![Group::Procs, Group::Fpu]), ..SuiteOptions::default() };
     let run = run_suite(&opts, &mut |_| {}).unwrap();
     let report = MicroReport::new("test host", json!({"kernel": "x", "cores": 2}), &run);
     let doc = serde_json::to_value(&report).unwrap();
@@ -49,20 +42,13 @@ fn result(id: &str, median: Option<f64>, unavailable: Option<&str>) -> MicroResu
 }
 
 fn doc(results: Vec<MicroResult>) -> Value {
-    let run = MicroRun {
-        results,
-        wall_s: 1.0,
-        ..MicroRun::default()
-    };
+    let run = MicroRun { results, wall_s: 1.0, ..MicroRun::default() };
     serde_json::to_value(MicroReport::new("h", json!({}), &run)).unwrap()
 }
 
 #[test]
 fn unavailable_figure_is_null_with_a_reason() {
-    let ok = doc(vec![
-        result("fork_sh", None, Some("/bin/sh missing")),
-        result("null_call", Some(0.1), None),
-    ]);
+    let ok = doc(vec![result("fork_sh", None, Some("/bin/sh missing")), result("null_call", Some(0.1), None)]);
     assert_eq!(errors(&ok), Vec::<String>::new());
 }
 

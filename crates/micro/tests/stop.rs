@@ -35,12 +35,7 @@ fn threads() -> usize {
 fn opts(stop: &Arc<AtomicBool>) -> SuiteOptions {
     SuiteOptions {
         quick: true,
-        only: Some(vec![
-            Group::Procs,
-            Group::Ctx,
-            Group::Latency,
-            Group::Bandwidth,
-        ]),
+        only: Some(vec![Group::Procs, Group::Ctx, Group::Latency, Group::Bandwidth]),
         repeats: None,
         stop: stop.clone(),
     }
@@ -74,15 +69,8 @@ fn stop_mid_suite_reaps_every_child_and_thread() {
         assert!(lag < Duration::from_secs(2), "returned {lag:?} after stop");
         assert!(run.warnings.iter().any(|w| w.contains("stopped")));
         let left = children();
-        assert!(
-            left.is_empty(),
-            "after stop at {delay_ms} ms: children {left:?}"
-        );
-        assert_eq!(
-            threads(),
-            threads_before,
-            "threads left after {delay_ms} ms"
-        );
+        assert!(left.is_empty(), "after stop at {delay_ms} ms: children {left:?}");
+        assert_eq!(threads(), threads_before, "threads left after {delay_ms} ms");
     }
 
     // Stop from the progress callback: deterministic points between figures.

@@ -165,8 +165,7 @@ fn file_reread(ctx: &Ctx, f: &TempFile, len: usize) -> Values {
             unsafe { libc::lseek(fd.as_raw_fd(), 0, libc::SEEK_SET) };
             let mut left = len;
             while left > 0 {
-                let bytes =
-                    unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast(), CHUNK) };
+                let bytes = unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast(), CHUNK) };
                 if !read_full(fd.as_raw_fd(), bytes) {
                     return Err(os_skip("read"));
                 }
@@ -183,16 +182,7 @@ fn file_reread(ctx: &Ctx, f: &TempFile, len: usize) -> Values {
 /// the first pass faults it in), as lmbench's `bw_mmap_rd mmap_only`.
 fn mmap_reread(ctx: &Ctx, f: &TempFile, len: usize) -> Values {
     let fd = std::fs::File::open(&f.path)?;
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ,
-            libc::MAP_SHARED,
-            fd.as_raw_fd(),
-            0,
-        )
-    };
+    let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, fd.as_raw_fd(), 0) };
     if p == libc::MAP_FAILED {
         return Err(os_skip("mmap"));
     }

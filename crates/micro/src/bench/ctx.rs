@@ -29,18 +29,13 @@ pub(crate) fn run(ctx: &Ctx, out: &mut Out) -> Result<(), Stopped> {
         // The least-disturbed overhead measurement: on a quiet machine it is
         // the median within noise; on a busy one it keeps load on the CPU
         // from making the difference meaningless.
-        let over_min = overhead
-            .as_ref()
-            .ok()
-            .and_then(|v| v.iter().copied().reduce(f64::min));
+        let over_min = overhead.as_ref().ok().and_then(|v| v.iter().copied().reduce(f64::min));
         for procs in PROCS {
             let id = format!("ctx_{procs}p_{kb}k");
             let v = match (&overhead, over_min) {
                 (Err(Skip::Stopped), _) => return Err(Stopped),
                 (Err(Skip::Unavailable(w)), _) => Err(Skip::Unavailable(format!("overhead: {w}"))),
-                (Ok(_), Some(o)) => {
-                    ring(ctx, procs, kb).map(|v| v.into_iter().map(|hop| (hop - o) * 1e6).collect())
-                }
+                (Ok(_), Some(o)) => ring(ctx, procs, kb).map(|v| v.into_iter().map(|hop| (hop - o) * 1e6).collect()),
                 (Ok(_), None) => Err(Skip::Unavailable("no overhead figure".into())),
             };
             out.put(ctx, &id, v)?;
@@ -101,10 +96,7 @@ fn ring(ctx: &Ctx, procs: usize, kb: usize) -> Values {
     for _ in 0..procs {
         pipes.push(pipe()?);
     }
-    let all: Vec<RawFd> = pipes
-        .iter()
-        .flat_map(|(r, w)| [r.as_raw_fd(), w.as_raw_fd()])
-        .collect();
+    let all: Vec<RawFd> = pipes.iter().flat_map(|(r, w)| [r.as_raw_fd(), w.as_raw_fd()]).collect();
     let mut bufs: Vec<Vec<u32>> = (0..procs).map(|_| vec![1u32; kb * 256]).collect();
     let mut children = Vec::with_capacity(procs - 1);
     // Member i reads pipe i-1 and writes pipe i; this process is member 0.

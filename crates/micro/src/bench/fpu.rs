@@ -40,53 +40,21 @@ struct Kernel {
 
 const KERNELS: [Kernel; 8] = [
     // 7 add, 6 mul, 1 div: ∫ of a rational function.
-    Kernel {
-        id: "flops_1",
-        ops: 14.0,
-        run: k1,
-    },
+    Kernel { id: "flops_1", ops: 14.0, run: k1 },
     // 3 add, 2 sub, 1 mul, 1 div: alternating series sums.
-    Kernel {
-        id: "flops_2",
-        ops: 7.0,
-        run: k2,
-    },
+    Kernel { id: "flops_2", ops: 7.0, run: k2 },
     // 6 add, 2 sub, 9 mul: ∫ sin by its Taylor polynomial.
-    Kernel {
-        id: "flops_3",
-        ops: 17.0,
-        run: k3,
-    },
+    Kernel { id: "flops_3", ops: 17.0, run: k3 },
     // 7 add, 8 mul: ∫ cos.
-    Kernel {
-        id: "flops_4",
-        ops: 15.0,
-        run: k4,
-    },
+    Kernel { id: "flops_4", ops: 15.0, run: k4 },
     // 13 add, 15 mul, 1 div: ∫ tan = sin / cos.
-    Kernel {
-        id: "flops_5",
-        ops: 29.0,
-        run: k5,
-    },
+    Kernel { id: "flops_5", ops: 29.0, run: k5 },
     // 13 add, 16 mul: ∫ sin·cos.
-    Kernel {
-        id: "flops_6",
-        ops: 29.0,
-        run: k6,
-    },
+    Kernel { id: "flops_6", ops: 29.0, run: k6 },
     // 3 add, 3 sub, 3 mul, 3 div: ∫ of three rational functions.
-    Kernel {
-        id: "flops_7",
-        ops: 12.0,
-        run: k7,
-    },
+    Kernel { id: "flops_7", ops: 12.0, run: k7 },
     // 13 add, 17 mul: ∫ sin·cos².
-    Kernel {
-        id: "flops_8",
-        ops: 30.0,
-        run: k8,
-    },
+    Kernel { id: "flops_8", ops: 30.0, run: k8 },
 ];
 
 pub(crate) fn run(ctx: &Ctx, out: &mut Out) -> Result<(), Stopped> {
@@ -104,9 +72,7 @@ pub(crate) fn run(ctx: &Ctx, out: &mut Out) -> Result<(), Stopped> {
     let avg = match missing {
         Some(w) => Err(Skip::Unavailable(format!("a kernel is missing: {w}"))),
         // Per repeat, the mean of the eight kernels (the published Average).
-        None => Ok((0..ctx.repeats as usize)
-            .map(|i| all.iter().map(|s| s[i]).sum::<f64>() / all.len() as f64)
-            .collect()),
+        None => Ok((0..ctx.repeats as usize).map(|i| all.iter().map(|s| s[i]).sum::<f64>() / all.len() as f64).collect()),
     };
     out.put(ctx, "flops_avg", avg)
 }

@@ -56,10 +56,7 @@ fn round_trips(ctx: &Ctx, wr: RawFd, rd: RawFd) -> Values {
         let t = Instant::now();
         for _ in 0..n {
             if !write_full(wr, &b) || !read_full(rd, &mut b) {
-                return Err(Skip::Unavailable(format!(
-                    "echo peer lost: {}",
-                    std::io::Error::last_os_error()
-                )));
+                return Err(Skip::Unavailable(format!("echo peer lost: {}", std::io::Error::last_os_error())));
             }
         }
         Ok(secs(t))

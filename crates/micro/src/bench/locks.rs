@@ -16,9 +16,7 @@ pub(crate) fn run(ctx: &Ctx, out: &mut Out) -> Result<(), Stopped> {
             let (ops, cpu) = match contention(ctx, threads, spin) {
                 Ok((a, b)) => (Ok(a), Ok(b)),
                 Err(Skip::Stopped) => return Err(Stopped),
-                Err(Skip::Unavailable(w)) => {
-                    (Err(Skip::Unavailable(w.clone())), Err(Skip::Unavailable(w)))
-                }
+                Err(Skip::Unavailable(w)) => (Err(Skip::Unavailable(w.clone())), Err(Skip::Unavailable(w))),
             };
             out.put(ctx, &format!("lock_{kind}_{threads}t"), ops)?;
             out.put(ctx, &format!("lock_{kind}_{threads}t_cpu"), cpu)?;
@@ -56,10 +54,7 @@ fn spin_lock(l: &AtomicBool, done: &AtomicBool) -> bool {
 
 /// CPU time of the calling thread in nanoseconds.
 fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
@@ -92,9 +87,7 @@ fn worker(sh: &Shared, spin: bool) -> (u64, u64) {
         }
         ops += 1;
         for _ in 0..64 {
-            seed = seed
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
         }
         black_box(seed);
     }
@@ -118,9 +111,7 @@ fn contention(ctx: &Ctx, threads: usize, spin: bool) -> Result<(Vec<f64>, Vec<f6
             done: AtomicBool::new(false),
         };
         let (ops, cpu_ns, el) = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..threads)
-                .map(|_| s.spawn(|| worker(&sh, spin)))
-                .collect();
+            let handles: Vec<_> = (0..threads).map(|_| s.spawn(|| worker(&sh, spin))).collect();
             // Whatever happens below, the workers end and are joined.
             let _end = OnDrop(|| {
                 sh.go.store(true, Ordering::Release);
@@ -146,10 +137,7 @@ fn contention(ctx: &Ctx, threads: usize, spin: bool) -> Result<(Vec<f64>, Vec<f6
             continue;
         }
         if ops == 0 {
-            return Err(Skip::Unavailable(format!(
-                "no lock acquisition completed in a {} ms window",
-                window.as_millis()
-            )));
+            return Err(Skip::Unavailable(format!("no lock acquisition completed in a {} ms window", window.as_millis())));
         }
         mops.push(ops as f64 / el / 1e6);
         cpu.push(cpu_ns as f64 / ops as f64);

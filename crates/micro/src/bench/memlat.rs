@@ -24,25 +24,14 @@ pub(crate) fn named_sizes(ctx: &Ctx) -> [(&'static str, u64); 4] {
     let l1 = round(m.l1d_bytes / 2, 1 << 10);
     let l2 = round(m.l2_bytes / 2, 1 << 10);
     let mid = ((m.l2_bytes as f64) * (m.llc_bytes as f64)).sqrt() as u64;
-    let llc = round(
-        mid.clamp(2 * m.l2_bytes, (m.llc_bytes / 2).max(2 * m.l2_bytes)),
-        1 << 16,
-    );
-    [
-        ("mem_lat_l1", l1),
-        ("mem_lat_l2", l2),
-        ("mem_lat_llc", llc),
-        ("mem_lat_main", mem_bytes(ctx) as u64),
-    ]
+    let llc = round(mid.clamp(2 * m.l2_bytes, (m.llc_bytes / 2).max(2 * m.l2_bytes)), 1 << 16);
+    [("mem_lat_l1", l1), ("mem_lat_l2", l2), ("mem_lat_llc", llc), ("mem_lat_main", mem_bytes(ctx) as u64)]
 }
 
 /// The size/latency curve: powers of two from 4 KiB to the main buffer.
 fn curve_sizes(ctx: &Ctx) -> Vec<u64> {
     let main = mem_bytes(ctx) as u64;
-    let mut v: Vec<u64> = (12..40)
-        .map(|s| 1u64 << s)
-        .take_while(|&b| b < main)
-        .collect();
+    let mut v: Vec<u64> = (12..40).map(|s| 1u64 << s).take_while(|&b| b < main).collect();
     v.push(main);
     v
 }
@@ -72,14 +61,7 @@ pub(crate) fn run(ctx: &Ctx, out: &mut Out) -> Result<(), Stopped> {
     if !ctx.quick {
         for bytes in curve_sizes(ctx) {
             let name = format!("memory latency, {} buffer", size_label(bytes));
-            out.put_named(
-                ctx,
-                &curve_id(bytes),
-                Group::Memory,
-                &name,
-                Unit::Ns,
-                measure(bytes),
-            )?;
+            out.put_named(ctx, &curve_id(bytes), Group::Memory, &name, Unit::Ns, measure(bytes))?;
         }
     }
     Ok(())

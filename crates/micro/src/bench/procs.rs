@@ -27,11 +27,7 @@ pub(crate) fn run(ctx: &Ctx, out: &mut Out) -> Result<(), Stopped> {
     super::signals::run(ctx, out)?;
     out.put(ctx, "fork_exit", fork_exit(ctx))?;
     out.put(ctx, "fork_exec", fork_exec(ctx, "/bin/true", &["true"]))?;
-    out.put(
-        ctx,
-        "fork_sh",
-        fork_exec(ctx, "/bin/sh", &["sh", "-c", "/bin/true"]),
-    )?;
+    out.put(ctx, "fork_sh", fork_exec(ctx, "/bin/sh", &["sh", "-c", "/bin/true"]))?;
     Ok(())
 }
 
@@ -81,11 +77,7 @@ fn null_io(ctx: &Ctx) -> Values {
         }
         Ok(secs(t))
     })?;
-    Ok(rd
-        .iter()
-        .zip(&wr)
-        .map(|(r, w)| (r + w) / 2.0 * 1e6)
-        .collect())
+    Ok(rd.iter().zip(&wr).map(|(r, w)| (r + w) / 2.0 * 1e6).collect())
 }
 
 fn stat(ctx: &Ctx, f: &TempFile) -> Values {
@@ -121,9 +113,7 @@ fn open_close(ctx: &Ctx, f: &TempFile) -> Values {
 /// ready, as lmbench 3's `lat_select -n 100`.
 fn select_on(ctx: &Ctx, fds: &[RawFd]) -> Values {
     if let Some(&big) = fds.iter().find(|&&fd| fd >= libc::FD_SETSIZE as RawFd) {
-        return Err(Skip::Unavailable(format!(
-            "descriptor {big} is beyond select()'s FD_SETSIZE"
-        )));
+        return Err(Skip::Unavailable(format!("descriptor {big} is beyond select()'s FD_SETSIZE")));
     }
     let maxfd = fds.iter().copied().max().unwrap_or(0);
     let mut set: libc::fd_set = unsafe { std::mem::zeroed() };
@@ -135,19 +125,8 @@ fn select_on(ctx: &Ctx, fds: &[RawFd]) -> Values {
         let t = Instant::now();
         for _ in 0..n {
             let mut w = set;
-            let mut tv = libc::timeval {
-                tv_sec: 0,
-                tv_usec: 0,
-            };
-            let r = unsafe {
-                libc::select(
-                    maxfd + 1,
-                    std::ptr::null_mut(),
-                    &mut w,
-                    std::ptr::null_mut(),
-                    &mut tv,
-                )
-            };
+            let mut tv = libc::timeval { tv_sec: 0, tv_usec: 0 };
+            let r = unsafe { libc::select(maxfd + 1, std::ptr::null_mut(), &mut w, std::ptr::null_mut(), &mut tv) };
             if r < 0 {
                 return Err(os_skip("select"));
             }
@@ -204,10 +183,7 @@ fn fork_exec(ctx: &Ctx, path: &str, args: &[&str]) -> Values {
         return Err(Skip::Unavailable(format!("{path} missing")));
     }
     let c_path = CString::new(path).expect("static path");
-    let c_args: Vec<CString> = args
-        .iter()
-        .map(|a| CString::new(*a).expect("static arg"))
-        .collect();
+    let c_args: Vec<CString> = args.iter().map(|a| CString::new(*a).expect("static arg")).collect();
     let mut argv: Vec<*const libc::c_char> = c_args.iter().map(|a| a.as_ptr()).collect();
     argv.push(std::ptr::null());
     let v = ctx.per_iter(|n| {
@@ -219,10 +195,7 @@ fn fork_exec(ctx: &Ctx, path: &str, args: &[&str]) -> Values {
             })?;
             let code = child.wait()?;
             if code != 0 {
-                return Err(Skip::Unavailable(format!(
-                    "{} exited with status {code}",
-                    args.join(" ")
-                )));
+                return Err(Skip::Unavailable(format!("{} exited with status {code}", args.join(" "))));
             }
         }
         Ok(secs(t))

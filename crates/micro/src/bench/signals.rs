@@ -132,13 +132,7 @@ extern "C" fn on_segv(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc
     let page = PROT_PAGE.load(Ordering::Relaxed);
     if page != 0 && addr >= page && addr < page + 4096 {
         if FAULTS_LEFT.fetch_sub(1, Ordering::Relaxed) <= 1 {
-            unsafe {
-                libc::mprotect(
-                    page as *mut libc::c_void,
-                    4096,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                )
-            };
+            unsafe { libc::mprotect(page as *mut libc::c_void, 4096, libc::PROT_READ | libc::PROT_WRITE) };
         }
     } else {
         // Not our fault: fall back to the default action, so the access
@@ -167,16 +161,7 @@ fn prot_fault(ctx: &Ctx) -> Values {
     if fd < 0 {
         return Err(os_skip("open"));
     }
-    let ptr = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            4096,
-            libc::PROT_READ,
-            libc::MAP_SHARED,
-            fd,
-            0,
-        )
-    };
+    let ptr = unsafe { libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ, libc::MAP_SHARED, fd, 0) };
     unsafe { libc::close(fd) };
     if ptr == libc::MAP_FAILED {
         return Err(os_skip("mmap"));

@@ -73,9 +73,7 @@ fn thread_create(ctx: &Ctx) -> Values {
         let t = Instant::now();
         for _ in 0..n {
             let mut th: libc::pthread_t = 0;
-            let r = unsafe {
-                libc::pthread_create(&mut th, std::ptr::null(), nothing, std::ptr::null_mut())
-            };
+            let r = unsafe { libc::pthread_create(&mut th, std::ptr::null(), nothing, std::ptr::null_mut()) };
             if r != 0 {
                 return Err(Skip::Unavailable(format!("pthread_create failed: {r}")));
             }
@@ -159,19 +157,8 @@ impl<F: FnMut()> Drop for OnDrop<F> {
 
 fn futex(word: &AtomicU32, op: libc::c_int, val: u32) {
     // The timeout only bounds a wait if a wake-up were ever lost.
-    let ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 100_000_000,
-    };
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            op,
-            val,
-            &ts as *const libc::timespec,
-        )
-    };
+    let ts = libc::timespec { tv_sec: 0, tv_nsec: 100_000_000 };
+    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), op, val, &ts as *const libc::timespec) };
 }
 
 /// Two threads ping-pong on one futex word: store, FUTEX_WAKE, and the other
