@@ -10,6 +10,10 @@ missing=()
 have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ]; }
 have nginx || missing+=(nginx-light)
 have openssl || missing+=(openssl)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+have psql || missing+=(postgresql-client)
+have mariadbd || missing+=(mariadb-server)
+have mariadb || missing+=(mariadb-client)
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}" >&2
@@ -19,6 +23,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   # Debian starts the packaged services; the tests never use them.
   if have nginx && [ -f /run/nginx.pid ]; then $sudo nginx -s quit 2>/dev/null || true; fi
+  for svc in postgresql mariadb; do
+    if command -v service >/dev/null 2>&1; then $sudo service "$svc" stop >/dev/null 2>&1 || true; fi
+  done
 fi
 
 cargo test --workspace --all-targets "$@"

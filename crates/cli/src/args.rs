@@ -28,8 +28,12 @@ pub enum Command {
     Import(ImportArgs),
     /// Compare runs side by side: throughput, scaling, deltas, AVG and MAX rows.
     Compare(CompareArgs),
+    /// OS micro-benchmarks (lmbench-class): syscalls, fork, signals, context switches, IPC, memory, FPU.
+    Micro(MicroArgs),
     /// Run the built-in specimen server (scalelab starts it by itself for `sweep`).
     Specimen(SpecimenArgs),
+    /// Create and load a dataset (sbtest, pgbench) in a PostgreSQL or MySQL database.
+    Prepare(PrepareArgs),
 }
 
 #[derive(Args, Debug)]
@@ -102,6 +106,42 @@ pub struct SweepArgs {
     /// Check the result, e.g. 'peak >= 5000', 'p99_ms@50 <= 20', 'no collapse' (docs/assertions.md); a failure exits 1.
     #[arg(long = "assert")]
     pub asserts: Vec<String>,
+    /// SQL targets: a built-in workload (docs/workloads.md), e.g. point-select, read-only, pgbench-select.
+    #[arg(long, short = 'w')]
+    pub workload: Option<String>,
+    /// SQL targets: a workload file (TOML, docs/workloads.md).
+    #[arg(long, conflicts_with = "workload")]
+    pub workload_file: Option<PathBuf>,
+    /// SQL targets: send text queries with literal values instead of prepared statements.
+    #[arg(long)]
+    pub no_prepare: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct PrepareArgs {
+    /// Database URL: postgres://user[:pass]@host:port/db or mysql://user[:pass]@host:port/db[?socket=/path].
+    pub target: String,
+    /// sbtest (sysbench's tables) or pgbench (pgbench's tables).
+    #[arg(long)]
+    pub dataset: String,
+    /// sbtest: number of tables; pgbench: scale factor (as `pgbench -i -s N`).
+    #[arg(long, short = 's', default_value_t = 1)]
+    pub scale: u32,
+    /// Rows per sbtest table, or accounts per pgbench branch (default 100000; smaller for quick tests).
+    #[arg(long)]
+    pub rows: Option<u64>,
+    /// MySQL storage engine: innodb or myisam.
+    #[arg(long)]
+    pub engine: Option<String>,
+    /// Replace the dataset's tables when they exist.
+    #[arg(long)]
+    pub force: bool,
+    /// Drop the dataset's tables and load nothing.
+    #[arg(long)]
+    pub drop: bool,
+    /// No progress line.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
 #[derive(Args, Debug)]
@@ -187,4 +227,29 @@ pub struct SpecimenArgs {
     /// Exit when the parent process exits (set when scalelab spawns it).
     #[arg(long, hide = true)]
     pub exit_with_parent: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct MicroArgs {
+    /// Fewer repetitions (3 instead of 11): about 10 s.
+    #[arg(long)]
+    pub quick: bool,
+    /// Only these groups: procs, threads, ctx, latency, bandwidth, memory, fpu.
+    #[arg(long)]
+    pub only: Option<String>,
+    /// Repetitions per figure (default 11, or 3 with --quick).
+    #[arg(long)]
+    pub repeats: Option<u32>,
+    /// Label of this run (default: the host name).
+    #[arg(long, short = 'l')]
+    pub label: Option<String>,
+    /// Print the report as JSON (docs/micro.md).
+    #[arg(long)]
+    pub json: bool,
+    /// No per-figure progress lines.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Published lmbench/flops CSV tables to print beside this run (repeatable).
+    #[arg(long)]
+    pub beside: Vec<PathBuf>,
 }

@@ -11,6 +11,8 @@ pub enum RunKind {
     Sweep,
     /// Brought in by `scalelab import` from a published or external table.
     Imported,
+    /// OS micro-benchmarks (`scalelab micro`): no steps, a report of figures.
+    Micro,
 }
 
 impl RunKind {
@@ -19,6 +21,7 @@ impl RunKind {
         match self {
             RunKind::Sweep => "sweep",
             RunKind::Imported => "imported",
+            RunKind::Micro => "micro",
         }
     }
 }

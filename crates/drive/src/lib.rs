@@ -15,6 +15,7 @@ pub mod cpu;
 pub mod driver;
 pub mod engine;
 pub mod http;
+pub mod sql;
 pub mod sweep;
 
 pub use driver::{Client, Driver};

@@ -9,9 +9,14 @@
 //!   2. thread-state sampling of the target at 50 Hz, with one interval
 //!      report per second (target <= 3 % of one core).
 //!
-//! Usage: probe_overhead [--seconds S] [--threads N]
+//! Usage: probe_overhead [--seconds S] [--threads N] [--all-active] [--thread-budget SHARE]
+//! `--thread-budget` sets the thread sampler's CPU cap (default 0.025 of a
+//! core; 1 = uncapped, to see what reading every thread at 50 Hz costs).
+//! `--all-active` makes every target thread wake every 10 ms (worst case:
+//! every thread has to be re-read at every tick).
 //! The target exits when this process exits (its stdin closes) or after 10 min.
 
+use scalelab_probe::time::thread_cpu_ns;
 use scalelab_probe::{ProcessSampler, Roots, SystemSampler, ThreadSampler};
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
@@ -20,18 +25,12 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// The target: `threads` threads parked like a server's, until stdin closes.
-fn target(threads: usize) {
+fn target(threads: usize, all_active: bool) {
     let stop = Arc::new(AtomicBool::new(false));
     let gate = Arc::new((Mutex::new(()), Condvar::new()));
-    let (lockers, pollers, wakers) = (threads * 3 / 4, threads / 10, threads - threads * 3 / 4 - threads / 10 - 1);
+    let (lockers, pollers, wakers) =
+        if all_active { (0, 0, threads - 1) } else { (threads * 3 / 4, threads / 10, threads - threads * 3 / 4 - threads / 10 - 1) };
     for _ in 0..lockers {
         let gate = gate.clone();
         thread::spawn(move || {
@@ -126,14 +125,17 @@ fn main() {
         args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
     };
     if args.get(1).map(String::as_str) == Some("target") {
-        return target(args.get(2).and_then(|n| n.parse().ok()).unwrap_or(200));
+        let all_active = args.get(3).map(String::as_str) == Some("all-active");
+        return target(args.get(2).and_then(|n| n.parse().ok()).unwrap_or(200), all_active);
     }
     let secs = arg("--seconds", 10.0);
     let threads = arg("--threads", 200.0) as usize;
+    let all_active = args.iter().any(|a| a == "--all-active");
+    let budget = arg("--thread-budget", 0.025);
 
     let exe = std::env::current_exe().expect("own path");
     let mut child = Command::new(exe)
-        .args(["target", &threads.to_string()])
+        .args(["target", &threads.to_string(), if all_active { "all-active" } else { "mixed" }])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -144,7 +146,7 @@ fn main() {
     thread::sleep(Duration::from_millis(300));
 
     let roots = Roots::default();
-    let mut system = SystemSampler::new(roots.clone());
+    let mut system = SystemSampler::new(&roots);
     let mut process = ProcessSampler::new(&roots, pid);
     let (mut sys_ns, mut proc_ns, mut skipped) = (0, 0, 0);
     let a = run(Duration::from_secs(1), secs, |_| {
@@ -157,7 +159,7 @@ fn main() {
         skipped += s.socket_scan_skipped as u32;
     });
 
-    let mut sampler = ThreadSampler::new(&roots, pid);
+    let mut sampler = ThreadSampler::new(&roots, pid).with_cpu_budget(budget);
     let mut last = None;
     let b = run(Duration::from_millis(20), secs, |i| {
         sampler.tick();
@@ -169,7 +171,8 @@ fn main() {
     let _ = child.kill();
     let _ = child.wait();
 
-    println!("probe overhead: target pid {pid} with {threads} threads + main; {secs} s per phase;");
+    let kind = if all_active { "all waking every 10 ms" } else { "mostly parked" };
+    println!("probe overhead: target pid {pid} with {threads} threads + main ({kind}); {secs} s per phase;");
     println!("CPU of the sampling thread (user + system), as % of one core:");
     let verdict = |pct: f64, max: f64| if pct <= max { "ok" } else { "OVER TARGET" };
     println!(
@@ -196,6 +199,13 @@ fn main() {
         verdict(b.pct(), 3.0)
     );
     println!("  thread sampler: {} threads tracked, {} descriptors kept open", sampler.threads(), sampler.fds_kept());
+    if let Some(iv) = &last {
+        let per_thread_hz = iv.thread_reads as f64 / iv.threads.len().max(1) as f64 / iv.wall_s();
+        println!(
+            "  last second: {:.1} reads per thread per second (50 = every tick), largest stride {} (1 = within budget at full rate)",
+            per_thread_hz, iv.max_stride
+        );
+    }
     if let Some(iv) = last {
         if let Some(s) = iv.shares() {
             println!(

@@ -9,8 +9,11 @@ use std::path::{Path, PathBuf};
 /// a folder of captured files in tests.
 #[derive(Clone, Debug)]
 pub struct Roots {
+    /// procfs, `/proc` on the live machine.
     pub proc: PathBuf,
+    /// sysfs, `/sys` on the live machine.
     pub sys: PathBuf,
+    /// `/etc` (for `os-release`).
     pub etc: PathBuf,
 }
 
@@ -67,7 +70,9 @@ fn parse_cpuinfo(text: &str) -> (Option<String>, Option<u32>, Option<u32>) {
     let mut cores = BTreeSet::new();
     let mut phys_id = String::new();
     for line in text.lines() {
-        let Some((k, v)) = line.split_once(':') else { continue };
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
         let (k, v) = (k.trim(), v.trim());
         match k {
             "processor" => logical += 1,
@@ -85,9 +90,7 @@ fn parse_cpuinfo(text: &str) -> (Option<String>, Option<u32>, Option<u32>) {
 }
 
 fn parse_os_release(text: &str) -> Option<String> {
-    text.lines()
-        .find_map(|l| l.strip_prefix("PRETTY_NAME="))
-        .map(|v| v.trim().trim_matches('"').to_string())
+    text.lines().find_map(|l| l.strip_prefix("PRETTY_NAME=")).map(|v| v.trim().trim_matches('"').to_string())
 }
 
 /// A `/proc/meminfo` field in KiB.

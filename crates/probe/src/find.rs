@@ -26,15 +26,24 @@ pub struct ServerProcess {
 /// Why no server process was found.
 #[derive(Debug, thiserror::Error)]
 pub enum FindError {
+    /// No socket listens on the port (in this network namespace).
     #[error("nothing listens on TCP port {0} (checked /proc/net/tcp and tcp6)")]
     NoListener(u16),
+    /// A socket listens, but no readable `/proc/PID/fd` holds it.
     #[error(
         "port {port} is listening but no visible process holds its socket \
          ({skipped} processes' fd lists were unreadable: run as root or as the server's user)"
     )]
-    NoOwner { port: u16, skipped: usize },
+    NoOwner {
+        /// The port asked for.
+        port: u16,
+        /// Processes whose descriptors could not be listed.
+        skipped: usize,
+    },
+    /// No process has that `comm` or program name.
     #[error("no process named {0:?}")]
     NoProcess(String),
+    /// `/proc` itself could not be read.
     #[error(transparent)]
     Read(#[from] ProbeError),
 }
@@ -56,11 +65,8 @@ fn ppid(proc_root: &Path, pid: u32, buf: &mut String) -> Option<u32> {
 
 fn pick_main(proc_root: &Path, all: Vec<u32>) -> ServerProcess {
     let mut buf = String::new();
-    let pid = all
-        .iter()
-        .copied()
-        .find(|&p| ppid(proc_root, p, &mut buf).map_or(true, |parent| !all.contains(&parent)))
-        .unwrap_or(all[0]);
+    let pid =
+        all.iter().copied().find(|&p| !matches!(ppid(proc_root, p, &mut buf), Some(parent) if all.contains(&parent))).unwrap_or(all[0]);
     ServerProcess { pid, all }
 }
 

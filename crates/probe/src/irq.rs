@@ -30,8 +30,7 @@ pub struct Interrupts {
 
 /// CPU ids of a header line ("    CPU0   CPU1"); `None` if it is not one.
 fn header_cpus(line: &str) -> Option<Vec<u32>> {
-    let cpus: Option<Vec<u32>> =
-        line.split_ascii_whitespace().map(|t| t.strip_prefix("CPU").and_then(|n| n.parse().ok())).collect();
+    let cpus: Option<Vec<u32>> = line.split_ascii_whitespace().map(|t| t.strip_prefix("CPU").and_then(|n| n.parse().ok())).collect();
     cpus.filter(|c| !c.is_empty())
 }
 
@@ -48,7 +47,9 @@ pub fn parse_softirqs(text: &str) -> Result<Softirqs, String> {
     let cpus = lines.next().and_then(header_cpus).ok_or("no CPU header line")?;
     let mut s = Softirqs { cpus, ..Default::default() };
     for line in lines {
-        let Some((label, values)) = row(line, s.cpus.len()) else { continue };
+        let Some((label, values)) = row(line, s.cpus.len()) else {
+            continue;
+        };
         let slot = match label {
             "NET_RX" => &mut s.net_rx,
             "NET_TX" => &mut s.net_tx,
@@ -77,7 +78,9 @@ pub fn parse_interrupts(text: &str) -> Result<Interrupts, String> {
     let mut out = Interrupts { cpus, total_per_cpu: vec![0; n], device_per_cpu: vec![0; n] };
     let mut rows = 0;
     for line in lines {
-        let Some((label, values)) = row(line, n) else { continue };
+        let Some((label, values)) = row(line, n) else {
+            continue;
+        };
         let device = label.bytes().all(|b| b.is_ascii_digit());
         for (i, v) in values.iter().enumerate() {
             out.total_per_cpu[i] += v;

@@ -10,7 +10,8 @@
 //! - [`system`]: [`SystemSampler`] → [`SystemSample`], every machine-wide probe (~1 Hz).
 //! - [`process`]: [`ProcessSampler`] → [`ProcessSample`], the server process (~1 Hz).
 //! - [`threads`]: [`ThreadSampler`], thread states of the server (~50 Hz), reported
-//!   per interval as a [`ThreadInterval`] ([`thread_report`]).
+//!   per interval as a [`ThreadInterval`] ([`thread_report`]); the per-thread
+//!   reading and classification live in the private `thread_observe`.
 //! - [`find`]: the server process by listening port or by name.
 //!
 //! Readers and parsers, one kernel file each:
@@ -26,7 +27,7 @@
 //! Derived and database figures:
 //! - [`rates`]: rates and percentages from two samples.
 //! - [`db`]: InnoDB SEMAPHORES, `SHOW GLOBAL STATUS`, `pg_stat_activity` wait profiles.
-//! - [`env`]: the benchmark configuration (host, kernel, CPU, memory, sysctls).
+//! - [`env`](mod@env): the benchmark configuration (host, kernel, CPU, memory, sysctls).
 //! - [`time`], [`unavailable`]: timestamps; "unavailable: why" bookkeeping.
 
 pub mod db;
@@ -50,6 +51,7 @@ pub mod syscalls;
 pub mod system;
 pub mod tasks;
 pub mod tcp_mib;
+mod thread_observe;
 pub mod thread_report;
 pub mod threads;
 pub mod time;

@@ -42,7 +42,9 @@ pub struct FileHandles {
 pub fn parse_sockstat(text: &str) -> Result<SockStat, String> {
     let mut s = SockStat::default();
     for line in complete_lines(text) {
-        let Some((proto, rest)) = line.split_once(':') else { continue };
+        let Some((proto, rest)) = line.split_once(':') else {
+            continue;
+        };
         let mut it = rest.split_ascii_whitespace();
         while let (Some(k), Some(v)) = (it.next(), it.next()) {
             let v = num(v);

@@ -54,8 +54,12 @@ impl Memory {
 pub fn parse_meminfo(text: &str) -> Result<Memory, String> {
     let mut m = Memory::default();
     for line in complete_lines(text) {
-        let Some((key, rest)) = line.split_once(':') else { continue };
-        let Some(v) = rest.split_ascii_whitespace().next().and_then(|t| t.parse().ok()) else { continue };
+        let Some((key, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let Some(v) = rest.split_ascii_whitespace().next().and_then(|t| t.parse().ok()) else {
+            continue;
+        };
         let slot = match key {
             "MemTotal" => &mut m.total_kib,
             "MemFree" => &mut m.free_kib,

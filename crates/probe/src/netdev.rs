@@ -21,7 +21,9 @@ pub struct NetDev {
 pub fn parse_net_dev(text: &str) -> Result<Vec<NetDev>, String> {
     let mut out = Vec::new();
     for line in complete_lines(text) {
-        let Some((name, rest)) = line.split_once(':') else { continue };
+        let Some((name, rest)) = line.split_once(':') else {
+            continue;
+        };
         let v: Vec<u64> = rest.split_ascii_whitespace().map_while(num).collect();
         if v.len() < 16 {
             continue;

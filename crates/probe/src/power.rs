@@ -104,18 +104,16 @@ impl PowerSources {
         let mut errors = Vec::new();
         for s in &self.sensors {
             match s {
-                Sensor::Rapl { dir, zone, name, top_level, max_energy_range_uj } => {
-                    match read_u64(&dir.join("energy_uj"), buf) {
-                        Ok(energy_uj) => out.push(PowerReading::Energy {
-                            zone: zone.clone(),
-                            name: name.clone(),
-                            top_level: *top_level,
-                            energy_uj,
-                            max_energy_range_uj: *max_energy_range_uj,
-                        }),
-                        Err(e) => errors.push(e),
-                    }
-                }
+                Sensor::Rapl { dir, zone, name, top_level, max_energy_range_uj } => match read_u64(&dir.join("energy_uj"), buf) {
+                    Ok(energy_uj) => out.push(PowerReading::Energy {
+                        zone: zone.clone(),
+                        name: name.clone(),
+                        top_level: *top_level,
+                        energy_uj,
+                        max_energy_range_uj: *max_energy_range_uj,
+                    }),
+                    Err(e) => errors.push(e),
+                },
                 Sensor::Hwmon { file, label } => match read_u64(file, buf) {
                     Ok(microwatts) => out.push(PowerReading::Power { sensor: label.clone(), microwatts }),
                     Err(e) => errors.push(e),
@@ -135,6 +133,39 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let err = PowerSources::discover(dir.path()).unwrap_err();
         assert!(err.contains("class/powercap"), "{err}");
+    }
+
+    #[test]
+    fn reads_rapl_zones_and_hwmon_sensors() {
+        let dir = tempfile::tempdir().unwrap();
+        let cap = dir.path().join("class/powercap");
+        for (zone, name, uj) in [("intel-rapl:0", "package-0", "123456789"), ("intel-rapl:0:0", "core", "2345")] {
+            fs::create_dir_all(cap.join(zone)).unwrap();
+            fs::write(cap.join(zone).join("name"), format!("{name}\n")).unwrap();
+            fs::write(cap.join(zone).join("energy_uj"), format!("{uj}\n")).unwrap();
+            fs::write(cap.join(zone).join("max_energy_range_uj"), "262143328850\n").unwrap();
+        }
+        // The control-type directory has no energy counter of its own.
+        fs::create_dir_all(cap.join("intel-rapl")).unwrap();
+        let hw = dir.path().join("class/hwmon/hwmon3");
+        fs::create_dir_all(&hw).unwrap();
+        fs::write(hw.join("name"), "amdgpu\n").unwrap();
+        fs::write(hw.join("power1_average"), "41000000\n").unwrap();
+        let (readings, errors) = PowerSources::discover(dir.path()).unwrap().read(&mut String::new());
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(readings.len(), 3);
+        assert_eq!(
+            readings[0],
+            PowerReading::Energy {
+                zone: "intel-rapl:0".into(),
+                name: "package-0".into(),
+                top_level: true,
+                energy_uj: 123456789,
+                max_energy_range_uj: Some(262143328850),
+            }
+        );
+        assert!(matches!(&readings[1], PowerReading::Energy { top_level: false, .. }));
+        assert_eq!(readings[2], PowerReading::Power { sensor: "hwmon3/power1_average (amdgpu)".into(), microwatts: 41000000 });
     }
 
     #[test]

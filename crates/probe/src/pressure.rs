@@ -69,10 +69,8 @@ mod tests {
 
     #[test]
     fn parses_some_and_full() {
-        let p = parse_psi(
-            "some avg10=7.87 avg60=2.75 avg300=1.80 total=10301078\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
-        )
-        .unwrap();
+        let p =
+            parse_psi("some avg10=7.87 avg60=2.75 avg300=1.80 total=10301078\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n").unwrap();
         assert_eq!(p.some.total_us, 10301078);
         assert_eq!(p.some.avg10, 7.87);
         assert_eq!(p.full.unwrap().total_us, 0);

@@ -59,6 +59,7 @@ struct CtxSlot {
     pcount: Option<u64>,
     vol: u64,
     invol: u64,
+    gone: bool,
 }
 
 impl CtxSlot {
@@ -88,6 +89,10 @@ pub struct ProcessSampler {
     invol_total: u64,
     fd_budget: usize,
     fds_kept: usize,
+    samples: u64,
+    lost_thread: bool,
+    /// The proc root is a real procfs (not a captured copy).
+    on_procfs: bool,
     buf: Vec<u8>,
     text: String,
     log: UnavailableLog,
@@ -135,7 +140,9 @@ fn parse_ctx(text: &[u8]) -> Option<(u64, u64)> {
 pub fn parse_io(text: &str) -> Result<ProcessIo, String> {
     let mut io = [None; 6];
     for line in crate::read::complete_lines(text) {
-        let Some((k, v)) = line.split_once(':') else { continue };
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
         let i = match k {
             "rchar" => 0,
             "wchar" => 1,
@@ -170,6 +177,9 @@ impl ProcessSampler {
             invol_total: 0,
             fd_budget: default_fd_budget(),
             fds_kept: 0,
+            samples: 0,
+            lost_thread: false,
+            on_procfs: crate::read::is_procfs(&roots.proc),
             buf: vec![0; 8192],
             text: String::new(),
             log: UnavailableLog::default(),
@@ -205,7 +215,7 @@ impl ProcessSampler {
             self.stat = KeptFile::open(&stat_path).ok();
         }
         let parsed = self.stat.as_ref().and_then(|f| f.read(&mut self.buf).ok()).and_then(parse_pid_stat);
-        let same_process = |st: &PidStat| self.start_time.map_or(true, |t| t == st.start_time);
+        let same_process = |st: &PidStat| self.start_time.is_none() || self.start_time == Some(st.start_time);
         let Some(st) = parsed.filter(same_process) else {
             let why = format!("process {} exited (or {} unreadable)", self.pid, stat_path.display());
             self.log.note_into(&mut news, Source::Process, why);
@@ -234,7 +244,7 @@ impl ProcessSampler {
         // Linux 6.2+ reports the number of open descriptors as the size of
         // the fd directory: one stat instead of listing 10,000 entries. Only
         // on procfs itself (a captured copy is an ordinary directory).
-        let size = if crate::read::is_procfs(&dir) { fs::metadata(&dir).map(|m| m.len()).unwrap_or(0) } else { 0 };
+        let size = if self.on_procfs { fs::metadata(&dir).map(|m| m.len()).unwrap_or(0) } else { 0 };
         let counted = match size {
             0 => fs::read_dir(&dir).map(|d| d.count() as u64),
             n => Ok(n),
@@ -270,18 +280,28 @@ impl ProcessSampler {
         let dir = self.tasks.dir().to_path_buf();
         let budget = self.fd_budget;
         let kept = std::cell::Cell::new(self.fds_kept);
-        let rescanned = self.tasks.rescan(
-            |tid| {
-                let open = |name: &str| {
-                    let file = (kept.get() < budget).then(|| KeptFile::open(&dir.join(tid.to_string()).join(name)).ok());
-                    let file = file.flatten();
-                    kept.set(kept.get() + file.is_some() as usize);
-                    file
-                };
-                CtxSlot { status: open("status"), schedstat: open("schedstat"), pcount: None, vol: 0, invol: 0 }
-            },
-            |_, slot| kept.set(kept.get() - slot.fds()),
-        );
+        // List task/ only when the thread count (directory link count)
+        // changed, a thread vanished, or every 10th sample as a safety net.
+        self.samples += 1;
+        let count_changed = self.tasks.count_hint() != Some(self.tasks.len());
+        let listing_due = count_changed || self.lost_thread || self.samples % 10 == 1;
+        self.lost_thread = false;
+        let rescanned = if !listing_due {
+            Ok(())
+        } else {
+            self.tasks.rescan(
+                |tid| {
+                    let open = |name: &str| {
+                        let file = (kept.get() < budget).then(|| KeptFile::open(&dir.join(tid.to_string()).join(name)).ok());
+                        let file = file.flatten();
+                        kept.set(kept.get() + file.is_some() as usize);
+                        file
+                    };
+                    CtxSlot { status: open("status"), schedstat: open("schedstat"), pcount: None, vol: 0, invol: 0, gone: false }
+                },
+                |_, slot| kept.set(kept.get() - slot.fds()),
+            )
+        };
         self.fds_kept = kept.get();
         if let Err(e) = rescanned {
             self.log.note_into(news, Source::ProcessCtxSwitches, format!("cannot list {}: {e}", dir.display()));
@@ -310,9 +330,20 @@ impl ProcessSampler {
                     slot.pcount = pcount;
                     read_any = true;
                 }
-                None => failed = Some(tid),
+                None => {
+                    slot.gone = true;
+                    failed = Some(tid);
+                }
             }
         }
+        let (kept, lost) = (&mut self.fds_kept, &mut self.lost_thread);
+        self.tasks.retain(
+            |_, slot| !slot.gone,
+            |_, slot| {
+                *kept -= slot.fds();
+                *lost = true;
+            },
+        );
         match (read_any, failed) {
             (false, Some(tid)) => {
                 let why = format!("cannot read {}/{tid}/status", dir.display());

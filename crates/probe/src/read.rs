@@ -71,11 +71,13 @@ pub fn field(line: &str, n: usize) -> Option<u64> {
 /// in a captured copy.
 pub fn is_procfs(path: &Path) -> bool {
     use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return false };
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
     // SAFETY: statfs reads a NUL-terminated path and writes the struct we own.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
     let ok = unsafe { libc::statfs(c.as_ptr(), &mut st) } == 0;
-    ok && st.f_type as i64 == libc::PROC_SUPER_MAGIC as i64
+    ok && st.f_type == libc::PROC_SUPER_MAGIC
 }
 
 /// A file kept open and re-read from offset 0 with `pread`: per-task `/proc`

@@ -52,7 +52,7 @@ impl SockDiag {
         req[6..8].copy_from_slice(&flags.to_ne_bytes());
         req[8..12].copy_from_slice(&self.seq.to_ne_bytes());
         req[16 + 52..16 + 56].copy_from_slice(&u32::MAX.to_ne_bytes()); // idiag_states: every state
-        // SAFETY: sockaddr_nl is plain data; zeroed means "the kernel".
+                                                                        // SAFETY: sockaddr_nl is plain data; zeroed means "the kernel".
         let mut addr: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
         addr.nl_family = libc::AF_NETLINK as u16;
         // SAFETY: req and addr outlive the call; lengths are theirs.

@@ -8,9 +8,11 @@
 use crate::read::complete_lines;
 use serde::{Deserialize, Serialize};
 
-/// Kernel TCP state numbers (`include/net/tcp_states.h`).
+/// `TCP_ESTABLISHED` in the kernel's numbering (`include/net/tcp_states.h`).
 pub const TCP_ESTABLISHED: u8 = 1;
+/// `TCP_TIME_WAIT`.
 pub const TCP_TIME_WAIT: u8 = 6;
+/// `TCP_LISTEN`.
 pub const TCP_LISTEN: u8 = 10;
 
 /// One row of a TCP table: what the counters need.

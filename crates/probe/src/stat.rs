@@ -93,7 +93,9 @@ impl CpuStat {
 pub fn parse_stat(text: &str) -> Result<CpuStat, String> {
     let mut s = CpuStat::default();
     for line in complete_lines(text) {
-        let Some((key, rest)) = line.split_once(' ') else { continue };
+        let Some((key, rest)) = line.split_once(' ') else {
+            continue;
+        };
         match key {
             "cpu" => s.total = CpuTicks::parse(rest),
             "ctxt" => s.ctxt = field(rest, 0),

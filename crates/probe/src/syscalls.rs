@@ -27,14 +27,8 @@ pub enum ThreadState {
 
 impl ThreadState {
     /// All states, in report order.
-    pub const ALL: [ThreadState; 6] = [
-        ThreadState::Running,
-        ThreadState::Runnable,
-        ThreadState::Futex,
-        ThreadState::Idle,
-        ThreadState::Io,
-        ThreadState::Other,
-    ];
+    pub const ALL: [ThreadState; 6] =
+        [ThreadState::Running, ThreadState::Runnable, ThreadState::Futex, ThreadState::Idle, ThreadState::Io, ThreadState::Other];
 
     /// Whether this is a kind of sleep (not running or runnable).
     pub fn is_sleep(self) -> bool {
@@ -45,23 +39,39 @@ impl ThreadState {
 /// System call numbers that decide a class, for one architecture.
 #[derive(Clone, Copy, Debug)]
 pub struct SyscallTable {
-    /// futex, futex_waitv (5.16+), futex_wait (6.7+).
+    /// Lock and condition-variable waits: futex, futex_waitv (5.16+),
+    /// futex_wait (6.7+), and SysV semop/semtimedop (PostgreSQL builds that
+    /// use SysV semaphores wait there for their locks).
     pub futex: &'static [i64],
-    /// epoll_wait, epoll_pwait, epoll_pwait2, poll, ppoll, select, pselect6,
-    /// accept, accept4 (absent ones are left out per arch).
+    /// Waiting for work: epoll_wait, epoll_pwait, epoll_pwait2, poll, ppoll,
+    /// select, pselect6, accept, accept4 (absent ones are left out per arch).
     pub idle: &'static [i64],
+    /// Other calls that only ever sleep interruptibly (state S, never D):
+    /// nanosleep, clock_nanosleep, pause, wait4, waitid, rt_sigtimedwait,
+    /// rt_sigsuspend, recvfrom, recvmsg, recvmmsg. A thread blocked in one
+    /// needs no `stat` read to tell sleep from disk wait.
+    pub interruptible: &'static [i64],
 }
 
 /// x86_64 numbers (syscall_64.tbl): futex 202, futex_waitv 449,
-/// futex_wait 455; epoll_wait 232, epoll_pwait 281, epoll_pwait2 441, poll 7,
-/// ppoll 271, select 23, pselect6 270, accept 43, accept4 288.
-pub const X86_64: SyscallTable =
-    SyscallTable { futex: &[202, 449, 455], idle: &[232, 281, 441, 7, 271, 23, 270, 43, 288] };
+/// futex_wait 455, semop 65, semtimedop 220; epoll_wait 232, epoll_pwait
+/// 281, epoll_pwait2 441, poll 7, ppoll 271, select 23, pselect6 270,
+/// accept 43, accept4 288.
+pub const X86_64: SyscallTable = SyscallTable {
+    futex: &[202, 449, 455, 65, 220],
+    idle: &[232, 281, 441, 7, 271, 23, 270, 43, 288],
+    interruptible: &[35, 230, 34, 61, 247, 128, 130, 45, 47, 299],
+};
 
-/// aarch64 numbers (asm-generic): futex 98, futex_waitv 449, futex_wait 455;
-/// epoll_pwait 22, epoll_pwait2 441, ppoll 73, pselect6 72, accept 202,
-/// accept4 242 (no epoll_wait, poll or select on this architecture).
-pub const AARCH64: SyscallTable = SyscallTable { futex: &[98, 449, 455], idle: &[22, 441, 73, 72, 202, 242] };
+/// aarch64 numbers (asm-generic unistd.h): futex 98, futex_waitv 449,
+/// futex_wait 455, semop 193, semtimedop 192; epoll_pwait 22, epoll_pwait2
+/// 441, ppoll 73, pselect6 72, accept 202, accept4 242 (no epoll_wait, poll,
+/// select or pause on this architecture).
+pub const AARCH64: SyscallTable = SyscallTable {
+    futex: &[98, 449, 455, 193, 192],
+    idle: &[22, 441, 73, 72, 202, 242],
+    interruptible: &[101, 115, 260, 95, 137, 133, 207, 212, 243],
+};
 
 /// The table of the architecture this build runs on; `None` elsewhere, and
 /// then only `wchan` can tell a futex from an epoll wait.
@@ -137,39 +147,47 @@ mod tests {
     #[test]
     #[cfg(target_arch = "x86_64")]
     fn x86_64_table_matches_libc() {
+        use libc::*;
         let t = X86_64;
-        assert_eq!(t.futex[..2], [libc::SYS_futex, libc::SYS_futex_waitv]);
-        let idle = [
-            libc::SYS_epoll_wait,
-            libc::SYS_epoll_pwait,
-            libc::SYS_epoll_pwait2,
-            libc::SYS_poll,
-            libc::SYS_ppoll,
-            libc::SYS_select,
-            libc::SYS_pselect6,
-            libc::SYS_accept,
-            libc::SYS_accept4,
-        ];
+        assert_eq!(t.futex, [SYS_futex, SYS_futex_waitv, 455, SYS_semop, SYS_semtimedop]);
+        let idle =
+            [SYS_epoll_wait, SYS_epoll_pwait, SYS_epoll_pwait2, SYS_poll, SYS_ppoll, SYS_select, SYS_pselect6, SYS_accept, SYS_accept4];
         assert_eq!(t.idle, idle);
-        assert_eq!(classify_syscall(&t, libc::SYS_recvfrom), ThreadState::Other);
-        assert_eq!(classify_syscall(&t, libc::SYS_clock_nanosleep), ThreadState::Other);
+        let sleeps = [
+            SYS_nanosleep,
+            SYS_clock_nanosleep,
+            SYS_pause,
+            SYS_wait4,
+            SYS_waitid,
+            SYS_rt_sigtimedwait,
+            SYS_rt_sigsuspend,
+            SYS_recvfrom,
+            SYS_recvmsg,
+            SYS_recvmmsg,
+        ];
+        assert_eq!(t.interruptible, sleeps);
+        assert_eq!(classify_syscall(&t, SYS_recvfrom), ThreadState::Other);
+        assert_eq!(classify_syscall(&t, SYS_read), ThreadState::Other);
     }
 
     #[test]
     #[cfg(target_arch = "aarch64")]
     fn aarch64_table_matches_libc() {
-        assert_eq!(AARCH64.futex[..2], [libc::SYS_futex, libc::SYS_futex_waitv]);
-        assert_eq!(
-            AARCH64.idle,
-            [
-                libc::SYS_epoll_pwait,
-                libc::SYS_epoll_pwait2,
-                libc::SYS_ppoll,
-                libc::SYS_pselect6,
-                libc::SYS_accept,
-                libc::SYS_accept4
-            ]
-        );
+        use libc::*;
+        assert_eq!(AARCH64.futex, [SYS_futex, SYS_futex_waitv, 455, SYS_semop, SYS_semtimedop]);
+        assert_eq!(AARCH64.idle, [SYS_epoll_pwait, SYS_epoll_pwait2, SYS_ppoll, SYS_pselect6, SYS_accept, SYS_accept4]);
+        let sleeps = [
+            SYS_nanosleep,
+            SYS_clock_nanosleep,
+            SYS_wait4,
+            SYS_waitid,
+            SYS_rt_sigtimedwait,
+            SYS_rt_sigsuspend,
+            SYS_recvfrom,
+            SYS_recvmsg,
+            SYS_recvmmsg,
+        ];
+        assert_eq!(AARCH64.interruptible, sleeps);
     }
 
     #[test]

@@ -53,6 +53,27 @@ pub struct SystemSample {
     pub newly_unavailable: Vec<Unavailable>,
 }
 
+impl SystemSample {
+    /// TCP socket memory as percent of `tcp_mem`'s hard limit (`max`).
+    pub fn tcp_mem_used_pct(&self) -> Option<f64> {
+        let used = self.sockstat?.tcp_mem_pages?;
+        let max = self.tcp_mem?.max_pages;
+        (max > 0).then(|| used as f64 * 100.0 / max as f64)
+    }
+
+    /// Open file handles as percent of `fs.file-max`.
+    pub fn file_handles_used_pct(&self) -> Option<f64> {
+        let f = self.files?;
+        (f.max > 0).then(|| f.allocated as f64 * 100.0 / f.max as f64)
+    }
+
+    /// Ephemeral ports in use as percent of the range.
+    pub fn ports_used_pct(&self) -> Option<f64> {
+        let p = self.ports?;
+        (p.range_size() > 0).then(|| p.ports_in_use as f64 * 100.0 / p.range_size() as f64)
+    }
+}
+
 /// Reads the machine-wide probes; call [`sample`](Self::sample) about once a
 /// second. It keeps one text buffer and one port set across samples, so a
 /// sample costs file reads and parsing, not allocation churn.
@@ -109,11 +130,11 @@ fn whole<T>(_: &T) -> Option<String> {
 impl SystemSampler {
     /// A sampler over the given roots (`Roots::default()` for the live machine).
     /// Power sensors and the list of whole disks are discovered here, once.
-    pub fn new(roots: Roots) -> Self {
+    pub fn new(roots: &Roots) -> Self {
+        let roots = roots.clone();
         let power = PowerSources::discover(&roots.sys);
-        let whole_disks = fs::read_dir(roots.sys.join("block"))
-            .ok()
-            .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect());
+        let whole_disks =
+            fs::read_dir(roots.sys.join("block")).ok().map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect());
         SystemSampler {
             buf: String::with_capacity(64 * 1024),
             sockets: SocketScanner::new(&roots.proc),
@@ -156,7 +177,7 @@ impl SystemSampler {
         let interrupts = settle(log, n, Source::Interrupts, load(buf, &p.join("interrupts"), parse_interrupts), whole);
         let keep = &self.whole_disks;
         let disks = load(buf, &p.join("diskstats"), |t| {
-            parse_diskstats(t, |name| !is_virtual_noise(name) && keep.as_ref().map_or(true, |w| w.contains(name)))
+            parse_diskstats(t, |name| !is_virtual_noise(name) && !matches!(keep, Some(w) if !w.contains(name)))
         });
         let disks = settle(log, n, Source::Diskstats, disks, whole);
         let net = settle(log, n, Source::NetDev, load(buf, &p.join("net/dev"), parse_net_dev), whole);

@@ -134,7 +134,15 @@ mod tests {
         }
         let mut table: TaskTable<u32> = TaskTable::new(dir.path(), 7);
         let mut made = Vec::new();
-        table.rescan(|t| { made.push(t); t * 10 }, |_, _| panic!("nothing gone")).unwrap();
+        table
+            .rescan(
+                |t| {
+                    made.push(t);
+                    t * 10
+                },
+                |_, _| panic!("nothing gone"),
+            )
+            .unwrap();
         assert_eq!(made, [7, 9, 12]);
         fs::remove_dir(task.join("9")).unwrap();
         fs::create_dir_all(task.join("15")).unwrap();

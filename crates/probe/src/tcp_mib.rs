@@ -52,7 +52,9 @@ impl TcpMib {
 fn for_each_pair<'a>(text: &'a str, prefix: &str, mut f: impl FnMut(&'a str, Option<u64>)) -> bool {
     let mut names: Option<&str> = None;
     for line in complete_lines(text) {
-        let Some(rest) = line.strip_prefix(prefix).and_then(|r| r.strip_prefix(':')) else { continue };
+        let Some(rest) = line.strip_prefix(prefix).and_then(|r| r.strip_prefix(':')) else {
+            continue;
+        };
         match names {
             None => names = Some(rest),
             Some(n) => {

@@ -145,6 +145,12 @@ pub struct ThreadInterval {
     /// Whether running and runnable were told apart (needs `schedstat`);
     /// when false, waiting for a CPU is counted as running.
     pub runnable_measured: bool,
+    /// Per-thread reads made (each thread not read at every tick when
+    /// parked or when the CPU budget raised the stride).
+    pub thread_reads: u64,
+    /// Largest stride used: 1 means every active thread was read at every
+    /// tick; n means the CPU budget had each read every n ticks.
+    pub max_stride: u64,
     /// Threads seen, hottest (most CPU) first.
     pub threads: Vec<ThreadStats>,
     /// Sources that became unavailable (or changed reason) in the interval.

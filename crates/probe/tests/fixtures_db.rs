@@ -36,10 +36,8 @@ fn mysql_8_0_rw_lock_counters() {
     assert_eq!(s.rw_sx.unwrap().rounds, 1101);
     assert_eq!(s.waiting_threads, 1);
 
-    let later = read("mysql-8.0-innodb-status.txt").replace(
-        "RW-shared spins 11512, rounds 345254, OS waits 11490",
-        "RW-shared spins 12512, rounds 375254, OS waits 12490",
-    );
+    let later = read("mysql-8.0-innodb-status.txt")
+        .replace("RW-shared spins 11512, rounds 345254, OS waits 11490", "RW-shared spins 12512, rounds 375254, OS waits 12490");
     let r = semaphore_rates(&s, &parse_innodb_semaphores(&later).unwrap(), 2.0).unwrap();
     assert_eq!((r.spin_waits_per_s, r.spin_rounds_per_s, r.os_waits_per_s), (500.0, 15000.0, 500.0));
     assert_eq!(r.rounds_per_os_wait, Some(30.0));
@@ -100,7 +98,9 @@ fn polls(text: &str) -> Vec<Vec<ActivityRow<'_>>> {
     let mut out: Vec<(u32, Vec<ActivityRow>)> = Vec::new();
     for line in complete_lines(text).skip(1) {
         let f: Vec<&str> = line.split('\t').collect();
-        let [sample, _pid, bt, state, ty, ev] = f[..] else { continue };
+        let [sample, _pid, bt, state, ty, ev] = f[..] else {
+            continue;
+        };
         let Ok(sample) = sample.parse() else { continue };
         let row = ActivityRow { backend_type: o(bt), state: o(state), wait_event_type: o(ty), wait_event: o(ev) };
         match out.last_mut() {

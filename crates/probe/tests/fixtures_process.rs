@@ -82,6 +82,43 @@ fn classifies_the_captured_threads() {
     // states seen, four of the eleven threads being futex waiters.
     let shares = iv.shares().unwrap();
     assert!(shares.futex_pct > 30.0 && shares.futex_pct < 50.0, "{shares:?}");
-    assert_eq!(iv.samples.futex, 8);
+    assert_eq!(iv.samples.futex, 4 * iv.ticks as u64);
     assert!(iv.runnable_measured);
+}
+
+/// A hand-made task tree: exact accounting between two ticks.
+#[test]
+fn accounts_time_exactly_on_a_synthetic_tree() {
+    use std::fs;
+    let dir = tempfile::tempdir().unwrap();
+    let task = dir.path().join("proc/500/task");
+    let write = |tid: u32, state: char, sched: &str, syscall: &str| {
+        let t = task.join(tid.to_string());
+        fs::create_dir_all(&t).unwrap();
+        let stat = format!("{tid} (worker {tid}) {state} 1 500 500 0 -1 0 0 0 0 0 7 3 0 0 20 0 3 0 100 0 0\n");
+        fs::write(t.join("stat"), stat).unwrap();
+        fs::write(t.join("schedstat"), sched).unwrap();
+        fs::write(t.join("syscall"), syscall).unwrap();
+    };
+    write(501, 'R', "1000000 0 10\n", "running\n");
+    write(502, 'D', "5000 0 3\n", "0 0x3 0x7f 0x1000\n");
+    write(503, 'S', "7000 0 4\n", "202 0x55 0x89 0x2\n");
+    let roots = scalelab_probe::Roots::under(dir.path());
+    let mut s = ThreadSampler::new(&roots, 500);
+    assert!(s.tick());
+    // 501 then runs 10 ms and waits 5 ms for a CPU; 502 and 503 do not move.
+    write(501, 'R', "11000000 5000000 14\n", "running\n");
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    assert!(s.tick());
+    let iv = s.take_interval();
+    let r = iv.thread(501).unwrap();
+    assert_eq!((r.time.running_ns, r.time.runnable_ns, r.cpu_ns), (10_000_000, 5_000_000, 10_000_000));
+    assert_eq!(r.name, "worker 501");
+    let d = iv.thread(502).unwrap();
+    assert_eq!(d.state, ThreadState::Io);
+    assert!(d.time.io_ns >= 30_000_000 && d.time.total_ns() == d.time.io_ns, "{d:?}");
+    let f = iv.thread(503).unwrap();
+    assert_eq!(f.state, ThreadState::Futex);
+    assert!(f.time.futex_ns >= 30_000_000);
+    assert_eq!(iv.hottest(1)[0].tid, 501);
 }

@@ -9,7 +9,7 @@ use scalelab_probe::{system_rates, Source, SystemSampler};
 #[test]
 fn samples_a_captured_host() {
     let roots = host("t0");
-    let mut sampler = SystemSampler::new(roots.clone());
+    let mut sampler = SystemSampler::new(&roots);
     let s = sampler.sample();
 
     let cpu = s.cpu.as_ref().expect("cpu");
@@ -51,6 +51,8 @@ fn samples_a_captured_host() {
     assert!(s.tcp_mem.unwrap().max_pages > 0);
     let files = s.files.unwrap();
     assert!(files.allocated > 0 && files.max > files.allocated);
+    let pct = |v: Option<f64>| v.is_some_and(|p| p > 0.0 && p < 100.0);
+    assert!(pct(s.tcp_mem_used_pct()) && pct(s.file_handles_used_pct()) && pct(s.ports_used_pct()));
 
     // The capture machine (a VM) has no RAPL or hwmon power: unavailable, said once.
     assert_eq!(s.power, None);
@@ -65,8 +67,8 @@ fn samples_a_captured_host() {
 
 #[test]
 fn rates_between_the_two_snapshots() {
-    let a = SystemSampler::new(host("t0")).sample();
-    let mut b = SystemSampler::new(host("t1")).sample();
+    let a = SystemSampler::new(&host("t0")).sample();
+    let mut b = SystemSampler::new(&host("t1")).sample();
     // The snapshots were taken about a second apart; the sampler stamps
     // "now", so pin the interval the way the capture did.
     b.at.monotonic_ns = a.at.monotonic_ns + 1_000_000_000;

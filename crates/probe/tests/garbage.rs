@@ -31,7 +31,7 @@ fn all_none(s: &SystemSample) -> bool {
 fn garbage_everywhere_is_unavailable() {
     for garbage in [&b"hello world: this is not a kernel file\nnor = this 12 x\n"[..], b"\xff\xfe\x00\x01binary", b""] {
         let (_dir, roots) = mangled_copy("t0", &|_, _| garbage.to_vec());
-        let mut sampler = SystemSampler::new(roots.clone());
+        let mut sampler = SystemSampler::new(&roots);
         let s = sampler.sample();
         assert!(all_none(&s), "{garbage:?}: {s:#?}");
         for source in [Source::Stat, Source::Meminfo, Source::TcpMib, Source::TcpSockets, Source::FileHandles, Source::Power] {
@@ -60,10 +60,10 @@ fn cut(frac: f64) -> impl Fn(&std::path::Path, &[u8]) -> Vec<u8> {
 
 #[test]
 fn truncated_files_give_none_or_the_true_value() {
-    let full = SystemSampler::new(host("t0")).sample();
+    let full = SystemSampler::new(&host("t0")).sample();
     for frac in [0.0, 0.13, 0.37, 0.5, 0.71, 0.93, 0.999] {
         let (_dir, roots) = mangled_copy("t0", &cut(frac));
-        let s = SystemSampler::new(roots.clone()).sample();
+        let s = SystemSampler::new(&roots).sample();
         let ctx = format!("cut at {frac}");
         // Single values: absent, or exactly what the whole file says.
         let same = |a: Option<u64>, b: Option<u64>, what: &str| assert!(a.is_none() || a == b, "{ctx}: {what} {a:?} vs {b:?}");

@@ -99,7 +99,7 @@ fn lock_waiters_are_futex_and_spinner_is_hottest() {
     let hottest = &iv.hottest(1)[0];
     assert_eq!(hottest.tid, spin_tid, "hottest {hottest:?}");
     let pct = iv.cpu_pct_of_core(hottest).unwrap();
-    assert!(pct > 30.0, "spinner at {pct:.0} % of a core");
+    assert!(pct > 20.0, "spinner at {pct:.0} % of a core");
     let shares = iv.shares().unwrap();
     assert!(shares.futex_pct > 20.0, "{shares:?}");
 }
@@ -186,4 +186,18 @@ fn process_sampler_counts_threads_and_switches() {
     // The workers have exited by the third sample: the total must not drop.
     assert!(c.voluntary_ctxt_switches.unwrap() >= b.voluntary_ctxt_switches.unwrap());
     assert!(b.io.is_some(), "{:?}", sampler.unavailable());
+}
+
+#[test]
+fn a_tiny_cpu_budget_raises_the_stride_not_the_cost() {
+    let _serial = serial();
+    let mut sampler = ThreadSampler::new(&Roots::default(), std::process::id()).with_cpu_budget(1e-6);
+    for _ in 0..20 {
+        sampler.tick();
+        thread::sleep(Duration::from_millis(5));
+    }
+    let iv = sampler.take_interval();
+    assert!(iv.max_stride > 1, "stride {}", iv.max_stride);
+    // Times are still accounted: some thread-time was measured.
+    assert!(iv.time.total_ns() > 0);
 }

@@ -123,6 +123,26 @@ impl Store {
         Ok(())
     }
 
+    /// Stores the JSON report of a micro-benchmark run.
+    pub fn save_micro_report(&self, run_id: i64, report_json: &str) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO micro_reports(run_id, report_json) VALUES (?1, ?2)
+                 ON CONFLICT(run_id) DO UPDATE SET report_json = excluded.report_json",
+                params![run_id, report_json],
+            )
+            .map_err(|e| self.sql(e))?;
+        Ok(())
+    }
+
+    /// The JSON report of a micro-benchmark run, if `run_id` is one.
+    pub fn load_micro_report(&self, run_id: i64) -> Result<Option<String>, StoreError> {
+        self.conn
+            .query_row("SELECT report_json FROM micro_reports WHERE run_id = ?1", [run_id], |r| r.get(0))
+            .optional()
+            .map_err(|e| self.sql(e))
+    }
+
     /// Removes a run and everything it holds (used when a run never started its load).
     pub fn delete_run(&self, run_id: i64) -> Result<(), StoreError> {
         self.conn.execute("DELETE FROM runs WHERE id = ?1", [run_id]).map_err(|e| self.sql(e))?;
@@ -220,6 +240,7 @@ impl Store {
         let kind = match kind.as_str() {
             "sweep" => RunKind::Sweep,
             "imported" => RunKind::Imported,
+            "micro" => RunKind::Micro,
             other => return Err(corrupt(format!("unknown run kind '{other}'"))),
         };
         let plan: RunPlan = serde_json::from_str(&plan_json).map_err(|e| corrupt(format!("plan: {e}")))?;

@@ -6,7 +6,11 @@ use crate::{Store, StoreError};
 use rusqlite::OptionalExtension;
 
 /// The migrations, in order; version N is the first N applied.
-const MIGRATIONS: &[&str] = &[include_str!("migrations/0001_runs_steps.sql"), include_str!("migrations/0002_imported_series.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("migrations/0001_runs_steps.sql"),
+    include_str!("migrations/0002_imported_series.sql"),
+    include_str!("migrations/0003_micro_runs.sql"),
+];
 
 /// The schema version this build writes.
 pub const LATEST_VERSION: i64 = MIGRATIONS.len() as i64;

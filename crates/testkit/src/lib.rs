@@ -5,8 +5,12 @@
 //! - [`free_port`]: a port nothing listens on right now.
 //! - [`nginx`]: a private nginx with an access log that records the time of
 //!   every request, so tests can count what the server really served.
+//! - [`postgres`], [`mariadb`]: private database servers (initdb /
+//!   mariadb-install-db into temp dirs) with a `bench` database.
 
+pub mod mariadb;
 pub mod nginx;
+pub mod postgres;
 
 pub use nginx::children_of;
 
@@ -50,4 +54,10 @@ fn is_executable(p: &Path) -> bool {
 pub fn pid_alive(pid: i32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
         && std::fs::read_to_string(format!("/proc/{pid}/stat")).map(|s| !s.contains(") Z ")).unwrap_or(false)
+}
+
+/// Sets a file's permission bits (servers running as another user must traverse temp dirs).
+pub(crate) fn set_mode_bits(p: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode));
 }

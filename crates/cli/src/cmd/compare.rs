@@ -44,6 +44,20 @@ pub fn compare_runs(store_path: &Path, a: &CompareArgs) -> anyhow::Result<ExitCo
         return Err(bad(format!("no store at {} (pass --store PATH)", store_path.display())));
     }
     let store = Store::open(store_path)?;
+    // Micro-benchmark runs compare figure by figure.
+    let mut micro = Vec::new();
+    for name in &a.runs {
+        let id = store.resolve(&RunSelector::parse(name))?;
+        if let Some(m) = super::micro::load_labelled(&store, id)? {
+            micro.push(m);
+        }
+    }
+    if !micro.is_empty() {
+        if micro.len() != a.runs.len() {
+            return Err(bad("micro-benchmark runs compare only with other micro-benchmark runs"));
+        }
+        return super::micro::compare(&micro, a.baseline.as_deref(), a.format == CompareFormat::Json);
+    }
     let mut runs = Vec::new();
     for name in &a.runs {
         let id = store.resolve(&RunSelector::parse(name))?;

@@ -2,8 +2,11 @@
 
 pub mod analysis;
 mod compare;
+mod micro;
+mod prepare;
 mod show;
 mod specimen;
+mod sql_sweep;
 mod sweep;
 
 use crate::args::{Cli, Command};
@@ -17,7 +20,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Show(a) => show::show(&cli.store, &a),
         Command::Export(a) => show::export(&cli.store, &a),
         Command::Specimen(a) => specimen::run(a),
+        Command::Micro(a) => micro::run(&cli.store, &a),
         Command::Import(a) => compare::import(&cli.store, &a),
         Command::Compare(a) => compare::compare_runs(&cli.store, &a),
+        Command::Prepare(a) => prepare::run(&a),
     }
 }

@@ -41,6 +41,10 @@ pub fn runs(path: &Path) -> anyhow::Result<ExitCode> {
 pub fn show(path: &Path, a: &ShowArgs) -> anyhow::Result<ExitCode> {
     let store = open_existing(path)?;
     let id = store.resolve(&RunSelector::parse(&a.run))?;
+    if let Some(micro) = super::micro::load_labelled(&store, id)? {
+        let json = if a.json { store.load_micro_report(id)? } else { None };
+        return super::micro::show(&micro, json.as_deref());
+    }
     let run = store.load_run(id)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&json::run_json(&run))?);
@@ -63,6 +67,10 @@ pub fn show(path: &Path, a: &ShowArgs) -> anyhow::Result<ExitCode> {
 pub fn export(path: &Path, a: &ExportArgs) -> anyhow::Result<ExitCode> {
     let store = open_existing(path)?;
     let id = store.resolve(&RunSelector::parse(&a.run))?;
+    if let Some(json) = store.load_micro_report(id)? {
+        println!("{json}");
+        return Ok(ExitCode::SUCCESS);
+    }
     let run = store.load_run(id)?;
     match (a.format, a.series) {
         (ExportFormat::Json, _) => println!("{}", serde_json::to_string_pretty(&json::run_json(&run))?),

@@ -97,14 +97,9 @@ pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
         Some(_) => None,
     };
     let scheme = a.target.as_deref().map(|t| t.split("://").next().unwrap_or("").to_ascii_lowercase());
-    if let (Some(t), Some(scheme)) = (&a.target, &scheme) {
+    if let Some(t) = &a.target {
         if !t.contains("://") {
             return Err(bad(format!("invalid target '{t}': give a URL such as http://127.0.0.1:8080/, or no target for the specimen")));
-        }
-        if matches!(scheme.as_str(), "postgres" | "postgresql" | "mysql") {
-            return Err(bad(format!(
-                "{scheme}:// targets are not supported by this build yet; scalelab sweeps http:// and https:// targets and the built-in specimen"
-            )));
         }
     }
     let (warmup, window, pause, think) = schedule(&a, specimen_mode.is_some())?;
@@ -124,6 +119,11 @@ pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
         })
         .collect();
     let common = Common { steps, threads, assertions };
+    if let (Some(t), Some("postgres" | "postgresql" | "mysql" | "mariadb")) = (&a.target, scheme.as_deref()) {
+        let prepared = super::sql_sweep::prepare_sql(&a, t)?;
+        let store = Store::open(store_path)?;
+        return execute(store, store_path, &a, common, prepared);
+    }
     // A placeholder URL validates the HTTP options before the specimen starts.
     http_config(&a, a.target.as_deref().unwrap_or("http://127.0.0.1/"))?;
     // 2. The store must be usable before load starts.

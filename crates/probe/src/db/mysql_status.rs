@@ -58,7 +58,9 @@ impl GlobalStatus {
     pub fn from_rows<'a>(rows: impl IntoIterator<Item = (&'a str, &'a str)>) -> GlobalStatus {
         let mut s = GlobalStatus::default();
         for (name, value) in rows {
-            let Some(slot) = s.slot(&name.to_ascii_lowercase()) else { continue };
+            let Some(slot) = s.slot(&name.to_ascii_lowercase()) else {
+                continue;
+            };
             *slot = value.trim().parse().ok();
         }
         s

@@ -25,7 +25,7 @@ pub struct ActivityRow<'a> {
 impl ActivityRow<'_> {
     /// A client backend executing a statement.
     fn is_active_client(&self) -> bool {
-        let client = self.backend_type.map_or(true, |t| t == "client backend");
+        let client = !matches!(self.backend_type, Some(t) if t != "client backend");
         client && self.state == Some("active")
     }
 }

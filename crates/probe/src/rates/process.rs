@@ -37,7 +37,9 @@ impl ProcessRates {
 /// Rates between two samples of the same process, `a` before `b`; all
 /// `None` if the process differs, died, or no time passed.
 pub fn process_rates(a: &ProcessSample, b: &ProcessSample) -> ProcessRates {
-    let Some(secs) = b.at.seconds_since(&a.at) else { return ProcessRates::default() };
+    let Some(secs) = b.at.seconds_since(&a.at) else {
+        return ProcessRates::default();
+    };
     if a.pid != b.pid || !a.alive || !b.alive {
         return ProcessRates { interval_s: secs, ..Default::default() };
     }

@@ -1,8 +1,8 @@
 //! Machine-wide rates from two [`SystemSample`]s.
 
 use super::{counter_delta, opt_per_second, per_second};
-use crate::pressure::Psi;
 use crate::power::PowerReading;
+use crate::pressure::Psi;
 use crate::stat::CpuTicks;
 use crate::system::SystemSample;
 use serde::{Deserialize, Serialize};
@@ -28,8 +28,7 @@ pub struct CpuPct {
 pub fn cpu_pct(a: &CpuTicks, b: &CpuTicks) -> Option<CpuPct> {
     let d = |x: u64, y: u64| counter_delta(x, y);
     let (user, nice, system, idle) = (d(a.user, b.user)?, d(a.nice, b.nice)?, d(a.system, b.system)?, d(a.idle, b.idle)?);
-    let (iowait, irq, softirq, steal) =
-        (d(a.iowait, b.iowait)?, d(a.irq, b.irq)?, d(a.softirq, b.softirq)?, d(a.steal, b.steal)?);
+    let (iowait, irq, softirq, steal) = (d(a.iowait, b.iowait)?, d(a.irq, b.irq)?, d(a.softirq, b.softirq)?, d(a.steal, b.steal)?);
     let total = (user + nice + system + idle + iowait + irq + softirq + steal) as f64;
     (total > 0.0).then_some(())?;
     let p = |v: u64| v as f64 * 100.0 / total;
@@ -149,7 +148,9 @@ fn opt_columns(a: &Option<Vec<u64>>, b: &Option<Vec<u64>>, secs: f64) -> Option<
 }
 
 fn psi_pct(a: &Option<Psi>, b: &Option<Psi>, secs: f64) -> (Option<f64>, Option<f64>) {
-    let (Some(a), Some(b)) = (a, b) else { return (None, None) };
+    let (Some(a), Some(b)) = (a, b) else {
+        return (None, None);
+    };
     let pct = |x: u64, y: u64| per_second(x, y, secs).map(|us| us / 1e4);
     let full = match (a.full, b.full) {
         (Some(x), Some(y)) => pct(x.total_us, y.total_us),
@@ -163,7 +164,9 @@ fn psi_pct(a: &Option<Psi>, b: &Option<Psi>, secs: f64) -> (Option<f64>, Option<
 fn power(a: &[PowerReading], b: &[PowerReading], secs: f64) -> (Option<f64>, Option<f64>) {
     let mut rapl = None;
     for rb in b {
-        let PowerReading::Energy { zone, top_level: true, energy_uj: eb, max_energy_range_uj, .. } = rb else { continue };
+        let PowerReading::Energy { zone, top_level: true, energy_uj: eb, max_energy_range_uj, .. } = rb else {
+            continue;
+        };
         let ea = a.iter().find_map(|ra| match ra {
             PowerReading::Energy { zone: z, energy_uj, .. } if z == zone => Some(*energy_uj),
             _ => None,
@@ -192,7 +195,9 @@ fn power(a: &[PowerReading], b: &[PowerReading], secs: f64) -> (Option<f64>, Opt
 
 /// Rates between two samples, `a` taken before `b`.
 pub fn system_rates(a: &SystemSample, b: &SystemSample) -> SystemRates {
-    let Some(secs) = b.at.seconds_since(&a.at) else { return SystemRates::default() };
+    let Some(secs) = b.at.seconds_since(&a.at) else {
+        return SystemRates::default();
+    };
     let mut r = SystemRates { interval_s: secs, ..Default::default() };
     if let (Some(ca), Some(cb)) = (&a.cpu, &b.cpu) {
         r.cpu = ca.total.zip(cb.total).and_then(|(x, y)| cpu_pct(&x, &y));
@@ -232,7 +237,9 @@ pub fn system_rates(a: &SystemSample, b: &SystemSample) -> SystemRates {
     }
     if let (Some(da), Some(db)) = (&a.disks, &b.disks) {
         for y in db {
-            let Some(x) = da.iter().find(|x| x.name == y.name) else { continue };
+            let Some(x) = da.iter().find(|x| x.name == y.name) else {
+                continue;
+            };
             let ios = counter_delta(x.reads_completed + x.writes_completed, y.reads_completed + y.writes_completed);
             let wait = counter_delta(x.read_time_ms + x.write_time_ms, y.read_time_ms + y.write_time_ms);
             r.disks.push(DiskRates {
@@ -248,7 +255,9 @@ pub fn system_rates(a: &SystemSample, b: &SystemSample) -> SystemRates {
     }
     if let (Some(na), Some(nb)) = (&a.net, &b.net) {
         for y in nb {
-            let Some(x) = na.iter().find(|x| x.name == y.name) else { continue };
+            let Some(x) = na.iter().find(|x| x.name == y.name) else {
+                continue;
+            };
             let rate = |p: u64, c: u64| per_second(p, c, secs);
             r.net.push(NetRates {
                 name: y.name.clone(),

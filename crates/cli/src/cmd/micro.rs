@@ -1,0 +1,129 @@
+//! `scalelab micro`: the OS micro-benchmark suite, stored as a run; and the
+//! micro side of `show` and `compare`.
+
+use crate::args::MicroArgs;
+use crate::error::bad;
+use scalelab_core::{RunKind, RunPlan};
+use scalelab_micro::{LabelledRun, MicroReport, SuiteOptions};
+use scalelab_store::Store;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+pub fn run(store_path: &Path, a: &MicroArgs) -> anyhow::Result<ExitCode> {
+    let only = match &a.only {
+        Some(list) => Some(scalelab_micro::Group::parse_list(list).map_err(|e| bad(format!("--only: {e}")))?),
+        None => None,
+    };
+    if a.repeats == Some(0) {
+        return Err(bad("--repeats must be at least 1"));
+    }
+    let mut beside = Vec::new();
+    for f in &a.beside {
+        let text = std::fs::read_to_string(f).map_err(|e| bad(format!("--beside {}: {e}", f.display())))?;
+        let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        beside.extend(scalelab_micro::parse_published_csv(&name, &text).map_err(|e| bad(format!("--beside {}: {e}", f.display())))?);
+    }
+    let store = Store::open(store_path)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    let opts = SuiteOptions { quick: a.quick, only, repeats: a.repeats, stop: stop.clone() };
+    let label = a.label.clone().unwrap_or_else(|| {
+        std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "this host".into())
+    });
+    let show_progress = !a.quiet && !a.json;
+    let run = scalelab_micro::run_suite(&opts, &mut |r| {
+        if show_progress {
+            let value = match (r.median, &r.unavailable) {
+                (Some(m), _) => format!("{m:.4} {}", r.unit.as_str()),
+                (None, Some(why)) => format!("unavailable: {why}"),
+                (None, None) => "-".into(),
+            };
+            eprintln!("{:<24} {value}", r.id);
+        }
+    })
+    .map_err(|e| anyhow::anyhow!("micro-benchmarks: {e}"))?;
+
+    let env = scalelab_probe::capture_environment(&Default::default(), None, scalelab_drive::cpu::open_files_limit());
+    let report = MicroReport::new(&label, serde_json::to_value(&env)?, &run);
+    let groups = opts.only.as_ref().map_or("all groups".to_string(), |g| g.iter().map(|g| g.as_str()).collect::<Vec<_>>().join(","));
+    let mut options = serde_json::Map::new();
+    options.insert("quick".into(), a.quick.into());
+    let plan = RunPlan {
+        label: label.clone(),
+        target: "localhost".into(),
+        workload: format!("micro-benchmarks: {groups}"),
+        steps: vec![],
+        client_threads: 1,
+        options,
+    };
+    let id = store.begin_run(RunKind::Micro, &plan, &env, None)?;
+    store.save_micro_report(id, &serde_json::to_string(&report)?)?;
+    let outcome = if run.stopped { "interrupted" } else { "completed" };
+    store.finish_run(id, !run.stopped, outcome)?;
+
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        let mut runs = vec![report.to_labelled()];
+        runs.extend(beside);
+        print!("{}", scalelab_micro::render_tables(&scalelab_micro::summary_tables(&runs)));
+        let curve = scalelab_micro::memory_curve(&run);
+        if !curve.is_empty() {
+            println!("\nmemory latency by working-set size:");
+            for (bytes, ns) in curve {
+                println!("  {:>10}  {ns:>8.2} ns", human_bytes(bytes));
+            }
+        }
+        for w in &run.warnings {
+            println!("warning: {w}");
+        }
+        println!("\nsuite wall time {:.1} s; run {id} stored in {}", run.wall_s, store_path.display());
+    }
+    Ok(if run.stopped { ExitCode::from(130) } else { ExitCode::SUCCESS })
+}
+
+fn human_bytes(b: u64) -> String {
+    if b >= 1 << 20 {
+        format!("{} MiB", b >> 20)
+    } else if b >= 1 << 10 {
+        format!("{} KiB", b >> 10)
+    } else {
+        format!("{b} B")
+    }
+}
+
+/// The labelled micro report of a stored run, if it is a micro run.
+pub fn load_labelled(store: &Store, id: i64) -> anyhow::Result<Option<LabelledRun>> {
+    match store.load_micro_report(id)? {
+        Some(json) => {
+            let report: MicroReport = serde_json::from_str(&json)?;
+            Ok(Some(report.to_labelled()))
+        }
+        None => Ok(None),
+    }
+}
+
+/// `show` of a micro run: its summary tables.
+pub fn show(run: &LabelledRun, json: Option<&str>) -> anyhow::Result<ExitCode> {
+    match json {
+        Some(j) => println!("{j}"),
+        None => print!("{}", scalelab_micro::render_tables(&scalelab_micro::summary_tables(std::slice::from_ref(run)))),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `compare` of micro runs: side by side with % deltas vs the baseline.
+pub fn compare(runs: &[LabelledRun], baseline: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
+    let base = baseline.unwrap_or(&runs[0].label);
+    let c = scalelab_micro::compare(runs, base).map_err(|e| bad(e.to_string()))?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&c)?);
+    } else {
+        print!("{}", c.render());
+    }
+    Ok(ExitCode::SUCCESS)
+}

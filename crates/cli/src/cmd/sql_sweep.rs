@@ -1,0 +1,44 @@
+//! SQL targets of `scalelab sweep`: parse the URL and workload, connect once
+//! (preflight: credentials, database, server version, dataset), check that
+//! every statement prepares, and build the [`SqlDriver`].
+
+use super::sweep::Prepared;
+use crate::args::SweepArgs;
+use crate::error::bad;
+use scalelab_drive::sql::workload::{builtin, parse_workload_file};
+use scalelab_drive::sql::{inspect, SqlConfig, SqlDriver, SqlUrl};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Builds a prepared SQL target; every problem is one clear line (exit 2)
+/// before anything is stored.
+pub fn prepare_sql(a: &SweepArgs, target: &str) -> anyhow::Result<Prepared<SqlDriver>> {
+    let url = SqlUrl::parse(target).map_err(bad)?;
+    let name = url.redacted();
+    let file_workload = match &a.workload_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| bad(format!("--workload-file {}: {e}", path.display())))?;
+            Some(parse_workload_file(&path.display().to_string(), &text).map_err(|e| bad(e.to_string()))?)
+        }
+        None => None,
+    };
+    if file_workload.is_none() && a.workload.is_none() {
+        return Err(bad(
+            "a SQL target needs --workload NAME (e.g. point-select, pgbench-select; see docs/workloads.md) or --workload-file FILE",
+        ));
+    }
+    let timeout = scalelab_core::parse_duration(&a.timeout).map_err(|e| bad(format!("--timeout: {e}")))?.min(Duration::from_secs(10));
+    let info = inspect(&url, timeout).map_err(|f| bad(format!("cannot use {name}: {}", f.message)))?;
+    let workload = match file_workload {
+        Some(w) => w,
+        None => builtin(a.workload.as_deref().unwrap_or_default(), &info.shape).map_err(bad)?,
+    };
+    let description = workload.describe();
+    let mut options = serde_json::Map::new();
+    options.insert("workload".into(), workload.name.clone().into());
+    options.insert("prepared_statements".into(), (!a.no_prepare).into());
+    let config = SqlConfig { url, workload, prepare: !a.no_prepare, connect_timeout: timeout };
+    let driver = SqlDriver::new(config);
+    driver.check_statements().map_err(|f| bad(format!("{name}: {}", f.message)))?;
+    Ok(Prepared { driver: Arc::new(driver), target_name: name, workload: description, server: Some(info.server), options, specimen: None })
+}

@@ -1,0 +1,153 @@
+//! `prepare` and `sweep` against a real MariaDB 10.11 that the test starts
+//! itself (mariadb-install-db into a temp dir, free loopback port).
+
+mod common;
+
+use common::{run, stderr};
+use scalelab_testkit::mariadb::MariaDb;
+use serde_json::Value;
+use std::path::Path;
+use std::time::Duration;
+
+fn ok(store: &Path, args: &[&str]) -> String {
+    let out = run(store, args);
+    assert!(out.status.success(), "scalelab {args:?} failed ({:?}): {}", out.status.code(), stderr(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn sweep(store: &Path, url: &str, conc: &str, window: &str, extra: &[&str]) -> Value {
+    let mut args = vec!["sweep", url, "-c", conc, "--warmup", "0", "--pause", "0", "-d", window, "--json", "-q", "--threads", "2"];
+    args.extend_from_slice(extra);
+    let out = ok(store, &args);
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
+}
+
+fn steps(run: &Value) -> &Vec<Value> {
+    run["steps"].as_array().expect("steps[]")
+}
+
+fn total(run: &Value, field: &str) -> u64 {
+    steps(run).iter().map(|s| s[field].as_u64().unwrap_or(0)).sum()
+}
+
+#[test]
+fn prepare_and_sweep_every_workload() {
+    let my = MariaDb::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let url = my.url();
+    let out = ok(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "2", "--rows", "3000", "-q"]);
+    assert!(out.contains("2 table(s)") && !out.contains("bench:bench"), "{out}");
+    assert_eq!(my.root_sql("SELECT COUNT(*), MAX(LENGTH(c)), MAX(LENGTH(pad)) FROM bench.sbtest2"), "3000\t119\t59");
+    assert_eq!(my.root_sql("SELECT COUNT(*) FROM information_schema.statistics WHERE table_schema = 'bench' AND table_name = 'sbtest1' AND index_name = 'k_1'"), "1");
+    assert_eq!(
+        my.root_sql("SELECT ENGINE FROM information_schema.tables WHERE table_schema = 'bench' AND table_name = 'sbtest1'"),
+        "InnoDB"
+    );
+    ok(&store, &["prepare", &url, "--dataset", "pgbench", "--scale", "2", "--rows", "5000", "-q"]);
+    assert_eq!(my.root_sql("SELECT COUNT(*) FROM bench.pgbench_accounts"), "10000");
+
+    for (workload, per_unit) in
+        [("point-select", 1), ("read-only", 16), ("hot-row", 1), ("write", 6), ("pgbench-select", 1), ("pgbench-tpcb", 7)]
+    {
+        let doc = sweep(&store, &url, "1,3", "300ms", &["--workload", workload]);
+        assert_eq!(doc["target"], "mysql://bench@127.0.0.1:".to_string() + &my.port.to_string() + "/bench");
+        for s in steps(&doc) {
+            let (req, q) = (s["requests"].as_u64().unwrap(), s["queries"].as_u64().unwrap());
+            assert!(req > 0, "{workload}: no unit completed: {s}");
+            assert_eq!(q, req * per_unit, "{workload}: statements per unit");
+            assert_eq!(s["errors_total"], 0, "{workload}: {s}");
+        }
+    }
+    let doc = sweep(&store, &url, "2", "300ms", &["--workload", "write", "--no-prepare"]);
+    assert!(total(&doc, "queries") > 0 && total(&doc, "errors_total") == 0, "{doc}");
+    // Over the unix socket, and with MyISAM tables.
+    ok(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "500", "--engine", "myisam", "--force", "-q"]);
+    assert_eq!(
+        my.root_sql("SELECT ENGINE FROM information_schema.tables WHERE table_schema = 'bench' AND table_name = 'sbtest1'"),
+        "MyISAM"
+    );
+    let sock = format!("mysql://root@localhost/bench?socket={}", my.socket().display());
+    let doc = sweep(&store, &sock, "2", "300ms", &["--workload", "point-select"]);
+    assert!(total(&doc, "queries") > 0 && total(&doc, "errors_total") == 0, "{doc}");
+    assert!(doc.to_string().contains("MariaDB"), "server version recorded");
+}
+
+#[test]
+fn counted_queries_match_com_select() {
+    let my = MariaDb::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let url = my.url();
+    ok(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "2000", "-q"]);
+    let before = my.status("Com_select");
+    let doc = sweep(&store, &url, "1,4", "500ms", &["--workload", "point-select"]);
+    std::thread::sleep(Duration::from_millis(200));
+    let delta = my.status("Com_select") - before;
+    let counted = total(&doc, "queries");
+    eprintln!("server counted {delta}, scalelab counted {counted}");
+    assert!(counted > 100, "{doc}");
+    // Besides the window: SELECTs in flight when a window ends (<= 5) and
+    // the preflight's few catalog queries.
+    assert!(delta >= counted, "server ran {delta} SELECTs < counted {counted}");
+    assert!(delta - counted <= 5 + 10, "server ran {delta} SELECTs, scalelab counted {counted}");
+}
+
+#[test]
+fn real_error_classes_and_bad_input() {
+    let mut my = MariaDb::start_with(10);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let url = my.url();
+    ok(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "100", "-q"]);
+    let wl = dir.path().join("deadlock.toml");
+    std::fs::write(
+        &wl,
+        r#"[[unit]]
+transaction = true
+sql = ["UPDATE sbtest1 SET k = k + 1 WHERE id = {a}", "SELECT SLEEP(0.01)", "UPDATE sbtest1 SET k = k + 1 WHERE id = 3 - {a}"]
+params.a = { kind = "pick", values = [1, 2] }
+"#,
+    )
+    .unwrap();
+    let doc = sweep(&store, &url, "4", "1s", &["--workload-file", wl.to_str().unwrap()]);
+    let s = &steps(&doc)[0];
+    assert!(s["errors"]["deadlock"].as_u64().unwrap_or(0) > 0, "no deadlock: {s}");
+    assert!(s["error_messages"]["deadlock"].as_str().unwrap().contains("1213"), "{s}");
+
+    // max_connections = 10 (MariaDB's minimum; +1 for SUPER): 20 clients cannot all connect.
+    let doc = sweep(&store, &url, "20", "300ms", &["--workload", "point-select"]);
+    let s = &steps(&doc)[0];
+    assert!(s["errors"]["too_many_connections"].as_u64().unwrap_or(0) > 0, "{s}");
+    assert!(s["requests"].as_u64().unwrap() > 0, "{s}");
+
+    // Bad input: one line, exit 2, nothing stored.
+    let fresh = dir.path().join("none.db");
+    let wrong_pw = url.replace("bench:bench@", "bench:wrong@");
+    for (target, expect) in [(wrong_pw.as_str(), "Access denied"), (&url.replace("/bench", "/nosuchdb"), "nosuchdb")] {
+        let out = run(&fresh, &["sweep", target, "-c", "1", "-d", "200ms", "--workload", "point-select"]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(expect) && !err.contains("wrong"), "expected '{expect}' without the password in: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(!fresh.exists());
+    }
+
+    // Kill the server in the middle of a window.
+    let child = common::bin()
+        .arg("--store")
+        .arg(&store)
+        .args(["sweep", &url, "-c", "2", "--warmup", "0", "-d", "2s", "--json", "-q", "--workload", "point-select"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    my.kill();
+    let out = child.wait_with_output().unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
+    let s = &steps(&doc)[0];
+    assert!(s["requests"].as_u64().unwrap() > 0, "{s}");
+    assert!(s["errors"]["connection_lost"].as_u64().unwrap_or(0) > 0, "{s}");
+    assert!(s["errors"]["connect_refused"].as_u64().unwrap_or(0) > 0, "{s}");
+}

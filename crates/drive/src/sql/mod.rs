@@ -1,0 +1,354 @@
+//! The SQL drivers: PostgreSQL (`postgres://`, tokio-postgres) and
+//! MySQL/MariaDB (`mysql://`, mysql_async).
+//!
+//! Each virtual client owns one connection, opened in [`Client::connect`]
+//! before the window, with every statement of the workload prepared on it
+//! (unless `prepare` is off: then statements go as text with literal values).
+//! One [`Client::call`] is one unit of the workload (a statement or a
+//! BEGIN … COMMIT transaction) and returns the statements it ran.
+//!
+//! - [`workload`]: units, weights, parameter generators, built-in workloads.
+//! - [`dataset`]: `prepare`: the sbtest and pgbench tables, loaded fast.
+
+pub mod dataset;
+mod mysql;
+mod pg;
+pub mod workload;
+
+use crate::driver::{Client, Driver};
+use scalelab_core::result::Failure;
+use scalelab_core::ErrorClass;
+use std::sync::Arc;
+use std::time::Duration;
+use workload::{compile, DatasetShape, GenState, Rng, Value, Workload};
+
+/// Which server protocol a URL speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// PostgreSQL.
+    Postgres,
+    /// MySQL or MariaDB.
+    Mysql,
+}
+
+/// A parsed `postgres://` or `mysql://` URL.
+#[derive(Clone, Debug)]
+pub struct SqlUrl {
+    /// The protocol.
+    pub engine: Engine,
+    /// User name (postgres / root when absent).
+    pub user: String,
+    /// Password, if any (never recorded).
+    pub password: Option<String>,
+    /// Host name or address.
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+    /// Database name.
+    pub database: String,
+    /// Unix socket (MySQL `?socket=/path`) or socket directory (PostgreSQL `?host=/dir`).
+    pub socket: Option<String>,
+}
+
+impl SqlUrl {
+    /// Parses `postgres://user:pass@host:port/db` or `mysql://user:pass@host:port/db[?socket=/path]`.
+    pub fn parse(text: &str) -> Result<SqlUrl, String> {
+        let url = url::Url::parse(text).map_err(|e| format!("invalid URL '{}': {e}", redact_text(text)))?;
+        let engine = match url.scheme() {
+            "postgres" | "postgresql" => Engine::Postgres,
+            "mysql" | "mariadb" => Engine::Mysql,
+            s => return Err(format!("unsupported scheme '{s}': use postgres:// or mysql://")),
+        };
+        let decode =
+            |s: &str| url::form_urlencoded::parse(format!("x={s}").as_bytes()).next().map(|(_, v)| v.into_owned()).unwrap_or_default();
+        let user = match url.username() {
+            "" if engine == Engine::Postgres => "postgres".to_string(),
+            "" => "root".to_string(),
+            u => decode(u),
+        };
+        let database = url.path().trim_start_matches('/').to_string();
+        if database.is_empty() {
+            return Err(format!("no database in '{}': add /DBNAME", redact_text(text)));
+        }
+        let mut socket = None;
+        for (k, v) in url.query_pairs() {
+            match (engine, k.as_ref()) {
+                (Engine::Mysql, "socket") | (Engine::Postgres, "host") => socket = Some(v.into_owned()),
+                _ => return Err(format!("unsupported URL option '{k}' (supported: mysql ?socket=/path, postgres ?host=/socketdir)")),
+            }
+        }
+        Ok(SqlUrl {
+            engine,
+            user,
+            password: url.password().map(decode),
+            host: url.host_str().unwrap_or("127.0.0.1").trim_start_matches('[').trim_end_matches(']').to_string(),
+            port: url.port().unwrap_or(if engine == Engine::Postgres { 5432 } else { 3306 }),
+            database,
+            socket,
+        })
+    }
+
+    /// The URL as recorded: never with the password.
+    pub fn redacted(&self) -> String {
+        let scheme = if self.engine == Engine::Postgres { "postgres" } else { "mysql" };
+        let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
+        let mut s = format!("{scheme}://{}@{host}:{}/{}", self.user, self.port, self.database);
+        if let Some(sock) = &self.socket {
+            s.push_str(if self.engine == Engine::Postgres { "?host=" } else { "?socket=" });
+            s.push_str(sock);
+        }
+        s
+    }
+}
+
+/// Removes the password from a URL-looking text for messages.
+fn redact_text(text: &str) -> String {
+    match (text.find("://"), text.find('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let creds = &text[s + 3..at];
+            match creds.split_once(':') {
+                Some((u, _)) => format!("{}{u}:***{}", &text[..s + 3], &text[at..]),
+                None => text.to_string(),
+            }
+        }
+        _ => text.to_string(),
+    }
+}
+
+/// Everything that defines a SQL load.
+#[derive(Clone, Debug)]
+pub struct SqlConfig {
+    /// Where to connect.
+    pub url: SqlUrl,
+    /// What each client sends.
+    pub workload: Workload,
+    /// Prepared statements (true) or text queries with literals (false).
+    pub prepare: bool,
+    /// Limit for opening one connection.
+    pub connect_timeout: Duration,
+}
+
+/// One statement compiled for both placeholder styles.
+#[derive(Clone, Debug)]
+pub(crate) struct Compiled {
+    /// The statement as written, for messages.
+    pub raw: String,
+    /// With `$1, $2, …`.
+    pub pg: String,
+    /// With `?`.
+    pub my: String,
+    /// Parameter index for each bind position.
+    pub order: Vec<usize>,
+}
+
+impl Compiled {
+    /// The statement with literal values (for `--no-prepare`).
+    fn text(&self, unit: &workload::Unit, values: &[Value]) -> String {
+        let mut i = 0;
+        let (sql, _) = compile(&self.raw, &unit.params, |_| {
+            let v = values[self.order[i]].literal();
+            i += 1;
+            v
+        });
+        sql
+    }
+}
+
+pub(crate) struct Inner {
+    pub config: SqlConfig,
+    /// Per unit: its compiled statements.
+    pub units: Vec<Vec<Compiled>>,
+    cumulative: Vec<u32>,
+    total_weight: u32,
+}
+
+/// Drives a SQL server; cheap to share between worker threads.
+pub struct SqlDriver {
+    inner: Arc<Inner>,
+}
+
+/// What the preflight learned about the target.
+#[derive(Clone, Debug)]
+pub struct Inspection {
+    /// The server's version string (e.g. `PostgreSQL 15.8`, `10.11.6-MariaDB`).
+    pub server: String,
+    /// The tables found, for the built-in workloads.
+    pub shape: DatasetShape,
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime")
+}
+
+/// Connects once, reads the server version and which datasets are loaded.
+pub fn inspect(url: &SqlUrl, connect_timeout: Duration) -> Result<Inspection, Failure> {
+    runtime().block_on(async {
+        let mut admin = dataset::Admin::connect(url, connect_timeout).await?;
+        let server = admin.version().await?;
+        let shape = admin.shape().await?;
+        admin.close().await;
+        Ok(Inspection { server, shape })
+    })
+}
+
+impl SqlDriver {
+    /// Compiles the workload's statements for the server's placeholder style.
+    pub fn new(config: SqlConfig) -> SqlDriver {
+        let mut units = Vec::new();
+        let mut cumulative = Vec::new();
+        let mut total = 0u32;
+        for u in &config.workload.units {
+            units.push(
+                u.statements
+                    .iter()
+                    .map(|s| {
+                        let (pg, order) = compile(s, &u.params, |i| format!("${i}"));
+                        let (my, _) = compile(s, &u.params, |_| "?".to_string());
+                        Compiled { raw: s.clone(), pg, my, order }
+                    })
+                    .collect(),
+            );
+            total += u.weight;
+            cumulative.push(total);
+        }
+        SqlDriver { inner: Arc::new(Inner { config, units, cumulative, total_weight: total }) }
+    }
+
+    /// Opens one connection and prepares every statement (then closes it):
+    /// a statement the server rejects is reported with its text.
+    pub fn check_statements(&self) -> Result<(), Failure> {
+        runtime().block_on(async {
+            let mut c = self.client(0);
+            c.open(true).await
+        })
+    }
+}
+
+impl Driver for SqlDriver {
+    type Client = SqlClient;
+
+    fn client(&self, id: u32) -> SqlClient {
+        let gens = self.inner.config.workload.units.iter().map(|u| u.params.iter().map(|(_, g)| GenState::new(g, id)).collect()).collect();
+        SqlClient { inner: self.inner.clone(), conn: None, rng: Rng::new(u64::from(id) + 1), gens, values: Vec::new(), opened: 0 }
+    }
+}
+
+/// An open connection with the workload's statements prepared.
+enum Conn {
+    Pg(pg::PgConn),
+    My(mysql::MyConn),
+}
+
+/// One virtual SQL client: one connection, one unit in flight.
+pub struct SqlClient {
+    inner: Arc<Inner>,
+    conn: Option<Conn>,
+    rng: Rng,
+    gens: Vec<Vec<GenState>>,
+    values: Vec<Value>,
+    opened: u64,
+}
+
+impl SqlClient {
+    async fn open(&mut self, always_prepare: bool) -> Result<(), Failure> {
+        let prepare = always_prepare || self.inner.config.prepare;
+        let conn = match self.inner.config.url.engine {
+            Engine::Postgres => Conn::Pg(pg::PgConn::open(&self.inner, prepare).await?),
+            Engine::Mysql => Conn::My(mysql::MyConn::open(&self.inner, prepare).await?),
+        };
+        self.conn = Some(conn);
+        self.opened += 1;
+        Ok(())
+    }
+
+    fn pick(&mut self) -> usize {
+        if self.inner.cumulative.len() == 1 {
+            return 0;
+        }
+        let r = self.rng.below(u64::from(self.inner.total_weight)) as u32;
+        self.inner.cumulative.iter().position(|&c| r < c).unwrap_or(0)
+    }
+}
+
+impl Client for SqlClient {
+    async fn connect(&mut self) -> Result<(), Failure> {
+        self.open(false).await
+    }
+
+    async fn call(&mut self) -> Result<u32, Failure> {
+        if self.conn.is_none() {
+            self.open(false).await?;
+        }
+        let u = self.pick();
+        self.values.clear();
+        for g in &mut self.gens[u] {
+            self.values.push(g.draw(&mut self.rng));
+        }
+        let inner = self.inner.clone();
+        let unit = &inner.config.workload.units[u];
+        let stmts = &inner.units[u];
+        let prepare = inner.config.prepare;
+        let conn = self.conn.as_mut().expect("connection open");
+        let result = match conn {
+            Conn::Pg(c) => c.run(u, unit, stmts, &self.values, prepare).await,
+            Conn::My(c) => c.run(u, unit, stmts, &self.values, prepare).await,
+        };
+        match result {
+            Ok(()) => Ok((stmts.len() + if unit.transaction { 2 } else { 0 }) as u32),
+            Err(f) => {
+                if f.class == ErrorClass::ConnectionLost {
+                    self.conn = None;
+                } else if unit.transaction {
+                    let alive = match conn {
+                        Conn::Pg(c) => c.rollback().await,
+                        Conn::My(c) => c.rollback().await,
+                    };
+                    if !alive {
+                        self.conn = None;
+                    }
+                }
+                Err(f)
+            }
+        }
+    }
+
+    fn reconnects(&self) -> u64 {
+        self.opened.saturating_sub(1)
+    }
+}
+
+/// Classifies an I/O error met while connecting.
+pub(crate) fn connect_io_class(e: &std::io::Error) -> ErrorClass {
+    match e.kind() {
+        std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound => ErrorClass::ConnectRefused,
+        std::io::ErrorKind::TimedOut => ErrorClass::ConnectTimeout,
+        std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::UnexpectedEof => {
+            ErrorClass::ConnectionLost
+        }
+        _ => ErrorClass::Other,
+    }
+}
+
+/// A failure with the statement at fault appended.
+pub(crate) fn with_statement(mut f: Failure, sql: &str) -> Failure {
+    f.message = format!("{} (statement: {sql})", f.message);
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_parse_and_redact() {
+        let u = SqlUrl::parse("postgres://bob:s%40cret@127.0.0.1:5433/bench").unwrap();
+        assert_eq!((u.engine, u.user.as_str(), u.password.as_deref(), u.port), (Engine::Postgres, "bob", Some("s@cret"), 5433));
+        assert_eq!(u.redacted(), "postgres://bob@127.0.0.1:5433/bench");
+        let m = SqlUrl::parse("mysql://root@localhost/db?socket=/tmp/my.sock").unwrap();
+        assert_eq!((m.port, m.socket.as_deref()), (3306, Some("/tmp/my.sock")));
+        assert!(!m.redacted().contains("***"));
+        assert!(SqlUrl::parse("mysql://root@localhost/").is_err());
+        assert!(SqlUrl::parse("mysql://u:pw@h/db?bogus=1").unwrap_err().contains("bogus"));
+        assert_eq!(redact_text("mysql://u:pw@h/db"), "mysql://u:***@h/db");
+    }
+}

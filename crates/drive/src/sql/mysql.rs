@@ -1,0 +1,120 @@
+//! MySQL/MariaDB connections (mysql_async): open, prepare, run a unit, classify errors.
+
+use super::workload::{Unit, Value};
+use super::{connect_io_class, with_statement, Compiled, Inner, SqlUrl};
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, OptsBuilder, Params, Statement};
+use scalelab_core::result::Failure;
+use scalelab_core::ErrorClass;
+use std::time::Duration;
+
+/// Opens a connection (TCP, or the unix socket of `?socket=`).
+pub(crate) async fn connect(url: &SqlUrl, timeout: Duration, stmt_cache: usize) -> Result<Conn, Failure> {
+    let mut opts = OptsBuilder::default()
+        .ip_or_hostname(url.host.clone())
+        .tcp_port(url.port)
+        .user(Some(url.user.clone()))
+        .pass(url.password.clone())
+        .db_name(Some(url.database.clone()))
+        .prefer_socket(false)
+        .tcp_nodelay(true)
+        .stmt_cache_size(stmt_cache);
+    if let Some(s) = &url.socket {
+        opts = opts.socket(Some(s.clone()));
+    }
+    match tokio::time::timeout(timeout, Conn::new(opts)).await {
+        Err(_) => Err(Failure::new(ErrorClass::ConnectTimeout, format!("connect to {}:{} timed out", url.host, url.port))),
+        Ok(Ok(c)) => Ok(c),
+        Ok(Err(e)) => Err(match &e {
+            mysql_async::Error::Io(mysql_async::IoError::Io(io)) => Failure::new(
+                connect_io_class(io),
+                format!("connect to {}: {io}", url.socket.clone().unwrap_or_else(|| format!("{}:{}", url.host, url.port))),
+            ),
+            _ => classify(&e),
+        }),
+    }
+}
+
+/// Maps a mysql_async error to an error class, keeping the server's message.
+pub(crate) fn classify(e: &mysql_async::Error) -> Failure {
+    match e {
+        mysql_async::Error::Server(s) => {
+            let class = match s.code {
+                1213 => ErrorClass::Deadlock,
+                1205 => ErrorClass::LockWaitTimeout,
+                1040 | 1203 => ErrorClass::TooManyConnections,
+                2006 | 2013 | 1927 | 1053 => ErrorClass::ConnectionLost,
+                _ => ErrorClass::SqlError,
+            };
+            Failure::new(class, format!("ERROR {} ({}): {}", s.code, s.state, s.message))
+        }
+        mysql_async::Error::Io(_) => Failure::new(ErrorClass::ConnectionLost, format!("connection lost: {e}")),
+        mysql_async::Error::Driver(d) => match d {
+            mysql_async::DriverError::ConnectionClosed | mysql_async::DriverError::PoolDisconnected => {
+                Failure::new(ErrorClass::ConnectionLost, format!("connection lost: {e}"))
+            }
+            _ => Failure::new(ErrorClass::Other, e.to_string()),
+        },
+        _ => Failure::new(ErrorClass::Other, e.to_string()),
+    }
+}
+
+fn to_my(v: &Value) -> mysql_async::Value {
+    match v {
+        Value::Int(i) => mysql_async::Value::Int(*i),
+        Value::Text(s) => mysql_async::Value::Bytes(s.as_bytes().to_vec()),
+    }
+}
+
+/// A MySQL connection with the workload prepared on it.
+pub(crate) struct MyConn {
+    conn: Conn,
+    /// Per unit, per statement (empty without prepare).
+    stmts: Vec<Vec<Statement>>,
+}
+
+impl MyConn {
+    pub(crate) async fn open(inner: &Inner, prepare: bool) -> Result<MyConn, Failure> {
+        let n: usize = inner.units.iter().map(Vec::len).sum();
+        let mut conn = connect(&inner.config.url, inner.config.connect_timeout, n + 16).await?;
+        let mut stmts = Vec::new();
+        if prepare {
+            for unit in &inner.units {
+                let mut v = Vec::new();
+                for s in unit {
+                    v.push(conn.prep(&s.my).await.map_err(|e| with_statement(classify(&e), &s.raw))?);
+                }
+                stmts.push(v);
+            }
+        }
+        Ok(MyConn { conn, stmts })
+    }
+
+    /// Runs one unit.
+    pub(crate) async fn run(&mut self, u: usize, unit: &Unit, stmts: &[Compiled], values: &[Value], prepare: bool) -> Result<(), Failure> {
+        if unit.transaction {
+            self.conn.query_drop("BEGIN").await.map_err(|e| classify(&e))?;
+        }
+        for (i, s) in stmts.iter().enumerate() {
+            if prepare {
+                let params = if s.order.is_empty() {
+                    Params::Empty
+                } else {
+                    Params::Positional(s.order.iter().map(|&p| to_my(&values[p])).collect())
+                };
+                self.conn.exec_drop(&self.stmts[u][i], params).await.map_err(|e| classify(&e))?;
+            } else {
+                self.conn.query_drop(s.text(unit, values)).await.map_err(|e| classify(&e))?;
+            }
+        }
+        if unit.transaction {
+            self.conn.query_drop("COMMIT").await.map_err(|e| classify(&e))?;
+        }
+        Ok(())
+    }
+
+    /// Ends a failed transaction; false when the connection is unusable.
+    pub(crate) async fn rollback(&mut self) -> bool {
+        self.conn.query_drop("ROLLBACK").await.is_ok()
+    }
+}

@@ -1,0 +1,588 @@
+//! SQL workloads: units of work (single statements or transactions) with
+//! weights, and the parameter generators that fill their placeholders.
+//!
+//! A statement names its parameters as `{name}`; the driver turns them into
+//! `$1, $2, …` (PostgreSQL) or `?` (MySQL) for prepared statements, or into
+//! literals for `--no-prepare`. Parameters are drawn once per unit, so one
+//! value can be used by several statements of a transaction.
+
+use serde::Deserialize;
+
+/// A parameter value bound to a placeholder.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    /// An integer (bound as int2/int4/int8/numeric/text as the server expects).
+    Int(i64),
+    /// A string.
+    Text(String),
+}
+
+impl Value {
+    /// The value as a SQL literal (for `--no-prepare`).
+    pub fn literal(&self) -> String {
+        match self {
+            Value::Int(i) => i.to_string(),
+            Value::Text(s) => format!("'{}'", s.replace('\\', "\\\\").replace('\'', "''")),
+        }
+    }
+}
+
+/// How a parameter's values are drawn.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Gen {
+    /// Integers uniform in `min..=max`.
+    Uniform { min: i64, max: i64 },
+    /// Integers in `min..=max`, zipfian with exponent `theta` (0.99 by
+    /// default; larger = more skewed): `min` is the hottest value.
+    Zipfian {
+        min: i64,
+        max: i64,
+        #[serde(default = "default_theta")]
+        theta: f64,
+    },
+    /// Integers from a normal distribution, clamped to `min..=max`.
+    Gaussian { mean: f64, stddev: f64, min: i64, max: i64 },
+    /// Consecutive integers from `start` (each client has its own sequence,
+    /// offset by `client * stride`; stride 1 000 000 000 by default).
+    Sequence {
+        #[serde(default = "default_start")]
+        start: i64,
+        #[serde(default = "default_stride")]
+        stride: i64,
+    },
+    /// Random alphanumeric strings with a length in `min_len..=max_len`.
+    String { min_len: usize, max_len: usize },
+    /// One of the listed values, uniformly.
+    Pick { values: Vec<PickValue> },
+}
+
+fn default_theta() -> f64 {
+    0.99
+}
+fn default_start() -> i64 {
+    1
+}
+fn default_stride() -> i64 {
+    1_000_000_000
+}
+
+/// A literal of a `pick` list: an integer or a string.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum PickValue {
+    /// An integer.
+    Int(i64),
+    /// A string.
+    Text(String),
+}
+
+impl Gen {
+    /// Checks the generator's bounds; the message names what is wrong.
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            Gen::Uniform { min, max } | Gen::Gaussian { min, max, .. } if min > max => Err(format!("min {min} > max {max}")),
+            Gen::Zipfian { min, max, theta } => {
+                if min > max {
+                    Err(format!("min {min} > max {max}"))
+                } else if !(*theta > 0.0 && *theta < 10.0) || (*theta - 1.0).abs() < 1e-9 {
+                    Err(format!("theta must be in (0, 10) and not 1, got {theta}"))
+                } else {
+                    Ok(())
+                }
+            }
+            Gen::Gaussian { stddev, .. } if *stddev < 0.0 => Err("stddev must be >= 0".into()),
+            Gen::String { min_len, max_len } if min_len > max_len => Err(format!("min_len {min_len} > max_len {max_len}")),
+            Gen::Pick { values } if values.is_empty() => Err("pick needs at least one value".into()),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// One unit of work: a statement, or a transaction of several.
+#[derive(Clone, Debug)]
+pub struct Unit {
+    /// Name shown in the workload description.
+    pub name: String,
+    /// Relative share of the traffic.
+    pub weight: u32,
+    /// Wrapped in BEGIN … COMMIT (counted as statements).
+    pub transaction: bool,
+    /// Statements with `{name}` placeholders.
+    pub statements: Vec<String>,
+    /// Generators by parameter name, drawn in this order once per unit.
+    pub params: Vec<(String, Gen)>,
+}
+
+/// A named mix of units.
+#[derive(Clone, Debug)]
+pub struct Workload {
+    /// The built-in name or the file name.
+    pub name: String,
+    /// The units with their weights.
+    pub units: Vec<Unit>,
+}
+
+impl Workload {
+    /// A one-line description for the run record.
+    pub fn describe(&self) -> String {
+        let stmts: usize = self.units.iter().map(|u| u.statements.len()).max().unwrap_or(0);
+        let tx = self.units.iter().any(|u| u.transaction);
+        format!(
+            "{} ({} unit{}, {}{} statement{} per unit)",
+            self.name,
+            self.units.len(),
+            if self.units.len() == 1 { "" } else { "s" },
+            if self.units.len() > 1 { "up to " } else { "" },
+            stmts + if tx { 2 } else { 0 },
+            if stmts + usize::from(tx) * 2 == 1 { "" } else { "s" }
+        )
+    }
+}
+
+/// What the built-in workloads need to know about the prepared tables.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DatasetShape {
+    /// sbtest tables present (sbtest1..N).
+    pub sbtest_tables: u32,
+    /// Rows per sbtest table (max id of sbtest1).
+    pub sbtest_rows: i64,
+    /// pgbench scale (rows of pgbench_branches).
+    pub pgbench_scale: i64,
+    /// Rows of pgbench_accounts.
+    pub pgbench_accounts: i64,
+}
+
+/// The built-in workloads: name, dataset they need, one-line description.
+pub const BUILTIN: [(&str, &str, &str); 6] = [
+    ("point-select", "sbtest", "sysbench oltp_point_select: SELECT c FROM sbtestN WHERE id = ?"),
+    ("read-only", "sbtest", "sysbench oltp_read_only's transaction: 10 point selects, simple, sum, order and distinct ranges"),
+    ("hot-row", "sbtest", "UPDATE sbtest1 SET k = k + 1 on 10 hot rows: a lock-contention workload"),
+    ("write", "sbtest", "sysbench oltp_write_only's transaction: index and non-index updates, delete + insert, spread evenly"),
+    ("pgbench-select", "pgbench", "pgbench -S: SELECT abalance FROM pgbench_accounts WHERE aid = ?"),
+    ("pgbench-tpcb", "pgbench", "pgbench's default TPC-B-like transaction (3 updates, a select, an insert)"),
+];
+
+/// Builds a built-in workload for the tables found on the server.
+pub fn builtin(name: &str, shape: &DatasetShape) -> Result<Workload, String> {
+    let (_, dataset, _) = BUILTIN
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .ok_or_else(|| format!("unknown workload '{name}': built-in workloads are {}", BUILTIN.map(|b| b.0).join(", ")))?;
+    let missing = || format!("workload '{name}' needs the {dataset} dataset: run `scalelab prepare URL --dataset {dataset}` first");
+    let id = |max: i64| Gen::Uniform { min: 1, max };
+    let mut units = Vec::new();
+    if *dataset == "sbtest" {
+        if shape.sbtest_tables == 0 || shape.sbtest_rows < 1 {
+            return Err(missing());
+        }
+        let rows = shape.sbtest_rows;
+        let tables = if name == "hot-row" { 1 } else { shape.sbtest_tables };
+        for t in 1..=tables {
+            let unit = |statements: Vec<String>, params: Vec<(String, Gen)>, transaction: bool| Unit {
+                name: format!("{name}@sbtest{t}"),
+                weight: 1,
+                transaction,
+                statements,
+                params,
+            };
+            units.push(match name {
+                "point-select" => unit(vec![format!("SELECT c FROM sbtest{t} WHERE id = {{id}}")], vec![("id".into(), id(rows))], false),
+                "read-only" => {
+                    let mut s: Vec<String> = (1..=10).map(|i| format!("SELECT c FROM sbtest{t} WHERE id = {{id{i}}}")).collect();
+                    let mut p: Vec<(String, Gen)> = (1..=10).map(|i| (format!("id{i}"), id(rows))).collect();
+                    let hi = (rows - 99).max(1);
+                    for (i, q) in [
+                        "SELECT c FROM sbtest{t} WHERE id BETWEEN {r1} AND {r1} + 99",
+                        "SELECT SUM(k) FROM sbtest{t} WHERE id BETWEEN {r2} AND {r2} + 99",
+                        "SELECT c FROM sbtest{t} WHERE id BETWEEN {r3} AND {r3} + 99 ORDER BY c",
+                        "SELECT DISTINCT c FROM sbtest{t} WHERE id BETWEEN {r4} AND {r4} + 99 ORDER BY c",
+                    ]
+                    .iter()
+                    .enumerate()
+                    {
+                        s.push(q.replace("{t}", &t.to_string()));
+                        let start = Gen::Uniform { min: 1, max: hi };
+                        p.push((format!("r{}", i + 1), start));
+                    }
+                    unit(s, p, true)
+                }
+                "hot-row" => {
+                    unit(vec!["UPDATE sbtest1 SET k = k + 1 WHERE id = {id}".into()], vec![("id".into(), id(rows.min(10)))], false)
+                }
+                "write" => unit(
+                    vec![
+                        format!("UPDATE sbtest{t} SET k = k + 1 WHERE id = {{id1}}"),
+                        format!("UPDATE sbtest{t} SET c = {{c}} WHERE id = {{id2}}"),
+                        format!("DELETE FROM sbtest{t} WHERE id = {{id3}}"),
+                        format!("INSERT INTO sbtest{t} (id, k, c, pad) VALUES ({{id3}}, {{k}}, {{c2}}, {{pad}})"),
+                    ],
+                    vec![
+                        ("id1".into(), id(rows)),
+                        ("id2".into(), id(rows)),
+                        ("id3".into(), id(rows)),
+                        ("k".into(), id(rows)),
+                        ("c".into(), Gen::String { min_len: 119, max_len: 119 }),
+                        ("c2".into(), Gen::String { min_len: 119, max_len: 119 }),
+                        ("pad".into(), Gen::String { min_len: 59, max_len: 59 }),
+                    ],
+                    true,
+                ),
+                _ => unreachable!("listed in BUILTIN"),
+            });
+        }
+    } else {
+        if shape.pgbench_scale < 1 || shape.pgbench_accounts < 1 {
+            return Err(missing());
+        }
+        let aid = id(shape.pgbench_accounts);
+        units.push(match name {
+            "pgbench-select" => Unit {
+                name: name.into(),
+                weight: 1,
+                transaction: false,
+                statements: vec!["SELECT abalance FROM pgbench_accounts WHERE aid = {aid}".into()],
+                params: vec![("aid".into(), aid)],
+            },
+            "pgbench-tpcb" => Unit {
+                name: name.into(),
+                weight: 1,
+                transaction: true,
+                statements: vec![
+                    "UPDATE pgbench_accounts SET abalance = abalance + {delta} WHERE aid = {aid}".into(),
+                    "SELECT abalance FROM pgbench_accounts WHERE aid = {aid}".into(),
+                    "UPDATE pgbench_tellers SET tbalance = tbalance + {delta} WHERE tid = {tid}".into(),
+                    "UPDATE pgbench_branches SET bbalance = bbalance + {delta} WHERE bid = {bid}".into(),
+                    "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES ({tid}, {bid}, {aid}, {delta}, CURRENT_TIMESTAMP)"
+                        .into(),
+                ],
+                params: vec![
+                    ("aid".into(), aid),
+                    ("bid".into(), id(shape.pgbench_scale)),
+                    ("tid".into(), id(shape.pgbench_scale * 10)),
+                    ("delta".into(), Gen::Uniform { min: -5000, max: 5000 }),
+                ],
+            },
+            _ => unreachable!("listed in BUILTIN"),
+        });
+    }
+    Ok(Workload { name: name.to_string(), units })
+}
+
+/// A workload file could not be used; `line` is 1-based (0 = whole file).
+#[derive(Debug, thiserror::Error)]
+#[error("{file}:{line}: {why}")]
+pub struct WorkloadFileError {
+    /// The file as given.
+    pub file: String,
+    /// The line at fault.
+    pub line: usize,
+    /// What is wrong.
+    pub why: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileDoc {
+    name: Option<String>,
+    #[serde(default)]
+    unit: Vec<FileUnit>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileUnit {
+    name: Option<String>,
+    #[serde(default = "one")]
+    weight: u32,
+    #[serde(default)]
+    transaction: bool,
+    sql: SqlField,
+    #[serde(default)]
+    params: toml::Table,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum SqlField {
+    One(String),
+    Many(Vec<String>),
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// Parses a workload file (TOML; see docs/workloads.md).
+pub fn parse_workload_file(file: &str, text: &str) -> Result<Workload, WorkloadFileError> {
+    let err = |line: usize, why: String| WorkloadFileError { file: file.to_string(), line, why };
+    let doc: FileDoc = toml::from_str(text).map_err(|e| {
+        let line = e.span().map(|s| line_of(text, s.start)).unwrap_or(0);
+        err(line, e.message().trim().to_string())
+    })?;
+    let find_line = |needle: &str| text.find(needle).map(|o| line_of(text, o)).unwrap_or(0);
+    if doc.unit.is_empty() {
+        return Err(err(0, "no [[unit]] in file".into()));
+    }
+    let mut units = Vec::new();
+    for (i, u) in doc.unit.into_iter().enumerate() {
+        let name = u.name.unwrap_or_else(|| format!("unit{}", i + 1));
+        let statements = match u.sql {
+            SqlField::One(s) => vec![s],
+            SqlField::Many(v) => v,
+        };
+        if statements.is_empty() || statements.iter().any(|s| s.trim().is_empty()) {
+            return Err(err(find_line("sql"), format!("unit '{name}': empty statement")));
+        }
+        if u.weight == 0 {
+            return Err(err(find_line("weight"), format!("unit '{name}': weight must be at least 1")));
+        }
+        let mut params = Vec::new();
+        for (pname, v) in u.params {
+            let line = find_line(&format!("{pname} ="));
+            let g: Gen = v.try_into().map_err(|e: toml::de::Error| err(line, format!("parameter '{pname}': {}", e.message().trim())))?;
+            g.validate().map_err(|why| err(line, format!("parameter '{pname}': {why}")))?;
+            params.push((pname, g));
+        }
+        for s in &statements {
+            for p in placeholders(s) {
+                if !params.iter().any(|(n, _)| *n == p) {
+                    return Err(err(find_line(&format!("{{{p}}}")), format!("unit '{name}': {{{p}}} has no generator in [unit.params]")));
+                }
+            }
+        }
+        units.push(Unit { name, weight: u.weight, transaction: u.transaction, statements, params });
+    }
+    Ok(Workload { name: doc.name.unwrap_or_else(|| file.to_string()), units })
+}
+
+/// The `{name}` placeholders of a statement, in order of appearance.
+pub fn placeholders(sql: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = sql;
+    while let Some(open) = rest.find('{') {
+        let after = &rest[open + 1..];
+        match after.find('}') {
+            Some(close) if is_ident(&after[..close]) => {
+                out.push(after[..close].to_string());
+                rest = &after[close + 1..];
+            }
+            _ => rest = after,
+        }
+    }
+    out
+}
+
+fn is_ident(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !s.starts_with(|c: char| c.is_ascii_digit())
+}
+
+/// Rewrites a statement's placeholders: each `{name}` becomes `bind(index)`
+/// where `index` points into the unit's parameter list; returns the SQL and
+/// the parameter index of every bind position.
+pub fn compile(sql: &str, params: &[(String, Gen)], mut bind: impl FnMut(usize) -> String) -> (String, Vec<usize>) {
+    let mut out = String::with_capacity(sql.len());
+    let mut order = Vec::new();
+    let mut rest = sql;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        match after.find('}') {
+            Some(close) if is_ident(&after[..close]) => {
+                let name = &after[..close];
+                let idx = params.iter().position(|(n, _)| n == name).expect("placeholders checked against params");
+                order.push(idx);
+                out.push_str(&bind(order.len()));
+                rest = &after[close + 1..];
+            }
+            _ => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    (out, order)
+}
+
+/// A small fast PRNG (xoshiro-like splitmix64 + xorshift64*), one per client.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator seeded from a client id.
+    pub fn new(seed: u64) -> Rng {
+        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        Rng((z ^ (z >> 31)) | 1)
+    }
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// Uniform in `0..n` (n > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
+    }
+    /// Uniform in `[0, 1)`.
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Per-client state of one generator (sequences, zipfian constants).
+#[derive(Clone, Debug)]
+pub struct GenState {
+    gen: Gen,
+    next_seq: i64,
+    zipf: Option<Zipf>,
+}
+
+#[derive(Clone, Debug)]
+struct Zipf {
+    n: f64,
+    theta: f64,
+    alpha: f64,
+    zetan: f64,
+    eta: f64,
+}
+
+fn zeta(n: u64, theta: f64) -> f64 {
+    (1..=n).map(|i| 1.0 / (i as f64).powf(theta)).sum()
+}
+
+impl GenState {
+    /// State for client `client` (sequences start at `start + client * stride`).
+    pub fn new(gen: &Gen, client: u32) -> GenState {
+        let next_seq = match gen {
+            Gen::Sequence { start, stride } => start.saturating_add(stride.saturating_mul(i64::from(client))),
+            _ => 0,
+        };
+        let zipf = match *gen {
+            Gen::Zipfian { min, max, theta } => {
+                // Gray et al., "Quickly generating billion-record synthetic databases";
+                // zeta(n) is summed up to 10M terms, then extrapolated.
+                let n = (max - min + 1) as u64;
+                let cap = n.min(10_000_000);
+                let mut zetan = zeta(cap, theta);
+                if n > cap {
+                    zetan += ((n as f64).powf(1.0 - theta) - (cap as f64).powf(1.0 - theta)) / (1.0 - theta);
+                }
+                let zeta2 = zeta(2, theta);
+                let alpha = 1.0 / (1.0 - theta);
+                let eta = (1.0 - (2.0 / n as f64).powf(1.0 - theta)) / (1.0 - zeta2 / zetan);
+                Some(Zipf { n: n as f64, theta, alpha, zetan, eta })
+            }
+            _ => None,
+        };
+        GenState { gen: gen.clone(), next_seq, zipf }
+    }
+
+    /// Draws the next value.
+    pub fn draw(&mut self, rng: &mut Rng) -> Value {
+        match &self.gen {
+            Gen::Uniform { min, max } => Value::Int(min + rng.below((max - min) as u64 + 1) as i64),
+            Gen::Zipfian { min, max, .. } => {
+                let z = self.zipf.as_ref().expect("zipf state");
+                let u = rng.unit();
+                let uz = u * z.zetan;
+                let k = if uz < 1.0 {
+                    0
+                } else if uz < 1.0 + 0.5f64.powf(z.theta) {
+                    1
+                } else {
+                    (z.n * (z.eta * u - z.eta + 1.0).powf(z.alpha)) as i64
+                };
+                Value::Int((min + k).min(*max))
+            }
+            Gen::Gaussian { mean, stddev, min, max } => {
+                let (u1, u2) = (rng.unit().max(1e-12), rng.unit());
+                let g = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+                Value::Int(((mean + stddev * g).round() as i64).clamp(*min, *max))
+            }
+            Gen::Sequence { .. } => {
+                let v = self.next_seq;
+                self.next_seq += 1;
+                Value::Int(v)
+            }
+            Gen::String { min_len, max_len } => {
+                const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+                let len = min_len + rng.below((max_len - min_len) as u64 + 1) as usize;
+                let s: String = (0..len).map(|_| CHARS[rng.below(CHARS.len() as u64) as usize] as char).collect();
+                Value::Text(s)
+            }
+            Gen::Pick { values } => match &values[rng.below(values.len() as u64) as usize] {
+                PickValue::Int(i) => Value::Int(*i),
+                PickValue::Text(s) => Value::Text(s.clone()),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_file_and_compiles_placeholders() {
+        let text = r#"
+name = "mix"
+[[unit]]
+weight = 3
+sql = "SELECT c FROM t WHERE id = {id} AND k = {id}"
+params.id = { kind = "uniform", min = 1, max = 10 }
+
+[[unit]]
+transaction = true
+sql = ["UPDATE t SET c = {s} WHERE id = {z}", "SELECT 1"]
+[unit.params]
+s = { kind = "string", min_len = 3, max_len = 5 }
+z = { kind = "zipfian", min = 1, max = 1000 }
+"#;
+        let w = parse_workload_file("mix.toml", text).unwrap();
+        assert_eq!(w.units.len(), 2);
+        assert_eq!(w.units[0].weight, 3);
+        let (sql, order) = compile(&w.units[0].statements[0], &w.units[0].params, |i| format!("${i}"));
+        assert_eq!(sql, "SELECT c FROM t WHERE id = $1 AND k = $2");
+        assert_eq!(order, vec![0, 0]);
+        let mut rng = Rng::new(1);
+        let mut z = GenState::new(&w.units[1].params[1].1, 0);
+        let mut ones = 0;
+        for _ in 0..10_000 {
+            let Value::Int(v) = z.draw(&mut rng) else { panic!() };
+            assert!((1..=1000).contains(&v));
+            ones += usize::from(v == 1);
+        }
+        assert!(ones > 500, "zipfian is skewed toward min: {ones}");
+    }
+
+    #[test]
+    fn errors_name_file_and_line() {
+        let e = parse_workload_file("w.toml", "[[unit]]\nsql = \"SELECT {x}\"\nparams.x = { kind = \"bogus\" }\n").unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        assert!(e.to_string().contains("bogus"), "{e}");
+        let e = parse_workload_file("w.toml", "[[unit]]\nsql = \"SELECT 1\nx").unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+        let e = parse_workload_file("w.toml", "[[unit]]\nsql = \"SELECT {y}\"\n").unwrap_err();
+        assert!(e.to_string().contains("{y} has no generator"), "{e}");
+    }
+
+    #[test]
+    fn builtins_need_their_dataset() {
+        assert!(builtin("point-select", &DatasetShape::default()).unwrap_err().contains("--dataset sbtest"));
+        let shape = DatasetShape { sbtest_tables: 2, sbtest_rows: 1000, pgbench_scale: 1, pgbench_accounts: 100_000 };
+        for (name, _, _) in BUILTIN {
+            let w = builtin(name, &shape).unwrap();
+            assert!(!w.units.is_empty());
+        }
+        assert_eq!(builtin("read-only", &shape).unwrap().units[0].statements.len(), 14);
+    }
+}
