@@ -103,6 +103,15 @@ pub struct SweepArgs {
     /// No progress lines.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// The server process to observe (default: the owner of the target's port on loopback, or the specimen).
+    #[arg(long)]
+    pub server_pid: Option<u32>,
+    /// Interval of the system and process samples.
+    #[arg(long, default_value = "1s")]
+    pub sample_interval: String,
+    /// Thread-state samples per second of the server process (0: off).
+    #[arg(long, default_value_t = 50.0)]
+    pub thread_sample_hz: f64,
     /// Check the result, e.g. 'peak >= 5000', 'p99_ms@50 <= 20', 'no collapse' (docs/assertions.md); a failure exits 1.
     #[arg(long = "assert")]
     pub asserts: Vec<String>,
@@ -121,13 +130,13 @@ pub struct SweepArgs {
 pub struct PrepareArgs {
     /// Database URL: postgres://user[:pass]@host:port/db or mysql://user[:pass]@host:port/db[?socket=/path].
     pub target: String,
-    /// sbtest (sysbench's tables) or pgbench (pgbench's tables).
+    /// sbtest (sysbench's tables), pgbench (pgbench's tables) or news (a read-mostly web site).
     #[arg(long)]
     pub dataset: String,
-    /// sbtest: number of tables; pgbench: scale factor (as `pgbench -i -s N`).
+    /// sbtest: number of tables; pgbench: scale factor (as `pgbench -i -s N`); news: N x 10000 articles.
     #[arg(long, short = 's', default_value_t = 1)]
     pub scale: u32,
-    /// Rows per sbtest table, or accounts per pgbench branch (default 100000; smaller for quick tests).
+    /// Rows per sbtest table, accounts per pgbench branch (default 100000), or news articles per scale unit (default 10000); smaller for quick tests.
     #[arg(long)]
     pub rows: Option<u64>,
     /// MySQL storage engine: innodb or myisam.

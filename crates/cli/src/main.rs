@@ -7,6 +7,7 @@ mod cmd;
 mod error;
 mod progress;
 mod specimen_child;
+mod telemetry;
 
 use clap::Parser;
 use std::process::ExitCode;

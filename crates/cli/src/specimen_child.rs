@@ -38,6 +38,13 @@ impl SpecimenChild {
     }
 }
 
+impl SpecimenChild {
+    /// The specimen's process id, for the probes.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 impl Drop for SpecimenChild {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -47,8 +47,10 @@ fn prepare_and_sweep_every_workload() {
     ok(&store, &["prepare", &url, "--dataset", "pgbench", "--scale", "2", "--rows", "5000", "-q"]);
     assert_eq!(my.root_sql("SELECT COUNT(*) FROM bench.pgbench_accounts"), "10000");
 
+    ok(&store, &["prepare", &url, "--dataset", "news", "--scale", "1", "--rows", "300", "-q"]);
+    assert_eq!(my.root_sql("SELECT COUNT(*) FROM bench.news_comments"), "1500");
     for (workload, per_unit) in
-        [("point-select", 1), ("read-only", 16), ("hot-row", 1), ("write", 6), ("pgbench-select", 1), ("pgbench-tpcb", 7)]
+        [("point-select", 1), ("read-only", 16), ("hot-row", 1), ("write", 6), ("pgbench-select", 1), ("pgbench-tpcb", 7), ("news-read", 1)]
     {
         let doc = sweep(&store, &url, "1,3", "300ms", &["--workload", workload]);
         assert_eq!(doc["target"], "mysql://bench@127.0.0.1:".to_string() + &my.port.to_string() + "/bench");

@@ -57,8 +57,10 @@ fn prepare_and_sweep_every_workload() {
     assert_eq!(pg.psql("bench", "SELECT count(*) FROM pgbench_accounts"), "10000");
     assert_eq!(pg.psql("bench", "SELECT count(*) FROM pgbench_tellers"), "20");
 
+    ok(&store, &["prepare", &url, "--dataset", "news", "--scale", "1", "--rows", "300", "-q"]);
+    assert_eq!(pg.psql("bench", "SELECT count(*) FROM news_comments"), "1500");
     for (workload, per_unit) in
-        [("point-select", 1), ("read-only", 16), ("hot-row", 1), ("write", 6), ("pgbench-select", 1), ("pgbench-tpcb", 7)]
+        [("point-select", 1), ("read-only", 16), ("hot-row", 1), ("write", 6), ("pgbench-select", 1), ("pgbench-tpcb", 7), ("news-read", 1)]
     {
         let doc = sweep(&store, &url, "1,3", "300ms", &["--workload", workload]);
         assert_eq!(doc["target"], url.as_str());

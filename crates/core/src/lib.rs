@@ -4,6 +4,7 @@
 //! - [`result`]: what a step produced: [`StepResult`], [`SecondResult`], [`ErrorCounts`].
 //! - [`histogram`]: [`LatencyHistogram`], the mergeable HDR histogram every engine returns.
 //! - [`run`]: [`Run`], a run loaded in memory (plan, environment, steps).
+//! - [`telemetry`]: [`StepTelemetry`], what the machine and server did in a step's window.
 //! - [`env`]: [`Environment`], the "benchmark configuration" recorded with each run.
 //!
 //! Nothing here does I/O; these are values handed between crates.
@@ -13,12 +14,14 @@ pub mod histogram;
 pub mod plan;
 pub mod result;
 pub mod run;
+pub mod telemetry;
 
 pub use env::Environment;
 pub use histogram::{LatencyHistogram, LatencySummary};
 pub use plan::{parse_concurrency_list, parse_duration, RunPlan, StepPlan};
 pub use result::{ErrorClass, ErrorCounts, Failure, SecondResult, StepResult};
 pub use run::{Run, RunKind};
+pub use telemetry::{HotThread, StepTelemetry, ThreadStatesPct};
 
 /// Seconds as a float, the unit of every duration that leaves the engine.
 pub type Seconds = f64;

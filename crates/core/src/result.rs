@@ -183,6 +183,9 @@ pub struct StepResult {
     /// Throughput as published, for imported series that have no window or
     /// histogram of their own.
     pub published_throughput_per_s: Option<f64>,
+    /// Telemetry of the window, derived from the run's samples when the run
+    /// is loaded (not produced by the engine).
+    pub telemetry: Option<crate::telemetry::StepTelemetry>,
 }
 
 impl StepResult {

@@ -47,6 +47,7 @@ pub mod sockdiag;
 pub mod socket_scan;
 pub mod sockets;
 pub mod stat;
+pub mod summary;
 pub mod syscalls;
 pub mod system;
 pub mod tasks;

@@ -65,6 +65,7 @@ fn step_json(step: &StepResult, first: Option<&StepResult>) -> Value {
         "reconnects": measured.then_some(step.reconnects),
         "connect_ms": step.connect_ms,
         "partial": step.partial,
+        "telemetry": step.telemetry.as_ref().map(|t| telemetry_json(t, step)),
         "seconds": step.seconds.iter().map(|s| json!({
             "second": s.second,
             "requests": s.requests,
@@ -73,4 +74,18 @@ fn step_json(step: &StepResult, first: Option<&StepResult>) -> Value {
             "p99_ms": s.latency.quantile_ms(0.99),
         })).collect::<Vec<_>>(),
     })
+}
+
+/// The `telemetry` object of a step: figures are null when unavailable, with
+/// the reason under `unavailable`.
+fn telemetry_json(t: &scalelab_core::StepTelemetry, step: &StepResult) -> Value {
+    let mut v = serde_json::to_value(t).unwrap_or(Value::Null);
+    if let Value::Object(m) = &mut v {
+        m.insert("client_cpu_pct".into(), json!(step.client_cpu_pct()));
+        m.insert("db".into(), Value::Null);
+        if let Some(Value::Object(u)) = m.get_mut("unavailable") {
+            u.entry("db").or_insert_with(|| json!("no database probe for this target"));
+        }
+    }
+    v
 }

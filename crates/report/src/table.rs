@@ -100,3 +100,75 @@ fn aggregate_row(name: &str, steps: &[&StepResult], first: Option<&StepResult>, 
         if errors.is_empty() { "-".into() } else { thousands(agg(&errors)) },
     ]
 }
+
+/// The per-step telemetry table (CPU split, context switches, server thread
+/// states, TCP), or None when the run has no telemetry. Missing figures are "-".
+pub fn telemetry_table(run: &Run) -> Option<String> {
+    if run.steps.iter().all(|s| s.telemetry.is_none()) {
+        return None;
+    }
+    let p = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.0}%"));
+    let n = |x: Option<f64>| x.map_or("-".to_string(), thousands);
+    let f = |x: Option<f64>| x.map_or("-".to_string(), |v| if v < 10.0 { format!("{v:.2}") } else { format!("{v:.0}") });
+    let mut rows = vec![[
+        "concurrency",
+        "cpu busy",
+        "usr",
+        "sys",
+        "iowait",
+        "cs/s",
+        "server cpu",
+        "cs/req",
+        "running",
+        "runnable",
+        "futex",
+        "io",
+        "hot thread",
+        "client cpu",
+        "time_wait",
+        "drops/s",
+    ]
+    .map(String::from)
+    .to_vec()];
+    for s in &run.steps {
+        let Some(t) = &s.telemetry else { continue };
+        let ts = t.thread_states_pct;
+        rows.push(vec![
+            s.concurrency.to_string(),
+            p(t.cpu_busy_pct),
+            p(t.cpu_user_pct),
+            p(t.cpu_sys_pct),
+            p(t.cpu_iowait_pct),
+            n(t.cs_per_s),
+            p(t.server_cpu_pct),
+            f(t.cs_per_request),
+            p(ts.map(|x| x.running)),
+            p(ts.map(|x| x.runnable)),
+            p(ts.map(|x| x.futex)),
+            p(ts.map(|x| x.io)),
+            t.hottest_threads.first().map_or("-".into(), |h| format!("{:.0}%", h.cpu_pct)),
+            p(s.client_cpu_pct()),
+            t.tcp_time_wait.map_or("-".into(), |v| v.to_string()),
+            f(t.listen_drops_per_s),
+        ]);
+    }
+    let mut out = String::from("telemetry (window averages; server = the target's process; thread states = share of its thread-time)\n");
+    out.push_str(&columns(&rows));
+    let mut reasons: Vec<String> = Vec::new();
+    for s in &run.steps {
+        if let Some(t) = &s.telemetry {
+            for (k, why) in &t.unavailable {
+                let line = format!("{k}: {why}");
+                if !reasons.contains(&line) {
+                    reasons.push(line);
+                }
+            }
+        }
+    }
+    if !reasons.is_empty() {
+        out.push_str("unavailable: ");
+        out.push_str(&reasons.join("; "));
+        out.push('\n');
+    }
+    Some(out)
+}

@@ -143,6 +143,53 @@ impl Store {
             .map_err(|e| self.sql(e))
     }
 
+    /// Stores raw telemetry samples `(unix_ms, kind, json)` in one transaction.
+    pub fn add_samples(&mut self, run_id: i64, samples: &[(i64, &str, String)]) -> Result<(), StoreError> {
+        if samples.is_empty() {
+            return Ok(());
+        }
+        let path = self.path.clone();
+        let sql = |cause| StoreError::Sql { path: path.clone(), cause };
+        let tx = self.conn.transaction().map_err(sql)?;
+        {
+            let mut stmt = tx.prepare_cached("INSERT INTO samples(run_id, unix_ms, kind, json) VALUES (?1, ?2, ?3, ?4)").map_err(sql)?;
+            for (at, kind, json) in samples {
+                stmt.execute(params![run_id, at, kind, json]).map_err(sql)?;
+            }
+        }
+        tx.commit().map_err(sql)
+    }
+
+    /// Every sample of one kind, oldest first: `(unix_ms, json)`.
+    pub fn load_samples(&self, run_id: i64, kind: &str) -> Result<Vec<(i64, String)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT unix_ms, json FROM samples WHERE run_id = ?1 AND kind = ?2 ORDER BY unix_ms")
+            .map_err(|e| self.sql(e))?;
+        let rows = stmt.query_map(params![run_id, kind], |r| Ok((r.get(0)?, r.get(1)?))).map_err(|e| self.sql(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.sql(e))
+    }
+
+    /// Records that a probe was unavailable during a run, and why (latest reason kept).
+    pub fn add_probe_note(&self, run_id: i64, source: &str, reason: &str) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO probe_notes(run_id, source, reason) VALUES (?1, ?2, ?3)
+                 ON CONFLICT(run_id, source) DO UPDATE SET reason = excluded.reason",
+                params![run_id, source, reason],
+            )
+            .map_err(|e| self.sql(e))?;
+        Ok(())
+    }
+
+    /// The unavailable probes of a run: `(source, reason)`.
+    pub fn load_probe_notes(&self, run_id: i64) -> Result<Vec<(String, String)>, StoreError> {
+        let mut stmt =
+            self.conn.prepare("SELECT source, reason FROM probe_notes WHERE run_id = ?1 ORDER BY source").map_err(|e| self.sql(e))?;
+        let rows = stmt.query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?))).map_err(|e| self.sql(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.sql(e))
+    }
+
     /// Removes a run and everything it holds (used when a run never started its load).
     pub fn delete_run(&self, run_id: i64) -> Result<(), StoreError> {
         self.conn.execute("DELETE FROM runs WHERE id = ?1", [run_id]).map_err(|e| self.sql(e))?;
@@ -281,6 +328,7 @@ impl Store {
                 connect_ms: r.get(12).map_err(|e| self.sql(e))?,
                 partial: r.get(13).map_err(|e| self.sql(e))?,
                 published_throughput_per_s: r.get(14).map_err(|e| self.sql(e))?,
+                telemetry: None,
             });
         }
         Ok(Run { id, kind, plan, environment, started_unix_ms: started, finished_unix_ms: finished, complete, outcome, steps })

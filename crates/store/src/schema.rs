@@ -10,6 +10,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0001_runs_steps.sql"),
     include_str!("migrations/0002_imported_series.sql"),
     include_str!("migrations/0003_micro_runs.sql"),
+    include_str!("migrations/0004_samples.sql"),
 ];
 
 /// The schema version this build writes.

@@ -45,7 +45,8 @@ pub fn show(path: &Path, a: &ShowArgs) -> anyhow::Result<ExitCode> {
         let json = if a.json { store.load_micro_report(id)? } else { None };
         return super::micro::show(&micro, json.as_deref());
     }
-    let run = store.load_run(id)?;
+    let mut run = store.load_run(id)?;
+    crate::telemetry::attach(&store, &mut run)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&json::run_json(&run))?);
         let parsed = super::analysis::parse_assertions(&a.asserts)?;
@@ -59,6 +60,9 @@ pub fn show(path: &Path, a: &ShowArgs) -> anyhow::Result<ExitCode> {
     println!("run {}: {} — {} — {}", run.id, run.plan.label, run.plan.workload, status);
     println!("target {}, {} client thread(s), started {}", run.plan.target, run.plan.client_threads, utc(run.started_unix_ms));
     print!("{}", table::run_table(&run));
+    if let Some(t) = table::telemetry_table(&run) {
+        print!("{t}");
+    }
     print!("{}", super::analysis::summary(&run));
     let parsed = super::analysis::parse_assertions(&a.asserts)?;
     Ok(if super::analysis::check(&run, &parsed) { ExitCode::SUCCESS } else { ExitCode::from(1) })
@@ -71,7 +75,8 @@ pub fn export(path: &Path, a: &ExportArgs) -> anyhow::Result<ExitCode> {
         println!("{json}");
         return Ok(ExitCode::SUCCESS);
     }
-    let run = store.load_run(id)?;
+    let mut run = store.load_run(id)?;
+    crate::telemetry::attach(&store, &mut run)?;
     match (a.format, a.series) {
         (ExportFormat::Json, _) => println!("{}", serde_json::to_string_pretty(&json::run_json(&run))?),
         (ExportFormat::Csv, false) => print!("{}", csv::steps_csv(&run)),

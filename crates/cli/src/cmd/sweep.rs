@@ -191,12 +191,22 @@ pub fn execute<D: scalelab_drive::Driver>(
         options,
     };
 
+    let sample_interval = parse_duration(&a.sample_interval).map_err(|e| bad(format!("--sample-interval: {e}")))?;
+    if sample_interval < Duration::from_millis(100) || !(0.0..=1000.0).contains(&a.thread_sample_hz) {
+        return Err(bad("--sample-interval must be at least 100ms and --thread-sample-hz between 0 and 1000"));
+    }
+    let server_pid = crate::telemetry::server_pid(&target_name, specimen.as_ref().map(|s| s.pid()), a.server_pid);
+
     // 4. Load. SIGINT/SIGTERM finish the current second and keep what was measured.
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone())?;
     }
     let run_id = store.begin_run(RunKind::Sweep, &plan, &env, None)?;
+    if let Err(why) = &server_pid {
+        store.add_probe_note(run_id, "Process", &format!("server process not found: {why}"))?;
+    }
+    let telemetry = crate::telemetry::Telemetry::start(server_pid.ok(), sample_interval, a.thread_sample_hz);
     let opts = EngineOptions { threads: common.threads, stop: stop.clone() };
     let mut progress = Progress::new(a.quiet, plan.steps.len());
     let print_rows = !a.json;
@@ -207,9 +217,13 @@ pub fn execute<D: scalelab_drive::Driver>(
     }
     let end = run_sweep(&driver, &plan.steps, &opts, a.max_failed_steps, &mut |ev| match ev {
         SweepEvent::StepStarted { index, plan } => progress.step_started(index, plan.concurrency),
-        SweepEvent::Tick { index, tick } => progress.tick(index, plan.steps[index].concurrency, tick),
+        SweepEvent::Tick { index, tick } => {
+            progress.tick(index, plan.steps[index].concurrency, tick);
+            crate::telemetry::store_records(&mut store, run_id, telemetry.drain());
+        }
         SweepEvent::StepFinished { index, result } => {
             progress.clear();
+            crate::telemetry::store_records(&mut store, run_id, telemetry.drain());
             if let Err(e) = store.add_step(run_id, index, &result) {
                 store_error.get_or_insert(e);
                 stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -225,6 +239,7 @@ pub fn execute<D: scalelab_drive::Driver>(
             steps.push(*result);
         }
     });
+    crate::telemetry::store_records(&mut store, run_id, telemetry.stop());
     drop(specimen);
     if let Some(e) = store_error {
         let _ = store.finish_run(run_id, false, "store error");
@@ -236,12 +251,16 @@ pub fn execute<D: scalelab_drive::Driver>(
         SweepEnd::TargetFailed { step } => (false, format!("target failed at step {step}"), ExitCode::from(1)),
     };
     store.finish_run(run_id, complete, &outcome)?;
-    let run: Run = store.load_run(run_id)?;
+    let mut run: Run = store.load_run(run_id)?;
+    crate::telemetry::attach(&store, &mut run)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&scalelab_report::json::run_json(&run))?);
     } else {
         println!();
         print!("{}", table::run_table(&run));
+        if let Some(t) = table::telemetry_table(&run) {
+            print!("{t}");
+        }
         print!("{}", super::analysis::summary(&run));
         println!("run {run_id} {outcome}; stored in {}", store_path.display());
     }

@@ -3,7 +3,7 @@
 //! loaded fast (COPY on PostgreSQL, 1000-row INSERTs on MySQL), so scalelab
 //! and sysbench/pgbench can run on the very same tables.
 
-use super::workload::{DatasetShape, Rng};
+use super::workload::{DatasetShape, Rng, NEWS_WORDS};
 use super::{mysql, pg, Engine, SqlUrl};
 use futures_util::SinkExt;
 use mysql_async::prelude::Queryable;
@@ -19,6 +19,8 @@ pub enum Dataset {
     Sbtest,
     /// pgbench's accounts, branches, tellers and history.
     Pgbench,
+    /// A read-mostly news site: categories, authors, articles with text, comments.
+    News,
 }
 
 impl std::str::FromStr for Dataset {
@@ -27,7 +29,8 @@ impl std::str::FromStr for Dataset {
         match s {
             "sbtest" => Ok(Dataset::Sbtest),
             "pgbench" => Ok(Dataset::Pgbench),
-            _ => Err(format!("unknown dataset '{s}': use sbtest or pgbench")),
+            "news" => Ok(Dataset::News),
+            _ => Err(format!("unknown dataset '{s}': use sbtest, pgbench or news")),
         }
     }
 }
@@ -39,7 +42,8 @@ pub struct PrepareOptions {
     pub dataset: Dataset,
     /// sbtest: number of tables; pgbench: scale factor (branches).
     pub scale: u32,
-    /// Rows per table (sbtest) or accounts per branch (pgbench); 100 000 by default.
+    /// Rows per table (sbtest) or accounts per branch (pgbench), 100 000 by
+    /// default; news: articles per scale unit, 10 000 by default.
     pub rows: Option<u64>,
     /// MySQL storage engine (`innodb`, `myisam`); ignored by PostgreSQL.
     pub engine: Option<String>,
@@ -131,6 +135,11 @@ impl Admin {
             shape.pgbench_scale = self.int("SELECT COUNT(*) FROM pgbench_branches").await?;
             shape.pgbench_accounts = self.int("SELECT MAX(aid) FROM pgbench_accounts").await?;
         }
+        if NEWS_TABLES.iter().all(|t| tables.iter().any(|x| x == t)) {
+            shape.news_articles = self.int("SELECT MAX(id) FROM news_articles").await?;
+            shape.news_authors = self.int("SELECT MAX(id) FROM news_authors").await?;
+            shape.news_categories = self.int("SELECT MAX(id) FROM news_categories").await?;
+        }
         Ok(shape)
     }
 
@@ -153,10 +162,13 @@ fn digits(rng: &mut Rng, groups: usize, out: &mut String) {
     }
 }
 
+const NEWS_TABLES: [&str; 4] = ["news_comments", "news_articles", "news_authors", "news_categories"];
+
 fn dataset_tables(opts: &PrepareOptions) -> Vec<String> {
     match opts.dataset {
         Dataset::Sbtest => (1..=opts.scale).map(|i| format!("sbtest{i}")).collect(),
         Dataset::Pgbench => ["pgbench_history", "pgbench_tellers", "pgbench_accounts", "pgbench_branches"].map(String::from).to_vec(),
+        Dataset::News => NEWS_TABLES.map(String::from).to_vec(),
     }
 }
 
@@ -198,7 +210,8 @@ pub fn prepare(url: &SqlUrl, opts: &PrepareOptions, progress: &mut dyn FnMut(u64
                 ),
             ));
         }
-        let rows = opts.rows.unwrap_or(100_000).max(1);
+        let default_rows = if opts.dataset == Dataset::News { 10_000 } else { 100_000 };
+        let rows = opts.rows.unwrap_or(default_rows).max(1);
         let mut summary = PrepareSummary::default();
         match opts.dataset {
             Dataset::Sbtest => {
@@ -213,6 +226,12 @@ pub fn prepare(url: &SqlUrl, opts: &PrepareOptions, progress: &mut dyn FnMut(u64
                 let scale = u64::from(opts.scale);
                 let total = scale * rows + scale * 11;
                 summary.rows = load_pgbench(&mut admin, url.engine, engine, scale, rows, &mut |d| progress(d, total)).await?;
+                summary.tables = dataset_tables(opts);
+            }
+            Dataset::News => {
+                let articles = u64::from(opts.scale) * rows;
+                let total = articles * 6 + 20 + articles / 100 + 1;
+                summary.rows = load_news(&mut admin, url.engine, engine, articles, &mut |d| progress(d, total)).await?;
                 summary.tables = dataset_tables(opts);
             }
         }
@@ -371,6 +390,125 @@ async fn load_pgbench(
     }
     if kind == Engine::Postgres {
         admin.exec("VACUUM ANALYZE pgbench_branches, pgbench_tellers, pgbench_accounts, pgbench_history").await?;
+    }
+    Ok(done)
+}
+
+/// `YYYY-MM-DD HH:MM:SS` of a Unix time (UTC), for COPY and INSERT alike.
+fn datetime(unix: i64) -> String {
+    let (days, secs) = (unix.div_euclid(86_400), unix.rem_euclid(86_400));
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60)
+}
+
+/// Filler text: `min` to `min + extra - 1` words from a small vocabulary (no quotes, no tabs).
+fn words(rng: &mut Rng, min: usize, extra: u64, out: &mut String) {
+    let n = min + rng.below(extra) as usize;
+    const FILL: [&str; 16] =
+        ["the", "a", "of", "and", "in", "to", "for", "on", "with", "new", "said", "year", "people", "local", "report", "today"];
+    for i in 0..n {
+        if i > 0 {
+            out.push(' ');
+        }
+        let r = rng.below(4);
+        out.push_str(if r == 0 {
+            NEWS_WORDS[rng.below(NEWS_WORDS.len() as u64) as usize]
+        } else {
+            FILL[rng.below(FILL.len() as u64) as usize]
+        });
+    }
+}
+
+/// The news site: 20 categories, one author per 100 articles, articles of
+/// about 300 words over two years, five comments per article on average.
+async fn load_news(admin: &mut Admin, kind: Engine, engine: &str, articles: u64, progress: &mut dyn FnMut(u64)) -> Result<u64, Failure> {
+    let (ts, text, suffix) = match kind {
+        Engine::Postgres => ("timestamp", "text", String::new()),
+        Engine::Mysql => ("datetime", "text", format!(" ENGINE = {engine}")),
+    };
+    for ddl in [
+        format!("CREATE TABLE news_categories (id int NOT NULL PRIMARY KEY, name varchar(40) NOT NULL){suffix}"),
+        format!("CREATE TABLE news_authors (id int NOT NULL PRIMARY KEY, name varchar(60) NOT NULL, email varchar(80) NOT NULL){suffix}"),
+        format!(
+            "CREATE TABLE news_articles (id int NOT NULL PRIMARY KEY, category_id int NOT NULL, author_id int NOT NULL, \
+             published {ts} NOT NULL, title varchar(200) NOT NULL, body {text} NOT NULL, views int NOT NULL){suffix}"
+        ),
+        format!(
+            "CREATE TABLE news_comments (id int NOT NULL PRIMARY KEY, article_id int NOT NULL, author varchar(60) NOT NULL, \
+             posted {ts} NOT NULL, body {text} NOT NULL){suffix}"
+        ),
+    ] {
+        admin.exec(&ddl).await?;
+    }
+    let start = 1_700_000_000i64; // 2023-11-14
+    let span = 2 * 365 * 86_400i64;
+    let authors = (articles / 100).max(1);
+    let mut done = 0u64;
+    let mut categories = |i: u64, _: &mut Rng, f: &mut Vec<String>| {
+        f.extend([i.to_string(), NEWS_WORDS[(i as usize - 1) % NEWS_WORDS.len()].to_string()]);
+    };
+    load_rows(admin, "news_categories", "id, name", 20, &mut categories, &mut |d| progress(d)).await?;
+    done += 20;
+    let mut author = |i: u64, _: &mut Rng, f: &mut Vec<String>| {
+        f.extend([i.to_string(), format!("Author {i}"), format!("author{i}@news.example")]);
+    };
+    load_rows(admin, "news_authors", "id, name, email", authors, &mut author, &mut |d| progress(done + d)).await?;
+    done += authors;
+    let mut article = |i: u64, rng: &mut Rng, f: &mut Vec<String>| {
+        let mut title = String::new();
+        words(rng, 6, 6, &mut title);
+        let mut body = String::with_capacity(2048);
+        words(rng, 250, 100, &mut body);
+        let when = start + (i as i64 * span / articles as i64);
+        f.extend([
+            i.to_string(),
+            (1 + rng.below(20)).to_string(),
+            (1 + rng.below(authors)).to_string(),
+            datetime(when),
+            title,
+            body,
+            rng.below(100_000).to_string(),
+        ]);
+    };
+    load_rows(admin, "news_articles", "id, category_id, author_id, published, title, body, views", articles, &mut article, &mut |d| {
+        progress(done + d)
+    })
+    .await?;
+    done += articles;
+    let comments = articles * 5;
+    let mut comment = |i: u64, rng: &mut Rng, f: &mut Vec<String>| {
+        let a = 1 + rng.below(articles);
+        let mut body = String::new();
+        words(rng, 10, 60, &mut body);
+        f.extend([
+            i.to_string(),
+            a.to_string(),
+            format!("reader{}", rng.below(10_000)),
+            datetime(start + (a as i64 * span / articles as i64) + rng.below(86_400 * 3) as i64),
+            body,
+        ]);
+    };
+    load_rows(admin, "news_comments", "id, article_id, author, posted, body", comments, &mut comment, &mut |d| progress(done + d)).await?;
+    done += comments;
+    for ddl in [
+        "CREATE INDEX news_articles_category ON news_articles (category_id, published)",
+        "CREATE INDEX news_articles_author ON news_articles (author_id)",
+        "CREATE INDEX news_articles_published ON news_articles (published)",
+        "CREATE INDEX news_comments_article ON news_comments (article_id, posted)",
+    ] {
+        admin.exec(ddl).await?;
+    }
+    if kind == Engine::Postgres {
+        admin.exec("VACUUM ANALYZE news_categories, news_authors, news_articles, news_comments").await?;
     }
     Ok(done)
 }

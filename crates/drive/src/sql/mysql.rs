@@ -49,12 +49,9 @@ pub(crate) fn classify(e: &mysql_async::Error) -> Failure {
             Failure::new(class, format!("ERROR {} ({}): {}", s.code, s.state, s.message))
         }
         mysql_async::Error::Io(_) => Failure::new(ErrorClass::ConnectionLost, format!("connection lost: {e}")),
-        mysql_async::Error::Driver(d) => match d {
-            mysql_async::DriverError::ConnectionClosed | mysql_async::DriverError::PoolDisconnected => {
-                Failure::new(ErrorClass::ConnectionLost, format!("connection lost: {e}"))
-            }
-            _ => Failure::new(ErrorClass::Other, e.to_string()),
-        },
+        mysql_async::Error::Driver(mysql_async::DriverError::ConnectionClosed | mysql_async::DriverError::PoolDisconnected) => {
+            Failure::new(ErrorClass::ConnectionLost, format!("connection lost: {e}"))
+        }
         _ => Failure::new(ErrorClass::Other, e.to_string()),
     }
 }

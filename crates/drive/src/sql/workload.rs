@@ -151,17 +151,66 @@ pub struct DatasetShape {
     pub pgbench_scale: i64,
     /// Rows of pgbench_accounts.
     pub pgbench_accounts: i64,
+    /// Rows of news_articles (0: no news dataset).
+    pub news_articles: i64,
+    /// Rows of news_authors.
+    pub news_authors: i64,
+    /// Rows of news_categories.
+    pub news_categories: i64,
 }
 
 /// The built-in workloads: name, dataset they need, one-line description.
-pub const BUILTIN: [(&str, &str, &str); 6] = [
+pub const BUILTIN: [(&str, &str, &str); 7] = [
     ("point-select", "sbtest", "sysbench oltp_point_select: SELECT c FROM sbtestN WHERE id = ?"),
     ("read-only", "sbtest", "sysbench oltp_read_only's transaction: 10 point selects, simple, sum, order and distinct ranges"),
     ("hot-row", "sbtest", "UPDATE sbtest1 SET k = k + 1 on 10 hot rows: a lock-contention workload"),
     ("write", "sbtest", "sysbench oltp_write_only's transaction: index and non-index updates, delete + insert, spread evenly"),
     ("pgbench-select", "pgbench", "pgbench -S: SELECT abalance FROM pgbench_accounts WHERE aid = ?"),
     ("pgbench-tpcb", "pgbench", "pgbench's default TPC-B-like transaction (3 updates, a select, an insert)"),
+    ("news-read", "news", "read-intensive web site: select by key, join, GROUP BY with COUNT, ORDER BY date LIMIT 20, LIKE search"),
 ];
+
+/// Title words of the news dataset (also the LIKE search terms of news-read).
+pub const NEWS_WORDS: [&str; 24] = [
+    "market", "election", "storm", "league", "science", "health", "city", "budget", "court", "music", "film", "travel", "energy", "school",
+    "police", "rail", "harbour", "festival", "museum", "tennis", "weather", "bank", "farm", "startup",
+];
+
+fn news_read(shape: &DatasetShape) -> Vec<Unit> {
+    let unit = |name: &str, weight: u32, sql: &str, params: Vec<(String, Gen)>| Unit {
+        name: name.to_string(),
+        weight,
+        transaction: false,
+        statements: vec![sql.to_string()],
+        params,
+    };
+    let article = || vec![("id".to_string(), Gen::Uniform { min: 1, max: shape.news_articles })];
+    let cat = || vec![("cat".to_string(), Gen::Uniform { min: 1, max: shape.news_categories })];
+    vec![
+        unit("article by key", 40, "SELECT title, body, published, views FROM news_articles WHERE id = {id}", article()),
+        unit(
+            "article with author and category",
+            20,
+            "SELECT a.title, u.name, c.name FROM news_articles a JOIN news_authors u ON u.id = a.author_id \
+             JOIN news_categories c ON c.id = a.category_id WHERE a.id = {id}",
+            article(),
+        ),
+        unit("comments of an article", 15, "SELECT author, body, posted FROM news_comments WHERE article_id = {id} ORDER BY posted", article()),
+        unit("latest in category", 15, "SELECT id, title, published FROM news_articles WHERE category_id = {cat} ORDER BY published DESC LIMIT 20", cat()),
+        unit(
+            "top authors of a category",
+            5,
+            "SELECT author_id, COUNT(*) AS n FROM news_articles WHERE category_id = {cat} GROUP BY author_id ORDER BY n DESC, author_id LIMIT 10",
+            cat(),
+        ),
+        unit(
+            "title search",
+            5,
+            "SELECT id, title FROM news_articles WHERE title LIKE {pattern} ORDER BY id LIMIT 20",
+            vec![("pattern".to_string(), Gen::Pick { values: NEWS_WORDS.iter().map(|w| PickValue::Text(format!("%{w}%"))).collect() })],
+        ),
+    ]
+}
 
 /// Builds a built-in workload for the tables found on the server.
 pub fn builtin(name: &str, shape: &DatasetShape) -> Result<Workload, String> {
@@ -231,6 +280,11 @@ pub fn builtin(name: &str, shape: &DatasetShape) -> Result<Workload, String> {
                 _ => unreachable!("listed in BUILTIN"),
             });
         }
+    } else if *dataset == "news" {
+        if shape.news_articles < 1 || shape.news_authors < 1 || shape.news_categories < 1 {
+            return Err(missing());
+        }
+        units = news_read(shape);
     } else {
         if shape.pgbench_scale < 1 || shape.pgbench_accounts < 1 {
             return Err(missing());
@@ -578,7 +632,15 @@ z = { kind = "zipfian", min = 1, max = 1000 }
     #[test]
     fn builtins_need_their_dataset() {
         assert!(builtin("point-select", &DatasetShape::default()).unwrap_err().contains("--dataset sbtest"));
-        let shape = DatasetShape { sbtest_tables: 2, sbtest_rows: 1000, pgbench_scale: 1, pgbench_accounts: 100_000 };
+        let shape = DatasetShape {
+            sbtest_tables: 2,
+            sbtest_rows: 1000,
+            pgbench_scale: 1,
+            pgbench_accounts: 100_000,
+            news_articles: 100,
+            news_authors: 10,
+            news_categories: 20,
+        };
         for (name, _, _) in BUILTIN {
             let w = builtin(name, &shape).unwrap();
             assert!(!w.units.is_empty());

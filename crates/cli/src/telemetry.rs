@@ -1,0 +1,191 @@
+//! The telemetry thread of a sweep: system and server-process samples every
+//! second, the server's thread states at `thread_hz`, handed to the main
+//! thread over a channel so the store stays single-writer.
+
+use scalelab_probe::summary::ThreadSecond;
+use scalelab_probe::{ProcessSampler, Roots, SystemSampler, ThreadSampler};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Receiver};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// One stored record: `(unix_ms, kind, json)`, or a note that a probe is unavailable.
+pub enum Record {
+    Sample(i64, &'static str, String),
+    Unavailable(String, String),
+}
+
+/// A running telemetry thread; stopped by [`Telemetry::stop`] or on drop.
+pub struct Telemetry {
+    rx: Receiver<Record>,
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+fn unix_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+impl Telemetry {
+    /// Starts sampling the machine, and the process `server_pid` when known.
+    pub fn start(server_pid: Option<u32>, interval: Duration, thread_hz: f64) -> Telemetry {
+        let (tx, rx) = channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("scalelab-telemetry".into())
+            .spawn(move || {
+                let roots = Roots::default();
+                let mut system = SystemSampler::new(&roots);
+                let mut process = server_pid.map(|pid| ProcessSampler::new(&roots, pid));
+                let mut threads = server_pid.filter(|_| thread_hz > 0.0).map(|pid| ThreadSampler::new(&roots, pid));
+                let tick = if thread_hz > 0.0 { Duration::from_secs_f64(1.0 / thread_hz) } else { interval };
+                let mut next_sample = Instant::now();
+                let mut reported = std::collections::BTreeSet::new();
+                let send_notes = |notes: Vec<scalelab_probe::Unavailable>, reported: &mut std::collections::BTreeSet<String>| {
+                    for n in notes {
+                        let key = format!("{:?}", n.source);
+                        if reported.insert(format!("{key}:{}", n.why)) {
+                            let _ = tx.send(Record::Unavailable(key, n.why));
+                        }
+                    }
+                };
+                while !flag.load(Ordering::Relaxed) {
+                    if let Some(t) = threads.as_mut() {
+                        if !t.tick() {
+                            let _ = tx.send(Record::Unavailable("Threads".into(), "the server process exited".into()));
+                            threads = None;
+                        }
+                    }
+                    let now = Instant::now();
+                    if now >= next_sample {
+                        next_sample += interval;
+                        if next_sample < now {
+                            next_sample = now + interval;
+                        }
+                        let at = unix_ms();
+                        let s = system.sample();
+                        send_notes(system.unavailable(), &mut reported);
+                        if let Ok(j) = serde_json::to_string(&s) {
+                            let _ = tx.send(Record::Sample(s.at.unix_ms, "system", j));
+                        }
+                        if let Some(p) = process.as_mut() {
+                            let ps = p.sample();
+                            send_notes(p.unavailable(), &mut reported);
+                            if let Ok(j) = serde_json::to_string(&ps) {
+                                let _ = tx.send(Record::Sample(ps.at.unix_ms, "process", j));
+                            }
+                        }
+                        if let Some(t) = threads.as_mut() {
+                            let iv = t.take_interval();
+                            send_notes(t.unavailable(), &mut reported);
+                            if let Ok(j) = serde_json::to_string(&ThreadSecond::from_interval(at, &iv)) {
+                                let _ = tx.send(Record::Sample(at, "threads", j));
+                            }
+                        }
+                    }
+                    std::thread::sleep(tick.min(next_sample.saturating_duration_since(Instant::now())).max(Duration::from_millis(1)));
+                }
+            })
+            .expect("spawning the telemetry thread");
+        Telemetry { rx, stop, handle: Some(handle) }
+    }
+
+    /// Everything recorded since the last call.
+    pub fn drain(&self) -> Vec<Record> {
+        self.rx.try_iter().collect()
+    }
+
+    /// Stops the thread and returns what it recorded last.
+    pub fn stop(mut self) -> Vec<Record> {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+        self.drain()
+    }
+}
+
+impl Drop for Telemetry {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Writes records to the store; a failure to store telemetry never stops the run.
+pub fn store_records(store: &mut scalelab_store::Store, run_id: i64, records: Vec<Record>) {
+    let mut samples = Vec::new();
+    for r in records {
+        match r {
+            Record::Sample(at, kind, json) => samples.push((at, kind, json)),
+            Record::Unavailable(source, why) => {
+                let _ = store.add_probe_note(run_id, &source, &why);
+            }
+        }
+    }
+    let _ = store.add_samples(run_id, &samples);
+}
+
+/// Fills each step's telemetry from the run's stored samples.
+pub fn attach(store: &scalelab_store::Store, run: &mut scalelab_core::Run) -> anyhow::Result<()> {
+    let system: Vec<scalelab_probe::SystemSample> =
+        store.load_samples(run.id, "system")?.into_iter().filter_map(|(_, j)| serde_json::from_str(&j).ok()).collect();
+    if system.is_empty() {
+        return Ok(());
+    }
+    let process: Vec<scalelab_probe::ProcessSample> =
+        store.load_samples(run.id, "process")?.into_iter().filter_map(|(_, j)| serde_json::from_str(&j).ok()).collect();
+    let threads: Vec<ThreadSecond> =
+        store.load_samples(run.id, "threads")?.into_iter().filter_map(|(_, j)| serde_json::from_str(&j).ok()).collect();
+    let notes = store.load_probe_notes(run.id)?;
+    for step in &mut run.steps {
+        if step.published_throughput_per_s.is_some() || step.window_s <= 0.0 {
+            continue;
+        }
+        let mut t = scalelab_probe::summary::summarize_window(
+            &system,
+            &process,
+            &threads,
+            step.window_start_unix_ms,
+            step.window_end_unix_ms,
+            step.requests,
+        );
+        for (source, why) in &notes {
+            t.unavailable.entry(source.to_lowercase()).or_insert_with(|| why.clone());
+        }
+        step.telemetry = Some(t);
+    }
+    Ok(())
+}
+
+/// The server process of a target on this machine: the specimen child, the
+/// `--server-pid` given, or the owner of the target's listening port when
+/// the target is on loopback. `Err` says why none was found.
+pub fn server_pid(target: &str, specimen_pid: Option<u32>, given: Option<u32>) -> Result<u32, String> {
+    if let Some(p) = given.or(specimen_pid) {
+        return Ok(p);
+    }
+    let (scheme, rest) = target.split_once("://").ok_or("the target is not a URL")?;
+    let authority = rest.split(['/', '?']).next().unwrap_or("");
+    let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let (host, port) = match hostport.rsplit_once(':') {
+        Some((h, p)) if !h.ends_with(':') && p.chars().all(|c| c.is_ascii_digit()) && !p.is_empty() => (h, p.parse::<u16>().ok()),
+        _ => (hostport, None),
+    };
+    let port = port
+        .or(match scheme {
+            "http" => Some(80),
+            "https" => Some(443),
+            "postgres" | "postgresql" => Some(5432),
+            "mysql" => Some(3306),
+            _ => None,
+        })
+        .ok_or("no port in the target")?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let loopback = host == "localhost" || host.starts_with("127.") || host == "::1";
+    if !loopback {
+        return Err(format!("{host} is not this machine: pass --server-pid to observe a local server"));
+    }
+    scalelab_probe::find_by_port(&Roots::default(), port).map(|s| s.pid).map_err(|e| e.to_string())
+}
