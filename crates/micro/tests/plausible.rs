@@ -18,6 +18,10 @@ fn run() -> &'static MicroRun {
     })
 }
 
+fn min(id: &str) -> f64 {
+    run().get(id).and_then(|r| r.min).unwrap_or_else(|| panic!("{id} has no min"))
+}
+
 fn med(id: &str) -> f64 {
     let r = run().get(id).unwrap_or_else(|| panic!("{id} missing"));
     match r.median {
@@ -60,9 +64,11 @@ fn process_costs_are_ordered_and_plausible() {
     let null_call = med("null_call");
     assert!(null_call > 0.0 && null_call < 20.0, "null call {null_call} us");
     assert!(med("fork_exit") > null_call * 10.0);
-    assert!(med("fork_exec") > med("fork_exit"));
+    // Orderings compare the fastest repetitions: a median of 3 quick
+    // repetitions can land on one that waited for a CPU on a busy machine.
+    assert!(min("fork_exec") > min("fork_exit"), "fork_exec {} vs fork_exit {}", min("fork_exec"), min("fork_exit"));
     if std::path::Path::new("/bin/sh").exists() {
-        assert!(med("fork_sh") > med("fork_exit"));
+        assert!(min("fork_sh") > min("fork_exit"));
     }
     for id in ["null_io", "stat", "open_close", "select_file_100", "select_tcp_100", "sig_install", "sig_catch", "prot_fault"] {
         let v = med(id);

@@ -48,20 +48,25 @@ pub async fn read_response<S: AsyncRead + Unpin>(
         buf.resize(16 * 1024, 0);
     }
     let mut filled = 0usize;
+    // After an interim response, what is left in the buffer is parsed before reading more.
+    let mut read_first = true;
     // Status line and headers.
     let (head, head_len, body) = loop {
         if buf.len() < filled + 4096 {
             buf.resize(filled + 16 * 1024, 0);
         }
-        let n = stream.read(&mut buf[filled..]).await?;
-        if n == 0 {
-            return Err(if filled == 0 {
-                ReadError::ClosedBeforeResponse
-            } else {
-                ReadError::Io(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed mid-headers"))
-            });
+        if read_first {
+            let n = stream.read(&mut buf[filled..]).await?;
+            if n == 0 {
+                return Err(if filled == 0 {
+                    ReadError::ClosedBeforeResponse
+                } else {
+                    ReadError::Io(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed mid-headers"))
+                });
+            }
+            filled += n;
         }
-        filled += n;
+        read_first = true;
         let mut headers = [httparse::EMPTY_HEADER; 64];
         let mut resp = httparse::Response::new(&mut headers);
         match resp.parse(&buf[..filled]) {
@@ -71,6 +76,7 @@ pub async fn read_response<S: AsyncRead + Unpin>(
                     // An interim response (100 Continue): drop it and read on.
                     buf.copy_within(len..filled, 0);
                     filled -= len;
+                    read_first = filled == 0;
                     continue;
                 }
                 let mut close = resp.version == Some(0);
