@@ -12,8 +12,8 @@
 //! - [`mod@assert`]: the CI assertion language (`peak >= 5000`, `no collapse`, ...).
 //! - [`pct`]: percentage rounding shared by the tables.
 //!
-//! Bottleneck verdicts (rules on telemetry) will sit beside these in their
-//! own module once the probe crate's samples exist.
+//! - [`verdict`]: bottleneck [`Verdict`]s from the steps' telemetry, and the
+//!   whole [`Diagnosis`] of a run (curve, USL, verdicts) as text or JSON.
 
 pub mod assert;
 pub mod compare;
@@ -23,6 +23,7 @@ pub mod pct;
 pub mod render_compare;
 pub mod series;
 pub mod usl;
+pub mod verdict;
 
 pub use assert::{Assertion, Outcome};
 pub use compare::{compare, CompareError, CompareOptions, Comparison};
@@ -30,3 +31,4 @@ pub use curve::{Collapse, Curve};
 pub use import::{parse_import_csv, ImportError};
 pub use series::{Point, Series, SeriesError};
 pub use usl::{UslError, UslFit};
+pub use verdict::{diagnose, render_text, Confidence, Diagnosis, Evidence, Verdict, VerdictKind};

@@ -30,6 +30,8 @@ pub enum Command {
     Compare(CompareArgs),
     /// OS micro-benchmarks (lmbench-class): syscalls, fork, signals, context switches, IPC, memory, FPU.
     Micro(MicroArgs),
+    /// Watch a server under its own traffic (no load): per-second telemetry, optionally recorded.
+    Watch(WatchArgs),
     /// Run the built-in specimen server (scalelab starts it by itself for `sweep`).
     Specimen(SpecimenArgs),
     /// Create and load a dataset (sbtest, pgbench) in a PostgreSQL or MySQL database.
@@ -261,4 +263,31 @@ pub struct MicroArgs {
     /// Published lmbench/flops CSV tables to print beside this run (repeatable).
     #[arg(long)]
     pub beside: Vec<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct WatchArgs {
+    /// A target URL whose listening port on loopback names the server.
+    pub target: Option<String>,
+    /// The server process id.
+    #[arg(long)]
+    pub pid: Option<u32>,
+    /// The server's listening TCP port on this machine.
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// Stop after this long (default: on Ctrl-C).
+    #[arg(long, short = 'd')]
+    pub duration: Option<String>,
+    /// Sample interval.
+    #[arg(long, default_value = "1s")]
+    pub interval: String,
+    /// Thread-state samples per second (0: off).
+    #[arg(long, default_value_t = 50.0)]
+    pub thread_sample_hz: f64,
+    /// Store the samples as a run (`show` and `export` it later).
+    #[arg(long)]
+    pub record: bool,
+    /// Label of the recorded run.
+    #[arg(long, short = 'l')]
+    pub label: Option<String>,
 }

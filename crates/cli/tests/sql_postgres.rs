@@ -179,6 +179,25 @@ fn too_many_connections_and_a_killed_server() {
     assert!(s["error_messages"]["too_many_connections"].as_str().unwrap().contains("too many clients"), "{s}");
     assert!(s["requests"].as_u64().unwrap() > 0, "{s}");
 
+    // Terminated backends: the clients see connection_lost and reconnect.
+    let child = common::bin()
+        .arg("--store")
+        .arg(&store)
+        .args(["sweep", &url, "-c", "2", "--warmup", "0", "-d", "1500ms", "--json", "-q", "--workload", "point-select"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let killed = pg.psql("postgres", "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'scalelab'");
+    assert_eq!(killed, "2");
+    let out = child.wait_with_output().unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
+    let s = &steps(&doc)[0];
+    assert!(s["errors"]["connection_lost"].as_u64().unwrap_or(0) >= 2, "{s}");
+    assert!(s["error_messages"]["connection_lost"].as_str().unwrap().contains("57P01"), "{s}");
+    assert_eq!(s["reconnects"], 2, "{s}");
+
     // Kill the server in the middle of a window.
     let child = common::bin()
         .arg("--store")

@@ -13,6 +13,8 @@ pub enum RunKind {
     Imported,
     /// OS micro-benchmarks (`scalelab micro`): no steps, a report of figures.
     Micro,
+    /// Telemetry of a server under its own traffic (`scalelab watch --record`): samples, no steps.
+    Watch,
 }
 
 impl RunKind {
@@ -22,6 +24,7 @@ impl RunKind {
             RunKind::Sweep => "sweep",
             RunKind::Imported => "imported",
             RunKind::Micro => "micro",
+            RunKind::Watch => "watch",
         }
     }
 }

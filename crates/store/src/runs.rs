@@ -288,6 +288,7 @@ impl Store {
             "sweep" => RunKind::Sweep,
             "imported" => RunKind::Imported,
             "micro" => RunKind::Micro,
+            "watch" => RunKind::Watch,
             other => return Err(corrupt(format!("unknown run kind '{other}'"))),
         };
         let plan: RunPlan = serde_json::from_str(&plan_json).map_err(|e| corrupt(format!("plan: {e}")))?;

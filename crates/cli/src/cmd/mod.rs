@@ -8,6 +8,7 @@ mod show;
 mod specimen;
 mod sql_sweep;
 mod sweep;
+pub mod watch;
 
 use crate::args::{Cli, Command};
 use std::process::ExitCode;
@@ -20,6 +21,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Show(a) => show::show(&cli.store, &a),
         Command::Export(a) => show::export(&cli.store, &a),
         Command::Specimen(a) => specimen::run(a),
+        Command::Watch(a) => watch::run(&cli.store, &a),
         Command::Micro(a) => micro::run(&cli.store, &a),
         Command::Import(a) => compare::import(&cli.store, &a),
         Command::Compare(a) => compare::compare_runs(&cli.store, &a),

@@ -46,6 +46,9 @@ pub fn show(path: &Path, a: &ShowArgs) -> anyhow::Result<ExitCode> {
         return super::micro::show(&micro, json.as_deref());
     }
     let mut run = store.load_run(id)?;
+    if run.kind == scalelab_core::RunKind::Watch && !a.json {
+        return super::watch::show(&store, &run);
+    }
     crate::telemetry::attach(&store, &mut run)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&json::run_json(&run))?);

@@ -143,10 +143,10 @@ pub(crate) struct Compiled {
 
 impl Compiled {
     /// The statement with literal values (for `--no-prepare`).
-    fn text(&self, unit: &workload::Unit, values: &[Value]) -> String {
+    fn text(&self, unit: &workload::Unit, values: &[Value], escape_backslash: bool) -> String {
         let mut i = 0;
         let (sql, _) = compile(&self.raw, &unit.params, |_| {
-            let v = values[self.order[i]].literal();
+            let v = values[self.order[i]].literal(escape_backslash);
             i += 1;
             v
         });

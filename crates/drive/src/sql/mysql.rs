@@ -101,7 +101,7 @@ impl MyConn {
                 };
                 self.conn.exec_drop(&self.stmts[u][i], params).await.map_err(|e| classify(&e))?;
             } else {
-                self.conn.query_drop(s.text(unit, values)).await.map_err(|e| classify(&e))?;
+                self.conn.query_drop(s.text(unit, values, true)).await.map_err(|e| classify(&e))?;
             }
         }
         if unit.transaction {

@@ -134,7 +134,7 @@ impl PgConn {
                 self.client.batch_execute("BEGIN").await.map_err(|e| classify(&e))?;
             }
             for s in stmts {
-                self.client.batch_execute(&s.text(unit, values)).await.map_err(|e| classify(&e))?;
+                self.client.batch_execute(&s.text(unit, values, false)).await.map_err(|e| classify(&e))?;
             }
             if unit.transaction {
                 self.client.batch_execute("COMMIT").await.map_err(|e| classify(&e))?;

@@ -18,11 +18,13 @@ pub enum Value {
 }
 
 impl Value {
-    /// The value as a SQL literal (for `--no-prepare`).
-    pub fn literal(&self) -> String {
+    /// The value as a SQL literal (for `--no-prepare`); MySQL also needs
+    /// backslashes doubled, PostgreSQL (standard_conforming_strings) does not.
+    pub fn literal(&self, escape_backslash: bool) -> String {
         match self {
             Value::Int(i) => i.to_string(),
-            Value::Text(s) => format!("'{}'", s.replace('\\', "\\\\").replace('\'', "''")),
+            Value::Text(s) if escape_backslash => format!("'{}'", s.replace('\\', "\\\\").replace('\'', "''")),
+            Value::Text(s) => format!("'{}'", s.replace('\'', "''")),
         }
     }
 }
@@ -627,6 +629,13 @@ z = { kind = "zipfian", min = 1, max = 1000 }
         assert_eq!(e.line, 2, "{e}");
         let e = parse_workload_file("w.toml", "[[unit]]\nsql = \"SELECT {y}\"\n").unwrap_err();
         assert!(e.to_string().contains("{y} has no generator"), "{e}");
+    }
+
+    #[test]
+    fn literals_are_quoted_per_engine() {
+        assert_eq!(Value::Text("it's a\\b".into()).literal(false), "'it''s a\\b'");
+        assert_eq!(Value::Text("it's a\\b".into()).literal(true), "'it''s a\\\\b'");
+        assert_eq!(Value::Int(-5).literal(true), "-5");
     }
 
     #[test]

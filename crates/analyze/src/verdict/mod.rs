@@ -1,0 +1,262 @@
+//! Bottleneck verdicts: named causes of where a run stopped scaling, each
+//! with the figures that support it, a confidence and what to look at next.
+//!
+//! The rules (see `docs/verdicts.md` for the reasons behind each threshold)
+//! run on every measured step at and beyond the knee
+//! ([`Curve::knee_concurrency`]); a kind is reported once, at the step where
+//! it is most certain (ties: the highest concurrency, where it is most
+//! pronounced). Every rule has a trigger that must be measured and true, and
+//! corroborating signals: each corroborating signal that was not measured
+//! (listed in [`Verdict::missing`]) or measured but not met lowers the
+//! confidence by one level, from [`Confidence::High`] down to
+//! [`Confidence::Low`]. A verdict never claims more than its data.
+//!
+//! Kinds without data in [`StepTelemetry`] yet are never produced:
+//! [`VerdictKind::DbContention`] (no database wait figures) and
+//! [`VerdictKind::SoftirqOneCpu`] (no per-CPU softirq figures).
+
+mod diagnosis;
+mod rules;
+
+pub use diagnosis::{diagnose, render_text, to_json, Diagnosis};
+
+use crate::curve::Curve;
+use scalelab_core::{Run, StepResult};
+use serde::{Deserialize, Serialize};
+
+/// Client CPU share (of its own cores, %) above which the client is saturated;
+/// the same threshold as [`StepResult::client_saturated`].
+pub const CLIENT_SATURATED_PCT: f64 = 90.0;
+/// Failed share of requests (errors / (completions + errors)) from which errors get a verdict.
+pub const ERRORS_NOTABLE_SHARE: f64 = 0.01;
+/// Failed share from which the errors verdict is of high confidence (below: medium).
+pub const ERRORS_HIGH_SHARE: f64 = 0.05;
+/// Machine CPU busy (% of all cores) from which the CPU counts as saturated.
+pub const CPU_SATURATED_PCT: f64 = 90.0;
+/// Share of the machine's cores (server CPU / (cores × 100 %)) from which the
+/// server process is taken to be the CPU consumer of a CPU-bound verdict.
+pub const SERVER_CPU_SHARE: f64 = 0.5;
+/// Share of the server's thread-time blocked on futexes that points at a lock.
+pub const FUTEX_BLOCKED_PCT: f64 = 30.0;
+/// Growth of context switches per request vs the first step that counts as rising.
+pub const CS_PER_REQUEST_GROWTH: f64 = 2.0;
+/// A thread at this % of one core (or more) is taken as running flat out.
+pub const HOT_THREAD_PCT: f64 = 90.0;
+/// CPU iowait (% of all cores) from which the disk is suspected.
+pub const IOWAIT_PCT: f64 = 10.0;
+/// Share of the server's thread-time in disk wait that corroborates a disk verdict.
+pub const THREAD_IO_PCT: f64 = 20.0;
+/// Listen-queue overflows or drops per second from which accept overflow is reported.
+pub const LISTEN_OVERFLOW_PER_S: f64 = 1.0;
+/// TIME_WAIT sockets as a share of the ephemeral port range that counts as exhaustion.
+pub const TIME_WAIT_RANGE_SHARE: f64 = 0.7;
+/// TIME_WAIT sockets that count as exhaustion when the port range is not
+/// recorded: 70 % of Linux's default range 32768–60999 (28,232 ports) is 19,762.
+pub const TIME_WAIT_FALLBACK: u64 = 20_000;
+/// TCP retransmissions per second from which the network is suspected.
+pub const RETRANS_PER_S: f64 = 100.0;
+
+/// The named bottlenecks, serialized as the documented strings
+/// (`cpu-bound-user`, `lock-contention`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VerdictKind {
+    /// All cores busy, mostly in user space: the server's own code is the work.
+    CpuBoundUser,
+    /// All cores busy, mostly in the kernel (syscalls, network stack, kernel locks).
+    CpuBoundKernel,
+    /// CPU idle while threads sleep on futexes and context switches per request rise.
+    LockContention,
+    /// Database-internal waits (row locks, LWLocks, semaphores). Not produced
+    /// yet: the telemetry carries no database wait figures.
+    DbContention,
+    /// CPUs in I/O wait, server threads blocked on disk.
+    DiskBound,
+    /// TCP retransmissions: loss or a full link.
+    NetworkBound,
+    /// One server thread at ~100 % of a core while the machine idles.
+    SingleHotThread,
+    /// Network softirqs concentrated on one CPU. Not produced yet: the
+    /// telemetry has no per-CPU softirq figures.
+    SoftirqOneCpu,
+    /// The listen queue overflows: connections are dropped before `accept`.
+    AcceptOverflow,
+    /// TIME_WAIT sockets fill the ephemeral port range.
+    PortExhaustion,
+    /// The load generator was saturated: the result is the client's.
+    ClientBound,
+    /// A notable share of requests failed.
+    Errors,
+}
+
+impl VerdictKind {
+    /// The documented name, as in JSON (`cpu-bound-user`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            VerdictKind::CpuBoundUser => "cpu-bound-user",
+            VerdictKind::CpuBoundKernel => "cpu-bound-kernel",
+            VerdictKind::LockContention => "lock-contention",
+            VerdictKind::DbContention => "db-contention",
+            VerdictKind::DiskBound => "disk-bound",
+            VerdictKind::NetworkBound => "network-bound",
+            VerdictKind::SingleHotThread => "single-hot-thread",
+            VerdictKind::SoftirqOneCpu => "softirq-one-cpu",
+            VerdictKind::AcceptOverflow => "accept-overflow",
+            VerdictKind::PortExhaustion => "port-exhaustion",
+            VerdictKind::ClientBound => "client-bound",
+            VerdictKind::Errors => "errors",
+        }
+    }
+
+    /// The title shown in text output ("LOCK CONTENTION").
+    pub fn title(self) -> &'static str {
+        match self {
+            VerdictKind::CpuBoundUser => "CPU-BOUND (USER)",
+            VerdictKind::CpuBoundKernel => "CPU-BOUND (KERNEL)",
+            VerdictKind::LockContention => "LOCK CONTENTION",
+            VerdictKind::DbContention => "DATABASE CONTENTION",
+            VerdictKind::DiskBound => "DISK-BOUND",
+            VerdictKind::NetworkBound => "NETWORK-BOUND",
+            VerdictKind::SingleHotThread => "SINGLE HOT THREAD",
+            VerdictKind::SoftirqOneCpu => "SOFTIRQS ON ONE CPU",
+            VerdictKind::AcceptOverflow => "ACCEPT-QUEUE OVERFLOW",
+            VerdictKind::PortExhaustion => "PORT EXHAUSTION",
+            VerdictKind::ClientBound => "CLIENT-BOUND",
+            VerdictKind::Errors => "ERRORS",
+        }
+    }
+
+    /// Rank among verdicts of equal confidence (lower first): causes that
+    /// invalidate or explain the others come first.
+    fn priority(self) -> u8 {
+        match self {
+            VerdictKind::ClientBound => 0,
+            VerdictKind::Errors => 1,
+            VerdictKind::LockContention => 2,
+            VerdictKind::DbContention => 3,
+            VerdictKind::SingleHotThread => 4,
+            VerdictKind::SoftirqOneCpu => 5,
+            VerdictKind::AcceptOverflow => 6,
+            VerdictKind::PortExhaustion => 7,
+            VerdictKind::CpuBoundKernel => 8,
+            VerdictKind::CpuBoundUser => 9,
+            VerdictKind::DiskBound => 10,
+            VerdictKind::NetworkBound => 11,
+        }
+    }
+}
+
+/// How sure a verdict is; lowered by each missing or unmet corroborating signal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Confidence {
+    /// One signal, others missing or against it.
+    Low,
+    /// The trigger plus part of the corroboration.
+    Medium,
+    /// The trigger and every corroborating signal measured and met.
+    High,
+}
+
+impl Confidence {
+    /// One level lower (Low stays Low).
+    pub fn lower(self) -> Confidence {
+        match self {
+            Confidence::High => Confidence::Medium,
+            _ => Confidence::Low,
+        }
+    }
+
+    /// The lowercase name, as in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Confidence::Low => "low",
+            Confidence::Medium => "medium",
+            Confidence::High => "high",
+        }
+    }
+}
+
+/// One figure supporting a verdict.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// What was measured ("CPU busy", "server threads blocked on futex").
+    pub name: String,
+    /// The measured value.
+    pub value: f64,
+    /// Its unit ("%", "cs/s", "x first step", ...).
+    pub unit: String,
+}
+
+impl Evidence {
+    /// A figure with its name and unit.
+    pub fn new(name: impl Into<String>, value: f64, unit: impl Into<String>) -> Self {
+        Evidence { name: name.into(), value, unit: unit.into() }
+    }
+}
+
+/// A named bottleneck at one step, with its evidence.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// Which bottleneck.
+    pub kind: VerdictKind,
+    /// How sure the rule is, given what was measured.
+    pub confidence: Confidence,
+    /// The step (concurrency) the evidence comes from.
+    pub concurrency: u32,
+    /// One sentence saying what the figures mean.
+    pub headline: String,
+    /// The figures that support the verdict, so a reader can check it.
+    pub evidence: Vec<Evidence>,
+    /// Evidence the rule would have used but that was not measured, with why.
+    pub missing: Vec<String>,
+    /// What to look at next.
+    pub next: String,
+}
+
+/// The verdicts of `run` for its steps at and beyond `curve`'s knee, most
+/// important first: client-bound always first (the result is then the
+/// client's), the others by confidence, then by kind (errors, lock
+/// contention, single hot thread, ... before cpu-bound and disk-bound).
+///
+/// Partial steps and steps without a measured window (imported series) are
+/// skipped. When the client was saturated, every other verdict except errors
+/// is lowered one level, because the server figures may then describe the client.
+pub fn verdicts(run: &Run, curve: &Curve) -> Vec<Verdict> {
+    let measured: Vec<&StepResult> =
+        run.steps.iter().filter(|s| !s.partial && s.window_s > 0.0 && s.published_throughput_per_s.is_none()).collect();
+    let first = measured.iter().min_by_key(|s| s.concurrency).copied();
+    let mut best: Vec<Verdict> = Vec::new();
+    for step in measured.iter().filter(|s| s.concurrency >= curve.knee_concurrency) {
+        let ctx = rules::Ctx { step, first, env: &run.environment };
+        for v in rules::all(&ctx) {
+            match best.iter_mut().find(|b| b.kind == v.kind) {
+                Some(b) => {
+                    if (v.confidence, v.concurrency) > (b.confidence, b.concurrency) {
+                        *b = v;
+                    }
+                }
+                None => best.push(v),
+            }
+        }
+    }
+    if best.iter().any(|v| v.kind == VerdictKind::ClientBound) {
+        for v in best.iter_mut().filter(|v| !matches!(v.kind, VerdictKind::ClientBound | VerdictKind::Errors)) {
+            v.confidence = v.confidence.lower();
+            v.headline.push_str(" (confidence lowered: the client was saturated)");
+        }
+    }
+    best.sort_by(|a, b| {
+        let client = |v: &Verdict| v.kind != VerdictKind::ClientBound;
+        (client(a), std::cmp::Reverse(a.confidence), a.kind.priority(), a.concurrency).cmp(&(
+            client(b),
+            std::cmp::Reverse(b.confidence),
+            b.kind.priority(),
+            b.concurrency,
+        ))
+    });
+    best
+}
+
+#[cfg(test)]
+mod tests;

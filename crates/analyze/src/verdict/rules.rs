@@ -1,0 +1,361 @@
+//! The rules, one function per kind, each looking at one step.
+
+use super::*;
+use scalelab_core::{Environment, ErrorClass, StepTelemetry};
+
+/// What a rule sees: the step, the run's first measured step (the base of
+/// growth figures) and the machine.
+pub(super) struct Ctx<'a> {
+    pub step: &'a StepResult,
+    pub first: Option<&'a StepResult>,
+    pub env: &'a Environment,
+}
+
+impl Ctx<'_> {
+    fn t(&self) -> Option<&StepTelemetry> {
+        self.step.telemetry.as_ref()
+    }
+
+    /// Why `figure` is missing: the probe's recorded reason for one of
+    /// `sources` (keys of [`StepTelemetry::unavailable`]), or "not measured".
+    fn why(&self, figure: &str, sources: &[&str]) -> String {
+        match self.t() {
+            None => format!("{figure}: no telemetry for this step"),
+            Some(t) => match sources.iter().find_map(|s| t.unavailable.get(*s)) {
+                Some(reason) => format!("{figure}: {reason}"),
+                None => format!("{figure}: not measured"),
+            },
+        }
+    }
+}
+
+const CPU: &[&str] = &["cpu", "system"];
+const SERVER: &[&str] = &["server"];
+const THREADS: &[&str] = &["thread_states"];
+const SYSTEM: &[&str] = &["system"];
+
+/// A verdict being built: corroborating signals lower the confidence when
+/// missing or unmet.
+struct Draft {
+    v: Verdict,
+    lowered: u32,
+    cap: Confidence,
+}
+
+impl Draft {
+    fn new(kind: VerdictKind, ctx: &Ctx, headline: impl Into<String>, next: impl Into<String>) -> Self {
+        Draft {
+            v: Verdict {
+                kind,
+                confidence: Confidence::High,
+                concurrency: ctx.step.concurrency,
+                headline: headline.into(),
+                evidence: Vec::new(),
+                missing: Vec::new(),
+                next: next.into(),
+            },
+            lowered: 0,
+            cap: Confidence::High,
+        }
+    }
+
+    fn ev(&mut self, name: &str, value: Option<f64>, unit: &str) {
+        if let Some(value) = value.filter(|v| v.is_finite()) {
+            self.v.evidence.push(Evidence::new(name, value, unit));
+        }
+    }
+
+    /// A corroborating signal: `None` = not measured (listed as missing),
+    /// `Some(false)` = measured against the verdict; both lower the confidence.
+    fn check(&mut self, met: Option<bool>, missing: impl FnOnce() -> String) {
+        match met {
+            Some(true) => {}
+            Some(false) => self.lowered += 1,
+            None => {
+                self.v.missing.push(missing());
+                self.lowered += 1;
+            }
+        }
+    }
+
+    fn done(mut self) -> Verdict {
+        let mut c = Confidence::High;
+        for _ in 0..self.lowered {
+            c = c.lower();
+        }
+        self.v.confidence = c.min(self.cap);
+        self.v
+    }
+}
+
+/// Every rule's verdict for one step.
+pub(super) fn all(ctx: &Ctx) -> Vec<Verdict> {
+    [client_bound(ctx), errors(ctx), lock_contention(ctx), single_hot_thread(ctx), accept_overflow(ctx), port_exhaustion(ctx), cpu_bound(ctx), disk_bound(ctx), network_bound(ctx)]
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+fn client_bound(ctx: &Ctx) -> Option<Verdict> {
+    let pct = ctx.step.client_cpu_pct()?;
+    if !(pct > CLIENT_SATURATED_PCT || ctx.step.client_saturated()) {
+        return None;
+    }
+    let mut d = Draft::new(
+        VerdictKind::ClientBound,
+        ctx,
+        "THE LOAD GENERATOR WAS SATURATED: this result measures the client, not the server",
+        "give the client more cores or another machine (more client threads, no busy neighbours, `taskset` it away from the server) and re-run; do not compare servers on this run",
+    );
+    d.ev("client CPU", Some(pct), "% of its cores");
+    d.ev("client cores", Some(f64::from(ctx.step.client_cores)), "cores");
+    d.ev("throughput", Some(ctx.step.throughput_per_s()), "req/s");
+    Some(d.done())
+}
+
+fn errors(ctx: &Ctx) -> Option<Verdict> {
+    let s = ctx.step;
+    let total = s.errors.total();
+    let attempts = s.requests + total;
+    if total == 0 || attempts == 0 {
+        return None;
+    }
+    let share = total as f64 / attempts as f64;
+    if share < ERRORS_NOTABLE_SHARE {
+        return None;
+    }
+    let (top, top_n) = s.errors.counts.iter().max_by_key(|(c, n)| (**n, std::cmp::Reverse(**c))).map(|(c, n)| (*c, *n))?;
+    let message = s.errors.first_message.get(&top).map(|m| format!(" ({m})")).unwrap_or_default();
+    let next = match top {
+        ErrorClass::ConnectRefused | ErrorClass::ConnectTimeout => {
+            "connections are refused or time out: check the listen backlog and accept rate (nstat ListenOverflows/ListenDrops, ss -lnt), file-descriptor limits and the server's connection limit"
+        }
+        ErrorClass::Reset | ErrorClass::ConnectionLost => {
+            "the server closes connections mid-request: read its error log, its connection and keep-alive limits, and dmesg for OOM kills"
+        }
+        ErrorClass::ReadTimeout => {
+            "responses time out: the server queues beyond the timeout; look at its worker/pool limits and the latency histogram of this step"
+        }
+        ErrorClass::Http4xx => "the server rejects requests: check the workload's URLs and the server's rate limits",
+        ErrorClass::Http5xx => "the server fails requests: read its error log at this load (upstream timeouts, pool exhaustion)",
+        ErrorClass::Deadlock | ErrorClass::LockWaitTimeout | ErrorClass::SerializationFailure => {
+            "transactions collide on the same rows: look at the database's lock waits (SHOW ENGINE INNODB STATUS, pg_locks) and the workload's hot rows"
+        }
+        ErrorClass::TooManyConnections => "the database refuses clients: raise max_connections or put a pool in front",
+        ErrorClass::SqlError | ErrorClass::Other => "read the first error message of each class and the server's log at this load",
+    };
+    let mut d = Draft::new(VerdictKind::Errors, ctx, format!("{:.1}% of requests failed, mostly {}{message}", 100.0 * share, top.name()), next);
+    d.cap = if share >= ERRORS_HIGH_SHARE { Confidence::High } else { Confidence::Medium };
+    d.ev("failed", Some(100.0 * share), "% of requests");
+    d.ev("errors", Some(total as f64 / s.window_s), "/s");
+    d.ev(top.name(), Some(top_n as f64 / s.window_s), "/s");
+    Some(d.done())
+}
+
+fn cpu_not_saturated(t: Option<&StepTelemetry>) -> Option<bool> {
+    t.and_then(|t| t.cpu_busy_pct).map(|b| b < CPU_SATURATED_PCT)
+}
+
+fn lock_contention(ctx: &Ctx) -> Option<Verdict> {
+    let t = ctx.t()?;
+    let idle_cpu = cpu_not_saturated(Some(t));
+    if idle_cpu == Some(false) {
+        return None; // a saturated CPU is the cpu-bound rule's
+    }
+    let futex = t.thread_states_pct.map(|s| s.futex);
+    let futex_high = futex.map(|f| f >= FUTEX_BLOCKED_PCT);
+    let base = ctx.first.and_then(|f| f.telemetry.as_ref()).and_then(|t| t.cs_per_request).filter(|b| *b > 0.0);
+    let growth = t.cs_per_request.zip(base).map(|(c, b)| c / b);
+    let rising = growth.map(|g| g >= CS_PER_REQUEST_GROWTH);
+    // Trigger: futex-blocked threads; without thread states, rising context
+    // switches per request on an idle CPU.
+    let triggered = futex_high == Some(true) || (futex_high.is_none() && rising == Some(true) && idle_cpu == Some(true));
+    if !triggered {
+        return None;
+    }
+    let mut d = Draft::new(
+        VerdictKind::LockContention,
+        ctx,
+        "the CPU idles while server threads sleep on futexes: something serializes",
+        "find the lock holders: `perf lock contention -b` (or off-CPU stack sampling: `offcputime`, `perf sched`); for a database, its own lock views",
+    );
+    d.ev("CPU busy", t.cpu_busy_pct, "%");
+    d.ev("CPU sys", t.cpu_sys_pct, "%");
+    d.ev("server context switches", t.server_cs_per_s, "cs/s");
+    d.ev("per request", t.cs_per_request, "cs");
+    d.ev("cs per request growth", growth, "x first step");
+    d.ev("server threads blocked on futex", futex, "%");
+    d.check(idle_cpu, || ctx.why("CPU busy", CPU));
+    d.check(futex_high, || ctx.why("server thread states", THREADS));
+    d.check(rising, || {
+        if t.cs_per_request.is_none() {
+            ctx.why("context switches per request", SERVER)
+        } else {
+            "context switches per request at the first step: not measured".to_string()
+        }
+    });
+    Some(d.done())
+}
+
+fn single_hot_thread(ctx: &Ctx) -> Option<Verdict> {
+    let t = ctx.t()?;
+    let hot = t.hottest_threads.iter().max_by(|a, b| a.cpu_pct.total_cmp(&b.cpu_pct))?;
+    if hot.cpu_pct < HOT_THREAD_PCT {
+        return None;
+    }
+    let idle_cpu = cpu_not_saturated(Some(t));
+    if idle_cpu == Some(false) {
+        return None; // every core is busy: one busy thread among them is no bottleneck of its own
+    }
+    let mut d = Draft::new(
+        VerdictKind::SingleHotThread,
+        ctx,
+        format!("server thread `{}` (tid {}) runs flat out on one core while the others idle: a single-threaded stage", hot.name, hot.tid),
+        format!("profile that thread (`perf record -g -t {}`, `perf top -t {}`) and spread its work (more workers, SO_REUSEPORT, RSS/RPS for receive processing)", hot.tid, hot.tid),
+    );
+    d.ev("hottest thread", Some(hot.cpu_pct), "% of one core");
+    d.ev("CPU busy", t.cpu_busy_pct, "%");
+    d.ev("logical cores", ctx.env.logical_cores.map(f64::from), "cores");
+    d.ev("server CPU", t.server_cpu_pct, "% of one core");
+    d.check(idle_cpu, || ctx.why("CPU busy", CPU));
+    Some(d.done())
+}
+
+fn accept_overflow(ctx: &Ctx) -> Option<Verdict> {
+    let t = ctx.t()?;
+    let worst = t.listen_overflows_per_s.into_iter().chain(t.listen_drops_per_s).fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))?;
+    if worst < LISTEN_OVERFLOW_PER_S {
+        return None;
+    }
+    let somaxconn = ctx.env.somaxconn.map(|n| format!(" (net.core.somaxconn is {n})")).unwrap_or_default();
+    let mut d = Draft::new(
+        VerdictKind::AcceptOverflow,
+        ctx,
+        "the listen queue overflows: connections are dropped before the server accepts them",
+        format!("raise the listen backlog (the server's listen(2) backlog and net.core.somaxconn{somaxconn}) and check that accepting keeps up (one acceptor thread, thundering herd); `ss -lnt` shows Recv-Q against the backlog"),
+    );
+    d.ev("listen overflows", t.listen_overflows_per_s, "/s");
+    d.ev("listen drops", t.listen_drops_per_s, "/s");
+    let connect = ctx.step.errors.get(ErrorClass::ConnectRefused) + ctx.step.errors.get(ErrorClass::ConnectTimeout);
+    if connect > 0 {
+        d.ev("connect errors", Some(connect as f64 / ctx.step.window_s), "/s");
+    }
+    Some(d.done())
+}
+
+/// Size of a `net.ipv4.ip_local_port_range` value ("32768 60999" → 28232).
+pub(super) fn port_range_size(range: &str) -> Option<u64> {
+    let mut it = range.split_whitespace().map(|x| x.parse::<u64>());
+    match (it.next(), it.next(), it.next()) {
+        (Some(Ok(lo)), Some(Ok(hi)), None) if hi >= lo => Some(hi - lo + 1),
+        _ => None,
+    }
+}
+
+fn port_exhaustion(ctx: &Ctx) -> Option<Verdict> {
+    let t = ctx.t()?;
+    let tw = t.tcp_time_wait?;
+    let range = ctx.env.ip_local_port_range.as_deref().and_then(port_range_size);
+    let fires = match range {
+        Some(r) => tw as f64 >= TIME_WAIT_RANGE_SHARE * r as f64,
+        None => tw >= TIME_WAIT_FALLBACK,
+    };
+    if !fires {
+        return None;
+    }
+    let mut d = Draft::new(
+        VerdictKind::PortExhaustion,
+        ctx,
+        "sockets in TIME_WAIT fill the ephemeral port range: new connections wait for a free port or fail (EADDRNOTAVAIL)",
+        "keep connections alive (keep-alive, pooling) instead of one per request, widen net.ipv4.ip_local_port_range, enable net.ipv4.tcp_tw_reuse on the client; `ss -tan state time-wait | wc -l`",
+    );
+    d.ev("sockets in TIME_WAIT", Some(tw as f64), "sockets");
+    if let Some(r) = range {
+        d.ev("ephemeral ports", Some(r as f64), "ports");
+        d.ev("TIME_WAIT share of the range", Some(100.0 * tw as f64 / r as f64), "%");
+    }
+    d.check(range.map(|_| true), || {
+        format!("ephemeral port range: not recorded with the run (judged against {TIME_WAIT_FALLBACK} sockets, 70% of Linux's default range)")
+    });
+    Some(d.done())
+}
+
+fn cpu_bound(ctx: &Ctx) -> Option<Verdict> {
+    let t = ctx.t()?;
+    let busy = t.cpu_busy_pct?;
+    if busy < CPU_SATURATED_PCT {
+        return None;
+    }
+    // Without the user/system split the kind cannot be named: no verdict.
+    let (user, sys) = (t.cpu_user_pct?, t.cpu_sys_pct?);
+    let (kind, headline, next) = if sys >= user {
+        (
+            VerdictKind::CpuBoundKernel,
+            "every core is busy, mostly in the kernel: syscalls, the network stack or kernel locks are the work",
+            "see which kernel paths burn the time: `perf top -g` with kernel symbols, `perf trace -s` for syscall counts, /proc/softirqs per CPU",
+        )
+    } else {
+        (
+            VerdictKind::CpuBoundUser,
+            "every core is busy, mostly in user space: the server's own code is the work",
+            "profile the server's code: `perf record -g -p PID` and a flame graph of the hottest functions",
+        )
+    };
+    let mut d = Draft::new(kind, ctx, headline, next);
+    d.ev("CPU busy", Some(busy), "%");
+    d.ev("CPU user", Some(user), "%");
+    d.ev("CPU sys", Some(sys), "%");
+    d.ev("CPU softirq", t.cpu_softirq_pct, "%");
+    d.ev("server CPU", t.server_cpu_pct, "% of one core");
+    let cores = ctx.env.logical_cores.filter(|c| *c > 0).map(f64::from);
+    d.ev("logical cores", cores, "cores");
+    // Corroboration: the server, not a neighbour (or the client), uses the CPU.
+    let server_share = t.server_cpu_pct.zip(cores).map(|(s, c)| s / (100.0 * c));
+    d.check(server_share.map(|s| s >= SERVER_CPU_SHARE), || {
+        if t.server_cpu_pct.is_none() {
+            ctx.why("server CPU", SERVER)
+        } else {
+            "logical cores: not recorded in the environment".to_string()
+        }
+    });
+    Some(d.done())
+}
+
+fn disk_bound(ctx: &Ctx) -> Option<Verdict> {
+    let t = ctx.t()?;
+    let iowait = t.cpu_iowait_pct?;
+    if iowait < IOWAIT_PCT {
+        return None;
+    }
+    let io = t.thread_states_pct.map(|s| s.io);
+    let mut d = Draft::new(
+        VerdictKind::DiskBound,
+        ctx,
+        "the CPUs wait for I/O and the server's threads block on the disk",
+        "compare the device's IOPS and latency with its limits (`iostat -x 1`: r/s, w/s, await, %util), watch /proc/pressure/io, and find the files and requests behind it (`biosnoop`, `biolatency`)",
+    );
+    d.ev("CPU iowait", Some(iowait), "%");
+    d.ev("disk", t.disk_iops, "IOPS");
+    d.ev("server threads in disk wait", io, "%");
+    d.check(t.disk_iops.map(|i| i > 0.0), || ctx.why("disk IOPS", SYSTEM));
+    d.check(io.map(|io| io >= THREAD_IO_PCT), || ctx.why("server thread states", THREADS));
+    Some(d.done())
+}
+
+fn network_bound(ctx: &Ctx) -> Option<Verdict> {
+    let t = ctx.t()?;
+    let retrans = t.retrans_per_s?;
+    if retrans < RETRANS_PER_S {
+        return None;
+    }
+    let mut d = Draft::new(
+        VerdictKind::NetworkBound,
+        ctx,
+        "TCP retransmits heavily: packets are lost on the way (a full link, drops in a queue or the NIC)",
+        "check the link: `ip -s link` and `ethtool -S` for drops, the NIC's speed against the traffic, `nstat` for TcpRetransSegs and TcpExtTCPLostRetransmit",
+    );
+    d.ev("TCP retransmissions", Some(retrans), "/s");
+    d.ev("network traffic", t.net_mb_per_s, "MB/s");
+    d.check(None, || "link capacity: not recorded (a full link cannot be told from loss)".to_string());
+    Some(d.done())
+}
