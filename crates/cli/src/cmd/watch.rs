@@ -151,7 +151,7 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
             let text = columns(&rows);
             let mut lines = text.lines();
             let head = lines.next().unwrap_or_default();
-            if printed % 20 == 0 {
+            if printed.is_multiple_of(20) {
                 println!("{head}");
             }
             println!("{}", lines.next().unwrap_or_default());
