@@ -178,6 +178,10 @@ pub struct StepResult {
     pub reconnects: u64,
     /// Mean time to open one connection before the window, milliseconds (`None` if none opened).
     pub connect_ms: Option<f64>,
+    /// Worst lateness of the client's event loops in the window, ms: a timer
+    /// due every 50 ms fired this late. Tens of ms mean the client could not
+    /// keep up and latencies include its own queueing.
+    pub client_lag_ms: Option<f64>,
     /// True when the window was cut short (SIGINT); the figures cover `window_s` only.
     pub partial: bool,
     /// Throughput as published, for imported series that have no window or

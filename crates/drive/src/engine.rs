@@ -74,6 +74,8 @@ struct WorkerStats {
     reconnects: u64,
     connect_total: Duration,
     connects: u32,
+    /// Worst event-loop lateness seen in the window.
+    max_lag: Option<Duration>,
 }
 
 /// Runs one step and returns its merged result. `live` is called from the
@@ -193,6 +195,10 @@ pub fn run_step<D: Driver>(driver: &Arc<D>, plan: &StepPlan, opts: &EngineOption
         result.queries += stats.queries;
         result.reconnects += stats.reconnects;
         connect_total += stats.connect_total;
+        if let Some(lag) = stats.max_lag {
+            let ms = lag.as_secs_f64() * 1e3;
+            result.client_lag_ms = Some(result.client_lag_ms.map_or(ms, |m: f64| m.max(ms)));
+        }
         connects += stats.connects;
     }
     // A window cut short keeps only the seconds it covered.
@@ -245,6 +251,7 @@ fn worker<D: Driver>(
             reconnects: 0,
             connect_total: Duration::ZERO,
             connects: 0,
+            max_lag: None,
         },
     }));
 
@@ -308,6 +315,12 @@ async fn control_loop(shared: Arc<Shared>, local: Rc<RefCell<Local>>, sec_tx: mp
         }
         let wait = end.saturating_duration_since(now).min(Duration::from_millis(50));
         tokio::time::sleep(wait).await;
+        // How late the timer fired: the loop was busy with client work.
+        let late = now.elapsed().saturating_sub(wait);
+        if now >= warm_end && now + wait <= end {
+            let mut l = local.borrow_mut();
+            l.stats.max_lag = Some(l.stats.max_lag.map_or(late, |m| m.max(late)));
+        }
     }
 }
 

@@ -62,6 +62,7 @@ fn step_json(step: &StepResult, first: Option<&StepResult>) -> Value {
         "client_cpu_pct": step.client_cpu_pct(),
         "client_cores": (step.client_cores > 0).then_some(step.client_cores),
         "client_saturated": step.client_saturated(),
+        "client_lag_ms": step.client_lag_ms,
         "reconnects": measured.then_some(step.reconnects),
         "connect_ms": step.connect_ms,
         "partial": step.partial,

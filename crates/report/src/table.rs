@@ -125,6 +125,7 @@ pub fn telemetry_table(run: &Run) -> Option<String> {
         "io",
         "hot thread",
         "client cpu",
+        "client lag",
         "time_wait",
         "drops/s",
     ]
@@ -148,6 +149,7 @@ pub fn telemetry_table(run: &Run) -> Option<String> {
             p(ts.map(|x| x.io)),
             t.hottest_threads.first().map_or("-".into(), |h| format!("{:.0}%", h.cpu_pct)),
             p(s.client_cpu_pct()),
+            s.client_lag_ms.map_or("-".into(), |v| format!("{v:.1}ms")),
             t.tcp_time_wait.map_or("-".into(), |v| v.to_string()),
             f(t.listen_drops_per_s),
         ]);

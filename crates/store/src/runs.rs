@@ -76,8 +76,8 @@ impl Store {
         tx.execute(
             "INSERT INTO steps(run_id, idx, concurrency, window_s, window_start_unix_ms, window_end_unix_ms, requests, queries,
                                errors_json, latency_hdr, client_cpu_s, client_cores, reconnects, connect_ms, partial,
-                               published_throughput_per_s)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                               published_throughput_per_s, client_lag_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
             params![
                 run_id,
                 idx as i64,
@@ -95,6 +95,7 @@ impl Store {
                 step.connect_ms,
                 step.partial,
                 step.published_throughput_per_s,
+                step.client_lag_ms,
             ],
         )
         .map_err(sql)?;
@@ -299,7 +300,8 @@ impl Store {
             .conn
             .prepare(
                 "SELECT idx, concurrency, window_s, window_start_unix_ms, window_end_unix_ms, requests, queries, errors_json,
-                        latency_hdr, client_cpu_s, client_cores, reconnects, connect_ms, partial, published_throughput_per_s
+                        latency_hdr, client_cpu_s, client_cores, reconnects, connect_ms, partial, published_throughput_per_s,
+                        client_lag_ms
                  FROM steps WHERE run_id = ?1 ORDER BY idx",
             )
             .map_err(|e| self.sql(e))?;
@@ -329,6 +331,7 @@ impl Store {
                 connect_ms: r.get(12).map_err(|e| self.sql(e))?,
                 partial: r.get(13).map_err(|e| self.sql(e))?,
                 published_throughput_per_s: r.get(14).map_err(|e| self.sql(e))?,
+                client_lag_ms: r.get(15).map_err(|e| self.sql(e))?,
                 telemetry: None,
             });
         }

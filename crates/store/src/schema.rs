@@ -11,6 +11,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0002_imported_series.sql"),
     include_str!("migrations/0003_micro_runs.sql"),
     include_str!("migrations/0004_samples.sql"),
+    include_str!("migrations/0005_client_lag.sql"),
 ];
 
 /// The schema version this build writes.

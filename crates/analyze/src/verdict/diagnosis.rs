@@ -36,8 +36,8 @@ pub fn diagnose(run: &Run) -> Diagnosis {
     Diagnosis { curve: curve.ok(), usl, usl_error, verdicts }
 }
 
-/// A figure for text: thousands separated from 1,000, whole from 10, one
-/// decimal from 1, two below.
+/// A figure for text: thousands separated from 1,000, whole from 10 (and
+/// whole numbers always), one decimal from 1, two below.
 pub(super) fn num(v: f64) -> String {
     if !v.is_finite() {
         return "?".into();
@@ -56,7 +56,7 @@ pub(super) fn num(v: f64) -> String {
             out.insert(0, '-');
         }
         out
-    } else if a >= 10.0 {
+    } else if a >= 10.0 || v.fract() == 0.0 {
         format!("{v:.0}")
     } else if a >= 1.0 {
         format!("{v:.1}")
@@ -99,7 +99,8 @@ pub fn render_text(d: &Diagnosis, run_label: &str) -> String {
     match &d.curve {
         None => out.push_str("no measured step: nothing to diagnose\n"),
         Some(c) => {
-            let mut line = format!("peak {} req/s at {}; knee at {}", num(c.peak), clients(c.peak_concurrency), clients(c.knee_concurrency));
+            let mut line =
+                format!("peak {} req/s at {}; knee at {}", num(c.peak), clients(c.peak_concurrency), clients(c.knee_concurrency));
             match &c.collapse {
                 Some(col) => {
                     line.push_str(&format!(
@@ -161,9 +162,7 @@ pub fn to_json(d: &Diagnosis) -> Value {
             "collapse": c.collapse,
         })
     });
-    let usl = d.usl.as_ref().map(|u| {
-        json!({ "lambda": u.lambda, "sigma": u.sigma, "kappa": u.kappa, "r2": u.r2, "n_opt": u.n_opt })
-    });
+    let usl = d.usl.as_ref().map(|u| json!({ "lambda": u.lambda, "sigma": u.sigma, "kappa": u.kappa, "r2": u.r2, "n_opt": u.n_opt }));
     json!({
         "curve": curve,
         "usl": usl,

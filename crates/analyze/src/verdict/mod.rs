@@ -11,7 +11,7 @@
 //! confidence by one level, from [`Confidence::High`] down to
 //! [`Confidence::Low`]. A verdict never claims more than its data.
 //!
-//! Kinds without data in [`StepTelemetry`] yet are never produced:
+//! Kinds without data in [`StepTelemetry`](scalelab_core::StepTelemetry) yet are never produced:
 //! [`VerdictKind::DbContention`] (no database wait figures) and
 //! [`VerdictKind::SoftirqOneCpu`] (no per-CPU softirq figures).
 

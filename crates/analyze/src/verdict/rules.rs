@@ -90,10 +90,20 @@ impl Draft {
 
 /// Every rule's verdict for one step.
 pub(super) fn all(ctx: &Ctx) -> Vec<Verdict> {
-    [client_bound(ctx), errors(ctx), lock_contention(ctx), single_hot_thread(ctx), accept_overflow(ctx), port_exhaustion(ctx), cpu_bound(ctx), disk_bound(ctx), network_bound(ctx)]
-        .into_iter()
-        .flatten()
-        .collect()
+    [
+        client_bound(ctx),
+        errors(ctx),
+        lock_contention(ctx),
+        single_hot_thread(ctx),
+        accept_overflow(ctx),
+        port_exhaustion(ctx),
+        cpu_bound(ctx),
+        disk_bound(ctx),
+        network_bound(ctx),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 fn client_bound(ctx: &Ctx) -> Option<Verdict> {
@@ -144,7 +154,7 @@ fn errors(ctx: &Ctx) -> Option<Verdict> {
         ErrorClass::TooManyConnections => "the database refuses clients: raise max_connections or put a pool in front",
         ErrorClass::SqlError | ErrorClass::Other => "read the first error message of each class and the server's log at this load",
     };
-    let mut d = Draft::new(VerdictKind::Errors, ctx, format!("{:.1}% of requests failed, mostly {}{message}", 100.0 * share, top.name()), next);
+    let mut d = Draft::new(VerdictKind::Errors, ctx, format!("requests fail, mostly {}{message}", top.name()), next);
     d.cap = if share >= ERRORS_HIGH_SHARE { Confidence::High } else { Confidence::Medium };
     d.ev("failed", Some(100.0 * share), "% of requests");
     d.ev("errors", Some(total as f64 / s.window_s), "/s");
@@ -176,13 +186,17 @@ fn lock_contention(ctx: &Ctx) -> Option<Verdict> {
     let mut d = Draft::new(
         VerdictKind::LockContention,
         ctx,
-        "the CPU idles while server threads sleep on futexes: something serializes",
+        if futex_high.is_some() {
+            "the CPU idles while server threads sleep on futexes: something serializes"
+        } else {
+            "the CPU idles while context switches per request rise: something serializes (futex waits not measured)"
+        },
         "find the lock holders: `perf lock contention -b` (or off-CPU stack sampling: `offcputime`, `perf sched`); for a database, its own lock views",
     );
     d.ev("CPU busy", t.cpu_busy_pct, "%");
     d.ev("CPU sys", t.cpu_sys_pct, "%");
     d.ev("server context switches", t.server_cs_per_s, "cs/s");
-    d.ev("per request", t.cs_per_request, "cs");
+    d.ev("server cs per request", t.cs_per_request, "cs");
     d.ev("cs per request growth", growth, "x first step");
     d.ev("server threads blocked on futex", futex, "%");
     d.check(idle_cpu, || ctx.why("CPU busy", CPU));
@@ -223,7 +237,8 @@ fn single_hot_thread(ctx: &Ctx) -> Option<Verdict> {
 
 fn accept_overflow(ctx: &Ctx) -> Option<Verdict> {
     let t = ctx.t()?;
-    let worst = t.listen_overflows_per_s.into_iter().chain(t.listen_drops_per_s).fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))?;
+    let worst =
+        t.listen_overflows_per_s.into_iter().chain(t.listen_drops_per_s).fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))?;
     if worst < LISTEN_OVERFLOW_PER_S {
         return None;
     }
@@ -275,7 +290,9 @@ fn port_exhaustion(ctx: &Ctx) -> Option<Verdict> {
         d.ev("TIME_WAIT share of the range", Some(100.0 * tw as f64 / r as f64), "%");
     }
     d.check(range.map(|_| true), || {
-        format!("ephemeral port range: not recorded with the run (judged against {TIME_WAIT_FALLBACK} sockets, 70% of Linux's default range)")
+        format!(
+            "ephemeral port range: not recorded with the run (judged against {TIME_WAIT_FALLBACK} sockets, 70% of Linux's default range)"
+        )
     });
     Some(d.done())
 }

@@ -1,0 +1,486 @@
+use super::rules::port_range_size;
+use super::*;
+use scalelab_core::{Environment, ErrorClass, Failure, HotThread, RunKind, RunPlan, StepTelemetry, ThreadStatesPct};
+
+/// Telemetry of a healthy step: nothing in it should trigger any rule.
+fn healthy() -> StepTelemetry {
+    StepTelemetry {
+        samples: 10,
+        cpu_busy_pct: Some(50.0),
+        cpu_user_pct: Some(35.0),
+        cpu_sys_pct: Some(15.0),
+        cpu_iowait_pct: Some(0.5),
+        cpu_softirq_pct: Some(2.0),
+        cs_per_s: Some(2000.0),
+        server_cpu_pct: Some(150.0),
+        server_cs_per_s: Some(1000.0),
+        cs_per_request: Some(1.0),
+        thread_states_pct: Some(ThreadStatesPct { running: 60.0, runnable: 5.0, futex: 5.0, io: 0.0, idle: 30.0, other: 0.0 }),
+        hottest_threads: vec![HotThread { tid: 101, name: "worker-0".into(), cpu_pct: 40.0 }],
+        tcp_time_wait: Some(100),
+        listen_overflows_per_s: Some(0.0),
+        listen_drops_per_s: Some(0.0),
+        retrans_per_s: Some(0.0),
+        disk_iops: Some(5.0),
+        net_mb_per_s: Some(10.0),
+        unavailable: Default::default(),
+    }
+}
+
+/// A 10 s step at `n` clients doing `x` req/s, its client at 20 % of 2 cores.
+fn step(n: u32, x: f64, t: Option<StepTelemetry>) -> StepResult {
+    StepResult {
+        concurrency: n,
+        window_s: 10.0,
+        requests: (x * 10.0) as u64,
+        queries: (x * 10.0) as u64,
+        client_cpu_s: 4.0,
+        client_cores: 2,
+        telemetry: t,
+        ..StepResult::default()
+    }
+}
+
+fn run(steps: Vec<StepResult>) -> Run {
+    Run {
+        id: 1,
+        kind: RunKind::Sweep,
+        plan: RunPlan {
+            label: "test".into(),
+            target: "specimen:test".into(),
+            workload: "GET /".into(),
+            steps: vec![],
+            client_threads: 2,
+            options: Default::default(),
+        },
+        environment: Environment { logical_cores: Some(4), ip_local_port_range: Some("32768 60999".into()), ..Default::default() },
+        started_unix_ms: 0,
+        finished_unix_ms: None,
+        complete: true,
+        outcome: None,
+        steps,
+    }
+}
+
+/// A run climbing to its knee at 2 clients, then flat: the rule's telemetry
+/// `at_knee` is given to the steps at 2, 4 and 8 clients.
+fn run_with(at_knee: impl Fn(u32) -> StepTelemetry) -> Run {
+    run(vec![
+        step(1, 100.0, Some(healthy())),
+        step(2, 190.0, Some(at_knee(2))),
+        step(4, 200.0, Some(at_knee(4))),
+        step(8, 195.0, Some(at_knee(8))),
+    ])
+}
+
+fn kinds(vs: &[Verdict]) -> Vec<VerdictKind> {
+    vs.iter().map(|v| v.kind).collect()
+}
+
+fn only(run: &Run, kind: VerdictKind) -> Verdict {
+    let d = diagnose(run);
+    let found: Vec<&Verdict> = d.verdicts.iter().filter(|v| v.kind == kind).collect();
+    assert_eq!(found.len(), 1, "expected one {kind:?} in {:?}", kinds(&d.verdicts));
+    found[0].clone()
+}
+
+fn ev(v: &Verdict, name: &str) -> f64 {
+    v.evidence.iter().find(|e| e.name == name).unwrap_or_else(|| panic!("no evidence `{name}` in {:?}", v.evidence)).value
+}
+
+#[test]
+fn healthy_run_has_no_verdict() {
+    let d = diagnose(&run_with(|_| healthy()));
+    assert_eq!(d.curve.as_ref().unwrap().knee_concurrency, 2);
+    assert!(d.verdicts.is_empty(), "{:?}", d.verdicts);
+}
+
+fn locked(n: u32) -> StepTelemetry {
+    let mut t = healthy();
+    t.cpu_busy_pct = Some(30.0);
+    t.cpu_user_pct = Some(10.0);
+    t.cpu_sys_pct = Some(20.0);
+    t.cs_per_request = Some(2.0 * f64::from(n));
+    t.server_cs_per_s = Some(20_000.0);
+    t.thread_states_pct = Some(ThreadStatesPct { running: 10.0, runnable: 2.0, futex: 70.0, io: 0.0, idle: 18.0, other: 0.0 });
+    t
+}
+
+#[test]
+fn lock_contention_with_all_signals_is_high() {
+    let v = only(&run_with(locked), VerdictKind::LockContention);
+    assert_eq!((v.confidence, v.concurrency), (Confidence::High, 8));
+    assert_eq!(ev(&v, "cs per request growth"), 16.0);
+    assert_eq!(ev(&v, "server threads blocked on futex"), 70.0);
+    assert!(v.missing.is_empty());
+    assert!(v.next.contains("perf lock contention -b"));
+}
+
+#[test]
+fn lock_contention_without_cs_probe_is_medium_and_says_why() {
+    let r = run_with(|n| {
+        let mut t = locked(n);
+        t.cs_per_request = None;
+        t.server_cs_per_s = None;
+        t.unavailable.insert("server".into(), "permission denied reading /proc/PID/status".into());
+        t
+    });
+    let v = only(&r, VerdictKind::LockContention);
+    assert_eq!(v.confidence, Confidence::Medium);
+    assert_eq!(v.missing, vec!["context switches per request: permission denied reading /proc/PID/status".to_string()]);
+    assert!(v.evidence.iter().all(|e| e.name != "server cs per request"), "missing is not zero");
+}
+
+#[test]
+fn lock_contention_without_thread_states_needs_rising_cs_and_is_medium() {
+    let r = run_with(|n| {
+        let mut t = locked(n);
+        t.thread_states_pct = None;
+        t.hottest_threads.clear();
+        t.unavailable.insert("thread_states".into(), "no thread-state samples in the window".into());
+        t
+    });
+    let v = only(&r, VerdictKind::LockContention);
+    assert_eq!(v.confidence, Confidence::Medium);
+    assert_eq!(v.missing, vec!["server thread states: no thread-state samples in the window".to_string()]);
+    // Without thread states and without rising context switches: nothing.
+    let r = run_with(|_| {
+        let mut t = locked(1);
+        t.thread_states_pct = None;
+        t.cs_per_request = Some(1.5); // x1.5 the first step's: not rising
+        t
+    });
+    assert!(!kinds(&diagnose(&r).verdicts).contains(&VerdictKind::LockContention));
+}
+
+#[test]
+fn futex_sleep_with_flat_context_switches_is_low() {
+    let r = run_with(|_| {
+        let mut t = locked(1);
+        t.cs_per_request = Some(1.0); // same as the first step
+        t
+    });
+    assert_eq!(only(&r, VerdictKind::LockContention).confidence, Confidence::Medium);
+    let r = run_with(|_| {
+        let mut t = locked(1);
+        t.cs_per_request = Some(1.0);
+        t.cpu_busy_pct = None;
+        t.unavailable.insert("cpu".into(), "fewer than 2 system samples in the window".into());
+        t
+    });
+    let v = only(&r, VerdictKind::LockContention);
+    assert_eq!(v.confidence, Confidence::Low);
+    assert_eq!(v.missing, vec!["CPU busy: fewer than 2 system samples in the window".to_string()]);
+}
+
+#[test]
+fn no_lock_contention_on_a_saturated_cpu() {
+    let r = run_with(|n| {
+        let mut t = locked(n);
+        t.cpu_busy_pct = Some(97.0);
+        t
+    });
+    assert!(!kinds(&diagnose(&r).verdicts).contains(&VerdictKind::LockContention));
+}
+
+fn busy(user: f64, sys: f64) -> impl Fn(u32) -> StepTelemetry {
+    move |_| {
+        let mut t = healthy();
+        t.cpu_busy_pct = Some(user + sys);
+        t.cpu_user_pct = Some(user);
+        t.cpu_sys_pct = Some(sys);
+        t.server_cpu_pct = Some(330.0);
+        t
+    }
+}
+
+#[test]
+fn cpu_bound_split_user_and_kernel() {
+    let v = only(&run_with(busy(70.0, 25.0)), VerdictKind::CpuBoundUser);
+    assert_eq!(v.confidence, Confidence::High);
+    assert_eq!(ev(&v, "CPU busy"), 95.0);
+    let d = diagnose(&run_with(busy(30.0, 65.0)));
+    assert_eq!(kinds(&d.verdicts), vec![VerdictKind::CpuBoundKernel]);
+    // 89 % busy is not saturated (and not lock contention: no futex sleep).
+    assert!(diagnose(&run_with(busy(60.0, 29.0))).verdicts.is_empty());
+}
+
+#[test]
+fn cpu_bound_without_server_cpu_is_medium_and_without_split_absent() {
+    let r = run_with(|n| {
+        let mut t = busy(70.0, 25.0)(n);
+        t.server_cpu_pct = None;
+        t.unavailable.insert("server".into(), "no server process samples in the window".into());
+        t
+    });
+    let v = only(&r, VerdictKind::CpuBoundUser);
+    assert_eq!(v.confidence, Confidence::Medium);
+    assert_eq!(v.missing, vec!["server CPU: no server process samples in the window".to_string()]);
+    // The server using a small share of the machine lowers it too.
+    let r = run_with(|n| {
+        let mut t = busy(70.0, 25.0)(n);
+        t.server_cpu_pct = Some(50.0);
+        t
+    });
+    assert_eq!(only(&r, VerdictKind::CpuBoundUser).confidence, Confidence::Medium);
+    let r = run_with(|n| {
+        let mut t = busy(70.0, 25.0)(n);
+        t.cpu_sys_pct = None;
+        t
+    });
+    assert!(diagnose(&r).verdicts.is_empty(), "no split, no claim of user or kernel");
+}
+
+#[test]
+fn single_hot_thread_only_when_the_machine_idles() {
+    let hot = |_| {
+        let mut t = healthy();
+        t.cpu_busy_pct = Some(27.0);
+        t.hottest_threads =
+            vec![HotThread { tid: 7, name: "acceptor".into(), cpu_pct: 99.0 }, HotThread { tid: 8, name: "worker".into(), cpu_pct: 3.0 }];
+        t
+    };
+    let v = only(&run_with(hot), VerdictKind::SingleHotThread);
+    assert_eq!(v.confidence, Confidence::High);
+    assert_eq!(ev(&v, "hottest thread"), 99.0);
+    assert!(v.headline.contains("`acceptor` (tid 7)"), "{}", v.headline);
+    let r = run_with(|n| {
+        let mut t = hot(n);
+        t.cpu_busy_pct = Some(99.0);
+        t.cpu_user_pct = Some(90.0);
+        t.cpu_sys_pct = Some(9.0);
+        t
+    });
+    assert!(!kinds(&diagnose(&r).verdicts).contains(&VerdictKind::SingleHotThread));
+    let r = run_with(|n| {
+        let mut t = hot(n);
+        t.cpu_busy_pct = None;
+        t
+    });
+    let v = only(&r, VerdictKind::SingleHotThread);
+    assert_eq!(v.confidence, Confidence::Medium);
+    assert_eq!(v.missing, vec!["CPU busy: not measured".to_string()]);
+}
+
+#[test]
+fn disk_bound_by_iowait_iops_and_io_blocked_threads() {
+    let disk = |_| {
+        let mut t = healthy();
+        t.cpu_iowait_pct = Some(35.0);
+        t.disk_iops = Some(4800.0);
+        t.thread_states_pct = Some(ThreadStatesPct { running: 10.0, runnable: 0.0, futex: 5.0, io: 80.0, idle: 5.0, other: 0.0 });
+        t
+    };
+    let v = only(&run_with(disk), VerdictKind::DiskBound);
+    assert_eq!(v.confidence, Confidence::High);
+    assert_eq!(ev(&v, "disk"), 4800.0);
+    let r = run_with(|n| {
+        let mut t = disk(n);
+        t.disk_iops = None;
+        t.thread_states_pct = None;
+        t
+    });
+    let v = only(&r, VerdictKind::DiskBound);
+    assert_eq!(v.confidence, Confidence::Low);
+    assert_eq!(v.missing.len(), 2, "{:?}", v.missing);
+    let r = run_with(|n| {
+        let mut t = disk(n);
+        t.cpu_iowait_pct = Some(5.0);
+        t
+    });
+    assert!(diagnose(&r).verdicts.is_empty());
+}
+
+#[test]
+fn accept_overflow_from_listen_counters() {
+    let v = only(
+        &run_with(|_| {
+            let mut t = healthy();
+            t.listen_overflows_per_s = Some(120.0);
+            t.listen_drops_per_s = Some(120.0);
+            t
+        }),
+        VerdictKind::AcceptOverflow,
+    );
+    assert_eq!(v.confidence, Confidence::High);
+    assert_eq!(ev(&v, "listen drops"), 120.0);
+    let r = run_with(|_| {
+        let mut t = healthy();
+        t.listen_drops_per_s = Some(0.5);
+        t
+    });
+    assert!(diagnose(&r).verdicts.is_empty());
+}
+
+#[test]
+fn port_exhaustion_against_the_range_or_the_fallback() {
+    let tw = |n: u64| {
+        move |_| {
+            let mut t = healthy();
+            t.tcp_time_wait = Some(n);
+            t
+        }
+    };
+    let v = only(&run_with(tw(25_000)), VerdictKind::PortExhaustion);
+    assert_eq!(v.confidence, Confidence::High);
+    assert_eq!(ev(&v, "ephemeral ports"), 28232.0);
+    // 15,000 of 28,232 is 53 %: not exhausted.
+    assert!(diagnose(&run_with(tw(15_000))).verdicts.is_empty());
+    // A narrow range makes 15,000 exhaustion.
+    let mut r = run_with(tw(15_000));
+    r.environment.ip_local_port_range = Some("50000 60999".into());
+    assert_eq!(only(&r, VerdictKind::PortExhaustion).confidence, Confidence::High);
+    // Range not recorded: judged against 20,000, medium, and said so.
+    let mut r = run_with(tw(25_000));
+    r.environment.ip_local_port_range = None;
+    let v = only(&r, VerdictKind::PortExhaustion);
+    assert_eq!(v.confidence, Confidence::Medium);
+    assert!(v.missing[0].starts_with("ephemeral port range"), "{:?}", v.missing);
+    assert_eq!(port_range_size("32768\t60999"), Some(28232));
+    assert_eq!(port_range_size("60999 32768"), None);
+    assert_eq!(port_range_size("junk"), None);
+}
+
+#[test]
+fn network_bound_is_never_high_without_link_capacity() {
+    let v = only(
+        &run_with(|_| {
+            let mut t = healthy();
+            t.retrans_per_s = Some(800.0);
+            t
+        }),
+        VerdictKind::NetworkBound,
+    );
+    assert_eq!(v.confidence, Confidence::Medium);
+    assert!(v.missing[0].starts_with("link capacity"));
+}
+
+fn with_errors(s: &mut StepResult, class: ErrorClass, n: u64) {
+    for _ in 0..n {
+        s.errors.add(&Failure::new(class, "connection reset by peer"));
+    }
+}
+
+#[test]
+fn errors_by_share_of_requests() {
+    let mut r = run_with(|_| healthy());
+    // 8 clients: 1950 completions; 150 resets = 7.1 % of requests.
+    with_errors(&mut r.steps[3], ErrorClass::Reset, 150);
+    with_errors(&mut r.steps[3], ErrorClass::Http5xx, 10);
+    let v = only(&r, VerdictKind::Errors);
+    assert_eq!((v.confidence, v.concurrency), (Confidence::High, 8));
+    assert!(v.headline.contains("mostly reset (connection reset by peer)"), "{}", v.headline);
+    assert!((ev(&v, "failed") - 100.0 * 160.0 / 2110.0).abs() < 1e-9);
+    assert_eq!(ev(&v, "reset"), 15.0);
+    // 2 % is notable but medium; 0.5 % is not a verdict.
+    let mut r = run_with(|_| healthy());
+    with_errors(&mut r.steps[3], ErrorClass::Http5xx, 40);
+    assert_eq!(only(&r, VerdictKind::Errors).confidence, Confidence::Medium);
+    let mut r = run_with(|_| healthy());
+    with_errors(&mut r.steps[3], ErrorClass::Http5xx, 10);
+    assert!(diagnose(&r).verdicts.is_empty());
+}
+
+#[test]
+fn client_bound_comes_first_and_lowers_the_server_verdicts() {
+    let mut r = run_with(locked);
+    for s in &mut r.steps[1..] {
+        s.client_cpu_s = 19.0; // 95 % of 2 cores over 10 s
+    }
+    with_errors(&mut r.steps[3], ErrorClass::Reset, 150);
+    let d = diagnose(&r);
+    assert_eq!(kinds(&d.verdicts), vec![VerdictKind::ClientBound, VerdictKind::Errors, VerdictKind::LockContention]);
+    assert_eq!(d.verdicts[0].confidence, Confidence::High);
+    assert_eq!(ev(&d.verdicts[0], "client CPU"), 95.0);
+    assert_eq!(d.verdicts[1].confidence, Confidence::High, "errors are counted, not inferred: not lowered");
+    assert_eq!(d.verdicts[2].confidence, Confidence::Medium);
+    assert!(d.verdicts[2].headline.contains("client was saturated"));
+}
+
+#[test]
+fn only_steps_at_and_beyond_the_knee_and_not_partial_ones() {
+    // The lock signature only below the knee (at 1 client): no verdict.
+    let mut r = run_with(|_| healthy());
+    r.steps[0].telemetry = Some(locked(1));
+    assert!(diagnose(&r).verdicts.is_empty());
+    // A partial step past the knee is not judged.
+    let mut r = run_with(|_| healthy());
+    r.steps.push(step(16, 190.0, Some(locked(16))));
+    r.steps[4].partial = true;
+    assert!(diagnose(&r).verdicts.is_empty());
+    r.steps[4].partial = false;
+    assert_eq!(kinds(&diagnose(&r).verdicts), vec![VerdictKind::LockContention]);
+}
+
+#[test]
+fn without_telemetry_only_client_and_errors_can_be_judged() {
+    let mut r = run(vec![step(1, 100.0, None), step(2, 190.0, None), step(4, 200.0, None), step(8, 195.0, None)]);
+    assert!(diagnose(&r).verdicts.is_empty());
+    r.steps[3].client_cpu_s = 20.0;
+    assert_eq!(kinds(&diagnose(&r).verdicts), vec![VerdictKind::ClientBound]);
+}
+
+#[test]
+fn the_best_step_is_the_most_certain_then_the_highest() {
+    let r = run_with(|n| if n == 4 { locked(n) } else { healthy() });
+    assert_eq!(only(&r, VerdictKind::LockContention).concurrency, 4);
+}
+
+#[test]
+fn kinds_serialize_as_documented() {
+    let all = [
+        (VerdictKind::CpuBoundUser, "cpu-bound-user"),
+        (VerdictKind::CpuBoundKernel, "cpu-bound-kernel"),
+        (VerdictKind::LockContention, "lock-contention"),
+        (VerdictKind::DbContention, "db-contention"),
+        (VerdictKind::DiskBound, "disk-bound"),
+        (VerdictKind::NetworkBound, "network-bound"),
+        (VerdictKind::SingleHotThread, "single-hot-thread"),
+        (VerdictKind::SoftirqOneCpu, "softirq-one-cpu"),
+        (VerdictKind::AcceptOverflow, "accept-overflow"),
+        (VerdictKind::PortExhaustion, "port-exhaustion"),
+        (VerdictKind::ClientBound, "client-bound"),
+        (VerdictKind::Errors, "errors"),
+    ];
+    for (k, name) in all {
+        assert_eq!(serde_json::to_value(k).unwrap(), serde_json::Value::String(name.into()));
+        assert_eq!(k.name(), name);
+        assert_eq!(serde_json::from_value::<VerdictKind>(name.into()).unwrap(), k);
+    }
+    assert_eq!(serde_json::to_value(Confidence::Medium).unwrap(), "medium");
+}
+
+#[test]
+fn json_has_the_documented_shape() {
+    let j = to_json(&diagnose(&run_with(locked)));
+    let c = &j["curve"];
+    assert_eq!((c["peak"].as_f64(), c["peak_concurrency"].as_u64(), c["knee_concurrency"].as_u64()), (Some(200.0), Some(4), Some(2)));
+    assert!(c["collapse"].is_null());
+    for k in ["lambda", "sigma", "kappa", "r2", "n_opt"] {
+        assert!(j["usl"].get(k).is_some(), "usl.{k} in {}", j["usl"]);
+    }
+    let v = &j["verdicts"][0];
+    assert_eq!(v["kind"], "lock-contention");
+    assert_eq!(v["confidence"], "high");
+    assert_eq!(v["concurrency"], 8);
+    assert_eq!(v["evidence"][0]["name"], "CPU busy");
+    assert_eq!(v["evidence"][0]["unit"], "%");
+    assert!(v["next"].as_str().unwrap().contains("perf lock"));
+    // Too few steps: no fit, and why.
+    let j = to_json(&diagnose(&run(vec![step(1, 100.0, None)])));
+    assert!(j["usl"].is_null());
+    assert!(j["usl_error"].as_str().unwrap().contains("at least 4 steps"));
+}
+
+#[test]
+fn numbers_in_text() {
+    use super::diagnosis::num;
+    assert_eq!(num(31_200.4), "31,200");
+    assert_eq!(num(1_234_567.0), "1,234,567");
+    assert_eq!(num(-1500.0), "-1,500");
+    assert_eq!(num(38.4), "38");
+    assert_eq!(num(2.94), "2.9");
+    assert_eq!(num(4.0), "4");
+    assert_eq!(num(0.214), "0.21");
+    assert_eq!(num(f64::NAN), "?");
+}
