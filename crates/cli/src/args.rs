@@ -22,6 +22,8 @@ pub enum Command {
     Runs,
     /// Show one run's table again (ID, label, or `last`).
     Show(ShowArgs),
+    /// Explain a run: peak, knee, collapse, USL fit, bottleneck verdicts with their evidence.
+    Diagnose(ShowArgs),
     /// Export a run as JSON or CSV.
     Export(ExportArgs),
     /// Import published series (CSV: `concurrency,LABEL,...`) as runs.

@@ -58,7 +58,15 @@ fn prepare_and_sweep_every_workload() {
             let (req, q) = (s["requests"].as_u64().unwrap(), s["queries"].as_u64().unwrap());
             assert!(req > 0, "{workload}: no unit completed: {s}");
             assert_eq!(q, req * per_unit, "{workload}: statements per unit");
-            assert_eq!(s["errors_total"], 0, "{workload}: {s}");
+            if workload == "write" {
+                // As with sysbench (which ignores them), concurrent DELETE + INSERT of
+                // random ids can deadlock or collide on the primary key now and then.
+                let errors = s["errors_total"].as_u64().unwrap();
+                let real = s["errors"]["deadlock"].as_u64().unwrap_or(0) + s["errors"]["sql_error"].as_u64().unwrap_or(0);
+                assert!(errors == real && errors * 20 <= req, "{workload}: {s}");
+            } else {
+                assert_eq!(s["errors_total"], 0, "{workload}: {s}");
+            }
         }
     }
     let doc = sweep(&store, &url, "2", "300ms", &["--workload", "write", "--no-prepare"]);

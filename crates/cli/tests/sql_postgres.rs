@@ -68,7 +68,15 @@ fn prepare_and_sweep_every_workload() {
             let (req, q) = (s["requests"].as_u64().unwrap(), s["queries"].as_u64().unwrap());
             assert!(req > 0, "{workload}: no unit completed: {s}");
             assert_eq!(q, req * per_unit, "{workload}: statements per unit");
-            assert_eq!(s["errors_total"], 0, "{workload}: {s}");
+            if workload == "write" {
+                // As with sysbench (which ignores them), concurrent DELETE + INSERT of
+                // random ids can deadlock or collide on the primary key now and then.
+                let errors = s["errors_total"].as_u64().unwrap();
+                let real = s["errors"]["deadlock"].as_u64().unwrap_or(0) + s["errors"]["sql_error"].as_u64().unwrap_or(0);
+                assert!(errors == real && errors * 20 <= req, "{workload}: {s}");
+            } else {
+                assert_eq!(s["errors_total"], 0, "{workload}: {s}");
+            }
         }
     }
     assert!(pg.psql("bench", "SELECT count(*) FROM pgbench_history").parse::<u64>().unwrap() > 0);
@@ -195,7 +203,10 @@ fn too_many_connections_and_a_killed_server() {
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
     let s = &steps(&doc)[0];
     assert!(s["errors"]["connection_lost"].as_u64().unwrap_or(0) >= 2, "{s}");
-    assert!(s["error_messages"]["connection_lost"].as_str().unwrap().contains("57P01"), "{s}");
+    // "terminating connection due to administrator command (57P01)", or "connection
+    // closed" when the backend went away between two statements.
+    let msg = s["error_messages"]["connection_lost"].as_str().unwrap();
+    assert!(msg.contains("57P01") || msg.contains("closed"), "{s}");
     assert_eq!(s["reconnects"], 2, "{s}");
 
     // Kill the server in the middle of a window.

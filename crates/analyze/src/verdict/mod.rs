@@ -27,6 +27,10 @@ use serde::{Deserialize, Serialize};
 /// Client CPU share (of its own cores, %) above which the client is saturated;
 /// the same threshold as [`StepResult::client_saturated`].
 pub const CLIENT_SATURATED_PCT: f64 = 90.0;
+/// Client event-loop lateness (ms) that marks a client falling behind: its
+/// timers are due every 50 ms, so a whole timer period late means requests
+/// waited in the client, not the server.
+pub const CLIENT_LAG_MS: f64 = 50.0;
 /// Failed share of requests (errors / (completions + errors)) from which errors get a verdict.
 pub const ERRORS_NOTABLE_SHARE: f64 = 0.01;
 /// Failed share from which the errors verdict is of high confidence (below: medium).

@@ -107,17 +107,32 @@ pub(super) fn all(ctx: &Ctx) -> Vec<Verdict> {
 }
 
 fn client_bound(ctx: &Ctx) -> Option<Verdict> {
-    let pct = ctx.step.client_cpu_pct()?;
-    if !(pct > CLIENT_SATURATED_PCT || ctx.step.client_saturated()) {
+    let pct = ctx.step.client_cpu_pct();
+    let lag = ctx.step.client_lag_ms;
+    let by_cpu = pct.is_some_and(|p| p > CLIENT_SATURATED_PCT) || ctx.step.client_saturated();
+    // A client starved of CPU (a busy neighbour, a taskset to a shared core)
+    // can stay under 90 % of its cores yet answer its timers late.
+    let by_lag = lag.is_some_and(|l| l >= CLIENT_LAG_MS);
+    if !by_cpu && !by_lag {
         return None;
     }
+    let headline = if by_cpu {
+        "THE LOAD GENERATOR WAS SATURATED: this result measures the client, not the server"
+    } else {
+        "THE LOAD GENERATOR FELL BEHIND (its event loop ran late): this result measures the client, not the server"
+    };
     let mut d = Draft::new(
         VerdictKind::ClientBound,
         ctx,
-        "THE LOAD GENERATOR WAS SATURATED: this result measures the client, not the server",
+        headline,
         "give the client more cores or another machine (more client threads, no busy neighbours, `taskset` it away from the server) and re-run; do not compare servers on this run",
     );
-    d.ev("client CPU", Some(pct), "% of its cores");
+    if let Some(p) = pct {
+        d.ev("client CPU", Some(p), "% of its cores");
+    }
+    if let Some(l) = lag {
+        d.ev("client event-loop lag", Some(l), "ms");
+    }
     d.ev("client cores", Some(f64::from(ctx.step.client_cores)), "cores");
     d.ev("throughput", Some(ctx.step.throughput_per_s()), "req/s");
     Some(d.done())

@@ -484,3 +484,20 @@ fn numbers_in_text() {
     assert_eq!(num(0.214), "0.21");
     assert_eq!(num(f64::NAN), "?");
 }
+
+#[test]
+fn a_lagging_client_is_client_bound_even_below_90_pct_cpu() {
+    // client_cpu_s 4.0 over 10 s on 2 cores = 20 %: not saturated by CPU.
+    let r = run_with(|n| {
+        let _ = n;
+        healthy()
+    });
+    let mut r = r;
+    for s in r.steps.iter_mut().skip(1) {
+        s.client_lag_ms = Some(120.0);
+    }
+    let v = only(&r, VerdictKind::ClientBound);
+    assert!(v.headline.contains("FELL BEHIND"), "{}", v.headline);
+    assert_eq!(ev(&v, "client event-loop lag"), 120.0);
+    assert_eq!(diagnose(&r).verdicts[0].kind, VerdictKind::ClientBound, "client-bound comes first");
+}

@@ -1,9 +1,8 @@
 //! The analysis printed under a run's table, and `--assert` evaluation.
 
 use crate::error::bad;
-use scalelab_analyze::{assert as assertions, Curve, Point, Series, UslFit};
+use scalelab_analyze::{assert as assertions, Curve, Point, Series};
 use scalelab_core::Run;
-use scalelab_report::fmt::thousands;
 
 /// A run as the analysis sees it: one point per measured (non-partial) step.
 pub fn series_of(run: &Run) -> Series {
@@ -11,48 +10,21 @@ pub fn series_of(run: &Run) -> Series {
     Series::new(run.plan.label.clone(), points)
 }
 
-/// Peak, knee, collapse and the USL fit in words; what cannot be computed says why.
-pub fn summary(run: &Run) -> String {
-    let series = series_of(run);
-    let mut out = String::new();
-    let unit = "/s";
-    match Curve::of(&series) {
-        Ok(c) => {
-            out.push_str(&format!(
-                "peak {}{unit} at {} clients; knee at {} clients",
-                thousands(c.peak),
-                c.peak_concurrency,
-                c.knee_concurrency
-            ));
-            match &c.collapse {
-                Some(k) => out.push_str(&format!(
-                    "; collapse: {}{unit} at {} clients = {:.0}% of peak{}{}",
-                    thousands(k.throughput),
-                    k.concurrency,
-                    k.pct_of_peak,
-                    k.pct_of_first.map_or(String::new(), |p| format!(", {p:.0}% of {} client(s)", c.first_concurrency)),
-                    if k.retrograde { " (retrograde)" } else { "" }
-                )),
-                None => out.push_str("; no collapse"),
-            }
-            out.push('\n');
-        }
-        Err(e) => out.push_str(&format!("curve: {e}\n")),
-    }
-    match scalelab_analyze::usl::fit(&series) {
-        Ok(u) => out.push_str(&usl_line(&u)),
-        Err(e) => out.push_str(&format!("USL: not fitted: {e}\n")),
-    }
-    out
+/// The diagnosis printed under a run's tables: curve, USL fit, verdicts with
+/// their evidence and what to look at next.
+pub fn diagnosis_text(run: &Run) -> String {
+    let d = scalelab_analyze::diagnose(run);
+    scalelab_analyze::render_text(&d, &run.plan.label)
 }
 
-fn usl_line(u: &UslFit) -> String {
-    let r2 = u.r2.map_or("-".to_string(), |r| format!("{r:.3}"));
-    let opt = match (u.n_opt, u.x_at_n_opt) {
-        (Some(n), Some(x)) => format!("optimum N* = {n:.1} ({}/s)", thousands(x)),
-        _ => "no optimum (kappa = 0: no retrograde region)".to_string(),
-    };
-    format!("USL: lambda {:.1}/s  sigma {:.4}  kappa {:.5}  R2 {r2}  {opt}\n", u.lambda, u.sigma, u.kappa)
+/// The run's JSON with the diagnosis (`curve`, `usl`, `verdicts`) added.
+pub fn run_json_with_diagnosis(run: &Run) -> serde_json::Value {
+    let mut doc = scalelab_report::json::run_json(run);
+    let d = scalelab_analyze::verdict::to_json(&scalelab_analyze::diagnose(run));
+    if let (serde_json::Value::Object(m), serde_json::Value::Object(extra)) = (&mut doc, d) {
+        m.extend(extra);
+    }
+    doc
 }
 
 /// Parses every `--assert` before any load, so a typo fails fast (exit 2).

@@ -19,6 +19,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sweep(a) => sweep::run(&cli.store, *a),
         Command::Runs => show::runs(&cli.store),
         Command::Show(a) => show::show(&cli.store, &a),
+        Command::Diagnose(a) => show::diagnose(&cli.store, &a),
         Command::Export(a) => show::export(&cli.store, &a),
         Command::Specimen(a) => specimen::run(a),
         Command::Watch(a) => watch::run(&cli.store, &a),

@@ -2,7 +2,7 @@
 
 use crate::args::{ExportArgs, ExportFormat, ShowArgs};
 use scalelab_report::fmt::{columns, thousands};
-use scalelab_report::{csv, json, table};
+use scalelab_report::{csv, table};
 use scalelab_store::{RunSelector, Store};
 use std::path::Path;
 use std::process::ExitCode;
@@ -51,7 +51,7 @@ pub fn show(path: &Path, a: &ShowArgs) -> anyhow::Result<ExitCode> {
     }
     crate::telemetry::attach(&store, &mut run)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&json::run_json(&run))?);
+        println!("{}", serde_json::to_string_pretty(&super::analysis::run_json_with_diagnosis(&run))?);
         let parsed = super::analysis::parse_assertions(&a.asserts)?;
         return Ok(if super::analysis::check(&run, &parsed) { ExitCode::SUCCESS } else { ExitCode::from(1) });
     }
@@ -66,7 +66,23 @@ pub fn show(path: &Path, a: &ShowArgs) -> anyhow::Result<ExitCode> {
     if let Some(t) = table::telemetry_table(&run) {
         print!("{t}");
     }
-    print!("{}", super::analysis::summary(&run));
+    print!("{}", super::analysis::diagnosis_text(&run));
+    let parsed = super::analysis::parse_assertions(&a.asserts)?;
+    Ok(if super::analysis::check(&run, &parsed) { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+pub fn diagnose(path: &Path, a: &ShowArgs) -> anyhow::Result<ExitCode> {
+    let store = open_existing(path)?;
+    let id = store.resolve(&RunSelector::parse(&a.run))?;
+    let mut run = store.load_run(id)?;
+    crate::telemetry::attach(&store, &mut run)?;
+    let d = scalelab_analyze::diagnose(&run);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&scalelab_analyze::verdict::to_json(&d))?);
+    } else {
+        println!("run {}: {}", run.id, run.plan.label);
+        print!("{}", scalelab_analyze::render_text(&d, &run.plan.label));
+    }
     let parsed = super::analysis::parse_assertions(&a.asserts)?;
     Ok(if super::analysis::check(&run, &parsed) { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
@@ -81,7 +97,7 @@ pub fn export(path: &Path, a: &ExportArgs) -> anyhow::Result<ExitCode> {
     let mut run = store.load_run(id)?;
     crate::telemetry::attach(&store, &mut run)?;
     match (a.format, a.series) {
-        (ExportFormat::Json, _) => println!("{}", serde_json::to_string_pretty(&json::run_json(&run))?),
+        (ExportFormat::Json, _) => println!("{}", serde_json::to_string_pretty(&super::analysis::run_json_with_diagnosis(&run))?),
         (ExportFormat::Csv, false) => print!("{}", csv::steps_csv(&run)),
         (ExportFormat::Csv, true) => print!("{}", csv::seconds_csv(&run)),
     }

@@ -254,14 +254,14 @@ pub fn execute<D: scalelab_drive::Driver>(
     let mut run: Run = store.load_run(run_id)?;
     crate::telemetry::attach(&store, &mut run)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&scalelab_report::json::run_json(&run))?);
+        println!("{}", serde_json::to_string_pretty(&super::analysis::run_json_with_diagnosis(&run))?);
     } else {
         println!();
         print!("{}", table::run_table(&run));
         if let Some(t) = table::telemetry_table(&run) {
             print!("{t}");
         }
-        print!("{}", super::analysis::summary(&run));
+        print!("{}", super::analysis::diagnosis_text(&run));
         println!("run {run_id} {outcome}; stored in {}", store_path.display());
     }
     let passed = super::analysis::check(&run, &common.assertions);
