@@ -33,9 +33,14 @@ impl MariaDb {
         crate::set_mode_bits(d, 0o755);
         let root = unsafe { libc::geteuid() } == 0;
         let user = if root { "mysql".to_string() } else { std::env::var("USER").unwrap_or_else(|_| "nobody".into()) };
+        if root {
+            chown_to("mysql", &d.join("tmp"));
+        }
+        // A private tmpdir: concurrent bootstraps sharing /tmp trip over each other's temp tables.
         let out = Command::new(&install)
             .arg("--no-defaults")
             .arg(format!("--datadir={}", d.join("data").display()))
+            .arg(format!("--tmpdir={}", d.join("tmp").display()))
             .arg(format!("--user={user}"))
             .args(["--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve"])
             .output()

@@ -44,8 +44,8 @@ pub const SERVER_CPU_SHARE: f64 = 0.5;
 pub const FUTEX_BLOCKED_PCT: f64 = 30.0;
 /// Growth of context switches per request vs the first step that counts as rising.
 pub const CS_PER_REQUEST_GROWTH: f64 = 2.0;
-/// A thread at this % of one core (or more) is taken as running flat out.
-pub const HOT_THREAD_PCT: f64 = 90.0;
+/// A thread at this % of one core (or more) is taken as running flat out (85, not 100: a thread that never idles still loses a few % to preemption and to the sampler's own resolution).
+pub const HOT_THREAD_PCT: f64 = 85.0;
 /// CPU iowait (% of all cores) from which the disk is suspected.
 pub const IOWAIT_PCT: f64 = 10.0;
 /// Share of the server's thread-time in disk wait that corroborates a disk verdict.
