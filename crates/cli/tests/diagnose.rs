@@ -76,3 +76,41 @@ fn scales_with_enough_clients_is_cpu_bound() {
     let _cpu = cpu_exclusive();
     diagnosed_as("scales", "300", "1,2,8", |k| k.iter().any(|k| k.starts_with("cpu-bound")) && !k.iter().any(|k| k == "lock-contention"));
 }
+
+/// A process that burns CPU 0 until dropped (bounded by `timeout` as well).
+struct BusyLoop(std::process::Child);
+impl Drop for BusyLoop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_client_squeezed_onto_a_busy_cpu_is_client_bound() {
+    let _cpu = cpu_exclusive();
+    if std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) < 2 {
+        eprintln!("skipped: needs 2 CPUs (the server runs on the other one)");
+        return;
+    }
+    let nginx = scalelab_testkit::nginx::Nginx::start();
+    let _busy = BusyLoop(
+        std::process::Command::new("taskset")
+            .args(["-c", "0", "timeout", "60", "sh", "-c", "while :; do :; done"])
+            .spawn()
+            .expect("taskset (util-linux) is installed"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let out = std::process::Command::new("taskset")
+        .args(["-c", "0", env!("CARGO_BIN_EXE_scalelab"), "--store", store.to_str().unwrap()])
+        .args(["sweep", &nginx.url("/index.html"), "-c", "1,4", "--threads", "1", "--warmup", "0.3s", "--duration", "1.5s", "--json", "-q"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let first = &run["verdicts"][0];
+    assert_eq!(first["kind"], "client-bound", "client-bound comes first: {:#}", run["verdicts"]);
+    let wait = run["steps"][1]["client_runq_wait_pct"].as_f64().unwrap();
+    assert!(wait > 20.0, "the client waited for its CPU {wait}% of the window");
+}

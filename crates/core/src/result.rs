@@ -182,6 +182,10 @@ pub struct StepResult {
     /// due every 50 ms fired this late. Tens of ms mean the client could not
     /// keep up and latencies include its own queueing.
     pub client_lag_ms: Option<f64>,
+    /// Share of the window the client's threads spent runnable but waiting
+    /// for a CPU (their schedstat run delay), in %: a client starved by a
+    /// neighbour stays under 90 % CPU yet cannot send faster.
+    pub client_runq_wait_pct: Option<f64>,
     /// True when the window was cut short (SIGINT); the figures cover `window_s` only.
     pub partial: bool,
     /// Throughput as published, for imported series that have no window or

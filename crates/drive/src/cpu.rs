@@ -12,6 +12,13 @@ pub fn process_cpu_s() -> f64 {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
+/// Time the calling thread has spent runnable but waiting for a CPU, ns
+/// (second field of `/proc/thread-self/schedstat`); None without schedstats.
+pub fn thread_run_delay_ns() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    text.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// CPUs this process may run on (its affinity mask), at least 1.
 pub fn allowed_cpus() -> u32 {
     // SAFETY: sched_getaffinity fills the cpu_set_t we own.

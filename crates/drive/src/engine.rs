@@ -76,6 +76,8 @@ struct WorkerStats {
     connects: u32,
     /// Worst event-loop lateness seen in the window.
     max_lag: Option<Duration>,
+    /// This thread's run-queue wait (schedstat run delay) over the window, ns.
+    runq_wait_ns: Option<u64>,
 }
 
 /// Runs one step and returns its merged result. `live` is called from the
@@ -184,6 +186,7 @@ pub fn run_step<D: Driver>(driver: &Arc<D>, plan: &StepPlan, opts: &EngineOption
         ..Default::default()
     };
     let (mut connect_total, mut connects) = (Duration::ZERO, 0u32);
+    let (mut runq_total_ns, mut runq_threads) = (None::<u64>, 0u32);
     for h in handles {
         let stats = h.join().expect("a client thread panicked");
         for (m, s) in merged.iter_mut().zip(&stats.seconds) {
@@ -195,6 +198,10 @@ pub fn run_step<D: Driver>(driver: &Arc<D>, plan: &StepPlan, opts: &EngineOption
         result.queries += stats.queries;
         result.reconnects += stats.reconnects;
         connect_total += stats.connect_total;
+        if let Some(w) = stats.runq_wait_ns {
+            runq_total_ns = Some(runq_total_ns.unwrap_or(0) + w);
+            runq_threads += 1;
+        }
         if let Some(lag) = stats.max_lag {
             let ms = lag.as_secs_f64() * 1e3;
             result.client_lag_ms = Some(result.client_lag_ms.map_or(ms, |m: f64| m.max(ms)));
@@ -208,6 +215,9 @@ pub fn run_step<D: Driver>(driver: &Arc<D>, plan: &StepPlan, opts: &EngineOption
         result.latency.merge(&s.latency);
     }
     result.seconds = merged;
+    if let (Some(ns), true) = (runq_total_ns, window_s > 0.0 && runq_threads > 0) {
+        result.client_runq_wait_pct = Some(100.0 * ns as f64 / 1e9 / (window_s * f64::from(runq_threads)));
+    }
     result.connect_ms = (connects > 0).then(|| connect_total.as_secs_f64() * 1e3 / connects as f64);
     result.client_cpu_s = match cpu_start {
         Some(c0) if window_s > 0.0 => (cpu_end - c0).max(0.0),
@@ -252,6 +262,7 @@ fn worker<D: Driver>(
             connect_total: Duration::ZERO,
             connects: 0,
             max_lag: None,
+            runq_wait_ns: None,
         },
     }));
 
@@ -297,11 +308,15 @@ fn worker<D: Driver>(
 /// finished second's histogram to the controller for live p99.
 async fn control_loop(shared: Arc<Shared>, local: Rc<RefCell<Local>>, sec_tx: mpsc::Sender<(u32, LatencyHistogram)>) {
     let mut sent = 0u32;
+    let mut runq_at_window_start = None;
     loop {
         let now = Instant::now();
         let (warm_end, end) = (shared.warm_end(), shared.window_end());
         if now >= end {
             break;
+        }
+        if now >= warm_end && runq_at_window_start.is_none() {
+            runq_at_window_start = Some(crate::cpu::thread_run_delay_ns());
         }
         if now > warm_end {
             let done = (now - warm_end).as_secs() as u32;
@@ -320,6 +335,11 @@ async fn control_loop(shared: Arc<Shared>, local: Rc<RefCell<Local>>, sec_tx: mp
         if now >= warm_end && now + wait <= end {
             let mut l = local.borrow_mut();
             l.stats.max_lag = Some(l.stats.max_lag.map_or(late, |m| m.max(late)));
+        }
+    }
+    if let Some(Some(start)) = runq_at_window_start {
+        if let Some(end) = crate::cpu::thread_run_delay_ns() {
+            local.borrow_mut().stats.runq_wait_ns = Some(end.saturating_sub(start));
         }
     }
 }

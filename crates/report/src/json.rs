@@ -63,6 +63,7 @@ fn step_json(step: &StepResult, first: Option<&StepResult>) -> Value {
         "client_cores": (step.client_cores > 0).then_some(step.client_cores),
         "client_saturated": step.client_saturated(),
         "client_lag_ms": step.client_lag_ms,
+        "client_runq_wait_pct": step.client_runq_wait_pct,
         "reconnects": measured.then_some(step.reconnects),
         "connect_ms": step.connect_ms,
         "partial": step.partial,

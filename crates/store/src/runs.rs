@@ -76,8 +76,8 @@ impl Store {
         tx.execute(
             "INSERT INTO steps(run_id, idx, concurrency, window_s, window_start_unix_ms, window_end_unix_ms, requests, queries,
                                errors_json, latency_hdr, client_cpu_s, client_cores, reconnects, connect_ms, partial,
-                               published_throughput_per_s, client_lag_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                               published_throughput_per_s, client_lag_ms, client_runq_wait_pct)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
             params![
                 run_id,
                 idx as i64,
@@ -96,6 +96,7 @@ impl Store {
                 step.partial,
                 step.published_throughput_per_s,
                 step.client_lag_ms,
+                step.client_runq_wait_pct,
             ],
         )
         .map_err(sql)?;
@@ -301,7 +302,7 @@ impl Store {
             .prepare(
                 "SELECT idx, concurrency, window_s, window_start_unix_ms, window_end_unix_ms, requests, queries, errors_json,
                         latency_hdr, client_cpu_s, client_cores, reconnects, connect_ms, partial, published_throughput_per_s,
-                        client_lag_ms
+                        client_lag_ms, client_runq_wait_pct
                  FROM steps WHERE run_id = ?1 ORDER BY idx",
             )
             .map_err(|e| self.sql(e))?;
@@ -332,6 +333,7 @@ impl Store {
                 partial: r.get(13).map_err(|e| self.sql(e))?,
                 published_throughput_per_s: r.get(14).map_err(|e| self.sql(e))?,
                 client_lag_ms: r.get(15).map_err(|e| self.sql(e))?,
+                client_runq_wait_pct: r.get(16).map_err(|e| self.sql(e))?,
                 telemetry: None,
             });
         }

@@ -12,6 +12,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0003_micro_runs.sql"),
     include_str!("migrations/0004_samples.sql"),
     include_str!("migrations/0005_client_lag.sql"),
+    include_str!("migrations/0006_client_runq.sql"),
 ];
 
 /// The schema version this build writes.

@@ -31,6 +31,10 @@ pub const CLIENT_SATURATED_PCT: f64 = 90.0;
 /// timers are due every 50 ms, so a whole timer period late means requests
 /// waited in the client, not the server.
 pub const CLIENT_LAG_MS: f64 = 50.0;
+/// Share of the window (%) the client's threads spent waiting for a CPU from
+/// which the client is taken as starved: a fifth of its time queued behind
+/// other work means it could not send at the pace it measured.
+pub const CLIENT_RUNQ_WAIT_PCT: f64 = 20.0;
 /// Failed share of requests (errors / (completions + errors)) from which errors get a verdict.
 pub const ERRORS_NOTABLE_SHARE: f64 = 0.01;
 /// Failed share from which the errors verdict is of high confidence (below: medium).

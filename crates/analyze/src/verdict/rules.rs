@@ -113,11 +113,22 @@ fn client_bound(ctx: &Ctx) -> Option<Verdict> {
     // A client starved of CPU (a busy neighbour, a taskset to a shared core)
     // can stay under 90 % of its cores yet answer its timers late.
     let by_lag = lag.is_some_and(|l| l >= CLIENT_LAG_MS);
-    if !by_cpu && !by_lag {
+    let wait = ctx.step.client_runq_wait_pct;
+    // The client queued for a CPU while the server's threads did not: the
+    // client is starved by something else (a neighbour, a taskset). When
+    // both queue, the machine is simply CPU-bound (that verdict says so).
+    let server_runnable = ctx.step.telemetry.as_ref().and_then(|t| t.thread_states_pct).map(|s| s.runnable);
+    let by_wait = match (wait, server_runnable) {
+        (Some(w), Some(r)) => w >= CLIENT_RUNQ_WAIT_PCT && r < w / 2.0,
+        _ => false,
+    };
+    if !by_cpu && !by_lag && !by_wait {
         return None;
     }
     let headline = if by_cpu {
         "THE LOAD GENERATOR WAS SATURATED: this result measures the client, not the server"
+    } else if by_wait {
+        "THE LOAD GENERATOR WAS STARVED OF CPU (its threads waited to run): this result measures the client, not the server"
     } else {
         "THE LOAD GENERATOR FELL BEHIND (its event loop ran late): this result measures the client, not the server"
     };
@@ -132,6 +143,9 @@ fn client_bound(ctx: &Ctx) -> Option<Verdict> {
     }
     if let Some(l) = lag {
         d.ev("client event-loop lag", Some(l), "ms");
+    }
+    if let Some(w) = wait {
+        d.ev("client run-queue wait", Some(w), "% of the window");
     }
     d.ev("client cores", Some(f64::from(ctx.step.client_cores)), "cores");
     d.ev("throughput", Some(ctx.step.throughput_per_s()), "req/s");

@@ -501,3 +501,22 @@ fn a_lagging_client_is_client_bound_even_below_90_pct_cpu() {
     assert_eq!(ev(&v, "client event-loop lag"), 120.0);
     assert_eq!(diagnose(&r).verdicts[0].kind, VerdictKind::ClientBound, "client-bound comes first");
 }
+
+#[test]
+fn a_starved_client_is_client_bound_only_when_the_server_is_not_queued_too() {
+    let mut r = run_with(|_| healthy());
+    for s in r.steps.iter_mut().skip(1) {
+        s.client_runq_wait_pct = Some(45.0);
+    }
+    let v = only(&r, VerdictKind::ClientBound);
+    assert!(v.headline.contains("STARVED"), "{}", v.headline);
+    assert_eq!(ev(&v, "client run-queue wait"), 45.0);
+    // Both client and server waiting for CPUs: a CPU-bound machine, not a starved client.
+    for s in r.steps.iter_mut().skip(1) {
+        let t = s.telemetry.as_mut().unwrap();
+        let mut ts = t.thread_states_pct.unwrap_or_default();
+        ts.runnable = 40.0;
+        t.thread_states_pct = Some(ts);
+    }
+    assert!(!kinds(&diagnose(&r).verdicts).contains(&VerdictKind::ClientBound));
+}
