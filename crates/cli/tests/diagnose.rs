@@ -77,11 +77,14 @@ fn scales_with_enough_clients_is_cpu_bound() {
     diagnosed_as("scales", "300", "1,2,8", |k| k.iter().any(|k| k.starts_with("cpu-bound")) && !k.iter().any(|k| k == "lock-contention"));
 }
 
-/// A process that burns CPU 0 until dropped (bounded by `timeout` as well).
+/// A process that burns CPU 0 until dropped, and at most 60 s if this test
+/// process dies first. `timeout` is stopped with SIGTERM, which it passes on
+/// to the loop (SIGKILL would orphan the loop).
 struct BusyLoop(std::process::Child);
 impl Drop for BusyLoop {
     fn drop(&mut self) {
-        let _ = self.0.kill();
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
         let _ = self.0.wait();
     }
 }
@@ -97,6 +100,7 @@ fn a_client_squeezed_onto_a_busy_cpu_is_client_bound() {
     let _busy = BusyLoop(
         std::process::Command::new("taskset")
             .args(["-c", "0", "timeout", "60", "sh", "-c", "while :; do :; done"])
+            .stdin(std::process::Stdio::null())
             .spawn()
             .expect("taskset (util-linux) is installed"),
     );
@@ -109,6 +113,7 @@ fn a_client_squeezed_onto_a_busy_cpu_is_client_bound() {
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    drop(_busy);
     let first = &run["verdicts"][0];
     assert_eq!(first["kind"], "client-bound", "client-bound comes first: {:#}", run["verdicts"]);
     let wait = run["steps"][1]["client_runq_wait_pct"].as_f64().unwrap();
