@@ -71,29 +71,12 @@ pub fn run(store_path: &Path, a: &MicroArgs) -> anyhow::Result<ExitCode> {
         let mut runs = vec![report.to_labelled()];
         runs.extend(beside);
         print!("{}", scalelab_micro::render_tables(&scalelab_micro::summary_tables(&runs)));
-        let curve = scalelab_micro::memory_curve(&run);
-        if !curve.is_empty() {
-            println!("\nmemory latency by working-set size:");
-            for (bytes, ns) in curve {
-                println!("  {:>10}  {ns:>8.2} ns", human_bytes(bytes));
-            }
-        }
         for w in &run.warnings {
             println!("warning: {w}");
         }
         println!("\nsuite wall time {:.1} s; run {id} stored in {}", run.wall_s, store_path.display());
     }
     Ok(if run.stopped { ExitCode::from(130) } else { ExitCode::SUCCESS })
-}
-
-fn human_bytes(b: u64) -> String {
-    if b >= 1 << 20 {
-        format!("{} MiB", b >> 20)
-    } else if b >= 1 << 10 {
-        format!("{} KiB", b >> 10)
-    } else {
-        format!("{b} B")
-    }
 }
 
 /// The labelled micro report of a stored run, if it is a micro run.
