@@ -117,9 +117,15 @@ fn client_bound(ctx: &Ctx) -> Option<Verdict> {
     // The client queued for a CPU while the server's threads did not: the
     // client is starved by something else (a neighbour, a taskset). When
     // both queue, the machine is simply CPU-bound (that verdict says so).
+    // A server that itself fills most of the cores makes the client queue as
+    // a matter of course on a shared machine: that is cpu-bound, not a starved client.
     let server_runnable = ctx.step.telemetry.as_ref().and_then(|t| t.thread_states_pct).map(|s| s.runnable);
-    let by_wait = match (wait, server_runnable) {
-        (Some(w), Some(r)) => w >= CLIENT_RUNQ_WAIT_PCT && r < w / 2.0,
+    let server_share = match (ctx.t().and_then(|t| t.server_cpu_pct), ctx.env.logical_cores.filter(|c| *c > 0)) {
+        (Some(p), Some(c)) => Some(p / (100.0 * f64::from(c))),
+        _ => None,
+    };
+    let by_wait = match (wait, server_runnable, server_share) {
+        (Some(w), Some(r), Some(share)) => w >= CLIENT_RUNQ_WAIT_PCT && r < w / 2.0 && share < SERVER_CPU_SHARE,
         _ => false,
     };
     if !by_cpu && !by_lag && !by_wait {

@@ -507,6 +507,7 @@ fn a_starved_client_is_client_bound_only_when_the_server_is_not_queued_too() {
     let mut r = run_with(|_| healthy());
     for s in r.steps.iter_mut().skip(1) {
         s.client_runq_wait_pct = Some(45.0);
+        s.telemetry.as_mut().unwrap().server_cpu_pct = Some(60.0); // 15 % of 4 cores
     }
     let v = only(&r, VerdictKind::ClientBound);
     assert!(v.headline.contains("STARVED"), "{}", v.headline);
@@ -517,6 +518,13 @@ fn a_starved_client_is_client_bound_only_when_the_server_is_not_queued_too() {
         let mut ts = t.thread_states_pct.unwrap_or_default();
         ts.runnable = 40.0;
         t.thread_states_pct = Some(ts);
+    }
+    assert!(!kinds(&diagnose(&r).verdicts).contains(&VerdictKind::ClientBound));
+    // A server filling most cores: the client queues because the machine is busy.
+    for s in r.steps.iter_mut().skip(1) {
+        let t = s.telemetry.as_mut().unwrap();
+        t.thread_states_pct = Some(ThreadStatesPct { runnable: 5.0, ..t.thread_states_pct.unwrap() });
+        t.server_cpu_pct = Some(350.0);
     }
     assert!(!kinds(&diagnose(&r).verdicts).contains(&VerdictKind::ClientBound));
 }
