@@ -127,17 +127,27 @@ pub fn store_records(store: &mut scalelab_store::Store, run_id: i64, records: Ve
     let _ = store.add_samples(run_id, &samples);
 }
 
+/// The stored samples of a run, decoded: system, server process, thread states.
+pub type Samples = (Vec<scalelab_probe::SystemSample>, Vec<scalelab_probe::ProcessSample>, Vec<ThreadSecond>);
+
+/// Loads and decodes every sample of a run (sweep or recorded watch).
+pub fn load_samples(store: &scalelab_store::Store, run_id: i64) -> anyhow::Result<Samples> {
+    fn decode<T: serde::de::DeserializeOwned>(rows: Vec<(i64, String)>) -> Vec<T> {
+        rows.into_iter().filter_map(|(_, j)| serde_json::from_str(&j).ok()).collect()
+    }
+    Ok((
+        decode(store.load_samples(run_id, "system")?),
+        decode(store.load_samples(run_id, "process")?),
+        decode(store.load_samples(run_id, "threads")?),
+    ))
+}
+
 /// Fills each step's telemetry from the run's stored samples.
 pub fn attach(store: &scalelab_store::Store, run: &mut scalelab_core::Run) -> anyhow::Result<()> {
-    let system: Vec<scalelab_probe::SystemSample> =
-        store.load_samples(run.id, "system")?.into_iter().filter_map(|(_, j)| serde_json::from_str(&j).ok()).collect();
+    let (system, process, threads) = load_samples(store, run.id)?;
     if system.is_empty() {
         return Ok(());
     }
-    let process: Vec<scalelab_probe::ProcessSample> =
-        store.load_samples(run.id, "process")?.into_iter().filter_map(|(_, j)| serde_json::from_str(&j).ok()).collect();
-    let threads: Vec<ThreadSecond> =
-        store.load_samples(run.id, "threads")?.into_iter().filter_map(|(_, j)| serde_json::from_str(&j).ok()).collect();
     let notes = store.load_probe_notes(run.id)?;
     for step in &mut run.steps {
         if step.published_throughput_per_s.is_some() || step.window_s <= 0.0 {

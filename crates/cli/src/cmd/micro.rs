@@ -8,8 +8,6 @@ use scalelab_micro::{LabelledRun, MicroReport, SuiteOptions};
 use scalelab_store::Store;
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 pub fn run(store_path: &Path, a: &MicroArgs) -> anyhow::Result<ExitCode> {
     let only = match &a.only {
@@ -26,10 +24,7 @@ pub fn run(store_path: &Path, a: &MicroArgs) -> anyhow::Result<ExitCode> {
         beside.extend(scalelab_micro::parse_published_csv(&name, &text).map_err(|e| bad(format!("--beside {}: {e}", f.display())))?);
     }
     let store = Store::open(store_path)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, stop.clone())?;
-    }
+    let stop = super::stop_on_signals()?;
     let opts = SuiteOptions { quick: a.quick, only, repeats: a.repeats, stop: stop.clone() };
     let label = a.label.clone().unwrap_or_else(|| {
         std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "this host".into())

@@ -13,6 +13,16 @@ pub mod watch;
 use crate::args::{Cli, Command};
 use std::process::ExitCode;
 
+/// A flag set by SIGINT or SIGTERM, so a long command stops cleanly and
+/// keeps what it measured (sweep, micro, watch share this).
+fn stop_on_signals() -> anyhow::Result<std::sync::Arc<std::sync::atomic::AtomicBool>> {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    Ok(stop)
+}
+
 /// Runs the chosen subcommand.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {

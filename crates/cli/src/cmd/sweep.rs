@@ -12,7 +12,6 @@ use scalelab_report::table;
 use scalelab_store::Store;
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -198,10 +197,7 @@ pub fn execute<D: scalelab_drive::Driver>(
     let server_pid = crate::telemetry::server_pid(&target_name, specimen.as_ref().map(|s| s.pid()), a.server_pid);
 
     // 4. Load. SIGINT/SIGTERM finish the current second and keep what was measured.
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, stop.clone())?;
-    }
+    let stop = super::stop_on_signals()?;
     let run_id = store.begin_run(RunKind::Sweep, &plan, &env, None)?;
     if let Err(why) = &server_pid {
         store.add_probe_note(run_id, "Process", &format!("server process not found: {why}"))?;

@@ -11,8 +11,7 @@ use scalelab_report::fmt::columns;
 use scalelab_store::Store;
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
@@ -35,10 +34,7 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         (None, None, None) => None,
     };
     let mut store = if a.record { Some(Store::open(store_path)?) } else { None };
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, stop.clone())?;
-    }
+    let stop = super::stop_on_signals()?;
     let target = a.target.clone().unwrap_or_else(|| pid.map_or("this machine".into(), |p| format!("pid {p}")));
     let run_id = match &store {
         Some(s) => {
@@ -168,12 +164,7 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
 
 /// `show` of a recorded watch: the whole recording summarized like a step.
 pub fn show(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<ExitCode> {
-    let system: Vec<SystemSample> =
-        store.load_samples(run.id, "system")?.into_iter().filter_map(|(_, j)| serde_json::from_str(&j).ok()).collect();
-    let process: Vec<ProcessSample> =
-        store.load_samples(run.id, "process")?.into_iter().filter_map(|(_, j)| serde_json::from_str(&j).ok()).collect();
-    let threads: Vec<ThreadSecond> =
-        store.load_samples(run.id, "threads")?.into_iter().filter_map(|(_, j)| serde_json::from_str(&j).ok()).collect();
+    let (system, process, threads) = crate::telemetry::load_samples(store, run.id)?;
     println!("run {}: {} — {} — recorded {} system samples", run.id, run.plan.label, run.plan.target, system.len());
     let (Some(first), Some(last)) = (system.first(), system.last()) else {
         println!("no samples recorded");
