@@ -11,26 +11,7 @@ use serde_json::Value;
 fn diagnosed(mode: &str, work_us: &str, conc: &str) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
-    let run = json(
-        &store,
-        &[
-            "sweep",
-            "--specimen",
-            mode,
-            "--work-us",
-            work_us,
-            "-c",
-            conc,
-            "--warmup",
-            "0.3s",
-            "--duration",
-            "2.2s",
-            "--pause",
-            "0.2s",
-            "--json",
-            "-q",
-        ],
-    );
+    let run = sweep_specimen(&store, mode, work_us, conc);
     assert!(run["verdicts"].is_array(), "sweep --json carries the diagnosis: {run}");
     let d = json(&store, &["diagnose", "last", "--json"]);
     assert_eq!(d["verdicts"], run["verdicts"], "diagnose and sweep agree");

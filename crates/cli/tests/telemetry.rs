@@ -7,26 +7,7 @@ use serde_json::Value;
 
 fn sweep(mode: &str, work_us: &str, conc: &str) -> Value {
     let dir = tempfile::tempdir().unwrap();
-    json(
-        &dir.path().join("s.db"),
-        &[
-            "sweep",
-            "--specimen",
-            mode,
-            "--work-us",
-            work_us,
-            "-c",
-            conc,
-            "--warmup",
-            "0.3s",
-            "--duration",
-            "2.2s",
-            "--pause",
-            "0.2s",
-            "--json",
-            "-q",
-        ],
-    )
+    sweep_specimen(&dir.path().join("s.db"), mode, work_us, conc)
 }
 
 fn tel(run: &Value, i: usize) -> &Value {

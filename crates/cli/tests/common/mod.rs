@@ -49,3 +49,28 @@ pub fn cpu_exclusive() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
 }
+
+/// A JSON sweep of the specimen in `mode` with the short schedule the
+/// measured-shape tests use (0.3 s warm-up, 2.2 s window, 0.2 s pause).
+pub fn sweep_specimen(store: &Path, mode: &str, work_us: &str, conc: &str) -> Value {
+    json(
+        store,
+        &[
+            "sweep",
+            "--specimen",
+            mode,
+            "--work-us",
+            work_us,
+            "-c",
+            conc,
+            "--warmup",
+            "0.3s",
+            "--duration",
+            "2.2s",
+            "--pause",
+            "0.2s",
+            "--json",
+            "-q",
+        ],
+    )
+}
