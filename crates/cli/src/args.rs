@@ -104,9 +104,12 @@ pub struct SweepArgs {
     /// Print the run as JSON (docs/json.md) instead of the table.
     #[arg(long)]
     pub json: bool,
-    /// No progress lines.
+    /// No progress lines and no live view.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Plain progress lines instead of the full-screen live view on a terminal.
+    #[arg(long)]
+    pub no_tui: bool,
     /// The server process to observe (default: the owner of the target's port on loopback, or the specimen).
     #[arg(long)]
     pub server_pid: Option<u32>,

@@ -5,6 +5,7 @@
 mod args;
 mod cmd;
 mod error;
+mod live;
 mod progress;
 mod specimen_child;
 mod telemetry;

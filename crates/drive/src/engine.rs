@@ -41,6 +41,8 @@ pub struct LiveTick {
     pub throughput_per_s: f64,
     /// Failed requests so far in this step.
     pub errors: u64,
+    /// p50 latency of the last completed window second, ms.
+    pub p50_ms: Option<f64>,
     /// p99 latency of the last completed window second, ms.
     pub p99_ms: Option<f64>,
 }
@@ -125,7 +127,7 @@ pub fn run_step<D: Driver>(driver: &Arc<D>, plan: &StepPlan, opts: &EngineOption
     let mut window_start_wall = None;
     let mut last_count = 0u64;
     let mut last_tick = Instant::now();
-    let mut last_p99 = None;
+    let (mut last_p50, mut last_p99) = (None, None);
     let mut stopped_at = None;
     loop {
         let now = Instant::now();
@@ -151,6 +153,7 @@ pub fn run_step<D: Driver>(driver: &Arc<D>, plan: &StepPlan, opts: &EngineOption
             continue;
         }
         while let Ok((_, h)) = sec_rx.try_recv() {
+            last_p50 = h.quantile_ms(0.50);
             last_p99 = h.quantile_ms(0.99);
         }
         let count = shared.completions.load(Ordering::Relaxed);
@@ -161,6 +164,7 @@ pub fn run_step<D: Driver>(driver: &Arc<D>, plan: &StepPlan, opts: &EngineOption
                 warming_up: now < warm_end,
                 throughput_per_s: (count - last_count) as f64 / dt,
                 errors: shared.errors.load(Ordering::Relaxed),
+                p50_ms: last_p50,
                 p99_ms: last_p99,
             });
             last_count = count;

@@ -3,7 +3,7 @@
 
 use crate::args::SweepArgs;
 use crate::error::bad;
-use crate::progress::Progress;
+use crate::live::LiveView;
 use crate::specimen_child::SpecimenChild;
 use scalelab_core::{parse_concurrency_list, parse_duration, Run, RunKind, RunPlan, StepPlan};
 use scalelab_drive::http::{parse_url_file, HttpConfig, HttpDriver, RequestSpec, StatusMatch};
@@ -204,22 +204,27 @@ pub fn execute<D: scalelab_drive::Driver>(
     }
     let telemetry = crate::telemetry::Telemetry::start(server_pid.ok(), sample_interval, a.thread_sample_hz);
     let opts = EngineOptions { threads: common.threads, stop: stop.clone() };
-    let mut progress = Progress::new(a.quiet, plan.steps.len());
-    let print_rows = !a.json;
+    let mut view = LiveView::start(a.quiet, a.no_tui, plan.label.clone(), &plan.steps, stop.clone());
+    // Rows stream to stdout as steps finish, unless the live view owns the terminal.
+    let print_rows = !a.json && !view.is_screen();
     let mut steps: Vec<scalelab_core::StepResult> = Vec::new();
     let mut store_error = None;
-    if print_rows {
+    if !a.json {
         println!("run {run_id}: {} ({}), store {}", plan.label, plan.workload, store_path.display());
     }
+    let keep = |store: &mut Store, view: &mut LiveView, records: Vec<crate::telemetry::Record>| {
+        view.telemetry(&records);
+        crate::telemetry::store_records(store, run_id, records);
+    };
     let end = run_sweep(&driver, &plan.steps, &opts, a.max_failed_steps, &mut |ev| match ev {
-        SweepEvent::StepStarted { index, plan } => progress.step_started(index, plan.concurrency),
+        SweepEvent::StepStarted { index, plan } => view.step_started(index, plan.concurrency),
         SweepEvent::Tick { index, tick } => {
-            progress.tick(index, plan.steps[index].concurrency, tick);
-            crate::telemetry::store_records(&mut store, run_id, telemetry.drain());
+            keep(&mut store, &mut view, telemetry.drain());
+            view.tick(index, plan.steps[index].concurrency, tick);
         }
         SweepEvent::StepFinished { index, result } => {
-            progress.clear();
-            crate::telemetry::store_records(&mut store, run_id, telemetry.drain());
+            keep(&mut store, &mut view, telemetry.drain());
+            view.step_finished(&result);
             if let Err(e) = store.add_step(run_id, index, &result) {
                 store_error.get_or_insert(e);
                 stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -235,6 +240,7 @@ pub fn execute<D: scalelab_drive::Driver>(
             steps.push(*result);
         }
     });
+    view.finish();
     crate::telemetry::store_records(&mut store, run_id, telemetry.stop());
     drop(specimen);
     if let Some(e) = store_error {

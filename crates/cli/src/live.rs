@@ -1,0 +1,488 @@
+//! What a sweep shows while it runs. On a terminal: a full-screen live view
+//! (ratatui) with the current step, throughput and latency of the last
+//! seconds, the curve so far, the machine's CPU split, the server's thread
+//! states and any warning; `q` or Ctrl-C stops the sweep and keeps the
+//! finished steps. Not a terminal, `--no-tui` or `--quiet`: the plain
+//! progress lines of [`Progress`].
+//!
+//! The view is drawn by the sweep's controller thread at its 4 Hz tick, never
+//! by the client threads, and only the terminal-facing work (one frame diff
+//! per tick) is added; `bench/http_vs_wrk` measures the cost.
+
+use crate::progress::Progress;
+use crate::telemetry::Record;
+use ratatui::backend::CrosstermBackend;
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+use ratatui::crossterm::terminal::{disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen};
+use ratatui::crossterm::{cursor, execute};
+use ratatui::layout::{Constraint, Direction, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Bar, BarChart, BarGroup, Block, Borders, Gauge, Paragraph, Sparkline, Wrap};
+use ratatui::{Frame, Terminal};
+use scalelab_core::{StepPlan, StepResult};
+use scalelab_drive::LiveTick;
+use scalelab_probe::summary::ThreadSecond;
+use scalelab_probe::{process_rates, system_rates, ProcessSample, SystemSample};
+use scalelab_report::fmt::thousands;
+use std::collections::VecDeque;
+use std::io::{IsTerminal, Stderr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+/// The live output of a sweep: the full-screen view or plain lines.
+pub enum LiveView {
+    Lines(Progress),
+    Screen(Box<Screen>),
+}
+
+impl LiveView {
+    /// The full-screen view when stderr is a terminal and neither `quiet` nor
+    /// `no_tui` is set (and the terminal can be set up), plain lines otherwise.
+    /// `stop` is the sweep's stop flag, which `q` and Ctrl-C raise.
+    pub fn start(quiet: bool, no_tui: bool, title: String, steps: &[StepPlan], stop: Arc<AtomicBool>) -> LiveView {
+        if !quiet && !no_tui && std::io::stderr().is_terminal() {
+            if let Ok(screen) = Screen::open(title, steps, stop) {
+                return LiveView::Screen(Box::new(screen));
+            }
+        }
+        LiveView::Lines(Progress::new(quiet, steps.len()))
+    }
+
+    /// True when the full-screen view owns the terminal (stdout rows wait for the end).
+    pub fn is_screen(&self) -> bool {
+        matches!(self, LiveView::Screen(_))
+    }
+
+    pub fn step_started(&mut self, index: usize, concurrency: u32) {
+        match self {
+            LiveView::Lines(p) => p.step_started(index, concurrency),
+            LiveView::Screen(s) => {
+                s.state.step_started(index);
+                s.draw();
+            }
+        }
+    }
+
+    pub fn tick(&mut self, index: usize, concurrency: u32, tick: &LiveTick) {
+        match self {
+            LiveView::Lines(p) => p.tick(index, concurrency, tick),
+            LiveView::Screen(s) => {
+                s.state.tick(index, tick);
+                s.draw();
+            }
+        }
+    }
+
+    /// Telemetry records on their way to the store: the view reads the CPU,
+    /// server and thread-state figures and the probe notes from them.
+    pub fn telemetry(&mut self, records: &[Record]) {
+        if let LiveView::Screen(s) = self {
+            s.state.telemetry(records);
+        }
+    }
+
+    pub fn step_finished(&mut self, result: &StepResult) {
+        match self {
+            LiveView::Lines(p) => p.clear(),
+            LiveView::Screen(s) => {
+                s.state.step_finished(result);
+                s.draw();
+            }
+        }
+    }
+
+    /// Gives the terminal back (the screen is left as it was before the sweep).
+    pub fn finish(self) {
+        if let LiveView::Screen(s) = self {
+            drop(s);
+        }
+    }
+}
+
+/// Bounded history lengths: ticks come at 4 Hz.
+const RECENT_TICKS: usize = 240;
+
+/// What the view shows, updated from the sweep's events; drawing reads only this.
+#[derive(Default)]
+pub struct ViewState {
+    title: String,
+    plan: Vec<(u32, f64)>,
+    index: usize,
+    elapsed_s: f64,
+    warming_up: bool,
+    recent: VecDeque<u64>,
+    throughput: f64,
+    p50_ms: Option<f64>,
+    p99_ms: Option<f64>,
+    errors: u64,
+    finished: Vec<(u32, f64)>,
+    last_system: Option<SystemSample>,
+    cpu: Option<(f64, f64, f64, f64)>,
+    cs_per_s: Option<f64>,
+    process: (Option<ProcessSample>, Option<ProcessSample>),
+    server_cpu_pct: Option<f64>,
+    threads: Option<ThreadSecond>,
+    warnings: Vec<String>,
+    stopping: bool,
+}
+
+impl ViewState {
+    fn new(title: String, steps: &[StepPlan]) -> Self {
+        ViewState { title, plan: steps.iter().map(|s| (s.concurrency, s.warmup_s + s.window_s)).collect(), ..Default::default() }
+    }
+
+    fn warn(&mut self, w: String) {
+        if !self.warnings.contains(&w) {
+            self.warnings.push(w);
+        }
+    }
+
+    fn step_started(&mut self, index: usize) {
+        self.index = index;
+        self.elapsed_s = 0.0;
+        self.warming_up = true;
+        self.recent.clear();
+        self.errors = 0;
+        self.p50_ms = None;
+        self.p99_ms = None;
+    }
+
+    fn tick(&mut self, index: usize, t: &LiveTick) {
+        self.index = index;
+        self.elapsed_s = t.elapsed_s;
+        self.warming_up = t.warming_up;
+        self.throughput = t.throughput_per_s;
+        if self.recent.len() == RECENT_TICKS {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(t.throughput_per_s.max(0.0).round() as u64);
+        self.p50_ms = t.p50_ms.or(self.p50_ms);
+        self.p99_ms = t.p99_ms.or(self.p99_ms);
+        self.errors = t.errors;
+    }
+
+    fn telemetry(&mut self, records: &[Record]) {
+        for r in records {
+            match r {
+                Record::Sample(_, "system", j) => {
+                    if let Ok(s) = serde_json::from_str::<SystemSample>(j) {
+                        if let Some(prev) = self.last_system.replace(s) {
+                            let r = system_rates(&prev, self.last_system.as_ref().expect("just set"));
+                            self.cpu = r.cpu.map(|c| (c.user + c.nice, c.system + c.irq + c.softirq, c.iowait, c.idle));
+                            self.cs_per_s = r.ctxt_per_s;
+                        }
+                    }
+                }
+                Record::Sample(_, "process", j) => {
+                    if let Ok(p) = serde_json::from_str::<ProcessSample>(j) {
+                        self.process = (self.process.1.take(), Some(p));
+                        if let (Some(a), Some(b)) = &self.process {
+                            self.server_cpu_pct = process_rates(a, b).cpu_pct();
+                        }
+                    }
+                }
+                Record::Sample(_, "threads", j) => self.threads = serde_json::from_str(j).ok(),
+                Record::Unavailable(source, why) => self.warn(format!("probe unavailable: {}: {why}", source.to_lowercase())),
+                Record::Sample(..) => {}
+            }
+        }
+    }
+
+    fn step_finished(&mut self, r: &StepResult) {
+        self.finished.push((r.concurrency, r.throughput_per_s()));
+        if r.client_saturated() {
+            self.warn(format!("client saturated at {} clients: the result may be the client's limit", r.concurrency));
+        }
+        if r.errors.total() > 0 {
+            self.warn(format!("{} errors at {} clients", thousands(r.errors.total() as f64), r.concurrency));
+        }
+        if r.partial {
+            self.warn(format!("step at {} clients cut short (partial)", r.concurrency));
+        }
+    }
+
+    /// Draws the whole view into `f`.
+    pub fn render(&self, f: &mut Frame) {
+        let area = f.area();
+        let rows = Layout::default()
+            .direction(Direction::Vertical)
+            .constraints([Constraint::Length(3), Constraint::Min(8), Constraint::Length(9), Constraint::Length(4)])
+            .split(area);
+        self.render_step(f, rows[0]);
+        let mid = Layout::default()
+            .direction(Direction::Horizontal)
+            .constraints([Constraint::Percentage(55), Constraint::Percentage(45)])
+            .split(rows[1]);
+        self.render_recent(f, mid[0]);
+        self.render_curve(f, mid[1]);
+        let low = Layout::default()
+            .direction(Direction::Horizontal)
+            .constraints([Constraint::Percentage(50), Constraint::Percentage(50)])
+            .split(rows[2]);
+        self.render_machine(f, low[0]);
+        self.render_threads(f, low[1]);
+        self.render_warnings(f, rows[3]);
+    }
+
+    fn render_step(&self, f: &mut Frame, area: Rect) {
+        let (concurrency, total_s) = self.plan.get(self.index).copied().unwrap_or((0, 0.0));
+        let phase = if self.stopping {
+            "stopping"
+        } else if self.warming_up {
+            "warm-up"
+        } else {
+            "window"
+        };
+        let ratio = if total_s > 0.0 { (self.elapsed_s / total_s).clamp(0.0, 1.0) } else { 0.0 };
+        let label = format!(
+            "step {}/{}: {} clients, {phase} {:.1}/{:.1}s",
+            (self.index + 1).min(self.plan.len().max(1)),
+            self.plan.len(),
+            concurrency,
+            self.elapsed_s,
+            total_s
+        );
+        let gauge = Gauge::default()
+            .block(Block::default().borders(Borders::ALL).title(format!(" scalelab sweep: {} ", self.title)))
+            .gauge_style(Style::default().fg(Color::Blue))
+            .ratio(ratio)
+            .label(label);
+        f.render_widget(gauge, area);
+    }
+
+    fn render_recent(&self, f: &mut Frame, area: Rect) {
+        let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2} ms"));
+        let title = format!(
+            " throughput {}/s  p50 {}  p99 {}  errors {} ",
+            thousands(self.throughput),
+            ms(self.p50_ms),
+            ms(self.p99_ms),
+            thousands(self.errors as f64)
+        );
+        let width = area.width.saturating_sub(2) as usize;
+        let data: Vec<u64> = self.recent.iter().rev().take(width).rev().copied().collect();
+        let spark = Sparkline::default()
+            .block(Block::default().borders(Borders::ALL).title(title))
+            .data(&data)
+            .style(Style::default().fg(Color::Cyan));
+        f.render_widget(spark, area);
+    }
+
+    fn render_curve(&self, f: &mut Frame, area: Rect) {
+        let block = Block::default().borders(Borders::ALL).title(" curve so far: throughput/s per clients ");
+        if self.finished.is_empty() {
+            f.render_widget(Paragraph::new("no finished step yet").block(block), area);
+            return;
+        }
+        let bars: Vec<Bar> = self
+            .finished
+            .iter()
+            .map(|(c, x)| Bar::default().value(x.round() as u64).label(Line::from(c.to_string())).text_value(short(*x)))
+            .collect();
+        let inner = area.width.saturating_sub(2) as usize;
+        let n = self.finished.len().max(1);
+        let width = ((inner.saturating_sub(n)) / n).clamp(3, 9) as u16;
+        let chart = BarChart::default()
+            .block(block)
+            .data(BarGroup::default().bars(&bars))
+            .bar_width(width)
+            .bar_gap(1)
+            .bar_style(Style::default().fg(Color::Green));
+        f.render_widget(chart, area);
+    }
+
+    fn render_machine(&self, f: &mut Frame, area: Rect) {
+        let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:5.1}%"));
+        let mut lines = Vec::new();
+        match self.cpu {
+            Some((user, sys, iowait, idle)) => {
+                lines.push(bar_line("user", user, Color::Green));
+                lines.push(bar_line("sys", sys, Color::Red));
+                lines.push(bar_line("iowait", iowait, Color::Yellow));
+                lines.push(bar_line("idle", idle, Color::DarkGray));
+            }
+            None => lines.push(Line::from("CPU: waiting for two samples")),
+        }
+        lines.push(Line::from(format!("context switches/s {}", self.cs_per_s.map_or("-".into(), thousands))));
+        lines.push(Line::from(format!("server CPU (of one core) {}", pct(self.server_cpu_pct))));
+        f.render_widget(Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" machine ")), area);
+    }
+
+    fn render_threads(&self, f: &mut Frame, area: Rect) {
+        let block = Block::default().borders(Borders::ALL).title(" server threads ");
+        let Some(s) = self.threads.as_ref().and_then(|t| t.time.shares()) else {
+            f.render_widget(Paragraph::new("thread states: not sampled (yet)").block(block), area);
+            return;
+        };
+        let mut lines = vec![
+            bar_line("running", s.running_pct, Color::Green),
+            bar_line("runnable", s.runnable_pct, Color::Magenta),
+            bar_line("futex", s.futex_pct, Color::Red),
+            bar_line("io", s.io_pct, Color::Yellow),
+            bar_line("idle", s.idle_pct, Color::DarkGray),
+        ];
+        if let Some(h) = self.threads.as_ref().and_then(|t| t.hottest.first()) {
+            lines.push(Line::from(format!("hottest: {} ({}) {:.0}% of a core", h.name, h.tid, h.cpu_pct)));
+        }
+        f.render_widget(Paragraph::new(lines).block(block), area);
+    }
+
+    fn render_warnings(&self, f: &mut Frame, area: Rect) {
+        let mut spans =
+            vec![Span::styled("q", Style::default().add_modifier(Modifier::BOLD)), Span::raw(" or Ctrl-C: stop, keeping finished steps")];
+        if self.stopping {
+            spans.push(Span::styled("  stopping at the next whole second…", Style::default().fg(Color::Yellow)));
+        }
+        let mut lines = vec![Line::from(spans)];
+        for w in self.warnings.iter().rev().take(2) {
+            lines.push(Line::from(Span::styled(format!("! {w}"), Style::default().fg(Color::Yellow))));
+        }
+        f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: true }).block(Block::default().borders(Borders::TOP)), area);
+    }
+}
+
+/// `name  42.0% ██████░░░░`: a share as text and a 20-cell bar.
+fn bar_line(name: &str, pct: f64, color: Color) -> Line<'static> {
+    let cells = (pct.clamp(0.0, 100.0) / 5.0).round() as usize;
+    Line::from(vec![
+        Span::raw(format!("{name:<9}{pct:5.1}% ")),
+        Span::styled("█".repeat(cells), Style::default().fg(color)),
+        Span::styled("░".repeat(20 - cells), Style::default().fg(Color::DarkGray)),
+    ])
+}
+
+/// A bar's value text: 52.3k, 1.2M.
+fn short(x: f64) -> String {
+    if x >= 1e6 {
+        format!("{:.1}M", x / 1e6)
+    } else if x >= 1e4 {
+        format!("{:.0}k", x / 1e3)
+    } else if x >= 1e3 {
+        format!("{:.1}k", x / 1e3)
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+/// The full-screen view: the terminal (alternate screen, raw mode) and the
+/// thread that turns `q` and Ctrl-C into the sweep's stop flag.
+pub struct Screen {
+    terminal: Terminal<CrosstermBackend<Stderr>>,
+    state: ViewState,
+    stop: Arc<AtomicBool>,
+    keys_done: Arc<AtomicBool>,
+    keys: Option<JoinHandle<()>>,
+}
+
+impl Screen {
+    fn open(title: String, steps: &[StepPlan], stop: Arc<AtomicBool>) -> std::io::Result<Screen> {
+        enable_raw_mode()?;
+        let mut err = std::io::stderr();
+        if let Err(e) = execute!(err, EnterAlternateScreen, cursor::Hide) {
+            let _ = disable_raw_mode();
+            return Err(e);
+        }
+        let terminal = match Terminal::new(CrosstermBackend::new(std::io::stderr())) {
+            Ok(t) => t,
+            Err(e) => {
+                restore();
+                return Err(e);
+            }
+        };
+        let keys_done = Arc::new(AtomicBool::new(false));
+        let (done, flag) = (keys_done.clone(), stop.clone());
+        let keys = std::thread::Builder::new().name("scalelab-keys".into()).spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                if let Ok(true) = event::poll(std::time::Duration::from_millis(100)) {
+                    if let Ok(Event::Key(k)) = event::read() {
+                        let ctrl_c = k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
+                        if k.kind == KeyEventKind::Press && (ctrl_c || matches!(k.code, KeyCode::Char('q') | KeyCode::Char('Q'))) {
+                            flag.store(true, Ordering::Relaxed);
+                        }
+                    }
+                }
+            }
+        })?;
+        let mut screen = Screen { terminal, state: ViewState::new(title, steps), stop, keys_done, keys: Some(keys) };
+        screen.draw();
+        Ok(screen)
+    }
+
+    fn draw(&mut self) {
+        self.state.stopping = self.stop.load(Ordering::Relaxed);
+        let state = &self.state;
+        let _ = self.terminal.draw(|f| state.render(f));
+    }
+}
+
+/// Leaves the alternate screen and raw mode, shows the cursor.
+fn restore() {
+    let _ = disable_raw_mode();
+    let _ = execute!(std::io::stderr(), LeaveAlternateScreen, cursor::Show);
+}
+
+impl Drop for Screen {
+    fn drop(&mut self) {
+        self.keys_done.store(true, Ordering::Relaxed);
+        if let Some(k) = self.keys.take() {
+            let _ = k.join();
+        }
+        restore();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::backend::TestBackend;
+
+    fn plan() -> Vec<StepPlan> {
+        [1u32, 2, 5].iter().map(|&c| StepPlan { concurrency: c, warmup_s: 1.0, window_s: 4.0, pause_s: 0.0, think_time_s: 0.0 }).collect()
+    }
+
+    fn screen_text(state: &ViewState) -> String {
+        let mut t = Terminal::new(TestBackend::new(100, 30)).unwrap();
+        t.draw(|f| state.render(f)).unwrap();
+        let buf = t.backend().buffer().clone();
+        let mut out = String::new();
+        for y in 0..buf.area.height {
+            for x in 0..buf.area.width {
+                out.push_str(buf[(x, y)].symbol());
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    #[test]
+    fn shows_the_step_the_curve_and_missing_figures_as_missing() {
+        let mut s = ViewState::new("specimen".into(), &plan());
+        s.step_started(1);
+        s.tick(
+            1,
+            &LiveTick { elapsed_s: 2.5, warming_up: false, throughput_per_s: 12_345.0, errors: 0, p50_ms: Some(0.21), p99_ms: Some(1.5) },
+        );
+        s.finished.push((1, 8_000.0));
+        let text = screen_text(&s);
+        assert!(text.contains("step 2/3: 2 clients, window 2.5/5.0s"), "{text}");
+        assert!(text.contains("throughput 12,345/s"), "{text}");
+        assert!(text.contains("p50 0.21 ms") && text.contains("p99 1.50 ms"), "{text}");
+        assert!(text.contains("8.0k"), "the finished step's bar: {text}");
+        assert!(text.contains("CPU: waiting for two samples"), "{text}");
+        assert!(text.contains("thread states: not sampled"), "{text}");
+        assert!(!text.contains(" 0.0%"), "nothing measured is drawn as zero: {text}");
+    }
+
+    #[test]
+    fn warnings_are_listed_once() {
+        let mut s = ViewState::new("x".into(), &plan());
+        let notes = [Record::Unavailable("Threads".into(), "the server process exited".into())];
+        s.telemetry(&notes);
+        s.telemetry(&notes);
+        assert_eq!(s.warnings, vec!["probe unavailable: threads: the server process exited".to_string()]);
+        let text = screen_text(&s);
+        assert!(text.contains("! probe unavailable: threads: the server process exited"), "{text}");
+    }
+}
