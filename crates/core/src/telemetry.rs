@@ -26,6 +26,22 @@ pub struct HotThread {
     pub cpu_pct: f64,
 }
 
+/// The CPU that spent the largest share of its time in softirqs, and how
+/// much of the machine's network receive processing it did: a NIC whose
+/// interrupts all land on one CPU caps throughput while the others idle.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SoftirqCpu {
+    pub cpu: u32,
+    /// That CPU's time in softirq, in % of one CPU.
+    pub softirq_pct: f64,
+    /// Mean softirq time of the other CPUs, in % of one CPU.
+    pub others_softirq_pct: f64,
+    /// That CPU's share of all NET_RX softirqs, in %.
+    pub net_rx_share_pct: Option<f64>,
+    /// All CPUs: NET_RX softirqs per second.
+    pub net_rx_per_s: Option<f64>,
+}
+
 /// The telemetry of one step's window.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StepTelemetry {
@@ -37,6 +53,9 @@ pub struct StepTelemetry {
     pub cpu_sys_pct: Option<f64>,
     pub cpu_iowait_pct: Option<f64>,
     pub cpu_softirq_pct: Option<f64>,
+    /// The CPU busiest with softirqs (machines with more than one CPU).
+    #[serde(default)]
+    pub softirq_busiest_cpu: Option<SoftirqCpu>,
     /// Machine-wide context switches per second.
     pub cs_per_s: Option<f64>,
     /// The server process: CPU in % of one core, and its context switches.

@@ -5,7 +5,7 @@ use crate::process::ProcessSample;
 use crate::rates::{process_rates, system_rates};
 use crate::system::SystemSample;
 use crate::thread_report::{StateTimes, ThreadInterval};
-use scalelab_core::{HotThread, StepTelemetry, ThreadStatesPct};
+use scalelab_core::{HotThread, SoftirqCpu, StepTelemetry, ThreadStatesPct};
 use serde::{Deserialize, Serialize};
 
 /// One second of thread-state sampling, as stored: state times summed over
@@ -35,6 +35,26 @@ fn within<T>(items: &[T], at: impl Fn(&T) -> i64, start_ms: i64, end_ms: i64) ->
     items.iter().filter(|s| at(s) >= start_ms - 500 && at(s) <= end_ms + 500).collect()
 }
 
+/// The CPU with the largest softirq share over the interval, beside the
+/// other CPUs' mean and its share of NET_RX; `None` with one CPU or no
+/// per-CPU figures.
+pub fn busiest_softirq_cpu(r: &crate::rates::SystemRates) -> Option<SoftirqCpu> {
+    let per: Vec<(u32, f64)> = r.per_cpu.iter().filter_map(|c| Some((c.cpu, c.pct?.softirq))).collect();
+    if per.len() < 2 {
+        return None;
+    }
+    let &(cpu, softirq_pct) = per.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let others_softirq_pct = (per.iter().map(|p| p.1).sum::<f64>() - softirq_pct) / (per.len() - 1) as f64;
+    let rx = r.softirqs.as_ref().and_then(|s| {
+        let col = s.cpus.iter().position(|&c| c == cpu)?;
+        let rates: Vec<f64> = s.net_rx_per_s.as_ref()?.iter().copied().collect::<Option<Vec<f64>>>()?;
+        Some((rates.get(col).copied()?, rates.iter().sum::<f64>()))
+    });
+    let net_rx_per_s = rx.map(|(_, total)| total);
+    let net_rx_share_pct = rx.and_then(|(mine, total)| (total > 0.0).then(|| 100.0 * mine / total));
+    Some(SoftirqCpu { cpu, softirq_pct, others_softirq_pct, net_rx_share_pct, net_rx_per_s })
+}
+
 /// Summarizes the window `[start_ms, end_ms]` of a step that completed `requests`.
 pub fn summarize_window(
     system: &[SystemSample],
@@ -61,6 +81,7 @@ pub fn summarize_window(
                 t.cpu_softirq_pct = Some(c.softirq);
             }
             t.cs_per_s = r.ctxt_per_s;
+            t.softirq_busiest_cpu = busiest_softirq_cpu(&r);
             if let Some(tcp) = &r.tcp {
                 t.listen_overflows_per_s = tcp.listen_overflows_per_s;
                 t.listen_drops_per_s = tcp.listen_drops_per_s;

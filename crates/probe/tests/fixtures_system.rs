@@ -89,8 +89,24 @@ fn rates_between_the_two_snapshots() {
     assert!(lo.rx_bytes_per_s.unwrap() > 0.0);
     let tcp = r.tcp.unwrap();
     assert!(tcp.active_opens_per_s.unwrap() >= 30.0, "{tcp:?}");
-    assert!(r.softirqs.unwrap().net_rx_per_s.unwrap().iter().all(|v| v.is_some()));
+    assert!(r.softirqs.as_ref().unwrap().net_rx_per_s.as_ref().unwrap().iter().all(|v| v.is_some()));
     assert_eq!(r.rapl_w, None);
+
+    // The busiest softirq CPU, beside the other's share and its NET_RX share.
+    let busiest = scalelab_probe::summary::busiest_softirq_cpu(&r).expect("two CPUs with per-CPU figures");
+    let per: Vec<f64> = r.per_cpu.iter().map(|c| c.pct.unwrap().softirq).collect();
+    assert_eq!(busiest.softirq_pct, per.iter().copied().fold(f64::MIN, f64::max));
+    assert_eq!(busiest.others_softirq_pct, per.iter().sum::<f64>() - busiest.softirq_pct);
+    let rx = r.softirqs.as_ref().unwrap().net_rx_per_s.clone().unwrap();
+    let total: f64 = rx.iter().map(|v| v.unwrap()).sum();
+    assert_eq!(busiest.net_rx_per_s, Some(total));
+    let share = busiest.net_rx_share_pct.unwrap();
+    assert!((0.0..=100.0).contains(&share));
+    assert!((share - 100.0 * rx[busiest.cpu as usize].unwrap() / total).abs() < 1e-9);
+    // One CPU: no "busiest" to name.
+    let mut one = r.clone();
+    one.per_cpu.truncate(1);
+    assert_eq!(scalelab_probe::summary::busiest_softirq_cpu(&one), None);
 
     // Backwards (t1 then t0): every counter rate is None, not negative or 0.
     let mut back_a = b.clone();

@@ -12,8 +12,7 @@
 //! [`Confidence::Low`]. A verdict never claims more than its data.
 //!
 //! Kinds without data in [`StepTelemetry`](scalelab_core::StepTelemetry) yet are never produced:
-//! [`VerdictKind::DbContention`] (no database wait figures) and
-//! [`VerdictKind::SoftirqOneCpu`] (no per-CPU softirq figures).
+//! [`VerdictKind::DbContention`] (no database wait figures).
 
 mod diagnosis;
 mod rules;
@@ -63,6 +62,14 @@ pub const TIME_WAIT_RANGE_SHARE: f64 = 0.7;
 pub const TIME_WAIT_FALLBACK: u64 = 20_000;
 /// TCP retransmissions per second from which the network is suspected.
 pub const RETRANS_PER_S: f64 = 100.0;
+/// Softirq time of one CPU (% of that CPU) from which receive processing on
+/// one CPU is suspected.
+pub const SOFTIRQ_ONE_CPU_PCT: f64 = 30.0;
+/// How many times the other CPUs' mean softirq share the busiest CPU must
+/// carry for the load to count as concentrated (not spread but heavy).
+pub const SOFTIRQ_CONCENTRATION: f64 = 3.0;
+/// Share of all NET_RX softirqs on that CPU that ties it to network receive.
+pub const NET_RX_ONE_CPU_SHARE_PCT: f64 = 70.0;
 
 /// The named bottlenecks, serialized as the documented strings
 /// (`cpu-bound-user`, `lock-contention`, ...).
@@ -84,8 +91,7 @@ pub enum VerdictKind {
     NetworkBound,
     /// One server thread at ~100 % of a core while the machine idles.
     SingleHotThread,
-    /// Network softirqs concentrated on one CPU. Not produced yet: the
-    /// telemetry has no per-CPU softirq figures.
+    /// Network softirqs concentrated on one CPU while the others have room.
     SoftirqOneCpu,
     /// The listen queue overflows: connections are dropped before `accept`.
     AcceptOverflow,
@@ -230,13 +236,30 @@ pub struct Verdict {
 /// Partial steps and steps without a measured window (imported series) are
 /// skipped. When the client was saturated, every other verdict except errors
 /// is lowered one level, because the server figures may then describe the client.
+/// True when the target is on this machine's loopback (or the built-in
+/// specimen): no link lies between client and server.
+fn is_loopback(target: &str) -> bool {
+    if target.starts_with("specimen") {
+        return true;
+    }
+    let Some((_, rest)) = target.split_once("://") else { return false };
+    let authority = rest.split(['/', '?']).next().unwrap_or("");
+    let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if let Some(v6) = hostport.strip_prefix('[') {
+        v6.split(']').next().unwrap_or("")
+    } else {
+        hostport.rsplit_once(':').map_or(hostport, |(h, _)| h)
+    };
+    host == "localhost" || host.starts_with("127.") || host == "::1"
+}
+
 pub fn verdicts(run: &Run, curve: &Curve) -> Vec<Verdict> {
     let measured: Vec<&StepResult> =
         run.steps.iter().filter(|s| !s.partial && s.window_s > 0.0 && s.published_throughput_per_s.is_none()).collect();
     let first = measured.iter().min_by_key(|s| s.concurrency).copied();
     let mut best: Vec<Verdict> = Vec::new();
     for step in measured.iter().filter(|s| s.concurrency >= curve.knee_concurrency) {
-        let ctx = rules::Ctx { step, first, env: &run.environment };
+        let ctx = rules::Ctx { step, first, env: &run.environment, loopback: is_loopback(&run.plan.target) };
         for v in rules::all(&ctx) {
             match best.iter_mut().find(|b| b.kind == v.kind) {
                 Some(b) => {

@@ -9,6 +9,8 @@ pub(super) struct Ctx<'a> {
     pub step: &'a StepResult,
     pub first: Option<&'a StepResult>,
     pub env: &'a Environment,
+    /// The target is on loopback: no link between client and server.
+    pub loopback: bool,
 }
 
 impl Ctx<'_> {
@@ -100,6 +102,7 @@ pub(super) fn all(ctx: &Ctx) -> Vec<Verdict> {
         cpu_bound(ctx),
         disk_bound(ctx),
         network_bound(ctx),
+        softirq_one_cpu(ctx),
     ]
     .into_iter()
     .flatten()
@@ -408,6 +411,31 @@ fn network_bound(ctx: &Ctx) -> Option<Verdict> {
     );
     d.ev("TCP retransmissions", Some(retrans), "/s");
     d.ev("network traffic", t.net_mb_per_s, "MB/s");
+    if ctx.loopback {
+        // No link to fill: retransmits counted machine-wide come from other traffic or dropped SYNs.
+        d.check(Some(false), String::new);
+        d.v.missing
+            .push("the target is on loopback: no link in the path; the retransmits are machine-wide (other traffic, dropped SYNs)".into());
+    }
     d.check(None, || "link capacity: not recorded (a full link cannot be told from loss)".to_string());
+    Some(d.done())
+}
+
+fn softirq_one_cpu(ctx: &Ctx) -> Option<Verdict> {
+    let b = ctx.t()?.softirq_busiest_cpu?;
+    if b.softirq_pct < SOFTIRQ_ONE_CPU_PCT || b.softirq_pct < SOFTIRQ_CONCENTRATION * b.others_softirq_pct.max(1.0) {
+        return None;
+    }
+    let mut d = Draft::new(
+        VerdictKind::SoftirqOneCpu,
+        ctx,
+        format!("CPU {} does the softirq (network receive) work while the other CPUs have room: interrupts or RPS steer it all to one core", b.cpu),
+        "spread receive processing: the NIC's IRQs in /proc/interrupts and their /proc/irq/N/smp_affinity, more RSS queues (`ethtool -l`/`-L`), RPS (/sys/class/net/IF/queues/rx-*/rps_cpus), irqbalance",
+    );
+    d.ev(&format!("softirq on CPU {}", b.cpu), Some(b.softirq_pct), "% of that CPU");
+    d.ev("softirq on the other CPUs (mean)", Some(b.others_softirq_pct), "% of a CPU");
+    d.ev(&format!("NET_RX on CPU {}", b.cpu), b.net_rx_share_pct, "% of all");
+    d.ev("NET_RX softirqs", b.net_rx_per_s, "/s");
+    d.check(b.net_rx_share_pct.map(|s| s >= NET_RX_ONE_CPU_SHARE_PCT), || "NET_RX per CPU: /proc/softirqs not read".to_string());
     Some(d.done())
 }

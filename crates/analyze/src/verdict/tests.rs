@@ -1,6 +1,6 @@
 use super::rules::port_range_size;
 use super::*;
-use scalelab_core::{Environment, ErrorClass, Failure, HotThread, RunKind, RunPlan, StepTelemetry, ThreadStatesPct};
+use scalelab_core::{Environment, ErrorClass, Failure, HotThread, RunKind, RunPlan, SoftirqCpu, StepTelemetry, ThreadStatesPct};
 
 /// Telemetry of a healthy step: nothing in it should trigger any rule.
 fn healthy() -> StepTelemetry {
@@ -11,6 +11,13 @@ fn healthy() -> StepTelemetry {
         cpu_sys_pct: Some(15.0),
         cpu_iowait_pct: Some(0.5),
         cpu_softirq_pct: Some(2.0),
+        softirq_busiest_cpu: Some(SoftirqCpu {
+            cpu: 0,
+            softirq_pct: 3.0,
+            others_softirq_pct: 2.0,
+            net_rx_share_pct: Some(30.0),
+            net_rx_per_s: Some(4000.0),
+        }),
         cs_per_s: Some(2000.0),
         server_cpu_pct: Some(150.0),
         server_cs_per_s: Some(1000.0),
@@ -341,18 +348,72 @@ fn port_exhaustion_against_the_range_or_the_fallback() {
     assert_eq!(port_range_size("junk"), None);
 }
 
+fn retransmitting(_: u32) -> StepTelemetry {
+    let mut t = healthy();
+    t.retrans_per_s = Some(800.0);
+    t
+}
+
 #[test]
 fn network_bound_is_never_high_without_link_capacity() {
-    let v = only(
-        &run_with(|_| {
-            let mut t = healthy();
-            t.retrans_per_s = Some(800.0);
-            t
-        }),
-        VerdictKind::NetworkBound,
-    );
+    let mut r = run_with(retransmitting);
+    r.plan.target = "http://10.0.0.5:8080/".into();
+    let v = only(&r, VerdictKind::NetworkBound);
     assert_eq!(v.confidence, Confidence::Medium);
     assert!(v.missing[0].starts_with("link capacity"));
+}
+
+#[test]
+fn network_bound_on_loopback_is_low_and_says_there_is_no_link() {
+    for target in ["specimen:scales", "http://127.0.0.1:8080/", "postgres://u@localhost:5432/db", "http://[::1]:80/"] {
+        let mut r = run_with(retransmitting);
+        r.plan.target = target.into();
+        let v = only(&r, VerdictKind::NetworkBound);
+        assert_eq!(v.confidence, Confidence::Low, "{target}");
+        assert!(v.missing.iter().any(|m| m.contains("loopback")), "{target}: {:?}", v.missing);
+    }
+}
+
+fn rx_on_cpu1(share: Option<f64>) -> impl Fn(u32) -> StepTelemetry {
+    move |_| {
+        let mut t = healthy();
+        t.softirq_busiest_cpu =
+            Some(SoftirqCpu { cpu: 1, softirq_pct: 62.0, others_softirq_pct: 4.0, net_rx_share_pct: share, net_rx_per_s: Some(90_000.0) });
+        t
+    }
+}
+
+#[test]
+fn softirqs_on_one_cpu_name_the_cpu_and_its_net_rx_share() {
+    let v = only(&run_with(rx_on_cpu1(Some(96.0))), VerdictKind::SoftirqOneCpu);
+    assert_eq!(v.confidence, Confidence::High);
+    assert!(v.headline.starts_with("CPU 1 does the softirq"), "{}", v.headline);
+    assert_eq!(ev(&v, "softirq on CPU 1"), 62.0);
+    assert_eq!(ev(&v, "NET_RX on CPU 1"), 96.0);
+    assert!(v.next.contains("rps_cpus"));
+
+    // Without the per-CPU NET_RX split the verdict says so and is less sure.
+    let v = only(&run_with(rx_on_cpu1(None)), VerdictKind::SoftirqOneCpu);
+    assert_eq!(v.confidence, Confidence::Medium);
+    assert!(v.missing[0].starts_with("NET_RX per CPU"), "{:?}", v.missing);
+}
+
+#[test]
+fn softirqs_spread_over_cpus_or_light_are_not_one_cpu() {
+    for (busiest, others) in [(62.0, 40.0), (20.0, 1.0)] {
+        let r = run_with(move |_| {
+            let mut t = healthy();
+            t.softirq_busiest_cpu = Some(SoftirqCpu {
+                cpu: 0,
+                softirq_pct: busiest,
+                others_softirq_pct: others,
+                net_rx_share_pct: Some(90.0),
+                net_rx_per_s: None,
+            });
+            t
+        });
+        assert!(!kinds(&diagnose(&r).verdicts).contains(&VerdictKind::SoftirqOneCpu), "{busiest} vs {others}");
+    }
 }
 
 fn with_errors(s: &mut StepResult, class: ErrorClass, n: u64) {
