@@ -15,6 +15,7 @@ fn telemetry(busy: f64, user: f64, sys: f64, futex: f64, cs_per_request: f64, se
         cpu_iowait_pct: Some(0.2),
         cpu_softirq_pct: Some(1.5),
         softirq_busiest_cpu: None,
+        specimen: None,
         cs_per_s: Some(5000.0),
         server_cpu_pct: Some(server_cpu),
         server_cs_per_s: Some(2000.0),

@@ -28,8 +28,9 @@ fn unix_ms() -> i64 {
 }
 
 impl Telemetry {
-    /// Starts sampling the machine, and the process `server_pid` when known.
-    pub fn start(server_pid: Option<u32>, interval: Duration, thread_hz: f64) -> Telemetry {
+    /// Starts sampling the machine, the process `server_pid` when known, and
+    /// the specimen's own counters when it listens on `specimen`.
+    pub fn start(server_pid: Option<u32>, interval: Duration, thread_hz: f64, specimen: Option<std::net::SocketAddr>) -> Telemetry {
         let (tx, rx) = channel();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
@@ -75,6 +76,21 @@ impl Telemetry {
                             send_notes(p.unavailable(), &mut reported);
                             if let Ok(j) = serde_json::to_string(&ps) {
                                 let _ = tx.send(Record::Sample(ps.at.unix_ms, "process", j));
+                            }
+                        }
+                        if let Some(addr) = specimen {
+                            // Bounded well under the interval, so the thread sampler keeps its pace.
+                            match scalelab_probe::specimen::fetch_specimen_stats(addr, at, Duration::from_millis(200)) {
+                                Ok(s) => {
+                                    if let Ok(j) = serde_json::to_string(&s) {
+                                        let _ = tx.send(Record::Sample(at, "specimen", j));
+                                    }
+                                }
+                                Err(why) => {
+                                    if reported.insert(format!("Specimen:{why}")) {
+                                        let _ = tx.send(Record::Unavailable("Specimen".into(), why));
+                                    }
+                                }
                             }
                         }
                         if let Some(t) = threads.as_mut() {
@@ -149,6 +165,9 @@ pub fn attach(store: &scalelab_store::Store, run: &mut scalelab_core::Run) -> an
         return Ok(());
     }
     let notes = store.load_probe_notes(run.id)?;
+    let specimen: Vec<scalelab_probe::specimen::SpecimenSample> =
+        store.load_samples(run.id, "specimen")?.into_iter().filter_map(|(_, j)| serde_json::from_str(&j).ok()).collect();
+    let is_specimen = run.plan.target.starts_with("specimen");
     for step in &mut run.steps {
         if step.published_throughput_per_s.is_some() || step.window_s <= 0.0 {
             continue;
@@ -161,6 +180,12 @@ pub fn attach(store: &scalelab_store::Store, run: &mut scalelab_core::Run) -> an
             step.window_end_unix_ms,
             step.requests,
         );
+        if is_specimen {
+            t.specimen = scalelab_probe::specimen::summarize_specimen(&specimen, step.window_start_unix_ms, step.window_end_unix_ms);
+            if t.specimen.is_none() {
+                t.unavailable.insert("specimen".into(), "fewer than two readings of the specimen's /__stats in the window".into());
+            }
+        }
         for (source, why) in &notes {
             t.unavailable.entry(source.to_lowercase()).or_insert_with(|| why.clone());
         }

@@ -42,6 +42,21 @@ pub struct SoftirqCpu {
     pub net_rx_per_s: Option<f64>,
 }
 
+/// The built-in specimen's own account of a step (its `/__stats` counters).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SpecimenTelemetry {
+    /// Requests it answered per second.
+    pub requests_per_s: f64,
+    /// Requests per second that found its lock held and waited.
+    pub lock_waits_per_s: f64,
+    /// Share of requests that waited for the lock, %.
+    pub lock_wait_share_pct: Option<f64>,
+    /// Spin rounds per request (`spin` mode).
+    pub spin_rounds_per_request: Option<f64>,
+    /// fdatasync calls per second (`disk` mode).
+    pub fsyncs_per_s: f64,
+}
+
 /// The telemetry of one step's window.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StepTelemetry {
@@ -75,6 +90,9 @@ pub struct StepTelemetry {
     pub disk_iops: Option<f64>,
     /// All interfaces: received + sent, MB/s.
     pub net_mb_per_s: Option<f64>,
+    /// The specimen's own counters, when the target is the specimen.
+    #[serde(default)]
+    pub specimen: Option<SpecimenTelemetry>,
     /// Why a figure is missing: figure name → reason.
     pub unavailable: BTreeMap<String, String>,
 }

@@ -46,6 +46,7 @@ pub mod read;
 pub mod sockdiag;
 pub mod socket_scan;
 pub mod sockets;
+pub mod specimen;
 pub mod stat;
 pub mod summary;
 pub mod syscalls;

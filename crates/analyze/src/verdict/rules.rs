@@ -237,6 +237,8 @@ fn lock_contention(ctx: &Ctx) -> Option<Verdict> {
     d.ev("server cs per request", t.cs_per_request, "cs");
     d.ev("cs per request growth", growth, "x first step");
     d.ev("server threads blocked on futex", futex, "%");
+    // The specimen's own count, when the target is the specimen: direct evidence of the lock.
+    d.ev("requests that waited for the specimen's lock", t.specimen.and_then(|s| s.lock_wait_share_pct), "%");
     d.check(idle_cpu, || ctx.why("CPU busy", CPU));
     d.check(futex_high, || ctx.why("server thread states", THREADS));
     d.check(rising, || {
@@ -392,6 +394,7 @@ fn disk_bound(ctx: &Ctx) -> Option<Verdict> {
     d.ev("CPU iowait", Some(iowait), "%");
     d.ev("disk", t.disk_iops, "IOPS");
     d.ev("server threads in disk wait", io, "%");
+    d.ev("fsyncs (the specimen's own count)", t.specimen.map(|s| s.fsyncs_per_s).filter(|f| *f > 0.0), "/s");
     d.check(t.disk_iops.map(|i| i > 0.0), || ctx.why("disk IOPS", SYSTEM));
     d.check(io.map(|io| io >= THREAD_IO_PCT), || ctx.why("server thread states", THREADS));
     Some(d.done())

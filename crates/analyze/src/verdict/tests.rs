@@ -30,6 +30,7 @@ fn healthy() -> StepTelemetry {
         retrans_per_s: Some(0.0),
         disk_iops: Some(5.0),
         net_mb_per_s: Some(10.0),
+        specimen: None,
         unavailable: Default::default(),
     }
 }

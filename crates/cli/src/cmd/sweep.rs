@@ -202,7 +202,8 @@ pub fn execute<D: scalelab_drive::Driver>(
     if let Err(why) = &server_pid {
         store.add_probe_note(run_id, "Process", &format!("server process not found: {why}"))?;
     }
-    let telemetry = crate::telemetry::Telemetry::start(server_pid.ok(), sample_interval, a.thread_sample_hz);
+    let telemetry =
+        crate::telemetry::Telemetry::start(server_pid.ok(), sample_interval, a.thread_sample_hz, specimen.as_ref().map(|s| s.addr));
     let opts = EngineOptions { threads: common.threads, stop: stop.clone() };
     let mut view = LiveView::start(a.quiet, a.no_tui, plan.label.clone(), &plan.steps, stop.clone());
     // Rows stream to stdout as steps finish, unless the live view owns the terminal.

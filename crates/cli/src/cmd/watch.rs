@@ -56,7 +56,7 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         Some(_) => println!("watching {target}; Ctrl-C to stop"),
         None => println!("watching this machine (no server process given: machine-wide figures only); Ctrl-C to stop"),
     }
-    let telemetry = Telemetry::start(pid, interval, if pid.is_some() { a.thread_sample_hz } else { 0.0 });
+    let telemetry = Telemetry::start(pid, interval, if pid.is_some() { a.thread_sample_hz } else { 0.0 }, None);
     let start = Instant::now();
     let mut last_sys: Option<SystemSample> = None;
     let mut prev_proc: Option<ProcessSample> = None;
