@@ -14,6 +14,7 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 have psql || missing+=(postgresql-client)
 have mariadbd || missing+=(mariadb-server)
 have mariadb || missing+=(mariadb-client)
+[ -x /usr/bin/chromium ] || missing+=(chromium)   # the HTML report is loaded in headless Chromium
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}" >&2

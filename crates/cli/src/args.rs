@@ -30,6 +30,8 @@ pub enum Command {
     Import(ImportArgs),
     /// Compare runs side by side: throughput, scaling, deltas, AVG and MAX rows.
     Compare(CompareArgs),
+    /// Write a report of runs: self-contained HTML with charts (default) or Markdown (docs/report.md).
+    Report(ReportArgs),
     /// OS micro-benchmarks (lmbench-class): syscalls, fork, signals, context switches, IPC, memory, FPU.
     Micro(MicroArgs),
     /// Watch a server under its own traffic (no load): per-second telemetry, optionally recorded.
@@ -203,6 +205,30 @@ pub struct CompareArgs {
     pub avg_from: Option<u32>,
     #[arg(long, value_enum, default_value = "table")]
     pub format: CompareFormat,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq)]
+pub enum ReportFormat {
+    Html,
+    Md,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Runs by id, label or `last` (sweeps, imported series, micro-benchmark runs).
+    #[arg(required = true)]
+    pub runs: Vec<String>,
+    /// Output file (default: report.html, or report.md with --format md); written whole or not at all.
+    #[arg(long, short = 'o')]
+    pub output: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "html")]
+    pub format: ReportFormat,
+    /// Also write each chart as a standalone SVG file into DIR (the Markdown links to them).
+    #[arg(long, value_name = "DIR")]
+    pub svg: Option<PathBuf>,
+    /// Also write each chart as a PNG image into DIR, for slides and issues (the Markdown links to them).
+    #[arg(long, value_name = "DIR")]
+    pub png: Option<PathBuf>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq)]

@@ -71,3 +71,19 @@ fn bad_import_file_names_the_line() {
     assert!(stderr(&out).contains("line 3"), "{}", stderr(&out));
     assert!(!dir.path().join("s.db").exists(), "nothing stored from a bad file");
 }
+
+/// The comparison table as `compare` prints it, with each run's peak, knee,
+/// collapse and main verdict side by side below it, pinned (text and Markdown).
+#[test]
+fn compare_output_is_pinned() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    assert!(run(&store, &["import", &data("mysql-scaling-g5-tiger-linux-opteron.csv")]).status.success());
+    let args = ["compare", "G5 Tiger", "G5 Linux", "Opteron Linux", "--pair", "G5 Linux:G5 Tiger", "--avg-from", "5"];
+    let text = run(&store, &args);
+    assert!(text.status.success(), "{}", stderr(&text));
+    insta::assert_snapshot!("compare_table", String::from_utf8_lossy(&text.stdout));
+    let md = run(&store, &[&args[..], &["--format", "md"]].concat());
+    assert!(md.status.success(), "{}", stderr(&md));
+    insta::assert_snapshot!("compare_md", String::from_utf8_lossy(&md.stdout));
+}

@@ -5,8 +5,25 @@
 //! - [`json`]: the JSON document of a run (`docs/json.md`, `docs/run.schema.json`).
 //! - [`csv`]: CSV export of steps and of the per-second series.
 //! - [`fmt`]: number formatting shared by the above (missing is "-", never 0).
+//!
+//! The report (`scalelab report`, `docs/report.md`):
+//! - [`model`]: its input: runs with their diagnosis and per-second [`model::Timeline`], micro tables.
+//! - [`svg`]: chart primitives as standalone SVG (line charts with gaps, stacked bars).
+//! - [`charts`]: the report's charts built from runs; a chart without data is its reason.
+//! - [`summary`]: curve and verdict words shared with `compare`, the configuration side by side.
+//! - [`page`]: the comparison and per-step tables both formats show.
+//! - [`html`]: the self-contained HTML document; [`markdown`]: the Markdown one.
 
+pub mod charts;
 pub mod csv;
 pub mod fmt;
+pub mod html;
 pub mod json;
+pub mod markdown;
+pub mod model;
+pub mod page;
+pub mod summary;
+pub mod svg;
 pub mod table;
+
+pub use model::{ImageLinks, ReportInput, ReportRun, TextTable, Timeline};

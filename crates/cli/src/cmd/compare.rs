@@ -3,7 +3,7 @@
 use crate::args::{CompareArgs, CompareFormat, ImportArgs};
 use crate::cmd::analysis::series_of;
 use crate::error::bad;
-use scalelab_analyze::{compare, render_compare, CompareOptions, Curve};
+use scalelab_analyze::{compare, render_compare, CompareOptions};
 use scalelab_core::{Environment, RunKind, RunPlan, StepPlan, StepResult};
 use scalelab_store::{RunSelector, Store};
 use std::path::Path;
@@ -61,7 +61,9 @@ pub fn compare_runs(store_path: &Path, a: &CompareArgs) -> anyhow::Result<ExitCo
     let mut runs = Vec::new();
     for name in &a.runs {
         let id = store.resolve(&RunSelector::parse(name))?;
-        runs.push(store.load_run(id)?);
+        let mut run = store.load_run(id)?;
+        crate::telemetry::attach(&store, &mut run)?;
+        runs.push(run);
     }
     // Columns are named by label; two runs with one label get their ids appended.
     let mut series: Vec<_> = runs.iter().map(series_of).collect();
@@ -86,35 +88,22 @@ pub fn compare_runs(store_path: &Path, a: &CompareArgs) -> anyhow::Result<ExitCo
     }
     let options = CompareOptions { baseline, pairs, avg_from: a.avg_from };
     let table = compare(&series, &options).map_err(|e| bad(e.to_string()))?;
+    let diagnoses: Vec<_> = runs.iter().map(scalelab_analyze::diagnose).collect();
+    let side: Vec<(&str, &scalelab_analyze::Diagnosis)> = series.iter().map(|s| s.label.as_str()).zip(&diagnoses).collect();
+    let curves = scalelab_report::summary::side_by_side(&side, false);
     match a.format {
         CompareFormat::Table => {
             print!("{}", render_compare::to_text(&table));
             println!();
-            for s in &series {
-                println!("{}: {}", s.label, curve_words(s));
-            }
+            print!("{}", scalelab_report::fmt::columns(&curves));
         }
-        CompareFormat::Md => print!("{}", render_compare::to_markdown(&table)),
+        CompareFormat::Md => {
+            print!("{}", render_compare::to_markdown(&table));
+            println!();
+            print!("{}", scalelab_report::markdown::md_table_aligned(&curves, false));
+        }
         CompareFormat::Csv => print!("{}", render_compare::to_csv(&table)),
         CompareFormat::Json => println!("{}", serde_json::to_string_pretty(&table)?),
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn curve_words(s: &scalelab_analyze::Series) -> String {
-    match Curve::of(s) {
-        Ok(c) => {
-            let collapse = match &c.collapse {
-                Some(k) => format!(
-                    "collapse to {:.0}% of peak at {}{}",
-                    k.pct_of_peak,
-                    k.concurrency,
-                    if k.retrograde { " (retrograde)" } else { "" }
-                ),
-                None => "no collapse".into(),
-            };
-            format!("peak {:.0} at {}, knee at {}, {collapse}", c.peak, c.peak_concurrency, c.knee_concurrency)
-        }
-        Err(e) => e.to_string(),
-    }
 }

@@ -4,6 +4,7 @@ pub mod analysis;
 mod compare;
 mod micro;
 mod prepare;
+mod report;
 mod show;
 mod specimen;
 mod sql_sweep;
@@ -33,6 +34,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Export(a) => show::export(&cli.store, &a),
         Command::Specimen(a) => specimen::run(a),
         Command::Watch(a) => watch::run(&cli.store, &a),
+        Command::Report(a) => report::run(&cli.store, &a),
         Command::Micro(a) => micro::run(&cli.store, &a),
         Command::Import(a) => compare::import(&cli.store, &a),
         Command::Compare(a) => compare::compare_runs(&cli.store, &a),

@@ -1,0 +1,236 @@
+//! `scalelab report` end to end: real short sweeps of the specimen (one with
+//! the thread sampler off) plus an imported published series, rendered as
+//! HTML and loaded in headless Chromium over the DevTools protocol. The page
+//! must log no error, request nothing but itself, and draw every chart with
+//! the series it announces; a screenshot is kept under
+//! `target/test-artifacts/`. Also: Markdown, `--svg`, `--png`, and bad input.
+
+#[path = "common/chromium.rs"]
+mod chromium;
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+fn published(name: &str) -> String {
+    format!("{}/../analyze/tests/data/published/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn artifacts() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().expect("target dir").join("test-artifacts");
+    std::fs::create_dir_all(&dir).expect("creating target/test-artifacts");
+    dir
+}
+
+/// A sub-second sweep of the specimen (4 steps, enough for a USL fit).
+fn short_sweep(store: &Path, label: &str, thread_hz: &str) -> i64 {
+    let run = json(
+        store,
+        &[
+            "sweep",
+            "--specimen",
+            "global-lock",
+            "--work-us",
+            "300",
+            "-c",
+            "1,2,4,8",
+            "--warmup",
+            "0.2s",
+            "--duration",
+            "0.9s",
+            "--pause",
+            "0.2s",
+            "--thread-sample-hz",
+            thread_hz,
+            "--label",
+            label,
+            "--json",
+            "-q",
+        ],
+    );
+    run["id"].as_i64().expect("run id")
+}
+
+const CHARTS_JS: &str = r#"JSON.stringify({
+  charts: Array.from(document.querySelectorAll('svg.chart')).map(function (s) {
+    var r = s.getBoundingClientRect();
+    var groups = Array.from(s.querySelectorAll('g.series'));
+    return {
+      id: s.parentElement.id,
+      announced: +s.getAttribute('data-series'),
+      series: groups.length,
+      painted: groups.filter(function (g) {
+        var path = g.querySelector('path');
+        var visible = Array.from(g.querySelectorAll('circle, rect')).filter(function (e) { return e.getAttribute('fill-opacity') !== '0'; });
+        return (path && path.getTotalLength() > 0) || visible.length > 0;
+      }).length,
+      width: r.width,
+      height: r.height
+    };
+  }),
+  unavailable: Array.from(document.querySelectorAll('figure.chart-unavailable')).map(function (f) {
+    return { id: f.id, text: f.textContent };
+  }),
+  sections: Array.from(document.querySelectorAll('section h2')).map(function (h) { return h.textContent; })
+})"#;
+
+/// No console errors or warnings, no exceptions, no browser log errors, and
+/// no request but the page itself (`url`), among every event so far.
+fn assert_clean(b: &chromium::Browser, url: &str) {
+    let console: Vec<&Value> = b
+        .events_named("Runtime.consoleAPICalled")
+        .into_iter()
+        .filter(|e| matches!(e["params"]["type"].as_str(), Some("error" | "assert" | "warning")))
+        .collect();
+    assert!(console.is_empty(), "console errors: {console:?}");
+    let exceptions = b.events_named("Runtime.exceptionThrown");
+    assert!(exceptions.is_empty(), "exceptions: {exceptions:?}");
+    let log_errors: Vec<&Value> =
+        b.events_named("Log.entryAdded").into_iter().filter(|e| e["params"]["entry"]["level"] == "error").collect();
+    assert!(log_errors.is_empty(), "log errors: {log_errors:?}");
+    let requests: Vec<String> = b
+        .events_named("Network.requestWillBeSent")
+        .iter()
+        .map(|e| e["params"]["request"]["url"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(requests.contains(&url.to_string()), "the listener saw the page's own load: {requests:?}");
+    assert!(requests.iter().all(|u| u == url), "the report fetched something: {requests:?}");
+}
+
+#[test]
+fn html_report_loads_in_chromium_offline_and_draws_every_chart() {
+    let _cpu = cpu_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let with_threads = short_sweep(&store, "lock", "50");
+    let without_threads = short_sweep(&store, "lock, no thread sampler", "0");
+    let out = run(&store, &["import", &published("mysql-scaling-g5-tiger-linux-opteron.csv")]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let html = dir.path().join("report.html");
+    let svg_dir = dir.path().join("charts");
+    let ids = [with_threads.to_string(), without_threads.to_string(), "G5 Tiger".to_string()];
+    let out = run(&store, &["report", &ids[0], &ids[1], &ids[2], "-o", html.to_str().unwrap(), "--svg", svg_dir.to_str().unwrap()]);
+    assert!(out.status.success(), "report failed: {}", stderr(&out));
+    assert!(svg_dir.join("throughput.svg").exists() && svg_dir.join(format!("run-{with_threads}-timeline-cpu.svg")).exists());
+
+    let profile = tempfile::tempdir().unwrap();
+    let mut b = chromium::Browser::start(profile.path());
+    for domain in ["Runtime.enable", "Log.enable", "Network.enable", "Page.enable"] {
+        b.call(domain, json!({}));
+    }
+    b.call("Emulation.setDeviceMetricsOverride", json!({"width": 1100, "height": 900, "deviceScaleFactor": 1, "mobile": false}));
+    let url = format!("file://{}", html.display());
+    b.call("Page.navigate", json!({"url": url}));
+    assert!(b.wait_event("Page.loadEventFired", Duration::from_secs(60)), "the report never finished loading");
+    b.settle(Duration::from_millis(500));
+
+    assert_clean(&b, &url);
+    let result = b.call("Runtime.evaluate", json!({"expression": CHARTS_JS, "returnByValue": true}));
+    let page: Value = serde_json::from_str(result["result"]["value"].as_str().expect("string result")).expect("JSON from the page");
+    let charts = page["charts"].as_array().unwrap();
+    let find = |id: &str| charts.iter().find(|c| c["id"] == format!("chart-{id}")).unwrap_or_else(|| panic!("no chart {id} in {page}"));
+    for c in charts {
+        assert!(c["width"].as_f64().unwrap() > 100.0 && c["height"].as_f64().unwrap() > 100.0, "not laid out: {c}");
+        assert!(c["announced"].as_u64().unwrap() > 0, "empty chart: {c}");
+        assert_eq!(c["series"], c["announced"], "series drawn vs announced: {c}");
+        assert_eq!(c["painted"], c["announced"], "every series has painted geometry: {c}");
+    }
+    // The expected series: 3 runs + 3 USL fits (4+ steps each); scaling 3 runs;
+    // p50/p99/p99.9; per-second throughput; CPU user/system/iowait/idle; cs/s; 6 thread states.
+    assert_eq!(find("throughput")["series"], 6);
+    assert_eq!(find("scaling")["series"], 3);
+    for id in [with_threads, without_threads] {
+        assert_eq!(find(&format!("run-{id}-latency"))["series"], 3);
+        assert_eq!(find(&format!("run-{id}-timeline-throughput"))["series"], 1);
+        assert_eq!(find(&format!("run-{id}-timeline-cpu"))["series"], 4);
+        assert_eq!(find(&format!("run-{id}-timeline-cs"))["series"], 1);
+    }
+    assert_eq!(find(&format!("run-{with_threads}-thread-states"))["series"], 6);
+    // Missing data is said, not drawn: the imported series has no latency,
+    // the run without the thread sampler has no thread states.
+    let unavailable = page["unavailable"].as_array().unwrap();
+    let text_of =
+        |id: String| unavailable.iter().find(|u| u["id"] == format!("chart-{id}")).map(|u| u["text"].as_str().unwrap().to_string());
+    assert!(text_of(format!("run-{without_threads}-thread-states")).expect("thread states said unavailable").contains("unavailable"));
+    assert!(charts.iter().all(|c| c["id"] != format!("chart-run-{without_threads}-thread-states")));
+    let imported_latency = unavailable.iter().find(|u| u["text"].as_str().unwrap().contains("an imported series has no latency"));
+    assert!(imported_latency.is_some(), "{unavailable:?}");
+    assert_eq!(page["sections"].as_array().unwrap().len(), 8, "sections 1-8: {}", page["sections"]);
+
+    // Hover values: the inline script shows a point's value next to the pointer.
+    let hover = b.call(
+        "Runtime.evaluate",
+        json!({"expression": "(function () { var c = document.querySelector('#chart-throughput circle[data-tip]'); c.dispatchEvent(new MouseEvent('mouseover', {bubbles: true})); var t = document.getElementById('tip'); return t.style.display + '|' + t.textContent; })()", "returnByValue": true}),
+    );
+    let shown = hover["result"]["value"].as_str().unwrap_or("");
+    assert!(shown.starts_with("block|lock: "), "tooltip: {shown}");
+    // Printable: the print layout renders to a PDF (kept beside the screenshot).
+    let pdf = b.call("Page.printToPDF", json!({"printBackground": true}));
+    use base64::Engine as _;
+    let pdf = base64::engine::general_purpose::STANDARD.decode(pdf["data"].as_str().expect("PDF data")).expect("base64 PDF");
+    assert!(pdf.starts_with(b"%PDF"), "a PDF");
+    std::fs::write(artifacts().join("report.pdf"), &pdf).unwrap();
+
+    let metrics = b.call("Page.getLayoutMetrics", json!({}));
+    let height = metrics["cssContentSize"]["height"].as_f64().unwrap_or(4000.0);
+    let shot = b.call(
+        "Page.captureScreenshot",
+        json!({"format": "png", "captureBeyondViewport": true, "clip": {"x": 0, "y": 0, "width": 1100, "height": height, "scale": 1}}),
+    );
+    let png = base64::engine::general_purpose::STANDARD.decode(shot["data"].as_str().expect("screenshot data")).expect("base64 PNG");
+    assert!(png.starts_with(b"\x89PNG"), "a PNG screenshot");
+    let path = artifacts().join("report.png");
+    std::fs::write(&path, &png).unwrap();
+    std::fs::copy(&html, artifacts().join("report.html")).unwrap();
+    // Hovering, printing and the screenshot logged nothing either.
+    b.settle(Duration::from_millis(300));
+    assert_clean(&b, &url);
+    eprintln!("screenshot: {}", path.display());
+}
+
+#[test]
+fn markdown_report_and_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    assert!(run(&store, &["import", &published("mysql-64bit-vs-32bit.csv")]).status.success());
+    let md = dir.path().join("r.md");
+    let out = run(
+        &store,
+        &[
+            "report",
+            "Xeon 64-bit",
+            "Xeon 32-bit",
+            "--format",
+            "md",
+            "-o",
+            md.to_str().unwrap(),
+            "--png",
+            dir.path().join("png").to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&md).unwrap();
+    // --png: the charts as images, linked relative to the report.
+    assert!(text.contains("![Throughput vs concurrency](png/throughput.png)"), "{text}");
+    let png = std::fs::read(dir.path().join("png/throughput.png")).expect("throughput.png");
+    assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "a PNG with content");
+    assert!(text.contains("*Latency vs concurrency — Xeon 64-bit: unavailable: an imported series has no latency figures*"), "{text}");
+    assert!(text.starts_with("# scalelab report\n"));
+    assert!(text.contains("| **MAX** | 545 |"), "{text}");
+    assert!(text.contains("| main verdict |"), "{text}");
+    // Bad input: exit 2, one line, nothing written.
+    let missing = dir.path().join("x.html");
+    let out = run(&store, &["report", "no such run", "-o", missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(stderr(&out).trim().lines().count(), 1, "{}", stderr(&out));
+    assert!(!missing.exists());
+    let out = run(&dir.path().join("none.db"), &["report", "last"]);
+    assert_eq!(out.status.code(), Some(2));
+    // A failed write leaves no partial file behind.
+    let out = run(&store, &["report", "Xeon 64-bit", "-o", dir.path().join("no/such/dir/r.html").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(std::fs::read_dir(dir.path()).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().ends_with(".tmp")));
+}

@@ -1,0 +1,262 @@
+//! The report's charts, built from [`ReportRun`]s: throughput and scaling
+//! vs concurrency (all runs), latency per run, each run's per-second
+//! timeline and its thread states per step. A chart with nothing to draw is
+//! an `Err` carrying the reason, shown as text in its place, never an empty
+//! or zero-filled plot.
+
+use crate::model::{PhaseKind, Points, ReportRun, Timeline};
+use crate::svg::{Band, LineChart, LineSeries, Marker, Stack, StackedBars, PALETTE, PAUSE_FILL, WARMUP_FILL, WINDOW_FILL};
+use scalelab_analyze::Point;
+
+/// One chart of the report.
+#[derive(Clone, Debug)]
+pub struct Chart {
+    /// File stem for `--svg DIR` and the HTML anchor ("throughput", "run-3-cpu").
+    pub id: String,
+    pub title: String,
+    /// The SVG document, or why the chart cannot be drawn.
+    pub svg: Result<String, String>,
+}
+
+impl Chart {
+    fn line(id: String, chart: LineChart, why_empty: &str) -> Chart {
+        let title = chart.title.clone();
+        let svg = if chart.is_empty() { Err(why_empty.to_string()) } else { Ok(chart.render()) };
+        Chart { id, title, svg }
+    }
+}
+
+/// The colour of the run at `i` (runs keep their colour in every chart).
+pub fn run_color(i: usize) -> &'static str {
+    PALETTE[i % PALETTE.len()]
+}
+
+fn points_of(r: &ReportRun) -> Vec<Point> {
+    let mut p: Vec<Point> = r.run.steps.iter().filter(|s| !s.partial).filter_map(Point::from_step).collect();
+    p.sort_by_key(|p| p.concurrency);
+    p
+}
+
+/// Throughput vs concurrency, one line per run, its knee and peak marked
+/// and its USL fit dashed.
+pub fn throughput(runs: &[ReportRun]) -> Chart {
+    let mut chart = LineChart {
+        title: "Throughput vs concurrency".into(),
+        x_label: "concurrency (clients)".into(),
+        y_label: "throughput (req/s)".into(),
+        ..Default::default()
+    };
+    for (i, r) in runs.iter().enumerate() {
+        let color = run_color(i);
+        let pts = points_of(r);
+        chart.series.push(LineSeries {
+            name: r.name.clone(),
+            color,
+            dashed: false,
+            dots: true,
+            points: pts.iter().map(|p| (f64::from(p.concurrency), Some(p.throughput))).collect(),
+        });
+        if let Some(c) = &r.diagnosis.curve {
+            let at = |n: u32| pts.iter().find(|p| p.concurrency == n).map(|p| p.throughput);
+            let same = c.knee_concurrency == c.peak_concurrency;
+            if let Some(y) = at(c.knee_concurrency).filter(|_| !same) {
+                chart.markers.push(Marker { x: f64::from(c.knee_concurrency), y, label: "knee".into(), color });
+            }
+            let label = if same { "peak = knee" } else { "peak" };
+            chart.markers.push(Marker { x: f64::from(c.peak_concurrency), y: c.peak, label: label.into(), color });
+        }
+        match (&r.diagnosis.usl, pts.first(), pts.last()) {
+            (Some(u), Some(a), Some(b)) => {
+                let (lo, hi) = (f64::from(a.concurrency), f64::from(b.concurrency));
+                let points = (0..=60).map(|k| lo + (hi - lo) * f64::from(k) / 60.0).map(|n| (n, Some(u.predict(n)))).collect();
+                chart.series.push(LineSeries { name: format!("{} USL fit", r.name), color, dashed: true, dots: false, points });
+            }
+            _ => chart.notes.push(format!(
+                "{} USL fit: unavailable ({})",
+                r.name,
+                r.diagnosis.usl_error.as_deref().unwrap_or("no measured step")
+            )),
+        }
+    }
+    Chart::line("throughput".into(), chart, "no run has a measured step")
+}
+
+/// Scaling (% of the first step's throughput) vs concurrency, one line per run.
+pub fn scaling(runs: &[ReportRun]) -> Chart {
+    let mut chart = LineChart {
+        title: "Scaling vs concurrency".into(),
+        x_label: "concurrency (clients)".into(),
+        y_label: "scaling (% of first step)".into(),
+        ..Default::default()
+    };
+    for (i, r) in runs.iter().enumerate() {
+        let pts = points_of(r);
+        let base = pts.first().map(|p| p.throughput).filter(|b| *b > 0.0);
+        chart.series.push(LineSeries {
+            name: r.name.clone(),
+            color: run_color(i),
+            dashed: false,
+            dots: true,
+            points: pts.iter().map(|p| (f64::from(p.concurrency), base.map(|b| 100.0 * p.throughput / b))).collect(),
+        });
+    }
+    Chart::line("scaling".into(), chart, "no run has a first step with throughput")
+}
+
+/// Latency percentiles (p50, p99, p99.9) vs concurrency of one run.
+pub fn latency(r: &ReportRun) -> Chart {
+    let pts = points_of(r);
+    let mut chart = LineChart {
+        title: format!("Latency vs concurrency — {}", r.name),
+        x_label: "concurrency (clients)".into(),
+        y_label: "latency (ms)".into(),
+        ..Default::default()
+    };
+    type Pick = fn(&Point) -> Option<f64>;
+    let pick: [(&str, Pick); 3] = [("p50", |p| p.p50_ms), ("p99", |p| p.p99_ms), ("p99.9", |p| p.p999_ms)];
+    for (k, (name, f)) in pick.iter().enumerate() {
+        chart.series.push(LineSeries {
+            name: (*name).into(),
+            color: PALETTE[[0, 1, 3][k]],
+            dashed: false,
+            dots: true,
+            points: pts.iter().map(|p| (f64::from(p.concurrency), f(p))).collect(),
+        });
+    }
+    let why = if r.run.kind == scalelab_core::RunKind::Imported {
+        "unavailable: an imported series has no latency figures"
+    } else {
+        "unavailable: no step recorded a latency"
+    };
+    Chart::line(format!("run-{}-latency", r.run.id), chart, why)
+}
+
+fn bands(t: &Timeline) -> Vec<Band> {
+    t.phases
+        .iter()
+        .map(|p| Band {
+            x0: p.start_s,
+            x1: p.end_s,
+            fill: match p.kind {
+                PhaseKind::WarmUp => WARMUP_FILL,
+                PhaseKind::Window => WINDOW_FILL,
+                PhaseKind::Pause => PAUSE_FILL,
+            },
+            label: format!("{}: {} {:.1}–{:.1} s", p.concurrency, p.kind.name(), p.start_s, p.end_s),
+        })
+        .collect()
+}
+
+fn reason(t: &Timeline, keys: &[&str]) -> String {
+    keys.iter()
+        .find_map(|k| t.unavailable.get(*k).map(|why| format!("unavailable: {why}")))
+        .unwrap_or_else(|| "unavailable: not recorded for this run".to_string())
+}
+
+/// The per-second timeline charts of one run: throughput, CPU split,
+/// context switches, and power when measured. Steps are shaded
+/// (warm-up, window, pause) behind every line.
+pub fn timeline(r: &ReportRun) -> Vec<Chart> {
+    let Some(t) = &r.timeline else { return Vec::new() };
+    let id = r.run.id;
+    let base = |title: &str, y: &str| LineChart {
+        title: format!("{title} — {}", r.name),
+        x_label: "time since the first warm-up (s); shaded: warm-up (orange), window (blue), pause (grey)".into(),
+        y_label: y.into(),
+        bands: bands(t),
+        ..Default::default()
+    };
+    let one = |name: &str, color: &'static str, points: &Points| LineSeries {
+        name: name.into(),
+        color,
+        dashed: false,
+        dots: false,
+        points: points.clone(),
+    };
+    let mut charts = Vec::new();
+    let mut c = base("Throughput per second", "throughput (req/s)");
+    c.series.push(one("throughput", PALETTE[0], &t.throughput_per_s));
+    charts.push(Chart::line(format!("run-{id}-timeline-throughput"), c, "unavailable: no per-second results recorded"));
+
+    let mut c = base("CPU per second", "CPU (% of all cores)");
+    c.y_max = Some(100.0);
+    for (name, color, pts, key) in [
+        ("user", PALETTE[0], &t.cpu_user_pct, "cpu_user_pct"),
+        ("system", PALETTE[3], &t.cpu_sys_pct, "cpu_sys_pct"),
+        ("iowait", PALETTE[1], &t.cpu_iowait_pct, "cpu_iowait_pct"),
+        ("idle", PALETTE[2], &t.cpu_idle_pct, "cpu_idle_pct"),
+    ] {
+        if pts.iter().any(|p| p.1.is_some()) {
+            c.series.push(one(name, color, pts));
+        } else {
+            c.notes.push(format!("{name}: {}", reason(t, &[key, "cpu", "system"])));
+        }
+    }
+    charts.push(Chart::line(format!("run-{id}-timeline-cpu"), c, &reason(t, &["cpu", "system"])));
+
+    let mut c = base("Context switches per second", "context switches (1/s)");
+    c.series.push(one("context switches", PALETTE[4], &t.cs_per_s));
+    charts.push(Chart::line(format!("run-{id}-timeline-cs"), c, &reason(t, &["cs_per_s", "cpu", "system"])));
+
+    if t.power_w.iter().any(|p| p.1.is_some()) {
+        let mut c = base("Power", "power (W)");
+        c.series.push(one("power", PALETTE[3], &t.power_w));
+        charts.push(Chart::line(format!("run-{id}-timeline-power"), c, "unavailable"));
+    }
+    charts
+}
+
+/// The share of the server's thread-time in each state, one stacked bar per
+/// step; a step without thread sampling shows "unavailable" in place of its bar.
+/// `None` when the run has no measured step.
+pub fn thread_states(r: &ReportRun) -> Option<Chart> {
+    let steps: Vec<_> = r.run.steps.iter().filter(|s| s.published_throughput_per_s.is_none() && s.window_s > 0.0).collect();
+    if steps.is_empty() {
+        return None;
+    }
+    let title = format!("Server thread states per step — {}", r.name);
+    let id = format!("run-{}-thread-states", r.run.id);
+    let states: Vec<_> = steps.iter().map(|s| s.telemetry.as_ref().and_then(|t| t.thread_states_pct)).collect();
+    if states.iter().all(Option::is_none) {
+        let why = steps
+            .iter()
+            .find_map(|s| {
+                s.telemetry.as_ref().and_then(|t| t.unavailable.get("thread_states").or_else(|| t.unavailable.get("threads")).cloned())
+            })
+            .unwrap_or_else(|| "no telemetry recorded for this run".into());
+        return Some(Chart { id, title, svg: Err(format!("unavailable: {why}")) });
+    }
+    let layer = |name: &str, color: &'static str, f: fn(&scalelab_core::ThreadStatesPct) -> f64| Stack {
+        name: name.into(),
+        color,
+        values: states.iter().map(|s| s.map_or(0.0, |s| f(&s))).collect(),
+    };
+    let bars = StackedBars {
+        title: title.clone(),
+        x_label: "concurrency (clients)".into(),
+        y_label: "share of thread-time (%)".into(),
+        categories: steps.iter().map(|s| s.concurrency.to_string()).collect(),
+        present: states.iter().map(Option::is_some).collect(),
+        stacks: vec![
+            layer("running", PALETTE[2], |s| s.running),
+            layer("runnable", PALETTE[1], |s| s.runnable),
+            layer("futex-blocked", PALETTE[3], |s| s.futex),
+            layer("I/O", PALETTE[4], |s| s.io),
+            layer("idle", PALETTE[5], |s| s.idle),
+            layer("other", "#999999", |s| s.other),
+        ],
+        y_max: Some(100.0),
+    };
+    Some(Chart { id, title, svg: Ok(bars.render()) })
+}
+
+/// Every chart of the report, in the order the HTML shows them.
+pub fn all(runs: &[ReportRun]) -> Vec<Chart> {
+    let mut out = vec![throughput(runs), scaling(runs)];
+    out.extend(runs.iter().map(latency));
+    for r in runs {
+        out.extend(timeline(r));
+        out.extend(thread_states(r));
+    }
+    out
+}

@@ -1,0 +1,242 @@
+//! The self-contained HTML report: one file, styles and the hover script
+//! inlined (`assets/`), charts as inline SVG, nothing fetched from the
+//! network, printable. Sections follow `docs/report.md`.
+
+use crate::charts::{self, Chart};
+use crate::model::{ReportInput, ReportRun};
+use crate::page::{comparison, step_rows, telemetry_rows, unavailable_lines};
+use crate::summary::{environment_rows, side_by_side, verdict_title};
+use crate::svg::esc;
+use scalelab_analyze::compare::Cells;
+use scalelab_analyze::render_compare::fmt_throughput;
+use std::fmt::Write as _;
+
+const CSS: &str = include_str!("assets/report.css");
+const JS: &str = include_str!("assets/report.js");
+
+fn table(out: &mut String, rows: &[Vec<String>], text_cols: &[usize]) {
+    out.push_str("<table><thead><tr>");
+    for h in rows.first().into_iter().flatten() {
+        let _ = write!(out, "<th>{}</th>", esc(h));
+    }
+    out.push_str("</tr></thead><tbody>");
+    for r in rows.iter().skip(1) {
+        out.push_str("<tr>");
+        for (i, c) in r.iter().enumerate() {
+            let class = if text_cols.contains(&i) || (text_cols.is_empty() && i > 0 && c.parse::<f64>().is_err()) {
+                r#" class="text""#
+            } else {
+                ""
+            };
+            let cell = if c == "unavailable" { r#"<span class="unavailable">unavailable</span>"#.to_string() } else { esc(c) };
+            let _ = write!(out, "<td{class}>{cell}</td>");
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table>");
+}
+
+fn figure(out: &mut String, c: &Chart) {
+    match &c.svg {
+        Ok(svg) => {
+            let _ = write!(out, r#"<figure id="chart-{}">{svg}</figure>"#, esc(&c.id));
+        }
+        Err(why) => {
+            let _ = write!(
+                out,
+                r#"<figure class="chart-unavailable" id="chart-{}"><figcaption>{}</figcaption><p class="unavailable">{}</p></figure>"#,
+                esc(&c.id),
+                esc(&c.title),
+                esc(why)
+            );
+        }
+    }
+}
+
+fn comparison_html(out: &mut String, runs: &[ReportRun]) {
+    let c = match comparison(runs) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = write!(out, r#"<p class="unavailable">no comparison: {}</p>"#, esc(&e));
+            return;
+        }
+    };
+    out.push_str("<table><thead><tr><th>clients</th>");
+    for l in &c.labels {
+        let _ = write!(out, "<th>{} (req/s)</th>", esc(l));
+    }
+    for l in &c.labels {
+        let _ = write!(out, "<th>{} scaling</th>", esc(l));
+    }
+    for d in &c.deltas {
+        let _ = write!(out, "<th>{}</th>", esc(&d.name));
+    }
+    out.push_str("</tr></thead><tbody>");
+    let row = |out: &mut String, first: &str, cells: &Cells, class: &str| {
+        let _ = write!(out, "<tr{class}><td>{first}</td>");
+        for x in cells.throughput.values() {
+            let _ = write!(out, "<td>{}</td>", x.map_or("-".into(), fmt_throughput));
+        }
+        for p in cells.scaling_pct.values() {
+            let _ = write!(out, "<td>{}</td>", p.map_or("-".into(), |p| format!("{p}%")));
+        }
+        for p in cells.delta_pct.values() {
+            match p {
+                Some(p) if *p > 0 => {
+                    let _ = write!(out, r#"<td class="pos">+{p}%</td>"#);
+                }
+                Some(p) if *p < 0 => {
+                    let _ = write!(out, r#"<td class="neg">{p}%</td>"#);
+                }
+                Some(p) => {
+                    let _ = write!(out, "<td>{p}%</td>");
+                }
+                None => out.push_str("<td>-</td>"),
+            }
+        }
+        out.push_str("</tr>");
+    };
+    for r in &c.rows {
+        row(out, &r.concurrency.to_string(), &r.cells, "");
+    }
+    row(out, "AVG", &c.avg, r#" class="agg""#);
+    row(out, "MAX", &c.max, r#" class="agg""#);
+    out.push_str("</tbody></table>");
+    let _ = write!(out, r#"<p class="note">{}</p>"#, esc(&scalelab_analyze::render_compare::legend(&c).join("; ")));
+}
+
+fn verdicts_html(out: &mut String, r: &ReportRun) {
+    let d = &r.diagnosis;
+    if d.verdicts.is_empty() {
+        out.push_str(
+            r#"<p class="note">No verdict: no rule fired at and beyond the knee (or the telemetry to judge was not recorded).</p>"#,
+        );
+    }
+    for v in &d.verdicts {
+        let _ = write!(out, r#"<div class="verdict"><strong>{}</strong> — {}<ul>"#, esc(&verdict_title(v)), esc(&v.headline));
+        for e in &v.evidence {
+            let _ = write!(out, "<li>{}</li>", esc(&crate::summary::evidence_text(e)));
+        }
+        for m in &v.missing {
+            let _ = write!(out, r#"<li class="unavailable">missing: {}</li>"#, esc(m));
+        }
+        let _ = write!(out, r#"</ul><div class="next">next: {}</div></div>"#, esc(&v.next));
+    }
+}
+
+/// The whole report as one HTML document.
+pub fn render(input: &ReportInput) -> String {
+    let runs = &input.runs;
+    let mut out = String::new();
+    let names: Vec<String> = runs.iter().map(|r| r.name.clone()).collect();
+    let _ = write!(
+        out,
+        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>scalelab report: {}</title><style>{CSS}</style></head><body><div id="tip"></div><h1>scalelab report</h1><p class="note">{} — generated by scalelab {}</p>"#,
+        esc(&names.join(", ")),
+        esc(&runs.iter().map(|r| format!("run {}: {}", r.run.id, r.name)).collect::<Vec<_>>().join("; ")),
+        scalelab_core::VERSION
+    );
+    out.push_str("<nav>");
+    if !runs.is_empty() {
+        out.push_str(r##"<a href="#summary">Summary</a><a href="#throughput">Throughput</a><a href="#latency">Latency</a><a href="#timeline">Timeline</a><a href="#threads">Thread states</a><a href="#comparison">Comparison</a><a href="#verdicts">Verdicts</a><a href="#configuration">Configuration</a>"##);
+    }
+    if !input.micro.is_empty() {
+        out.push_str(r##"<a href="#micro">Micro-benchmarks</a>"##);
+    }
+    out.push_str("</nav>");
+
+    if !runs.is_empty() {
+        out.push_str(r#"<section id="summary"><h2>1. Summary</h2>"#);
+        let pairs: Vec<(&str, &scalelab_analyze::Diagnosis)> = runs.iter().map(|r| (r.name.as_str(), &r.diagnosis)).collect();
+        table(&mut out, &side_by_side(&pairs, true), &(1..=runs.len()).collect::<Vec<_>>());
+        out.push_str("</section>");
+
+        out.push_str(r#"<section id="throughput"><h2>2. Throughput and scaling vs concurrency</h2>"#);
+        figure(&mut out, &charts::throughput(runs));
+        figure(&mut out, &charts::scaling(runs));
+        out.push_str("</section>");
+
+        out.push_str(r#"<section id="latency"><h2>3. Latency vs concurrency</h2>"#);
+        for r in runs {
+            figure(&mut out, &charts::latency(r));
+        }
+        out.push_str("</section>");
+
+        out.push_str(r#"<section id="timeline"><h2>4. Per-second timeline</h2>"#);
+        for r in runs {
+            let _ = write!(out, "<h3>{}</h3>", esc(&r.name));
+            let t = charts::timeline(r);
+            if t.is_empty() {
+                out.push_str(r#"<p class="unavailable">unavailable: no measured window (an imported series has no timeline)</p>"#);
+            }
+            for c in &t {
+                figure(&mut out, c);
+            }
+        }
+        out.push_str("</section>");
+
+        out.push_str(r#"<section id="threads"><h2>5. Server thread states and telemetry per step</h2>"#);
+        for r in runs {
+            let _ = write!(out, "<h3>{}</h3>", esc(&r.name));
+            match charts::thread_states(r) {
+                Some(c) => figure(&mut out, &c),
+                None => out.push_str(r#"<p class="unavailable">unavailable: no measured step</p>"#),
+            }
+            if let Some(rows) = telemetry_rows(r) {
+                table(&mut out, &rows, &[9]);
+            }
+            let missing = unavailable_lines(r);
+            if !missing.is_empty() {
+                out.push_str(r#"<p class="note">Unavailable figures:</p><ul>"#);
+                for m in missing {
+                    let _ = write!(out, r#"<li class="unavailable">{}</li>"#, esc(&m));
+                }
+                out.push_str("</ul>");
+            }
+        }
+        out.push_str("</section>");
+
+        out.push_str(r#"<section id="comparison"><h2>6. Comparison</h2>"#);
+        comparison_html(&mut out, runs);
+        for r in runs {
+            let _ = write!(out, "<h3>Results per step — {}</h3>", esc(&r.name));
+            table(&mut out, &step_rows(r), &[10]);
+        }
+        out.push_str("</section>");
+
+        out.push_str(r#"<section id="verdicts"><h2>7. Verdicts per step</h2>"#);
+        for r in runs {
+            let _ = write!(out, "<h3>{}</h3>", esc(&r.name));
+            verdicts_html(&mut out, r);
+        }
+        out.push_str("</section>");
+
+        out.push_str(r#"<section id="configuration"><h2>8. Benchmark configuration</h2><p class="note">Rows whose recorded values differ between runs are highlighted (≠); "-" is not recorded (imported series carry no environment) and does not count as a difference.</p><table><thead><tr><th></th>"#);
+        for n in &names {
+            let _ = write!(out, "<th>{}</th>", esc(n));
+        }
+        out.push_str("</tr></thead><tbody>");
+        let run_refs: Vec<&scalelab_core::Run> = runs.iter().map(|r| &r.run).collect();
+        for row in environment_rows(&run_refs) {
+            let _ = write!(out, r#"<tr{}><td>{}</td>"#, if row.differs { r#" class="differs""# } else { "" }, esc(row.field));
+            for v in &row.values {
+                let _ = write!(out, r#"<td class="text">{}</td>"#, esc(v));
+            }
+            out.push_str("</tr>");
+        }
+        out.push_str("</tbody></table></section>");
+    }
+
+    if !input.micro.is_empty() {
+        out.push_str(r#"<section id="micro"><h2>9. Micro-benchmarks</h2>"#);
+        for t in &input.micro {
+            let _ = write!(out, "<h3>{}</h3>", esc(&t.title));
+            let mut rows = vec![t.columns.clone()];
+            rows.extend(t.rows.iter().cloned());
+            table(&mut out, &rows, &[]);
+        }
+        out.push_str("</section>");
+    }
+    let _ = writeln!(out, "<script>{JS}</script></body></html>");
+    out
+}

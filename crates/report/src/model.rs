@@ -1,0 +1,180 @@
+//! What a report is made from: runs with their diagnosis, each run's
+//! per-second timeline, and micro-benchmark tables. The binary loads these
+//! from the store; tests build them by hand, so every rendering is a pure
+//! function of this input.
+
+use scalelab_analyze::Diagnosis;
+use scalelab_core::Run;
+use std::collections::BTreeMap;
+
+/// `(x, y)` points of one series; `None` is a missing value (a gap).
+pub type Points = Vec<(f64, Option<f64>)>;
+
+/// One run in a report.
+#[derive(Clone, Debug)]
+pub struct ReportRun {
+    /// The name shown in tables and legends (the label, made unique with ` #id` when two runs share it).
+    pub name: String,
+    /// The run, with telemetry attached to its steps where recorded.
+    pub run: Run,
+    /// Curve, USL fit and verdicts of the run.
+    pub diagnosis: Diagnosis,
+    /// The per-second timeline; `None` for runs without a measured window (imported).
+    pub timeline: Option<Timeline>,
+}
+
+impl ReportRun {
+    /// A run with its diagnosis computed, and the timeline of its steps
+    /// (throughput and phases; system figures are added by the caller).
+    pub fn new(run: Run) -> Self {
+        let diagnosis = scalelab_analyze::diagnose(&run);
+        let timeline = Timeline::of_run(&run);
+        ReportRun { name: run.plan.label.clone(), run, diagnosis, timeline }
+    }
+}
+
+/// What a stretch of a run's time was for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PhaseKind {
+    /// Load on, nothing recorded.
+    WarmUp,
+    /// The recorded window.
+    Window,
+    /// No load between steps.
+    Pause,
+}
+
+impl PhaseKind {
+    /// The word used in labels.
+    pub fn name(self) -> &'static str {
+        match self {
+            PhaseKind::WarmUp => "warm-up",
+            PhaseKind::Window => "window",
+            PhaseKind::Pause => "pause",
+        }
+    }
+}
+
+/// One warm-up, window or pause, in seconds since the timeline's origin.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Phase {
+    pub kind: PhaseKind,
+    /// The step's concurrency.
+    pub concurrency: u32,
+    pub start_s: f64,
+    pub end_s: f64,
+}
+
+/// A run second by second: throughput during each window, and the
+/// machine's CPU split, context switches and power from the probes. Times
+/// are seconds since [`Timeline::origin_unix_ms`] (the first warm-up).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Timeline {
+    /// Wall-clock time of x = 0, Unix milliseconds.
+    pub origin_unix_ms: i64,
+    pub phases: Vec<Phase>,
+    /// Successful completions per second, windows only (nothing is recorded
+    /// during warm-ups and pauses, so those stretches are gaps).
+    pub throughput_per_s: Points,
+    /// CPU user, system, iowait and idle in % of all cores.
+    pub cpu_user_pct: Points,
+    pub cpu_sys_pct: Points,
+    pub cpu_iowait_pct: Points,
+    pub cpu_idle_pct: Points,
+    /// Machine-wide context switches per second.
+    pub cs_per_s: Points,
+    /// Power in watts (RAPL or hwmon) when measured.
+    pub power_w: Points,
+    /// Why a figure is missing: figure name → reason.
+    pub unavailable: BTreeMap<String, String>,
+}
+
+impl Timeline {
+    /// Phases and per-second throughput of a run's measured steps; `None`
+    /// when no step has a window (imported series). The warm-up and pause of
+    /// each step come from the plan (matched by concurrency).
+    pub fn of_run(run: &Run) -> Option<Timeline> {
+        let measured: Vec<_> = run.steps.iter().filter(|s| s.published_throughput_per_s.is_none() && s.window_s > 0.0).collect();
+        if measured.is_empty() {
+            return None;
+        }
+        let plan_of = |c: u32| run.plan.steps.iter().find(|p| p.concurrency == c);
+        let origin = measured
+            .iter()
+            .map(|s| s.window_start_unix_ms - plan_of(s.concurrency).map_or(0, |p| (p.warmup_s * 1000.0).round() as i64))
+            .min()
+            .unwrap_or(run.started_unix_ms);
+        let t = |ms: i64| (ms - origin) as f64 / 1000.0;
+        let mut phases = Vec::new();
+        let mut throughput = Vec::new();
+        for s in &measured {
+            let (w0, w1) = (t(s.window_start_unix_ms), t(s.window_end_unix_ms));
+            if let Some(p) = plan_of(s.concurrency) {
+                if p.warmup_s > 0.0 {
+                    phases.push(Phase { kind: PhaseKind::WarmUp, concurrency: s.concurrency, start_s: w0 - p.warmup_s, end_s: w0 });
+                }
+                phases.push(Phase { kind: PhaseKind::Window, concurrency: s.concurrency, start_s: w0, end_s: w1 });
+                if p.pause_s > 0.0 && !s.partial {
+                    phases.push(Phase { kind: PhaseKind::Pause, concurrency: s.concurrency, start_s: w1, end_s: w1 + p.pause_s });
+                }
+            } else {
+                phases.push(Phase { kind: PhaseKind::Window, concurrency: s.concurrency, start_s: w0, end_s: w1 });
+            }
+            // A second at the end of a window shorter than 1 s is scaled to a rate.
+            for sec in &s.seconds {
+                let start = w0 + f64::from(sec.second);
+                let len = (w1 - start).clamp(0.0, 1.0);
+                if len > 0.05 {
+                    throughput.push((start + len / 2.0, Some(sec.requests as f64 / len)));
+                }
+            }
+            throughput.push((w1, None));
+        }
+        Some(Timeline { origin_unix_ms: origin, phases, throughput_per_s: throughput, ..Default::default() })
+    }
+
+    /// Seconds since the origin of a wall-clock time.
+    pub fn at(&self, unix_ms: i64) -> f64 {
+        (unix_ms - self.origin_unix_ms) as f64 / 1000.0
+    }
+}
+
+/// A table given as cells (micro-benchmark summaries).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TextTable {
+    pub title: String,
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+/// Everything one report shows.
+#[derive(Clone, Debug, Default)]
+pub struct ReportInput {
+    /// Sweep and imported runs, in the order asked for.
+    pub runs: Vec<ReportRun>,
+    /// Micro-benchmark summary tables (all micro runs side by side).
+    pub micro: Vec<TextTable>,
+    /// Where the chart images are, for Markdown links (`--svg DIR` or `--png DIR`); `None`: no links.
+    pub images: Option<ImageLinks>,
+}
+
+/// Chart images written beside a report, as the Markdown links them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ImageLinks {
+    /// The folder, relative to the report's own folder when possible.
+    pub dir: String,
+    /// File extension of the images: "svg" or "png".
+    pub ext: &'static str,
+}
+
+impl ReportInput {
+    /// Makes run names unique (` #id` appended to repeated labels), as `compare` does.
+    pub fn dedup_names(&mut self) {
+        let names: Vec<String> = self.runs.iter().map(|r| r.run.plan.label.clone()).collect();
+        for r in &mut self.runs {
+            if names.iter().filter(|n| **n == r.run.plan.label).count() > 1 {
+                r.name = format!("{} #{}", r.run.plan.label, r.run.id);
+            }
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! Pieces both report formats compute the same way: the comparison table of
+//! the runs (as `compare` makes it, every run against the first) and the
+//! per-step result rows.
+
+use crate::model::ReportRun;
+use crate::table::{step_row, HEADER};
+use scalelab_analyze::{compare, CompareOptions, Comparison, Point, Series};
+
+/// The comparison table of the report's runs: throughput, scaling, and with
+/// more than one run a delta column of each against the first (the baseline).
+pub fn comparison(runs: &[ReportRun]) -> Result<Comparison, String> {
+    let series: Vec<Series> = runs
+        .iter()
+        .map(|r| Series::new(r.name.clone(), r.run.steps.iter().filter(|s| !s.partial).filter_map(Point::from_step).collect()))
+        .collect();
+    let baseline = (runs.len() > 1).then(|| runs[0].name.clone());
+    compare(&series, &CompareOptions { baseline, ..Default::default() }).map_err(|e| e.to_string())
+}
+
+/// The run table's rows (header first), as `show` prints them, without AVG/MAX.
+pub fn step_rows(r: &ReportRun) -> Vec<Vec<String>> {
+    let first = r.run.steps.first();
+    let mut rows = vec![HEADER.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
+    rows.extend(r.run.steps.iter().map(|s| step_row(s, first)));
+    rows
+}
+
+/// Per-step telemetry rows (header first); `None` when the run has none.
+/// Missing figures read "unavailable", never 0.
+pub fn telemetry_rows(r: &ReportRun) -> Option<Vec<Vec<String>>> {
+    if r.run.steps.iter().all(|s| s.telemetry.is_none()) {
+        return None;
+    }
+    let u = "unavailable";
+    let p = |x: Option<f64>| x.map_or(u.to_string(), |v| format!("{v:.0}%"));
+    let n = |x: Option<f64>| x.map_or(u.to_string(), crate::fmt::thousands);
+    let f = |x: Option<f64>| x.map_or(u.to_string(), |v| if v < 10.0 { format!("{v:.2}") } else { format!("{v:.0}") });
+    let mut rows = vec![[
+        "concurrency",
+        "CPU busy",
+        "user",
+        "system",
+        "iowait",
+        "cs/s",
+        "server CPU",
+        "cs/request",
+        "futex-blocked",
+        "hottest thread",
+        "client CPU",
+    ]
+    .map(String::from)
+    .to_vec()];
+    for s in &r.run.steps {
+        let Some(t) = &s.telemetry else { continue };
+        rows.push(vec![
+            s.concurrency.to_string(),
+            p(t.cpu_busy_pct),
+            p(t.cpu_user_pct),
+            p(t.cpu_sys_pct),
+            p(t.cpu_iowait_pct),
+            n(t.cs_per_s),
+            p(t.server_cpu_pct),
+            f(t.cs_per_request),
+            p(t.thread_states_pct.map(|x| x.futex)),
+            t.hottest_threads.first().map_or(u.into(), |h| format!("{} {:.0}%", h.name, h.cpu_pct)),
+            p(s.client_cpu_pct()),
+        ]);
+    }
+    Some(rows)
+}
+
+/// Why figures are missing in a run's telemetry: "figure: reason" lines, once each.
+pub fn unavailable_lines(r: &ReportRun) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let from_steps = r.run.steps.iter().filter_map(|s| s.telemetry.as_ref()).flat_map(|t| t.unavailable.iter());
+    let from_timeline = r.timeline.iter().flat_map(|t| t.unavailable.iter());
+    for (k, why) in from_steps.chain(from_timeline) {
+        let line = format!("{k}: {why}");
+        if !out.contains(&line) {
+            out.push(line);
+        }
+    }
+    out
+}

@@ -1,0 +1,183 @@
+//! The words and cells shared by the HTML and Markdown reports and by
+//! `compare`: each run's curve and main verdict side by side, verdict lines
+//! with their evidence, and the benchmark configuration of every run side by
+//! side with the rows that differ flagged.
+
+use crate::fmt::thousands;
+use scalelab_analyze::{Diagnosis, Evidence, Verdict};
+use scalelab_core::Run;
+
+/// A figure for text (thousands separated, fewer decimals as it grows).
+pub fn num(v: f64) -> String {
+    if !v.is_finite() {
+        "?".into()
+    } else if v.abs() >= 1000.0 {
+        thousands(v)
+    } else if v.abs() >= 10.0 || v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// "1 client", "5 clients".
+pub fn clients(n: u32) -> String {
+    if n == 1 {
+        "1 client".into()
+    } else {
+        format!("{n} clients")
+    }
+}
+
+/// One evidence figure: "CPU busy 38%", "context switches 31,200 cs/s".
+pub fn evidence_text(e: &Evidence) -> String {
+    let sep = if e.unit.starts_with('%') { "" } else { " " };
+    format!("{} {}{sep}{}", e.name, num(e.value), e.unit)
+}
+
+/// "LOCK CONTENTION (high) at 50 clients".
+pub fn verdict_title(v: &Verdict) -> String {
+    format!("{} ({}) at {}", v.kind.title(), v.confidence.name(), clients(v.concurrency))
+}
+
+/// The verdict's headline followed by its figures.
+pub fn verdict_detail(v: &Verdict) -> String {
+    let figures: Vec<String> = v.evidence.iter().map(evidence_text).collect();
+    if figures.is_empty() {
+        v.headline.clone()
+    } else {
+        format!("{}: {}", v.headline, figures.join(", "))
+    }
+}
+
+fn peak_cell(d: &Diagnosis) -> String {
+    d.curve.as_ref().map_or("-".into(), |c| format!("{} req/s at {}", num(c.peak), clients(c.peak_concurrency)))
+}
+
+fn knee_cell(d: &Diagnosis) -> String {
+    d.curve.as_ref().map_or("-".into(), |c| clients(c.knee_concurrency))
+}
+
+fn collapse_cell(d: &Diagnosis) -> String {
+    match d.curve.as_ref() {
+        None => "-".into(),
+        Some(c) => match &c.collapse {
+            None => "none".into(),
+            Some(k) => format!(
+                "{} req/s at {} = {}% of peak{}",
+                num(k.throughput),
+                clients(k.concurrency),
+                num(k.pct_of_peak),
+                if k.retrograde { " (retrograde)" } else { "" }
+            ),
+        },
+    }
+}
+
+fn main_verdict_cell(d: &Diagnosis) -> String {
+    match d.verdicts.first() {
+        Some(v) => verdict_title(v),
+        None if d.curve.is_none() => "-".into(),
+        None => "none (no rule fired, or no telemetry)".into(),
+    }
+}
+
+/// Rows of each run's curve and main verdict side by side (first row: the
+/// run names); `with_usl` adds the USL parameters (λ, σ, κ, R², N*) and the
+/// main verdict's evidence.
+pub fn side_by_side(runs: &[(&str, &Diagnosis)], with_usl: bool) -> Vec<Vec<String>> {
+    let mut rows = vec![std::iter::once(String::new()).chain(runs.iter().map(|(n, _)| n.to_string())).collect::<Vec<_>>()];
+    let mut row = |name: &str, f: &dyn Fn(&Diagnosis) -> String| {
+        rows.push(std::iter::once(name.to_string()).chain(runs.iter().map(|(_, d)| f(d))).collect());
+    };
+    row("peak", &peak_cell);
+    row("knee", &knee_cell);
+    row("collapse", &collapse_cell);
+    if with_usl {
+        fn usl(d: &Diagnosis, f: impl Fn(&scalelab_analyze::UslFit) -> String) -> String {
+            d.usl.as_ref().map_or_else(|| "-".to_string(), f)
+        }
+        row("USL λ (req/s per client)", &|d| usl(d, |u| num(u.lambda)));
+        row("USL σ (contention)", &|d| usl(d, |u| format!("{:.4}", u.sigma)));
+        row("USL κ (coherency)", &|d| usl(d, |u| format!("{:.5}", u.kappa)));
+        row("USL R²", &|d| usl(d, |u| u.r2.map_or("-".into(), |r| format!("{r:.3}"))));
+        row("USL N* (optimum clients)", &|d| usl(d, |u| u.n_opt.map_or("none (κ = 0)".into(), num)));
+        if runs.iter().any(|(_, d)| d.usl_error.is_some()) {
+            row("USL note", &|d: &Diagnosis| d.usl_error.clone().unwrap_or_default());
+        }
+    }
+    row("main verdict", &main_verdict_cell);
+    if with_usl {
+        row("evidence", &|d: &Diagnosis| d.verdicts.first().map(verdict_detail).unwrap_or_default());
+    }
+    rows
+}
+
+/// One row of the benchmark configuration: the field, each run's value, and
+/// whether the recorded values differ between runs (a value not recorded,
+/// "-", as for imported series, is not counted as a difference).
+pub struct EnvRow {
+    pub field: &'static str,
+    pub values: Vec<String>,
+    pub differs: bool,
+}
+
+fn schedule(run: &Run) -> String {
+    let conc: Vec<String> = run.plan.steps.iter().map(|s| s.concurrency.to_string()).collect();
+    let first = run.plan.steps.first();
+    match first {
+        Some(s) if run.kind != scalelab_core::RunKind::Imported => format!(
+            "clients {}; warm-up {} s, window {} s, pause {} s, think {} s",
+            conc.join(","),
+            s.warmup_s,
+            s.window_s,
+            s.pause_s,
+            s.think_time_s
+        ),
+        _ => format!("clients {}", conc.join(",")),
+    }
+}
+
+/// The environment of every run side by side ("benchmark configuration").
+pub fn environment_rows(runs: &[&Run]) -> Vec<EnvRow> {
+    let o = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+    type Field = Box<dyn Fn(&Run) -> String>;
+    let fields: Vec<(&'static str, Field)> = vec![
+        ("kind", Box::new(|r: &Run| r.kind.name().to_string())),
+        ("target", Box::new(|r: &Run| r.plan.target.clone())),
+        ("server", Box::new(move |r: &Run| o(r.environment.server.clone()))),
+        ("workload", Box::new(|r: &Run| r.plan.workload.clone())),
+        ("schedule", Box::new(schedule)),
+        ("client threads", Box::new(|r: &Run| r.plan.client_threads.to_string())),
+        ("host", Box::new(move |r: &Run| o(r.environment.hostname.clone()))),
+        ("kernel", Box::new(move |r: &Run| o(r.environment.kernel.clone()))),
+        ("distribution", Box::new(move |r: &Run| o(r.environment.distribution.clone()))),
+        ("CPU", Box::new(move |r: &Run| o(r.environment.cpu_model.clone()))),
+        ("logical cores", Box::new(move |r: &Run| o(r.environment.logical_cores.map(|v| v.to_string())))),
+        ("physical cores", Box::new(move |r: &Run| o(r.environment.physical_cores.map(|v| v.to_string())))),
+        ("SMT", Box::new(move |r: &Run| o(r.environment.smt.map(|v| if v { "on".into() } else { "off".into() })))),
+        ("memory", Box::new(move |r: &Run| o(r.environment.memory_kib.map(|k| format!("{:.1} GiB", k as f64 / 1048576.0))))),
+        ("governor", Box::new(move |r: &Run| o(r.environment.governor.clone()))),
+        ("net.ipv4.ip_local_port_range", Box::new(move |r: &Run| o(r.environment.ip_local_port_range.clone()))),
+        ("net.core.somaxconn", Box::new(move |r: &Run| o(r.environment.somaxconn.map(|v| v.to_string())))),
+        ("open files limit", Box::new(move |r: &Run| o(r.environment.open_files_limit.map(|v| v.to_string())))),
+        ("scalelab version", Box::new(|r: &Run| r.environment.scalelab_version.clone())),
+        (
+            "status",
+            Box::new(
+                |r: &Run| if r.complete { "complete".into() } else { format!("incomplete: {}", r.outcome.as_deref().unwrap_or("killed")) },
+            ),
+        ),
+    ];
+    fields
+        .into_iter()
+        .map(|(field, f)| {
+            let values: Vec<String> = runs.iter().map(|r| f(r)).collect();
+            let known: Vec<&String> = values.iter().filter(|v| *v != "-").collect();
+            let differs = known.iter().any(|v| *v != known[0]);
+            EnvRow { field, values, differs }
+        })
+        .collect()
+}

@@ -1,0 +1,478 @@
+//! Chart primitives as standalone SVG strings: line charts (with gaps,
+//! dashed fits, marked points, shaded bands) and stacked bars.
+//!
+//! Plain string building, no chart library: the report must open offline,
+//! and the same string is inlined in the HTML and written as a `.svg` file
+//! (`--svg DIR`), so every style is a presentation attribute (no stylesheet
+//! needed). Each drawn series is one `<g class="series">`, and the root
+//! carries `data-series="N"`, so a test can check that a chart drew what it
+//! should. A missing value is a gap in the line, never a point at zero.
+
+use std::fmt::Write as _;
+
+/// The Okabe–Ito palette: distinguishable with the common colour-vision
+/// deficiencies (and in greyscale print, by lightness), in the order used
+/// for runs and series.
+pub const PALETTE: [&str; 8] = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"];
+
+/// Chart width in SVG user units.
+pub const WIDTH: f64 = 760.0;
+const LEFT: f64 = 72.0;
+const RIGHT: f64 = 16.0;
+const TOP: f64 = 34.0;
+const PLOT_H: f64 = 220.0;
+const AXIS_H: f64 = 46.0;
+const LEGEND_ROW: f64 = 18.0;
+
+/// Escapes text for SVG/HTML element content and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// A number for axis ticks and tooltips: short and readable.
+pub fn short(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.0}k", v / 1e3)
+    } else if a >= 100.0 || v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// One line of a chart. `None` values break the line (a gap).
+#[derive(Clone, Debug)]
+pub struct LineSeries {
+    /// Legend text.
+    pub name: String,
+    /// Stroke colour (one of [`PALETTE`]).
+    pub color: &'static str,
+    /// Dashed stroke (model curves such as the USL fit).
+    pub dashed: bool,
+    /// Draw a dot with a hover value on every point (measured steps).
+    pub dots: bool,
+    /// `(x, y)`; a `None` y is missing data.
+    pub points: Vec<(f64, Option<f64>)>,
+}
+
+/// A labelled point drawn on top of the lines (knee, peak).
+#[derive(Clone, Debug)]
+pub struct Marker {
+    pub x: f64,
+    pub y: f64,
+    /// Short text next to the point ("knee", "peak").
+    pub label: String,
+    pub color: &'static str,
+}
+
+/// A shaded x range behind the lines (a warm-up, a window, a pause).
+#[derive(Clone, Debug)]
+pub struct Band {
+    pub x0: f64,
+    pub x1: f64,
+    pub fill: &'static str,
+    /// Hover text, and a label drawn at the top when wide enough.
+    pub label: String,
+}
+
+/// A line chart with axes, units and a legend.
+#[derive(Clone, Debug, Default)]
+pub struct LineChart {
+    pub title: String,
+    /// X axis title with its unit, e.g. "concurrency (clients)".
+    pub x_label: String,
+    /// Y axis title with its unit, e.g. "throughput (req/s)".
+    pub y_label: String,
+    pub series: Vec<LineSeries>,
+    pub markers: Vec<Marker>,
+    pub bands: Vec<Band>,
+    /// Legend entries for series that could not be drawn ("iowait: unavailable (why)").
+    pub notes: Vec<String>,
+    /// Fixed y range top (e.g. 100 for percentages); otherwise from the data.
+    pub y_max: Option<f64>,
+}
+
+/// "Nice" tick values (1, 2, 5 × 10^k steps) covering `lo..=hi`.
+fn ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
+    if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater) {
+        return vec![lo];
+    }
+    let raw = (hi - lo) / target as f64;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0].iter().map(|m| m * mag).find(|s| *s >= raw).unwrap_or(10.0 * mag);
+    let mut out = Vec::new();
+    let mut v = (lo / step).ceil() * step;
+    while v <= hi + step * 1e-9 {
+        out.push(if v.abs() < step * 1e-9 { 0.0 } else { v });
+        v += step;
+    }
+    out
+}
+
+/// Rounds `hi` up to the next tick so the top gridline frames the data.
+fn nice_max(hi: f64) -> f64 {
+    if hi <= 0.0 {
+        return 1.0;
+    }
+    let t = ticks(0.0, hi, 5);
+    let step = if t.len() > 1 { t[1] - t[0] } else { hi };
+    (hi / step).ceil() * step
+}
+
+struct Frame {
+    x0: f64,
+    x1: f64,
+    y1: f64,
+}
+
+impl Frame {
+    fn px(&self, x: f64) -> f64 {
+        let span = if self.x1 > self.x0 { self.x1 - self.x0 } else { 1.0 };
+        LEFT + (x - self.x0) / span * (WIDTH - LEFT - RIGHT)
+    }
+    fn py(&self, y: f64) -> f64 {
+        TOP + PLOT_H - (y / self.y1).clamp(-0.05, 1.05) * PLOT_H
+    }
+}
+
+fn open_svg(out: &mut String, height: f64, series: usize, title: &str) {
+    let _ = write!(
+        out,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-series="{series}" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" font-family="Helvetica, Arial, sans-serif" font-size="12" role="img" aria-label="{t}"><title>{t}</title><rect x="0" y="0" width="{WIDTH}" height="{height}" fill="#ffffff"/><text x="{LEFT}" y="20" font-size="14" font-weight="bold" fill="#222">{t}</text>"##,
+        t = esc(title)
+    );
+}
+
+fn axes(out: &mut String, f: &Frame, x_label: &str, y_label: &str, x_ticks: &[f64]) {
+    for t in ticks(0.0, f.y1, 5) {
+        let y = f.py(t);
+        let _ = write!(
+            out,
+            r##"<line x1="{LEFT}" x2="{x2}" y1="{y:.1}" y2="{y:.1}" stroke="#e3e3e3"/><text x="{tx}" y="{ty:.1}" text-anchor="end" fill="#444">{v}</text>"##,
+            x2 = WIDTH - RIGHT,
+            tx = LEFT - 6.0,
+            ty = y + 4.0,
+            v = short(t)
+        );
+    }
+    let base = TOP + PLOT_H;
+    let _ = write!(out, r##"<line x1="{LEFT}" x2="{x2}" y1="{base}" y2="{base}" stroke="#555"/>"##, x2 = WIDTH - RIGHT);
+    let _ = write!(out, r##"<line x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{base}" stroke="#555"/>"##);
+    for &t in x_ticks {
+        let x = f.px(t);
+        let _ = write!(
+            out,
+            r##"<line x1="{x:.1}" x2="{x:.1}" y1="{base}" y2="{b2}" stroke="#555"/><text x="{x:.1}" y="{ty}" text-anchor="middle" fill="#444">{v}</text>"##,
+            b2 = base + 4.0,
+            ty = base + 16.0,
+            v = short(t)
+        );
+    }
+    let _ = write!(
+        out,
+        r##"<text x="{cx}" y="{ty}" text-anchor="middle" fill="#222">{xl}</text><text transform="translate(16 {cy}) rotate(-90)" text-anchor="middle" fill="#222">{yl}</text>"##,
+        cx = LEFT + (WIDTH - LEFT - RIGHT) / 2.0,
+        ty = base + 34.0,
+        cy = TOP + PLOT_H / 2.0,
+        xl = esc(x_label),
+        yl = esc(y_label)
+    );
+}
+
+/// Legend entries laid out in rows under the x axis; returns the rows' height.
+fn legend(out: &mut String, top: f64, items: &[(String, &'static str, bool)], notes: &[String]) -> f64 {
+    let mut x = LEFT;
+    let mut y = top + 12.0;
+    let mut rows = 1.0;
+    for (name, color, dashed) in items {
+        let w = 38.0 + 7.2 * name.chars().count() as f64;
+        if x + w > WIDTH - RIGHT && x > LEFT {
+            x = LEFT;
+            y += LEGEND_ROW;
+            rows += 1.0;
+        }
+        let dash = if *dashed { r#" stroke-dasharray="6 4""# } else { "" };
+        let _ = write!(
+            out,
+            r##"<line x1="{x:.1}" x2="{x2:.1}" y1="{ly:.1}" y2="{ly:.1}" stroke="{color}" stroke-width="3"{dash}/><text x="{tx:.1}" y="{y:.1}" fill="#222">{n}</text>"##,
+            x2 = x + 22.0,
+            ly = y - 4.0,
+            tx = x + 27.0,
+            n = esc(name)
+        );
+        x += w;
+    }
+    for n in notes {
+        y += LEGEND_ROW;
+        rows += 1.0;
+        let _ = write!(out, r##"<text x="{LEFT}" y="{y:.1}" fill="#8a3b00" class="unavailable">{}</text>"##, esc(n));
+    }
+    rows * LEGEND_ROW + 8.0
+}
+
+fn legend_height(items: &[(String, &'static str, bool)], notes: usize) -> f64 {
+    let mut tmp = String::new();
+    legend(&mut tmp, 0.0, items, &vec![String::new(); notes])
+}
+
+impl LineChart {
+    /// Series that have at least one value: the ones drawn.
+    fn drawn(&self) -> Vec<&LineSeries> {
+        self.series.iter().filter(|s| s.points.iter().any(|(_, y)| y.is_some())).collect()
+    }
+
+    /// True when no series has any value (show the reason instead of a chart).
+    pub fn is_empty(&self) -> bool {
+        self.drawn().is_empty()
+    }
+
+    /// The chart as a standalone SVG document.
+    pub fn render(&self) -> String {
+        let drawn = self.drawn();
+        let xs: Vec<f64> =
+            self.series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).chain(self.bands.iter().flat_map(|b| [b.x0, b.x1])).collect();
+        let x0 = xs.iter().copied().fold(f64::INFINITY, f64::min);
+        let x1 = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let (x0, x1) = if x0.is_finite() { (x0, if x1 > x0 { x1 } else { x0 + 1.0 }) } else { (0.0, 1.0) };
+        let x0 = if x0 > 0.0 && x0 <= (x1 - x0) * 0.25 { 0.0 } else { x0 };
+        let ymax = drawn.iter().flat_map(|s| s.points.iter().filter_map(|p| p.1)).fold(0.0, f64::max);
+        let y1 = self.y_max.unwrap_or_else(|| nice_max(ymax * 1.05));
+        let f = Frame { x0, x1, y1 };
+        let items: Vec<(String, &'static str, bool)> = drawn.iter().map(|s| (s.name.clone(), s.color, s.dashed)).collect();
+        let height = TOP + PLOT_H + AXIS_H + legend_height(&items, self.notes.len());
+        let mut out = String::new();
+        open_svg(&mut out, height, drawn.len(), &self.title);
+        for b in &self.bands {
+            let (a, z) = (f.px(b.x0), f.px(b.x1));
+            let _ = write!(
+                out,
+                r#"<rect class="band" x="{a:.1}" y="{TOP}" width="{w:.1}" height="{PLOT_H}" fill="{fill}"><title>{l}</title></rect>"#,
+                w = (z - a).max(0.5),
+                fill = b.fill,
+                l = esc(&b.label)
+            );
+        }
+        axes(&mut out, &f, &self.x_label, &self.y_label, &ticks(x0, x1, 8));
+        for b in self.bands.iter().filter(|b| f.px(b.x1) - f.px(b.x0) > 18.0 && b.fill != PAUSE_FILL) {
+            let _ = write!(
+                out,
+                r##"<text x="{x:.1}" y="{y}" text-anchor="middle" font-size="10" fill="#555">{l}</text>"##,
+                x = (f.px(b.x0) + f.px(b.x1)) / 2.0,
+                y = TOP + 11.0,
+                l = esc(b.label.split(':').next().unwrap_or(""))
+            );
+        }
+        for s in &drawn {
+            let _ = write!(out, r#"<g class="series" data-name="{}">"#, esc(&s.name));
+            let mut d = String::new();
+            let mut pen_down = false;
+            let mut lone: Vec<(f64, f64)> = Vec::new();
+            let mut run: Vec<(f64, f64)> = Vec::new();
+            let flush = |run: &mut Vec<(f64, f64)>, lone: &mut Vec<(f64, f64)>| {
+                if run.len() == 1 {
+                    lone.push(run[0]);
+                }
+                run.clear();
+            };
+            for (x, y) in &s.points {
+                match y {
+                    Some(y) => {
+                        let _ = write!(d, "{}{:.1} {:.1} ", if pen_down { "L" } else { "M" }, f.px(*x), f.py(*y));
+                        pen_down = true;
+                        run.push((*x, *y));
+                    }
+                    None => {
+                        pen_down = false;
+                        flush(&mut run, &mut lone);
+                    }
+                }
+            }
+            flush(&mut run, &mut lone);
+            let dash = if s.dashed { r#" stroke-dasharray="6 4""# } else { "" };
+            let _ = write!(
+                out,
+                r#"<path d="{}" fill="none" stroke="{}" stroke-width="2.2" stroke-linejoin="round"{dash}/>"#,
+                d.trim_end(),
+                s.color
+            );
+            for (x, y) in &s.points {
+                let Some(y) = y else { continue };
+                let isolated = lone.iter().any(|p| p.0 == *x && p.1 == *y);
+                let tip = format!("{}: {} at {}", s.name, short(*y), short(*x));
+                // Dots on measured steps and on isolated points; elsewhere an
+                // invisible target, so every point of a line has a hover value.
+                let look = if s.dots || isolated {
+                    format!(r##"r="{}" fill="{}" stroke="#fff""##, if s.dots { 3.5 } else { 2.5 }, s.color)
+                } else {
+                    r##"r="4" fill="#000" fill-opacity="0""##.to_string()
+                };
+                let _ = write!(
+                    out,
+                    r#"<circle cx="{:.1}" cy="{:.1}" {look} data-tip="{t}"><title>{t}</title></circle>"#,
+                    f.px(*x),
+                    f.py(*y),
+                    t = esc(&tip)
+                );
+            }
+            out.push_str("</g>");
+        }
+        for m in &self.markers {
+            let (x, y) = (f.px(m.x), f.py(m.y));
+            let tip = format!("{}: {} at {}", m.label, short(m.y), short(m.x));
+            let _ = write!(
+                out,
+                r##"<g class="marker"><circle cx="{x:.1}" cy="{y:.1}" r="7" fill="none" stroke="{c}" stroke-width="2" data-tip="{t}"><title>{t}</title></circle><text x="{tx:.1}" y="{ty:.1}" font-size="11" fill="{c}">{l}</text></g>"##,
+                c = m.color,
+                tx = x + 9.0,
+                ty = y - 9.0,
+                t = esc(&tip),
+                l = esc(&m.label)
+            );
+        }
+        legend(&mut out, TOP + PLOT_H + AXIS_H, &items, &self.notes);
+        out.push_str("</svg>");
+        out
+    }
+}
+
+/// Fill of a warm-up band in timelines.
+pub const WARMUP_FILL: &str = "#fbe7c6";
+/// Fill of a measured window band in timelines.
+pub const WINDOW_FILL: &str = "#d7ebf7";
+/// Fill of a pause band in timelines.
+pub const PAUSE_FILL: &str = "#eeeeee";
+
+/// One layer of a stacked bar chart, with a value per category.
+#[derive(Clone, Debug)]
+pub struct Stack {
+    pub name: String,
+    pub color: &'static str,
+    pub values: Vec<f64>,
+}
+
+/// Stacked bars, one per category; a category whose data is missing shows
+/// "unavailable" in place of its bar.
+#[derive(Clone, Debug, Default)]
+pub struct StackedBars {
+    pub title: String,
+    /// Category axis title ("concurrency (clients)").
+    pub x_label: String,
+    /// Value axis title with its unit ("share of thread-time (%)").
+    pub y_label: String,
+    /// Category names (x axis).
+    pub categories: Vec<String>,
+    /// `false` for a category without data.
+    pub present: Vec<bool>,
+    pub stacks: Vec<Stack>,
+    /// Fixed top of the value axis (100 for shares).
+    pub y_max: Option<f64>,
+}
+
+impl StackedBars {
+    /// The chart as a standalone SVG document.
+    pub fn render(&self) -> String {
+        let n = self.categories.len().max(1) as f64;
+        let totals: Vec<f64> =
+            (0..self.categories.len()).map(|i| self.stacks.iter().map(|s| s.values.get(i).copied().unwrap_or(0.0)).sum()).collect();
+        let y1 = self.y_max.unwrap_or_else(|| nice_max(totals.iter().copied().fold(0.0, f64::max)));
+        let f = Frame { x0: 0.0, x1: n, y1 };
+        let items: Vec<(String, &'static str, bool)> = self.stacks.iter().map(|s| (s.name.clone(), s.color, false)).collect();
+        let height = TOP + PLOT_H + AXIS_H + legend_height(&items, 0);
+        let mut out = String::new();
+        open_svg(&mut out, height, self.stacks.len(), &self.title);
+        axes(&mut out, &f, &self.x_label, &self.y_label, &[]);
+        let slot = (WIDTH - LEFT - RIGHT) / n;
+        let bar = (slot * 0.6).min(60.0);
+        for (i, c) in self.categories.iter().enumerate() {
+            let cx = f.px(i as f64 + 0.5);
+            let _ =
+                write!(out, r##"<text x="{cx:.1}" y="{y}" text-anchor="middle" fill="#444">{}</text>"##, esc(c), y = TOP + PLOT_H + 16.0);
+            if !self.present.get(i).copied().unwrap_or(true) {
+                let _ = write!(
+                    out,
+                    r##"<text class="unavailable" x="{cx:.1}" y="{y}" text-anchor="middle" font-size="11" fill="#8a3b00" transform="rotate(-90 {cx:.1} {y})">unavailable</text>"##,
+                    y = TOP + PLOT_H / 2.0
+                );
+            }
+        }
+        for s in &self.stacks {
+            let _ = write!(out, r#"<g class="series" data-name="{}">"#, esc(&s.name));
+            for i in 0..self.categories.len() {
+                if !self.present.get(i).copied().unwrap_or(true) {
+                    continue;
+                }
+                let below: f64 = self.stacks.iter().take_while(|o| o.name != s.name).map(|o| o.values.get(i).copied().unwrap_or(0.0)).sum();
+                let v = s.values.get(i).copied().unwrap_or(0.0);
+                let (top, bottom) = (f.py(below + v), f.py(below));
+                let tip = format!("{} at {}: {:.1}", s.name, self.categories[i], v);
+                let _ = write!(
+                    out,
+                    r#"<rect x="{x:.1}" y="{top:.1}" width="{bar:.1}" height="{h:.1}" fill="{c}" data-tip="{t}"><title>{t}</title></rect>"#,
+                    x = f.px(i as f64 + 0.5) - bar / 2.0,
+                    h = (bottom - top).max(0.0),
+                    c = s.color,
+                    t = esc(&tip)
+                );
+            }
+            out.push_str("</g>");
+        }
+        legend(&mut out, TOP + PLOT_H + AXIS_H, &items, &[]);
+        out.push_str("</svg>");
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_nice() {
+        assert_eq!(ticks(0.0, 100.0, 5), vec![0.0, 20.0, 40.0, 60.0, 80.0, 100.0]);
+        assert_eq!(nice_max(274.0), 300.0);
+    }
+
+    #[test]
+    fn gaps_break_the_line_and_are_not_zero() {
+        let chart = LineChart {
+            title: "t".into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            series: vec![LineSeries {
+                name: "a".into(),
+                color: PALETTE[0],
+                dashed: false,
+                dots: false,
+                points: vec![(0.0, Some(5.0)), (1.0, Some(6.0)), (2.0, None), (3.0, Some(7.0)), (4.0, Some(8.0))],
+            }],
+            ..Default::default()
+        };
+        let svg = chart.render();
+        let path = svg.split("<path d=\"").nth(1).unwrap().split('"').next().unwrap();
+        assert_eq!(path.matches('M').count(), 2, "two segments: {path}");
+        assert!(svg.contains(r#"data-series="1""#));
+        let empty = LineChart { series: vec![LineSeries { points: vec![(0.0, None)], ..chart.series[0].clone() }], ..chart };
+        assert!(empty.is_empty());
+    }
+
+    #[test]
+    fn escapes_markup() {
+        assert_eq!(esc("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
+    }
+}

@@ -1,0 +1,218 @@
+//! The report's Markdown pinned by snapshots, and the HTML's promises
+//! (self-contained, charts drawn, missing data shown as "unavailable")
+//! checked on runs built by hand, so every figure is deterministic.
+
+use scalelab_core::{
+    Environment, LatencyHistogram, Run, RunKind, RunPlan, SecondResult, StepPlan, StepResult, StepTelemetry, ThreadStatesPct,
+};
+use scalelab_report::model::{ImageLinks, ReportInput, ReportRun, TextTable};
+use std::time::Duration;
+
+fn hist(ms: &[f64]) -> LatencyHistogram {
+    let mut h = LatencyHistogram::new();
+    for v in ms {
+        h.record(Duration::from_secs_f64(v / 1000.0));
+    }
+    h
+}
+
+fn env(host: &str) -> Environment {
+    Environment {
+        hostname: Some(host.into()),
+        kernel: Some("6.1.0-18-amd64".into()),
+        distribution: Some("Debian GNU/Linux 12".into()),
+        cpu_model: Some("Example CPU @ 2.0GHz".into()),
+        logical_cores: Some(2),
+        physical_cores: Some(2),
+        smt: Some(false),
+        memory_kib: Some(4 * 1024 * 1024),
+        governor: None,
+        ip_local_port_range: Some("32768 60999".into()),
+        somaxconn: Some(4096),
+        open_files_limit: Some(1024),
+        scalelab_version: "0.1.0".into(),
+        server: Some("scalelab-specimen".into()),
+    }
+}
+
+/// A sweep of 4 steps (1, 2, 4, 8 clients) that stops scaling at 4 and
+/// locks up: thread states measured on all but the last step, whose thread
+/// sampler is reported unavailable.
+fn sweep(id: i64, label: &str, host: &str, xs: [f64; 4], thread_states: bool) -> Run {
+    let conc = [1u32, 2, 4, 8];
+    let plan_steps: Vec<StepPlan> =
+        conc.iter().map(|&c| StepPlan { concurrency: c, warmup_s: 1.0, window_s: 2.0, pause_s: 1.0, think_time_s: 0.0 }).collect();
+    let t0 = 1_700_000_000_000i64;
+    let steps = conc
+        .iter()
+        .zip(xs)
+        .enumerate()
+        .map(|(i, (&c, x))| {
+            let start = t0 + 1000 + i as i64 * 4000;
+            let lat = 1000.0 * f64::from(c) / x;
+            let seconds =
+                (0..2).map(|s| SecondResult { second: s, requests: x as u64, errors: 0, latency: hist(&[lat, lat * 1.5]) }).collect();
+            let states =
+                ThreadStatesPct { running: 60.0 - 10.0 * i as f64, runnable: 5.0, futex: 10.0 * i as f64, io: 0.0, idle: 35.0, other: 0.0 };
+            let mut unavailable = std::collections::BTreeMap::new();
+            let last = i == 3;
+            if !thread_states || last {
+                unavailable.insert("thread_states".to_string(), "thread sampling was off (--thread-sample-hz 0)".to_string());
+            }
+            let telemetry = StepTelemetry {
+                samples: 2,
+                cpu_busy_pct: Some(40.0 + 10.0 * i as f64),
+                cpu_user_pct: Some(30.0 + 5.0 * i as f64),
+                cpu_sys_pct: Some(10.0 + 5.0 * i as f64),
+                cpu_iowait_pct: None,
+                cs_per_s: Some(1000.0 * f64::from(c)),
+                server_cpu_pct: Some(80.0),
+                cs_per_request: Some(2.0 + i as f64),
+                thread_states_pct: (thread_states && !last).then_some(states),
+                unavailable,
+                ..Default::default()
+            };
+            StepResult {
+                concurrency: c,
+                window_s: 2.0,
+                window_start_unix_ms: start,
+                window_end_unix_ms: start + 2000,
+                requests: (2.0 * x) as u64,
+                queries: (2.0 * x) as u64,
+                latency: hist(&[lat, lat, lat * 1.5, lat * 3.0]),
+                seconds,
+                client_cpu_s: 0.2,
+                client_cores: 2,
+                telemetry: Some(telemetry),
+                ..Default::default()
+            }
+        })
+        .collect();
+    Run {
+        id,
+        kind: RunKind::Sweep,
+        plan: RunPlan {
+            label: label.into(),
+            target: "specimen:global-lock".into(),
+            workload: "GET /work?us=1000".into(),
+            steps: plan_steps,
+            client_threads: 2,
+            options: Default::default(),
+        },
+        environment: env(host),
+        started_unix_ms: t0,
+        finished_unix_ms: Some(t0 + 20_000),
+        complete: true,
+        outcome: Some("completed".into()),
+        steps,
+    }
+}
+
+fn imported(id: i64) -> Run {
+    let pairs = [(1u32, 192.0), (2, 274.0), (4, 113.0), (8, 62.0)];
+    Run {
+        id,
+        kind: RunKind::Imported,
+        plan: RunPlan {
+            label: "G5 Tiger".into(),
+            target: "imported:published.csv".into(),
+            workload: "published series".into(),
+            steps: pairs
+                .iter()
+                .map(|&(c, _)| StepPlan { concurrency: c, warmup_s: 0.0, window_s: 0.0, pause_s: 0.0, think_time_s: 0.0 })
+                .collect(),
+            client_threads: 1,
+            options: Default::default(),
+        },
+        environment: Environment { scalelab_version: "0.1.0".into(), ..Default::default() },
+        started_unix_ms: 0,
+        finished_unix_ms: Some(0),
+        complete: true,
+        outcome: Some("imported from published.csv".into()),
+        steps: pairs
+            .iter()
+            .map(|&(c, x)| StepResult { concurrency: c, published_throughput_per_s: Some(x), ..Default::default() })
+            .collect(),
+    }
+}
+
+fn input(image_dir: Option<&str>) -> ReportInput {
+    let mut a = ReportRun::new(sweep(1, "lock", "host-a", [100.0, 180.0, 200.0, 150.0], true));
+    // Per-second CPU from the probes: present, with one sample missing (a gap).
+    if let Some(t) = a.timeline.as_mut() {
+        t.cpu_user_pct = vec![(0.5, Some(30.0)), (1.5, Some(31.0)), (2.5, None), (3.5, Some(40.0))];
+        t.cs_per_s = vec![(0.5, Some(900.0)), (1.5, Some(1100.0))];
+        t.unavailable.insert("cpu_iowait_pct".into(), "no iowait column in /proc/stat".into());
+    }
+    let b = ReportRun::new(sweep(2, "nolock", "host-b", [100.0, 195.0, 380.0, 700.0], false));
+    let c = ReportRun::new(imported(3));
+    let micro = vec![TextTable {
+        title: "Processor, Processes - times in microseconds".into(),
+        columns: vec!["Host".into(), "OS".into(), "null call".into()],
+        rows: vec![vec!["host-a".into(), "Linux 6.1".into(), "0.08".into()]],
+    }];
+    let mut i = ReportInput { runs: vec![a, b, c], micro, images: image_dir.map(|d| ImageLinks { dir: d.into(), ext: "svg" }) };
+    i.dedup_names();
+    i
+}
+
+#[test]
+fn markdown_is_pinned() {
+    insta::assert_snapshot!("report_md", scalelab_report::markdown::render(&input(None)));
+}
+
+#[test]
+fn markdown_links_chart_images() {
+    let md = scalelab_report::markdown::render(&input(Some("charts")));
+    assert!(md.contains("![Throughput vs concurrency](charts/throughput.svg)"), "{md}");
+    assert!(md.contains("![CPU per second — lock](charts/run-1-timeline-cpu.svg)"), "{md}");
+    // A chart that cannot be drawn is a line saying why, not a broken image.
+    assert!(md.contains("*Latency vs concurrency — G5 Tiger: unavailable: an imported series has no latency figures*"), "{md}");
+}
+
+#[test]
+fn html_is_self_contained_and_draws_every_chart() {
+    let html = scalelab_report::html::render(&input(None));
+    for bad in ["src=", "href=\"http", "url(", "@import", "<link"] {
+        assert!(!html.contains(bad), "the report must fetch nothing: found {bad}");
+    }
+    // The only URL is the SVG namespace (an identifier, never fetched).
+    assert_eq!(html.matches("http").count(), html.matches("http://www.w3.org/2000/svg").count());
+    let charts = scalelab_report::charts::all(&input(None).runs);
+    let drawn: Vec<_> = charts.iter().filter(|c| c.svg.is_ok()).collect();
+    assert_eq!(html.matches("<svg ").count(), drawn.len());
+    // Throughput: 3 runs + 2 USL fits (the imported run has 4 steps too: 3 fits).
+    assert!(html.contains(r#"data-series="6""#), "throughput chart: 3 runs and 3 USL fits");
+    for c in &drawn {
+        let svg = c.svg.as_ref().unwrap();
+        let n: usize = svg.split("data-series=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap();
+        assert!(n > 0, "{} draws nothing", c.id);
+        assert_eq!(svg.matches(r#"<g class="series""#).count(), n, "{}", c.id);
+    }
+}
+
+#[test]
+fn missing_data_reads_unavailable_not_zero() {
+    let inp = input(None);
+    let html = scalelab_report::html::render(&inp);
+    // Run 2 sampled no thread states: its chart is replaced by the reason.
+    let nolock = scalelab_report::charts::thread_states(&inp.runs[1]).unwrap();
+    assert_eq!(nolock.svg.unwrap_err(), "unavailable: thread sampling was off (--thread-sample-hz 0)");
+    assert!(html.contains("unavailable: thread sampling was off (--thread-sample-hz 0)"));
+    // Run 1 lacks them at its last step only: that bar says so, the others are drawn.
+    let lock = scalelab_report::charts::thread_states(&inp.runs[0]).unwrap().svg.unwrap();
+    assert_eq!(lock.matches(">unavailable</text>").count(), 1);
+    // iowait was never measured: no iowait line, a note with the reason instead.
+    let cpu = scalelab_report::charts::timeline(&inp.runs[0]).into_iter().find(|c| c.id == "run-1-timeline-cpu").unwrap().svg.unwrap();
+    assert!(!cpu.contains(r#"data-name="iowait""#));
+    assert!(cpu.contains("iowait: unavailable: no iowait column in /proc/stat"), "{cpu}");
+    // The missing CPU sample is a gap: two segments, not a dip to 0.
+    let user = cpu.split(r#"data-name="user">"#).nth(1).unwrap();
+    let path = user.split("d=\"").nth(1).unwrap().split('"').next().unwrap();
+    assert_eq!(path.matches('M').count(), 2, "{path}");
+    // Run 2 recorded no per-second CPU at all: the chart is the reason.
+    let cpu2 = scalelab_report::charts::timeline(&inp.runs[1]).into_iter().find(|c| c.id == "run-2-timeline-cpu").unwrap();
+    assert!(cpu2.svg.unwrap_err().starts_with("unavailable"));
+    // In the telemetry table, iowait cells say unavailable.
+    assert!(html.contains(r#"<td><span class="unavailable">unavailable</span></td>"#));
+}
