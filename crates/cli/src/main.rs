@@ -4,8 +4,10 @@
 
 mod args;
 mod cmd;
+mod db_probe;
 mod error;
 mod progress;
+mod server_tree;
 mod specimen_child;
 mod telemetry;
 
