@@ -28,6 +28,7 @@ fn telemetry(busy: f64, user: f64, sys: f64, futex: f64, cs_per_request: f64, se
         retrans_per_s: Some(0.0),
         disk_iops: Some(3.0),
         net_mb_per_s: Some(4.0),
+        db: None,
         unavailable: Default::default(),
     }
 }

@@ -133,6 +133,10 @@ pub struct SweepArgs {
     /// SQL targets: send text queries with literal values instead of prepared statements.
     #[arg(long)]
     pub no_prepare: bool,
+    /// Probe this database (postgres://… or mysql://…) on a connection of its own: status counters, lock and wait
+    /// figures. Default: the target itself when it is a database.
+    #[arg(long, value_name = "URL")]
+    pub db_probe: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -321,4 +325,7 @@ pub struct WatchArgs {
     /// Label of the recorded run.
     #[arg(long, short = 'l')]
     pub label: Option<String>,
+    /// Probe this database (postgres://… or mysql://…) too. Default: the target when it is a database URL.
+    #[arg(long, value_name = "URL")]
+    pub db_probe: Option<String>,
 }

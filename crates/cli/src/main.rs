@@ -4,9 +4,11 @@
 
 mod args;
 mod cmd;
+mod db_probe;
 mod error;
 mod live;
 mod progress;
+mod server_tree;
 mod specimen_child;
 mod telemetry;
 

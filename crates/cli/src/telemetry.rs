@@ -1,9 +1,13 @@
 //! The telemetry thread of a sweep: system and server-process samples every
-//! second, the server's thread states at `thread_hz`, handed to the main
-//! thread over a channel so the store stays single-writer.
+//! second, the server's thread states at `thread_hz` (the server with its
+//! descendants: [`ServerTree`]), handed to the main thread over a channel so
+//! the store stays single-writer. The database probe runs on a thread of its
+//! own ([`crate::db_probe`]) and sends on the same channel.
 
+use crate::server_tree::ServerTree;
+use scalelab_probe::db::{summarize_db, DbSample};
 use scalelab_probe::summary::ThreadSecond;
-use scalelab_probe::{ProcessSampler, Roots, SystemSampler, ThreadSampler};
+use scalelab_probe::{Roots, SystemSampler};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
@@ -21,6 +25,7 @@ pub struct Telemetry {
     rx: Receiver<Record>,
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<()>>,
+    db: Option<JoinHandle<()>>,
 }
 
 fn unix_ms() -> i64 {
@@ -29,18 +34,25 @@ fn unix_ms() -> i64 {
 
 impl Telemetry {
     /// Starts sampling the machine, the process `server_pid` when known, and
-    /// the specimen's own counters when it listens on `specimen`.
-    pub fn start(server_pid: Option<u32>, interval: Duration, thread_hz: f64, specimen: Option<std::net::SocketAddr>) -> Telemetry {
+    /// the database at `db` when given (on a thread of its own: [`crate::db_probe`]),
+    /// and the specimen's own counters when it listens on `specimen`.
+    pub fn start(
+        server_pid: Option<u32>,
+        interval: Duration,
+        thread_hz: f64,
+        db: Option<scalelab_drive::sql::SqlUrl>,
+        specimen: Option<std::net::SocketAddr>,
+    ) -> Telemetry {
         let (tx, rx) = channel();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
+        let db = db.map(|url| crate::db_probe::start(url, tx.clone(), stop.clone()));
         let handle = std::thread::Builder::new()
             .name("scalelab-telemetry".into())
             .spawn(move || {
                 let roots = Roots::default();
                 let mut system = SystemSampler::new(&roots);
-                let mut process = server_pid.map(|pid| ProcessSampler::new(&roots, pid));
-                let mut threads = server_pid.filter(|_| thread_hz > 0.0).map(|pid| ThreadSampler::new(&roots, pid));
+                let mut tree = server_pid.map(|pid| ServerTree::new(&roots, pid, thread_hz > 0.0));
                 let tick = if thread_hz > 0.0 { Duration::from_secs_f64(1.0 / thread_hz) } else { interval };
                 let mut next_sample = Instant::now();
                 let mut reported = std::collections::BTreeSet::new();
@@ -53,10 +65,10 @@ impl Telemetry {
                     }
                 };
                 while !flag.load(Ordering::Relaxed) {
-                    if let Some(t) = threads.as_mut() {
+                    if let Some(t) = tree.as_mut().filter(|t| t.samples_threads()) {
                         if !t.tick() {
                             let _ = tx.send(Record::Unavailable("Threads".into(), "the server process exited".into()));
-                            threads = None;
+                            t.stop_threads();
                         }
                     }
                     let now = Instant::now();
@@ -71,11 +83,17 @@ impl Telemetry {
                         if let Ok(j) = serde_json::to_string(&s) {
                             let _ = tx.send(Record::Sample(s.at.unix_ms, "system", j));
                         }
-                        if let Some(p) = process.as_mut() {
-                            let ps = p.sample();
-                            send_notes(p.unavailable(), &mut reported);
+                        if let Some(t) = tree.as_mut() {
+                            let ps = t.sample();
+                            send_notes(t.unavailable(), &mut reported);
                             if let Ok(j) = serde_json::to_string(&ps) {
                                 let _ = tx.send(Record::Sample(ps.at.unix_ms, "process", j));
+                            }
+                            if let Some((second, notes)) = t.take_threads(at) {
+                                send_notes(notes, &mut reported);
+                                if let Ok(j) = serde_json::to_string(&second) {
+                                    let _ = tx.send(Record::Sample(at, "threads", j));
+                                }
                             }
                         }
                         if let Some(addr) = specimen {
@@ -93,19 +111,12 @@ impl Telemetry {
                                 }
                             }
                         }
-                        if let Some(t) = threads.as_mut() {
-                            let iv = t.take_interval();
-                            send_notes(t.unavailable(), &mut reported);
-                            if let Ok(j) = serde_json::to_string(&ThreadSecond::from_interval(at, &iv)) {
-                                let _ = tx.send(Record::Sample(at, "threads", j));
-                            }
-                        }
                     }
                     std::thread::sleep(tick.min(next_sample.saturating_duration_since(Instant::now())).max(Duration::from_millis(1)));
                 }
             })
             .expect("spawning the telemetry thread");
-        Telemetry { rx, stop, handle: Some(handle) }
+        Telemetry { rx, stop, handle: Some(handle), db }
     }
 
     /// Everything recorded since the last call.
@@ -117,6 +128,9 @@ impl Telemetry {
     pub fn stop(mut self) -> Vec<Record> {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+        if let Some(h) = self.db.take() {
             let _ = h.join();
         }
         self.drain()
@@ -143,8 +157,8 @@ pub fn store_records(store: &mut scalelab_store::Store, run_id: i64, records: Ve
     let _ = store.add_samples(run_id, &samples);
 }
 
-/// The stored samples of a run, decoded: system, server process, thread states.
-pub type Samples = (Vec<scalelab_probe::SystemSample>, Vec<scalelab_probe::ProcessSample>, Vec<ThreadSecond>);
+/// The stored samples of a run, decoded: system, server process, thread states, database.
+pub type Samples = (Vec<scalelab_probe::SystemSample>, Vec<scalelab_probe::ProcessSample>, Vec<ThreadSecond>, Vec<DbSample>);
 
 /// Loads and decodes every sample of a run (sweep or recorded watch).
 pub fn load_samples(store: &scalelab_store::Store, run_id: i64) -> anyhow::Result<Samples> {
@@ -155,12 +169,13 @@ pub fn load_samples(store: &scalelab_store::Store, run_id: i64) -> anyhow::Resul
         decode(store.load_samples(run_id, "system")?),
         decode(store.load_samples(run_id, "process")?),
         decode(store.load_samples(run_id, "threads")?),
+        decode(store.load_samples(run_id, "db")?),
     ))
 }
 
 /// Fills each step's telemetry from the run's stored samples.
 pub fn attach(store: &scalelab_store::Store, run: &mut scalelab_core::Run) -> anyhow::Result<()> {
-    let (system, process, threads) = load_samples(store, run.id)?;
+    let (system, process, threads, db) = load_samples(store, run.id)?;
     if system.is_empty() {
         return Ok(());
     }
@@ -168,6 +183,7 @@ pub fn attach(store: &scalelab_store::Store, run: &mut scalelab_core::Run) -> an
     let specimen: Vec<scalelab_probe::specimen::SpecimenSample> =
         store.load_samples(run.id, "specimen")?.into_iter().filter_map(|(_, j)| serde_json::from_str(&j).ok()).collect();
     let is_specimen = run.plan.target.starts_with("specimen");
+    let last_db = db.iter().map(|s| s.unix_ms).max().unwrap_or(i64::MIN);
     for step in &mut run.steps {
         if step.published_throughput_per_s.is_some() || step.window_s <= 0.0 {
             continue;
@@ -188,6 +204,21 @@ pub fn attach(store: &scalelab_store::Store, run: &mut scalelab_core::Run) -> an
         }
         for (source, why) in &notes {
             t.unavailable.entry(source.to_lowercase()).or_insert_with(|| why.clone());
+        }
+        // The probe's own note (lost connection, ...) says more than "no reading";
+        // a step the probe outlived (a reading after its window) keeps its figures without the note.
+        if !db.is_empty() {
+            match summarize_db(&db, step.window_start_unix_ms, step.window_end_unix_ms) {
+                Ok(d) => {
+                    if last_db >= step.window_end_unix_ms {
+                        t.unavailable.remove("db");
+                    }
+                    t.db = Some(d);
+                }
+                Err(why) => {
+                    t.unavailable.entry("db".into()).or_insert(why);
+                }
+            }
         }
         step.telemetry = Some(t);
     }

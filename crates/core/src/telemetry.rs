@@ -93,6 +93,103 @@ pub struct StepTelemetry {
     /// The specimen's own counters, when the target is the specimen.
     #[serde(default)]
     pub specimen: Option<SpecimenTelemetry>,
+    /// The database's own figures (MySQL/MariaDB status counters, InnoDB
+    /// semaphores, PostgreSQL activity and statistics views), when a database
+    /// probe ran: the target is `mysql://`/`postgres://` or `--db-probe` was given.
+    #[serde(default)]
+    pub db: Option<DbTelemetry>,
     /// Why a figure is missing: figure name → reason.
     pub unavailable: BTreeMap<String, String>,
+}
+
+/// One entry of a PostgreSQL wait profile: a wait event (`Lock:transactionid`,
+/// `LWLock:WALWrite`, `CPU` for active without a wait) or a wait-event type,
+/// with its share of the sampled active client backends.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DbWait {
+    /// `TYPE:event`, a type alone (`Lock`), or `CPU`.
+    pub wait: String,
+    /// Share of active-backend samples, in %.
+    pub pct: f64,
+}
+
+/// What the database reported about itself during one step's window, from
+/// the probe's own connection. Rates are per second of wall time between the
+/// first and last database reading around the window; `None` means not
+/// measured (the reason is under the step's `unavailable`, key `db` or `db_*`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DbTelemetry {
+    /// `mysql` (MySQL or MariaDB) or `postgres`.
+    pub engine: String,
+    /// Per-second database readings around the window.
+    pub samples: u32,
+    /// MySQL: statements sent by clients (`Questions`), per second.
+    pub questions_per_s: Option<f64>,
+    pub com_select_per_s: Option<f64>,
+    pub com_insert_per_s: Option<f64>,
+    pub com_update_per_s: Option<f64>,
+    pub com_delete_per_s: Option<f64>,
+    /// MySQL: mean of the `Threads_running` gauge over the readings
+    /// (includes the probe's own thread while it reads).
+    pub threads_running_avg: Option<f64>,
+    /// MySQL: mean of `Threads_connected`.
+    pub threads_connected_avg: Option<f64>,
+    /// InnoDB row-lock waits per second: rising with clients means
+    /// transactions queue on the same rows.
+    pub row_lock_waits_per_s: Option<f64>,
+    /// InnoDB row-lock wait time per wall second, ms/s (1000 = one thread always waiting).
+    pub row_lock_time_ms_per_s: Option<f64>,
+    /// Table-lock requests that had to wait, per second (MyISAM, LOCK TABLES).
+    pub table_locks_waited_per_s: Option<f64>,
+    /// Share of table-lock requests that waited, %.
+    pub table_locks_waited_pct: Option<f64>,
+    /// Share of MyISAM key-cache reads that went to disk, %.
+    pub key_cache_miss_pct: Option<f64>,
+    /// Temporary tables created on disk per second.
+    pub tmp_disk_tables_per_s: Option<f64>,
+    /// Full-scan row reads (`Handler_read_rnd_next`) per second.
+    pub handler_read_rnd_next_per_s: Option<f64>,
+    /// InnoDB SEMAPHORES (all latch kinds): spin waits per second.
+    pub spin_waits_per_s: Option<f64>,
+    /// InnoDB spin-loop rounds per second: CPU burnt waiting for latches.
+    pub spin_rounds_per_s: Option<f64>,
+    /// InnoDB latch waits that gave up spinning and slept in the OS, per second.
+    pub os_waits_per_s: Option<f64>,
+    /// Spin rounds per OS wait (rising with clients: spinning burns CPU).
+    pub rounds_per_os_wait: Option<f64>,
+    /// PostgreSQL: committed transactions per second in the target database.
+    pub xact_commit_per_s: Option<f64>,
+    /// PostgreSQL: rolled-back transactions per second in the target database.
+    pub xact_rollback_per_s: Option<f64>,
+    /// PostgreSQL: deadlocks detected around the window (count).
+    pub deadlocks: Option<u64>,
+    /// PostgreSQL: share of block reads served from shared buffers, %.
+    pub blks_hit_pct: Option<f64>,
+    /// PostgreSQL: rows fetched by index scans plus rows returned by
+    /// sequential scans, per second (`tup_fetched` + `tup_returned`).
+    pub tup_read_per_s: Option<f64>,
+    /// PostgreSQL: rows inserted + updated + deleted per second.
+    pub tup_written_per_s: Option<f64>,
+    /// PostgreSQL: temporary files written around the window (count).
+    pub temp_files: Option<u64>,
+    /// PostgreSQL: checkpoints (timed + requested) started around the window.
+    pub checkpoints: Option<u64>,
+    /// PostgreSQL: mean number of active client backends per activity poll.
+    pub mean_active_backends: Option<f64>,
+    /// PostgreSQL: `pg_stat_activity` polls that went into the wait profile.
+    pub activity_polls: Option<u64>,
+    /// PostgreSQL: the top wait events (and `CPU`), largest share first.
+    pub waits: Vec<DbWait>,
+    /// PostgreSQL: shares per wait-event type (`Lock`, `LWLock`, `IO`, `CPU`, ...).
+    pub wait_types: Vec<DbWait>,
+}
+
+impl DbTelemetry {
+    /// Share (%) of sampled active backends waiting on a wait-event type; `None` without a profile.
+    pub fn wait_type_pct(&self, ty: &str) -> Option<f64> {
+        if self.activity_polls.is_none() || !matches!(self.mean_active_backends, Some(m) if m > 0.0) {
+            return None;
+        }
+        Some(self.wait_types.iter().find(|w| w.wait == ty).map_or(0.0, |w| w.pct))
+    }
 }

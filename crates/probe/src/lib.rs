@@ -12,7 +12,8 @@
 //! - [`threads`]: [`ThreadSampler`], thread states of the server (~50 Hz), reported
 //!   per interval as a [`ThreadInterval`] ([`thread_report`]); the per-thread
 //!   reading and classification live in the private `thread_observe`.
-//! - [`find`]: the server process by listening port or by name.
+//! - [`find`]: the server process by listening port or by name; [`tree`]: its
+//!   descendants (PostgreSQL backends, nginx workers).
 //!
 //! Readers and parsers, one kernel file each:
 //! - [`stat`] (`/proc/stat`, `/proc/loadavg`), [`pressure`] (PSI), [`meminfo`],
@@ -57,6 +58,7 @@ mod thread_observe;
 pub mod thread_report;
 pub mod threads;
 pub mod time;
+pub mod tree;
 pub mod unavailable;
 
 pub use env::{capture_environment, Roots};

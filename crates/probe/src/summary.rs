@@ -28,6 +28,16 @@ impl ThreadSecond {
             .collect();
         ThreadSecond { unix_ms, wall_ns: (iv.wall_s() * 1e9) as u64, time: iv.time, hottest }
     }
+
+    /// Adds another process's second (a server's descendants): state times
+    /// summed, the three hottest threads of both kept.
+    pub fn merge(&mut self, other: &ThreadSecond) {
+        self.time.merge(&other.time);
+        self.hottest.extend(other.hottest.iter().cloned());
+        self.hottest.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct));
+        self.hottest.truncate(3);
+        self.wall_ns = self.wall_ns.max(other.wall_ns);
+    }
 }
 
 fn within<T>(items: &[T], at: impl Fn(&T) -> i64, start_ms: i64, end_ms: i64) -> Vec<&T> {

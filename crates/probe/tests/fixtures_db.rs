@@ -139,3 +139,41 @@ fn postgres_hot_row_profile_is_lock_bound() {
     }
     assert_eq!((g.polls(), g.mean_active()), (0, None));
 }
+
+/// `psql -A -F TAB` output (header line, empty field = NULL) as named rows.
+fn named_rows(text: &str) -> Vec<Vec<(&str, Option<&str>)>> {
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap_or_default().split('\t').collect();
+    lines.map(|l| header.iter().copied().zip(l.split('\t').map(|v| (!v.is_empty()).then_some(v))).collect()).collect()
+}
+
+#[test]
+fn postgres_15_pg_stat_database_and_checkpoints() {
+    use scalelab_probe::db::{PgCheckpoints, PgDatabaseStats};
+    let text = read("postgresql-15-pg-stat-database.tsv");
+    let rows = named_rows(&text);
+    let bench = rows.iter().find(|r| r.iter().any(|(c, v)| *c == "datname" && *v == Some("bench"))).expect("bench row");
+    let s = PgDatabaseStats::from_named(bench.iter().copied()).unwrap();
+    assert!(s.xact_commit.unwrap() > 1000, "{s:?}");
+    assert!(s.blks_hit.unwrap() > s.blks_read.unwrap(), "{s:?}");
+    assert!(s.tup_updated.unwrap() >= 1000, "{s:?}");
+    assert_eq!((s.deadlocks, s.temp_files), (Some(0), Some(4)));
+    // The shared-objects row (datname NULL) parses too; every row has counters.
+    assert!(rows.iter().all(|r| PgDatabaseStats::from_named(r.iter().copied()).is_ok()));
+    let c = PgCheckpoints::from_named(named_rows(&read("postgresql-15-pg-stat-bgwriter.tsv"))[0].iter().copied()).unwrap();
+    assert!(c.total().is_some(), "{c:?}");
+
+    // Garbage: an error (unavailable), never a row of zeros.
+    for bad in ["", "xact_commit\tdeadlocks\nmany\t?\n", "a\tb\n1\t2\n", "<html>502 Bad Gateway</html>\n1\n"] {
+        for r in named_rows(bad) {
+            assert!(PgDatabaseStats::from_named(r.iter().copied()).is_err(), "{bad:?}");
+            assert!(PgCheckpoints::from_named(r.iter().copied()).is_err(), "{bad:?}");
+        }
+    }
+    // A row cut short keeps what it has and leaves the rest unknown.
+    let cut = &text[..text.find('\n').unwrap() + 1];
+    let cut = format!("{cut}{}", &bench.iter().take(3).map(|(_, v)| v.unwrap_or("")).collect::<Vec<_>>().join("\t"));
+    let r = &named_rows(&cut)[0];
+    let s = PgDatabaseStats::from_named(r.iter().copied()).unwrap();
+    assert!(s.xact_commit.is_some() && s.temp_files.is_none(), "{s:?}");
+}

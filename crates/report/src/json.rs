@@ -84,9 +84,10 @@ fn telemetry_json(t: &scalelab_core::StepTelemetry, step: &StepResult) -> Value 
     let mut v = serde_json::to_value(t).unwrap_or(Value::Null);
     if let Value::Object(m) = &mut v {
         m.insert("client_cpu_pct".into(), json!(step.client_cpu_pct()));
-        m.insert("db".into(), Value::Null);
-        if let Some(Value::Object(u)) = m.get_mut("unavailable") {
-            u.entry("db").or_insert_with(|| json!("no database probe for this target"));
+        if t.db.is_none() {
+            if let Some(Value::Object(u)) = m.get_mut("unavailable") {
+                u.entry("db").or_insert_with(|| json!("no database probe for this target (give --db-probe URL)"));
+            }
         }
     }
     v

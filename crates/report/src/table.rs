@@ -1,7 +1,7 @@
 //! The run table: one row per step, then AVG and MAX rows.
 
 use crate::fmt::{columns, ms, pct, thousands};
-use scalelab_core::{Run, StepResult};
+use scalelab_core::{DbTelemetry, Run, StepResult};
 
 /// Column headers, in the order reviews print them.
 pub const HEADER: [&str; 11] =
@@ -101,6 +101,63 @@ fn aggregate_row(name: &str, steps: &[&StepResult], first: Option<&StepResult>, 
     ]
 }
 
+fn rate(v: f64) -> String {
+    if v < 10.0 {
+        format!("{v:.1}")
+    } else {
+        thousands(v)
+    }
+}
+
+/// The compact "DB waits" cell of a step: PostgreSQL's top wait event and its
+/// share of active backends (`Lock:transactionid 64%`); MySQL's row-lock
+/// waits per second (`row locks 120/s`), table-lock waits or InnoDB OS waits
+/// when those dominate. "-" when nothing was measured.
+pub fn db_waits_cell(d: &DbTelemetry) -> String {
+    if let Some(w) = d.waits.first() {
+        return format!("{} {:.0}%", w.wait, w.pct);
+    }
+    if d.activity_polls.is_some() {
+        return "idle".into();
+    }
+    let row = d.row_lock_waits_per_s;
+    let table = d.table_locks_waited_per_s.filter(|t| *t > row.unwrap_or(0.0));
+    let os = d.os_waits_per_s.filter(|o| *o > row.unwrap_or(0.0).max(table.unwrap_or(0.0)));
+    match (row, table, os) {
+        (_, _, Some(o)) => format!("os waits {}/s", rate(o)),
+        (_, Some(t), _) => format!("table locks {}/s", rate(t)),
+        (Some(r), _, _) => format!("row locks {}/s", rate(r)),
+        _ => "-".into(),
+    }
+}
+
+/// The database figures of a window in one line (for `show` of a watch).
+pub fn db_summary(d: &DbTelemetry) -> String {
+    let mut parts = Vec::new();
+    let mut add = |name: &str, v: Option<f64>, unit: &str| {
+        if let Some(v) = v {
+            parts.push(format!("{name} {}{unit}", rate(v)));
+        }
+    };
+    add("questions", d.questions_per_s, "/s");
+    add("threads running", d.threads_running_avg, "");
+    add("row-lock waits", d.row_lock_waits_per_s, "/s");
+    add("row-lock time", d.row_lock_time_ms_per_s, " ms/s");
+    add("table locks waited", d.table_locks_waited_per_s, "/s");
+    add("InnoDB OS waits", d.os_waits_per_s, "/s");
+    add("commits", d.xact_commit_per_s, "/s");
+    add("rollbacks", d.xact_rollback_per_s, "/s");
+    add("active backends", d.mean_active_backends, "");
+    if let Some(w) = d.waits.first() {
+        parts.push(format!("top wait {} {:.0}%", w.wait, w.pct));
+    }
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
 /// The per-step telemetry table (CPU split, context switches, server thread
 /// states, TCP), or None when the run has no telemetry. Missing figures are "-".
 pub fn telemetry_table(run: &Run) -> Option<String> {
@@ -128,6 +185,7 @@ pub fn telemetry_table(run: &Run) -> Option<String> {
         "client lag",
         "time_wait",
         "drops/s",
+        "DB waits",
     ]
     .map(String::from)
     .to_vec()];
@@ -152,6 +210,7 @@ pub fn telemetry_table(run: &Run) -> Option<String> {
             s.client_lag_ms.map_or("-".into(), |v| format!("{v:.1}ms")),
             t.tcp_time_wait.map_or("-".into(), |v| v.to_string()),
             f(t.listen_drops_per_s),
+            t.db.as_ref().map_or("-".into(), db_waits_cell),
         ]);
     }
     let mut out = String::from("telemetry (window averages; server = the target's process; thread states = share of its thread-time)\n");
@@ -173,4 +232,29 @@ pub fn telemetry_table(run: &Run) -> Option<String> {
         out.push('\n');
     }
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scalelab_core::DbWait;
+
+    #[test]
+    fn db_waits_cell_names_the_top_wait_or_the_counter() {
+        let pg = DbTelemetry {
+            engine: "postgres".into(),
+            activity_polls: Some(20),
+            waits: vec![DbWait { wait: "Lock:transactionid".into(), pct: 64.2 }],
+            ..Default::default()
+        };
+        assert_eq!(db_waits_cell(&pg), "Lock:transactionid 64%");
+        let idle = DbTelemetry { waits: vec![], ..pg };
+        assert_eq!(db_waits_cell(&idle), "idle");
+        let my = DbTelemetry { engine: "mysql".into(), row_lock_waits_per_s: Some(1234.4), ..Default::default() };
+        assert_eq!(db_waits_cell(&my), "row locks 1,234/s");
+        let myisam = DbTelemetry { table_locks_waited_per_s: Some(5.25), row_lock_waits_per_s: Some(0.0), ..my.clone() };
+        assert_eq!(db_waits_cell(&myisam), "table locks 5.2/s");
+        assert_eq!(db_waits_cell(&DbTelemetry::default()), "-");
+        assert!(db_summary(&my).contains("row-lock waits 1,234/s"));
+    }
 }

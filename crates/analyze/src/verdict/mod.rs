@@ -11,8 +11,11 @@
 //! confidence by one level, from [`Confidence::High`] down to
 //! [`Confidence::Low`]. A verdict never claims more than its data.
 //!
-//! Kinds without data in [`StepTelemetry`](scalelab_core::StepTelemetry) yet are never produced:
-//! [`VerdictKind::DbContention`] (no database wait figures).
+//! [`VerdictKind::DbContention`] needs the database probe's figures
+//! ([`DbTelemetry`](scalelab_core::DbTelemetry): InnoDB row-lock and table-lock
+//! waits, InnoDB semaphore OS waits, PostgreSQL wait profiles); without them
+//! it is never produced. [`VerdictKind::SoftirqOneCpu`] needs per-CPU softirq
+//! figures ([`SoftirqCpu`](scalelab_core::SoftirqCpu)).
 
 mod diagnosis;
 mod rules;
@@ -70,6 +73,18 @@ pub const SOFTIRQ_ONE_CPU_PCT: f64 = 30.0;
 pub const SOFTIRQ_CONCENTRATION: f64 = 3.0;
 /// Share of all NET_RX softirqs on that CPU that ties it to network receive.
 pub const NET_RX_ONE_CPU_SHARE_PCT: f64 = 70.0;
+/// InnoDB row-lock waits per second from which transactions are taken to queue on rows.
+pub const ROW_LOCK_WAITS_PER_S: f64 = 10.0;
+/// Table-lock requests that waited, per second, from which a table lock is hot (MyISAM, LOCK TABLES).
+pub const TABLE_LOCKS_WAITED_PER_S: f64 = 10.0;
+/// InnoDB semaphore OS waits per second from which latches are contended: thousands
+/// of mutex sleeps per second are the classic sign of one hot latch.
+pub const INNODB_OS_WAITS_PER_S: f64 = 1000.0;
+/// Share of sampled active PostgreSQL backends waiting on `Lock` or `LWLock`
+/// (%) from which the database's own locks are the bottleneck.
+pub const PG_LOCK_WAIT_PCT: f64 = 30.0;
+/// Growth of a database wait figure vs the first step that counts as rising with clients.
+pub const DB_WAIT_GROWTH: f64 = 2.0;
 
 /// The named bottlenecks, serialized as the documented strings
 /// (`cpu-bound-user`, `lock-contention`, ...).
@@ -82,8 +97,8 @@ pub enum VerdictKind {
     CpuBoundKernel,
     /// CPU idle while threads sleep on futexes and context switches per request rise.
     LockContention,
-    /// Database-internal waits (row locks, LWLocks, semaphores). Not produced
-    /// yet: the telemetry carries no database wait figures.
+    /// Database-internal waits: InnoDB row locks, MyISAM table locks, InnoDB
+    /// semaphore OS waits, PostgreSQL backends waiting on Lock/LWLock.
     DbContention,
     /// CPUs in I/O wait, server threads blocked on disk.
     DiskBound,

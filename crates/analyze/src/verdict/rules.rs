@@ -1,7 +1,7 @@
 //! The rules, one function per kind, each looking at one step.
 
 use super::*;
-use scalelab_core::{Environment, ErrorClass, StepTelemetry};
+use scalelab_core::{DbWait, Environment, ErrorClass, StepTelemetry};
 
 /// What a rule sees: the step, the run's first measured step (the base of
 /// growth figures) and the machine.
@@ -35,6 +35,7 @@ const CPU: &[&str] = &["cpu", "system"];
 const SERVER: &[&str] = &["server"];
 const THREADS: &[&str] = &["thread_states"];
 const SYSTEM: &[&str] = &["system"];
+const DB: &[&str] = &["db"];
 
 /// A verdict being built: corroborating signals lower the confidence when
 /// missing or unmet.
@@ -96,6 +97,7 @@ pub(super) fn all(ctx: &Ctx) -> Vec<Verdict> {
         client_bound(ctx),
         errors(ctx),
         lock_contention(ctx),
+        db_contention(ctx),
         single_hot_thread(ctx),
         accept_overflow(ctx),
         port_exhaustion(ctx),
@@ -249,6 +251,106 @@ fn lock_contention(ctx: &Ctx) -> Option<Verdict> {
         }
     });
     Some(d.done())
+}
+
+/// Which database figure triggered [`db_contention`].
+enum DbTrigger {
+    /// PostgreSQL: Lock + LWLock share of active backends, and the top such wait.
+    PgLocks(f64, Option<DbWait>),
+    RowLocks(f64),
+    TableLocks(f64),
+    OsWaits(f64),
+}
+
+fn db_contention(ctx: &Ctx) -> Option<Verdict> {
+    let t = ctx.t()?;
+    let d = t.db.as_ref()?;
+    let first = ctx.first.filter(|f| f.concurrency < ctx.step.concurrency).and_then(|f| f.telemetry.as_ref()).and_then(|t| t.db.as_ref());
+    let pg_locks = match (d.wait_type_pct("Lock"), d.wait_type_pct("LWLock")) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+    };
+    let top_lock = d.waits.iter().find(|w| w.wait.starts_with("Lock") || w.wait.starts_with("LWLock")).cloned();
+    let trigger = if let Some(share) = pg_locks.filter(|s| *s >= PG_LOCK_WAIT_PCT && d.mean_active_backends.is_some_and(|m| m >= 1.0)) {
+        DbTrigger::PgLocks(share, top_lock)
+    } else if let Some(r) = d.row_lock_waits_per_s.filter(|r| *r >= ROW_LOCK_WAITS_PER_S) {
+        DbTrigger::RowLocks(r)
+    } else if let Some(r) = d.table_locks_waited_per_s.filter(|r| *r >= TABLE_LOCKS_WAITED_PER_S) {
+        DbTrigger::TableLocks(r)
+    } else if let Some(r) = d.os_waits_per_s.filter(|r| *r >= INNODB_OS_WAITS_PER_S) {
+        DbTrigger::OsWaits(r)
+    } else {
+        return None;
+    };
+    // The same figure at the first step (fewer clients): does the waiting rise with load?
+    let grew = |now: f64, base: Option<f64>| base.map(|b| now >= DB_WAIT_GROWTH * b);
+    let (headline, next, rising) = match &trigger {
+        DbTrigger::PgLocks(share, top) => (
+            match top {
+                Some(w) => format!(
+                    "PostgreSQL backends wait on the database's own locks: {} {:.0}% of active backends (Lock + LWLock {:.0}%)",
+                    w.wait, w.pct, share
+                ),
+                None => format!("PostgreSQL backends wait on the database's own locks: Lock + LWLock {share:.0}% of active backends"),
+            },
+            "find the hot rows or locks: pg_locks joined to pg_stat_activity (pg_blocking_pids(pid)) for Lock waits; for LWLock, the named lock (WALWrite, BufferContent, ...) says which shared structure is hot",
+            first.and_then(|f| {
+                let base = f.activity_polls.map(|_| f.wait_type_pct("Lock").unwrap_or(0.0) + f.wait_type_pct("LWLock").unwrap_or(0.0));
+                base.map(|b| *share >= b + 10.0)
+            }),
+        ),
+        DbTrigger::RowLocks(r) => (
+            format!("InnoDB row-lock waits: {r:.0}/s, transactions queue on the same rows"),
+            "find the hot rows: performance_schema.data_lock_waits (MySQL 8) or information_schema.INNODB_LOCK_WAITS (MariaDB) joined to the transactions; shorten transactions or spread the hot rows",
+            grew(*r, first.and_then(|f| f.row_lock_waits_per_s)),
+        ),
+        DbTrigger::TableLocks(r) => (
+            format!("table-lock requests wait: {r:.0}/s (MyISAM or LOCK TABLES): one table serializes its writers"),
+            "see which tables: SHOW OPEN TABLES WHERE In_use > 0 and the processlist's 'Waiting for table level lock'; move hot tables to InnoDB",
+            grew(*r, first.and_then(|f| f.table_locks_waited_per_s)),
+        ),
+        DbTrigger::OsWaits(r) => (
+            format!("InnoDB latches are contended: {r:.0} OS waits/s after spinning"),
+            "see which latch: the SEMAPHORES section of SHOW ENGINE INNODB STATUS ('has waited at'), performance_schema.events_waits_summary_global_by_event_name (wait/synch/%); tune innodb_spin_wait_delay / innodb_sync_spin_loops",
+            grew(*r, first.and_then(|f| f.os_waits_per_s)),
+        ),
+    };
+    let mut draft = Draft::new(VerdictKind::DbContention, ctx, headline, next);
+    if let DbTrigger::PgLocks(share, top) = &trigger {
+        draft.ev("backends waiting on Lock + LWLock", Some(*share), "% of active backends");
+        if let Some(w) = top {
+            draft.ev(&format!("top lock wait {}", w.wait), Some(w.pct), "% of active backends");
+        }
+        draft.ev("mean active backends", d.mean_active_backends, "backends");
+        draft.ev("commits", d.xact_commit_per_s, "/s");
+        draft.ev("rollbacks", d.xact_rollback_per_s, "/s");
+        draft.ev("deadlocks", d.deadlocks.map(|n| n as f64), "in the window");
+    }
+    draft.ev("InnoDB row-lock waits", d.row_lock_waits_per_s, "/s");
+    draft.ev("InnoDB row-lock wait time", d.row_lock_time_ms_per_s, "ms/s");
+    if let Some(base) = first.and_then(|f| f.row_lock_waits_per_s).filter(|_| matches!(trigger, DbTrigger::RowLocks(_))) {
+        draft.ev("InnoDB row-lock waits at the first step", Some(base), "/s");
+    }
+    draft.ev("table locks waited", d.table_locks_waited_per_s, "/s");
+    draft.ev("InnoDB semaphore OS waits", d.os_waits_per_s, "/s");
+    draft.ev("InnoDB spin rounds per OS wait", d.rounds_per_os_wait, "rounds");
+    draft.ev("threads running", d.threads_running_avg, "threads (mean)");
+    draft.ev("questions", d.questions_per_s, "/s");
+    draft.ev("CPU busy", t.cpu_busy_pct, "%");
+    draft.check(rising, || match ctx.first {
+        Some(f) if f.concurrency < ctx.step.concurrency && first.is_none() => ctx_first_why(f),
+        _ => "the same figure at a lower concurrency: not measured".to_string(),
+    });
+    draft.check(cpu_not_saturated(Some(t)), || ctx.why("CPU busy", CPU));
+    Some(draft.done())
+}
+
+/// Why the first step has no database figures.
+fn ctx_first_why(first: &StepResult) -> String {
+    match first.telemetry.as_ref().and_then(|t| DB.iter().find_map(|k| t.unavailable.get(*k))) {
+        Some(why) => format!("database figures at {} clients: {why}", first.concurrency),
+        None => format!("database figures at {} clients: not measured", first.concurrency),
+    }
 }
 
 fn single_hot_thread(ctx: &Ctx) -> Option<Verdict> {

@@ -31,6 +31,7 @@ fn healthy() -> StepTelemetry {
         disk_iops: Some(5.0),
         net_mb_per_s: Some(10.0),
         specimen: None,
+        db: None,
         unavailable: Default::default(),
     }
 }
@@ -589,4 +590,112 @@ fn a_starved_client_is_client_bound_only_when_the_server_is_not_queued_too() {
         t.server_cpu_pct = Some(350.0);
     }
     assert!(!kinds(&diagnose(&r).verdicts).contains(&VerdictKind::ClientBound));
+}
+
+fn with_db(mut t: StepTelemetry, db: scalelab_core::DbTelemetry) -> StepTelemetry {
+    t.cpu_busy_pct = Some(35.0);
+    t.db = Some(db);
+    t
+}
+
+fn mysql_db(row_lock_waits: f64) -> scalelab_core::DbTelemetry {
+    scalelab_core::DbTelemetry {
+        engine: "mysql".into(),
+        samples: 10,
+        questions_per_s: Some(900.0),
+        row_lock_waits_per_s: Some(row_lock_waits),
+        row_lock_time_ms_per_s: Some(row_lock_waits * 3.0),
+        table_locks_waited_per_s: Some(0.0),
+        threads_running_avg: Some(4.0),
+        ..Default::default()
+    }
+}
+
+fn pg_db(lock_pct: f64) -> scalelab_core::DbTelemetry {
+    let w = |wait: &str, pct: f64| scalelab_core::DbWait { wait: wait.into(), pct };
+    scalelab_core::DbTelemetry {
+        engine: "postgres".into(),
+        samples: 10,
+        xact_commit_per_s: Some(800.0),
+        activity_polls: Some(100),
+        mean_active_backends: Some(6.0),
+        waits: vec![w("Lock:transactionid", lock_pct), w("CPU", 100.0 - lock_pct)],
+        wait_types: vec![w("Lock", lock_pct), w("CPU", 100.0 - lock_pct)],
+        ..Default::default()
+    }
+}
+
+#[test]
+fn db_contention_row_locks_rising_is_high() {
+    let r = run(vec![
+        step(1, 100.0, Some(with_db(healthy(), mysql_db(0.0)))),
+        step(2, 190.0, Some(with_db(healthy(), mysql_db(40.0)))),
+        step(4, 200.0, Some(with_db(healthy(), mysql_db(150.0)))),
+        step(8, 195.0, Some(with_db(healthy(), mysql_db(400.0)))),
+    ]);
+    let v = only(&r, VerdictKind::DbContention);
+    assert_eq!((v.confidence, v.concurrency), (Confidence::High, 8));
+    assert_eq!(ev(&v, "InnoDB row-lock waits"), 400.0);
+    assert_eq!(ev(&v, "InnoDB row-lock wait time"), 1200.0);
+    assert_eq!(ev(&v, "InnoDB row-lock waits at the first step"), 0.0);
+    assert!(v.headline.contains("row-lock waits: 400/s"), "{}", v.headline);
+    assert!(v.next.contains("data_lock_waits"));
+    assert!(v.missing.is_empty(), "{:?}", v.missing);
+}
+
+#[test]
+fn db_contention_pg_names_the_top_lock_wait() {
+    let r = run(vec![
+        step(1, 100.0, Some(with_db(healthy(), pg_db(0.0)))),
+        step(2, 150.0, Some(with_db(healthy(), pg_db(40.0)))),
+        step(4, 150.0, Some(with_db(healthy(), pg_db(64.0)))),
+    ]);
+    let v = only(&r, VerdictKind::DbContention);
+    assert_eq!(v.confidence, Confidence::High);
+    assert!(v.headline.contains("Lock:transactionid 64% of active backends"), "{}", v.headline);
+    assert_eq!(ev(&v, "backends waiting on Lock + LWLock"), 64.0);
+    assert_eq!(ev(&v, "mean active backends"), 6.0);
+    assert!(v.next.contains("pg_locks"));
+}
+
+#[test]
+fn db_contention_without_first_step_db_figures_is_lowered_and_says_why() {
+    let mut first = healthy();
+    first.unavailable.insert("db".into(), "cannot connect to mysql://bench@127.0.0.1:3306/bench: refused".into());
+    let r = run(vec![
+        step(1, 100.0, Some(first)),
+        step(2, 190.0, Some(with_db(healthy(), mysql_db(50.0)))),
+        step(4, 200.0, Some(with_db(healthy(), mysql_db(300.0)))),
+    ]);
+    let v = only(&r, VerdictKind::DbContention);
+    assert_eq!(v.confidence, Confidence::Medium);
+    assert_eq!(v.missing.len(), 1);
+    assert!(v.missing[0].contains("database figures at 1 clients: cannot connect"), "{:?}", v.missing);
+}
+
+#[test]
+fn no_db_contention_without_db_figures_or_below_thresholds() {
+    // No database probe: nothing is claimed.
+    assert!(!kinds(&diagnose(&run_with(|_| healthy())).verdicts).contains(&VerdictKind::DbContention));
+    // Few row-lock waits, mostly-CPU backends: no verdict.
+    let r = run(vec![
+        step(1, 100.0, Some(with_db(healthy(), mysql_db(0.0)))),
+        step(2, 190.0, Some(with_db(healthy(), mysql_db(2.0)))),
+        step(4, 200.0, Some(with_db(healthy(), pg_db(10.0)))),
+    ]);
+    assert!(!kinds(&diagnose(&r).verdicts).contains(&VerdictKind::DbContention));
+}
+
+#[test]
+fn db_contention_myisam_table_locks_and_innodb_os_waits() {
+    let table = |n: f64| scalelab_core::DbTelemetry { table_locks_waited_per_s: Some(n), row_lock_waits_per_s: Some(0.0), ..mysql_db(0.0) };
+    let r = run(vec![step(1, 100.0, Some(with_db(healthy(), table(1.0)))), step(4, 110.0, Some(with_db(healthy(), table(250.0))))]);
+    let v = only(&r, VerdictKind::DbContention);
+    assert!(v.headline.contains("table-lock requests wait: 250/s"), "{}", v.headline);
+    assert_eq!(ev(&v, "table locks waited"), 250.0);
+    let os = |n: f64| scalelab_core::DbTelemetry { os_waits_per_s: Some(n), rounds_per_os_wait: Some(30.0), ..mysql_db(0.0) };
+    let r = run(vec![step(1, 100.0, Some(with_db(healthy(), os(100.0)))), step(4, 110.0, Some(with_db(healthy(), os(4000.0))))]);
+    let v = only(&r, VerdictKind::DbContention);
+    assert!(v.headline.contains("4000 OS waits/s"), "{}", v.headline);
+    assert_eq!(ev(&v, "InnoDB spin rounds per OS wait"), 30.0);
 }

@@ -79,7 +79,7 @@ pub fn run(store_path: &Path, a: &ReportArgs) -> anyhow::Result<ExitCode> {
 /// midpoint). A pair with a figure missing is a gap; so is a hole of more
 /// than 3 s between samples. Probe notes give the reasons.
 fn add_system_series(store: &Store, run_id: i64, t: &mut Timeline) -> anyhow::Result<()> {
-    let (system, _, _) = crate::telemetry::load_samples(store, run_id)?;
+    let (system, _, _, _) = crate::telemetry::load_samples(store, run_id)?;
     for (source, why) in store.load_probe_notes(run_id)? {
         t.unavailable.entry(source.to_lowercase()).or_insert(why);
     }

@@ -117,6 +117,9 @@ pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
             think_time_s: think.as_secs_f64(),
         })
         .collect();
+    if let Some(u) = &a.db_probe {
+        crate::db_probe::parse_url(u).map_err(bad)?;
+    }
     let common = Common { steps, threads, assertions };
     if let (Some(t), Some("postgres" | "postgresql" | "mysql" | "mariadb")) = (&a.target, scheme.as_deref()) {
         let prepared = super::sql_sweep::prepare_sql(&a, t)?;
@@ -202,8 +205,9 @@ pub fn execute<D: scalelab_drive::Driver>(
     if let Err(why) = &server_pid {
         store.add_probe_note(run_id, "Process", &format!("server process not found: {why}"))?;
     }
-    let telemetry =
-        crate::telemetry::Telemetry::start(server_pid.ok(), sample_interval, a.thread_sample_hz, specimen.as_ref().map(|s| s.addr));
+    let db_url = crate::db_probe::for_target(a.target.as_deref(), a.db_probe.as_deref()).map_err(bad)?;
+    let specimen_addr = specimen.as_ref().map(|s| s.addr);
+    let telemetry = crate::telemetry::Telemetry::start(server_pid.ok(), sample_interval, a.thread_sample_hz, db_url, specimen_addr);
     let opts = EngineOptions { threads: common.threads, stop: stop.clone() };
     let mut view = LiveView::start(a.quiet, a.no_tui, plan.label.clone(), &plan.steps, stop.clone());
     // Rows stream to stdout as steps finish, unless the live view owns the terminal.

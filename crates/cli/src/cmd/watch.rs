@@ -5,6 +5,7 @@ use crate::args::WatchArgs;
 use crate::error::bad;
 use crate::telemetry::{Record, Telemetry};
 use scalelab_core::{RunKind, RunPlan};
+use scalelab_probe::db::DbSample;
 use scalelab_probe::summary::ThreadSecond;
 use scalelab_probe::{process_rates, system_rates, ProcessSample, SystemSample};
 use scalelab_report::fmt::columns;
@@ -33,6 +34,7 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         (None, None, Some(t)) => Some(crate::telemetry::server_pid(t, None, None).map_err(|e| bad(format!("{t}: {e}")))?),
         (None, None, None) => None,
     };
+    let db_url = crate::db_probe::for_target(a.target.as_deref(), a.db_probe.as_deref()).map_err(bad)?;
     let mut store = if a.record { Some(Store::open(store_path)?) } else { None };
     let stop = super::stop_on_signals()?;
     let target = a.target.clone().unwrap_or_else(|| pid.map_or("this machine".into(), |p| format!("pid {p}")));
@@ -56,12 +58,14 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         Some(_) => println!("watching {target}; Ctrl-C to stop"),
         None => println!("watching this machine (no server process given: machine-wide figures only); Ctrl-C to stop"),
     }
-    let telemetry = Telemetry::start(pid, interval, if pid.is_some() { a.thread_sample_hz } else { 0.0 }, None);
+    let telemetry = Telemetry::start(pid, interval, if pid.is_some() { a.thread_sample_hz } else { 0.0 }, db_url, None);
     let start = Instant::now();
     let mut last_sys: Option<SystemSample> = None;
     let mut prev_proc: Option<ProcessSample> = None;
     let mut cur_proc: Option<ProcessSample> = None;
     let mut last_threads: Option<ThreadSecond> = None;
+    // The last two seconds of database readings: the "DB waits" column is their last second.
+    let mut db_recent: Vec<DbSample> = Vec::new();
     let header = [
         "time",
         "cpu busy",
@@ -80,6 +84,7 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         "drops/s",
         "disk iops",
         "net MB/s",
+        "DB waits",
     ];
     let mut printed = 0usize;
     let mut notes = Vec::new();
@@ -96,6 +101,13 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
                     }
                 }
                 Record::Sample(_, "threads", j) => last_threads = serde_json::from_str(j).ok(),
+                Record::Sample(_, "db", j) => {
+                    if let Ok(d) = serde_json::from_str::<DbSample>(j) {
+                        let newest = d.unix_ms;
+                        db_recent.push(d);
+                        db_recent.retain(|s| s.unix_ms >= newest - 2000);
+                    }
+                }
                 Record::Unavailable(src, why) => notes.push(format!("{src}: {why}")),
                 _ => {}
             }
@@ -142,6 +154,11 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
                         .sum::<Option<f64>>()
                         .map_or("-".into(), |v| format!("{v:.2}"))
                 },
+                match db_recent.last() {
+                    Some(last) => scalelab_probe::db::summarize_db(&db_recent, last.unix_ms - 1000, last.unix_ms)
+                        .map_or("-".into(), |d| scalelab_report::table::db_waits_cell(&d)),
+                    None => "-".into(),
+                },
             ];
             let rows = vec![header.map(String::from).to_vec(), row];
             let text = columns(&rows);
@@ -164,13 +181,16 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
 
 /// `show` of a recorded watch: the whole recording summarized like a step.
 pub fn show(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<ExitCode> {
-    let (system, process, threads) = crate::telemetry::load_samples(store, run.id)?;
+    let (system, process, threads, db) = crate::telemetry::load_samples(store, run.id)?;
     println!("run {}: {} — {} — recorded {} system samples", run.id, run.plan.label, run.plan.target, system.len());
     let (Some(first), Some(last)) = (system.first(), system.last()) else {
         println!("no samples recorded");
         return Ok(ExitCode::SUCCESS);
     };
-    let t = scalelab_probe::summary::summarize_window(&system, &process, &threads, first.at.unix_ms, last.at.unix_ms, 0);
+    let mut t = scalelab_probe::summary::summarize_window(&system, &process, &threads, first.at.unix_ms, last.at.unix_ms, 0);
+    if !db.is_empty() {
+        t.db = scalelab_probe::db::summarize_db(&db, first.at.unix_ms, last.at.unix_ms).ok();
+    }
     let p = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1}%"));
     let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.0}"));
     let ts = t.thread_states_pct;
@@ -200,6 +220,10 @@ pub fn show(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<ExitCode>
         vec!["listen drops/s".into(), t.listen_drops_per_s.map_or("-".into(), |v| format!("{v:.2}"))],
         vec!["disk IOPS, net MB/s".into(), format!("{}, {}", f(t.disk_iops), t.net_mb_per_s.map_or("-".into(), |v| format!("{v:.2}")))],
     ];
+    let mut rows = rows;
+    if let Some(d) = &t.db {
+        rows.push(vec!["database".into(), scalelab_report::table::db_summary(d)]);
+    }
     print!("{}", columns(&rows));
     for (k, why) in &t.unavailable {
         println!("unavailable: {k}: {why}");

@@ -9,8 +9,11 @@
 //!
 //! - [`workload`]: units, weights, parameter generators, built-in workloads.
 //! - [`dataset`]: `prepare`: the sbtest and pgbench tables, loaded fast.
+//! - [`monitor`]: one extra connection for the telemetry probe (status and
+//!   activity views as text rows).
 
 pub mod dataset;
+pub mod monitor;
 mod mysql;
 mod pg;
 pub mod workload;

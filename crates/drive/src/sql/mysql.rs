@@ -10,15 +10,26 @@ use std::time::Duration;
 
 /// Opens a connection (TCP, or the unix socket of `?socket=`).
 pub(crate) async fn connect(url: &SqlUrl, timeout: Duration, stmt_cache: usize) -> Result<Conn, Failure> {
-    let mut opts = OptsBuilder::default()
+    connect_opts(url, timeout, OptsBuilder::default().stmt_cache_size(stmt_cache)).await
+}
+
+/// Opens the telemetry probe's connection: the session settings the driver
+/// would otherwise read with a `SELECT @@max_allowed_packet, @@wait_timeout`
+/// are given, so the probe runs no SELECT (it must not count in `Com_select`).
+pub(crate) async fn connect_probe(url: &SqlUrl, timeout: Duration) -> Result<Conn, Failure> {
+    let opts = OptsBuilder::default().stmt_cache_size(0).max_allowed_packet(Some(16 << 20)).wait_timeout(Some(28_800));
+    connect_opts(url, timeout, opts).await
+}
+
+async fn connect_opts(url: &SqlUrl, timeout: Duration, base: OptsBuilder) -> Result<Conn, Failure> {
+    let mut opts = base
         .ip_or_hostname(url.host.clone())
         .tcp_port(url.port)
         .user(Some(url.user.clone()))
         .pass(url.password.clone())
         .db_name(Some(url.database.clone()))
         .prefer_socket(false)
-        .tcp_nodelay(true)
-        .stmt_cache_size(stmt_cache);
+        .tcp_nodelay(true);
     if let Some(s) = &url.socket {
         opts = opts.socket(Some(s.clone()));
     }

@@ -13,12 +13,18 @@ use tokio_postgres::{NoTls, Statement};
 
 /// Opens a connection; its I/O runs on a task of the current runtime.
 pub(crate) async fn connect(url: &SqlUrl, timeout: Duration) -> Result<tokio_postgres::Client, Failure> {
+    connect_as(url, timeout, "scalelab").await
+}
+
+/// Opens a connection that shows as `application_name` in `pg_stat_activity`
+/// (the load clients are `scalelab`, the telemetry probe `scalelab-probe`).
+pub(crate) async fn connect_as(url: &SqlUrl, timeout: Duration, application_name: &str) -> Result<tokio_postgres::Client, Failure> {
     let mut cfg = tokio_postgres::Config::new();
     match &url.socket {
         Some(dir) => cfg.host(dir),
         None => cfg.host(&url.host),
     };
-    cfg.port(url.port).user(&url.user).dbname(&url.database).connect_timeout(timeout).application_name("scalelab");
+    cfg.port(url.port).user(&url.user).dbname(&url.database).connect_timeout(timeout).application_name(application_name);
     if let Some(p) = &url.password {
         cfg.password(p);
     }

@@ -1,0 +1,292 @@
+//! The database probe of a sweep or a watch: its own thread and connection
+//! (never one of the load clients), so the 50 Hz thread sampling of the
+//! telemetry thread is not delayed by a slow query.
+//!
+//! - MySQL/MariaDB, every second: `SHOW GLOBAL STATUS` and the SEMAPHORES of
+//!   `SHOW ENGINE INNODB STATUS`.
+//! - PostgreSQL: `pg_stat_activity` ten times a second into a wait profile
+//!   (the probe's own backend left out), and every second `pg_stat_database`
+//!   of the target database and the checkpoint counters.
+//!
+//! Each second's counters become one [`DbSample`] record (kind `db`); the
+//! PostgreSQL wait profile goes in records of its own every 250 ms, so a
+//! step's profile holds only the polls made inside its window. A connection
+//! that cannot be opened, or is lost (server killed), is one
+//! `unavailable` note (source `Db`) and the probe ends; the sweep goes on.
+
+use crate::telemetry::Record;
+use scalelab_core::ErrorClass;
+use scalelab_drive::sql::monitor::{Monitor, TextRows};
+use scalelab_drive::sql::{Engine, SqlUrl};
+use scalelab_probe::db::sample::WAIT_CHUNK_MS;
+use scalelab_probe::db::{
+    parse_innodb_semaphores, pg_database_query, ActivityRow, DbSample, GlobalStatus, PgCheckpoints, PgDatabaseStats, SemaphoreFormat,
+    WaitProfile, PG_ACTIVITY_QUERY, PG_BGWRITER_QUERY, PG_CHECKPOINTER_QUERY,
+};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// PostgreSQL activity polls per second (the wait profile's resolution).
+pub const PG_POLL_HZ: u32 = 10;
+/// Limit for connecting and for each query of the probe.
+const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Parses a `--db-probe` URL; the error is one line for exit code 2.
+pub fn parse_url(text: &str) -> Result<SqlUrl, String> {
+    SqlUrl::parse(text).map_err(|e| format!("--db-probe: {e}"))
+}
+
+/// The database to probe: `--db-probe` when given, else a SQL target.
+pub fn for_target(target: Option<&str>, db_probe: Option<&str>) -> Result<Option<SqlUrl>, String> {
+    if let Some(u) = db_probe {
+        return parse_url(u).map(Some);
+    }
+    let sql = target.is_some_and(|t| {
+        let scheme = t.split("://").next().unwrap_or("").to_ascii_lowercase();
+        matches!(scheme.as_str(), "postgres" | "postgresql" | "mysql" | "mariadb")
+    });
+    match target {
+        Some(t) if sql => SqlUrl::parse(t).map(Some),
+        _ => Ok(None),
+    }
+}
+
+fn unix_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+/// Starts the probe thread; it stops when `stop` is set or the connection is lost.
+pub fn start(url: SqlUrl, tx: Sender<Record>, stop: Arc<AtomicBool>) -> JoinHandle<()> {
+    std::thread::Builder::new()
+        .name("scalelab-db-probe".into())
+        .spawn(move || {
+            let mut p = Probe { tx, notes: BTreeSet::new() };
+            let mut mon = match Monitor::connect(&url, TIMEOUT) {
+                Ok(m) => m,
+                Err(f) => {
+                    p.note("Db", format!("cannot connect to {}: {}", url.redacted(), f.message));
+                    return;
+                }
+            };
+            let why = match mon.engine() {
+                Engine::Postgres => p.postgres(&mut mon, &stop),
+                Engine::Mysql => p.mysql(&mut mon, &stop),
+            };
+            if let Some(why) = why {
+                p.note("Db", why);
+            }
+        })
+        .expect("spawning the database probe thread")
+}
+
+/// A failure after which the connection cannot be used any more.
+fn is_lost(class: ErrorClass) -> bool {
+    matches!(
+        class,
+        ErrorClass::ConnectionLost | ErrorClass::Reset | ErrorClass::ReadTimeout | ErrorClass::ConnectRefused | ErrorClass::ConnectTimeout
+    )
+}
+
+fn lost(message: &str) -> String {
+    format!("lost the database connection ({message}): no database figures from here on")
+}
+
+struct Probe {
+    tx: Sender<Record>,
+    notes: BTreeSet<String>,
+}
+
+impl Probe {
+    /// Sends an `unavailable` note once per source.
+    fn note(&mut self, source: &str, why: String) {
+        if self.notes.insert(source.to_string()) {
+            let _ = self.tx.send(Record::Unavailable(source.to_string(), why));
+        }
+    }
+
+    fn send(&self, s: &DbSample) {
+        if let Ok(j) = serde_json::to_string(s) {
+            let _ = self.tx.send(Record::Sample(s.unix_ms, "db", j));
+        }
+    }
+
+    /// Sleeps until `until` in short slices, so a stop is seen quickly; false when stopped.
+    fn wait(stop: &AtomicBool, until: Instant) -> bool {
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return false;
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return true;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(50)));
+        }
+    }
+
+    /// The MySQL loop; returns why it ended early (`None` when stopped).
+    fn mysql(&mut self, mon: &mut Monitor, stop: &AtomicBool) -> Option<String> {
+        let mut innodb = true;
+        let mut next = Instant::now();
+        loop {
+            if !Self::wait(stop, next) {
+                return None;
+            }
+            next += Duration::from_secs(1);
+            if next < Instant::now() {
+                next = Instant::now() + Duration::from_secs(1);
+            }
+            let at = unix_ms();
+            let status = match mon.query("SHOW GLOBAL STATUS") {
+                Ok(rows) => status_from(&rows),
+                Err(f) => return Some(lost(&f.message)),
+            };
+            let mut sample = DbSample { unix_ms: at, engine: "mysql".into(), status: Some(status), ..Default::default() };
+            if innodb {
+                match mon.query("SHOW ENGINE INNODB STATUS") {
+                    Ok(rows) => {
+                        let text = rows.named().first().and_then(|r| {
+                            r.iter().find(|(c, _)| c.eq_ignore_ascii_case("status")).and_then(|(_, v)| *v).map(str::to_string)
+                        });
+                        match text.map(|t| parse_innodb_semaphores(&t)) {
+                            // MariaDB 10.6+ prints no counters: say so once and stop asking.
+                            Some(Ok(s)) if s.format == SemaphoreFormat::NoCounters => {
+                                let why = s.unavailable.unwrap_or_else(|| "the SEMAPHORES section has no counters".into());
+                                self.note("Db_semaphores", why);
+                                innodb = false;
+                            }
+                            Some(Ok(s)) => {
+                                if let Some(why) = &s.unavailable {
+                                    self.note("Db_semaphores", why.clone());
+                                }
+                                sample.innodb = Some(s);
+                            }
+                            Some(Err(why)) => self.note("Db_semaphores", format!("SHOW ENGINE INNODB STATUS: {why}")),
+                            None => {
+                                self.note("Db_semaphores", "SHOW ENGINE INNODB STATUS returned no status text".into());
+                                innodb = false;
+                            }
+                        }
+                    }
+                    Err(f) if is_lost(f.class) => return Some(lost(&f.message)),
+                    Err(f) => {
+                        self.note("Db_semaphores", format!("SHOW ENGINE INNODB STATUS: {}", f.message));
+                        innodb = false;
+                    }
+                }
+            }
+            self.send(&sample);
+        }
+    }
+
+    /// The PostgreSQL loop; returns why it ended early (`None` when stopped).
+    fn postgres(&mut self, mon: &mut Monitor, stop: &AtomicBool) -> Option<String> {
+        let db_query = pg_database_query(mon.target_database());
+        let mut checkpoint_query = Some(PG_BGWRITER_QUERY);
+        let mut stats = true;
+        let tick = Duration::from_secs(1) / PG_POLL_HZ;
+        let mut profile = WaitProfile::default();
+        let mut since = unix_ms();
+        let chunk = Duration::from_millis(WAIT_CHUNK_MS as u64);
+        let mut next_poll = Instant::now();
+        let mut next_chunk = Instant::now() + chunk;
+        let mut next_second = Instant::now();
+        loop {
+            if !Self::wait(stop, next_poll) {
+                return None;
+            }
+            next_poll += tick;
+            if next_poll < Instant::now() {
+                next_poll = Instant::now() + tick;
+            }
+            match mon.query(PG_ACTIVITY_QUERY) {
+                Ok(rows) => profile.add_poll(activity_rows(&rows).iter().copied()),
+                Err(f) => return Some(lost(&f.message)),
+            }
+            if Instant::now() >= next_chunk {
+                next_chunk = Instant::now() + chunk;
+                let at = unix_ms();
+                let waits = std::mem::take(&mut profile);
+                self.send(&DbSample {
+                    unix_ms: at,
+                    engine: "postgres".into(),
+                    pg_waits: Some(waits),
+                    since_unix_ms: Some(since),
+                    ..Default::default()
+                });
+                since = at;
+            }
+            if Instant::now() < next_second {
+                continue;
+            }
+            next_second += Duration::from_secs(1);
+            if next_second < Instant::now() {
+                next_second = Instant::now() + Duration::from_secs(1);
+            }
+            let at = unix_ms();
+            let mut sample = DbSample { unix_ms: at, engine: "postgres".into(), ..Default::default() };
+            if stats {
+                match mon.query(&db_query) {
+                    Ok(rows) => match rows.named().first().map(|r| PgDatabaseStats::from_named(r.iter().copied())) {
+                        Some(Ok(s)) => sample.pg_database = Some(s),
+                        Some(Err(why)) => self.note("Db_stats", why),
+                        None => {
+                            self.note("Db_stats", format!("database {} is not in pg_stat_database", mon.target_database()));
+                            stats = false;
+                        }
+                    },
+                    Err(f) if is_lost(f.class) => return Some(lost(&f.message)),
+                    Err(f) => {
+                        self.note("Db_stats", format!("pg_stat_database: {}", f.message));
+                        stats = false;
+                    }
+                }
+            }
+            while let Some(q) = checkpoint_query {
+                match mon.query(q) {
+                    Ok(rows) => {
+                        match rows.named().first().map(|r| PgCheckpoints::from_named(r.iter().copied())) {
+                            Some(Ok(c)) => sample.pg_checkpoints = Some(c),
+                            Some(Err(why)) => self.note("Db_checkpoints", why),
+                            None => self.note("Db_checkpoints", "no checkpoint counters returned".into()),
+                        }
+                        break;
+                    }
+                    Err(f) if is_lost(f.class) => return Some(lost(&f.message)),
+                    // PostgreSQL 17 moved the counters to pg_stat_checkpointer.
+                    Err(_) if q == PG_BGWRITER_QUERY => checkpoint_query = Some(PG_CHECKPOINTER_QUERY),
+                    Err(f) => {
+                        self.note("Db_checkpoints", format!("checkpoint counters: {}", f.message));
+                        checkpoint_query = None;
+                    }
+                }
+            }
+            self.send(&sample);
+        }
+    }
+}
+
+/// `SHOW GLOBAL STATUS` rows (`Variable_name`, `Value`) as counters.
+fn status_from(rows: &TextRows) -> GlobalStatus {
+    GlobalStatus::from_rows(rows.rows.iter().filter_map(|r| match r.as_slice() {
+        [Some(name), Some(value), ..] => Some((name.as_str(), value.as_str())),
+        _ => None,
+    }))
+}
+
+/// `pg_stat_activity` rows by column name.
+fn activity_rows(rows: &TextRows) -> Vec<ActivityRow<'_>> {
+    let col = |name: &str| rows.columns.iter().position(|c| c == name);
+    let (bt, st, ty, ev) = (col("backend_type"), col("state"), col("wait_event_type"), col("wait_event"));
+    rows.rows
+        .iter()
+        .map(|r| {
+            let get = |i: Option<usize>| i.and_then(|i| r.get(i)).and_then(|v| v.as_deref());
+            ActivityRow { backend_type: get(bt), state: get(st), wait_event_type: get(ty), wait_event: get(ev) }
+        })
+        .collect()
+}

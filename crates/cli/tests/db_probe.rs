@@ -1,0 +1,229 @@
+//! The live database probe against real servers the tests start themselves:
+//! MariaDB row-lock waits and PostgreSQL Lock waits under the `hot-row`
+//! workload, the db-contention verdict they lead to, a server killed
+//! mid-run, and bad `--db-probe` input.
+
+mod common;
+
+use common::{assert_matches_schema, run, stderr, steps};
+use scalelab_testkit::mariadb::MariaDb;
+use scalelab_testkit::postgres::Postgres;
+use serde_json::Value;
+use std::path::Path;
+use std::time::Duration;
+
+fn ok(store: &Path, args: &[&str]) -> String {
+    let out = run(store, args);
+    assert!(out.status.success(), "scalelab {args:?} failed ({:?}): {}", out.status.code(), stderr(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A hot-row sweep at 1 and 8 clients, short steps, as JSON.
+fn hot_row(store: &Path, url: &str) -> Value {
+    let args = ["sweep", url, "-c", "1,8", "--warmup", "0.3s", "-d", "2s", "--pause", "0.6s", "--json", "-q", "--workload", "hot-row"];
+    let out = ok(store, &args);
+    let doc: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"));
+    assert_matches_schema(&doc);
+    doc
+}
+
+fn db(step: &Value) -> &Value {
+    let d = &step["telemetry"]["db"];
+    assert!(d.is_object(), "no telemetry.db: {}", step["telemetry"]);
+    d
+}
+
+fn db_verdict(doc: &Value) -> Value {
+    let verdicts = doc["verdicts"].as_array().unwrap_or_else(|| panic!("no verdicts[]: {}", doc["verdicts"]));
+    verdicts
+        .iter()
+        .find(|v| v["kind"] == "db-contention")
+        .cloned()
+        .unwrap_or_else(|| panic!("no db-contention among {:?}", verdicts.iter().map(|v| v["kind"].clone()).collect::<Vec<_>>()))
+}
+
+#[test]
+fn mariadb_hot_row_row_lock_waits_rise_and_diagnose_db_contention() {
+    let _cpu = common::cpu_exclusive();
+    let my = MariaDb::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let url = my.url();
+    ok(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "1000", "-q"]);
+    let doc = hot_row(&store, &url);
+    let s = steps(&doc);
+    let (one, eight) = (db(&s[0]), db(&s[1]));
+    eprintln!("1 client: {one}\n8 clients: {eight}");
+    assert_eq!(eight["engine"], "mysql");
+    let waits = |d: &Value| d["row_lock_waits_per_s"].as_f64().unwrap_or_else(|| panic!("row_lock_waits_per_s: {d}"));
+    // One client cannot wait for itself; eight on ten rows queue on them.
+    assert!(waits(one) < 5.0, "{one}");
+    assert!(waits(eight) >= 20.0 && waits(eight) > 4.0 * waits(one), "row-lock waits 1 → 8 clients: {} → {}", waits(one), waits(eight));
+    assert!(eight["questions_per_s"].as_f64().unwrap() > 100.0, "{eight}");
+    assert!(eight["threads_running_avg"].as_f64().unwrap() >= 1.0, "{eight}");
+    let v = db_verdict(&doc);
+    assert!(v["headline"].as_str().unwrap().contains("row-lock waits"), "{v}");
+    assert!(v["evidence"].as_array().unwrap().iter().any(|e| e["name"] == "InnoDB row-lock waits" && e["unit"] == "/s"), "{v}");
+    // The same through `diagnose --json` and the table of `show`.
+    let diag: Value = serde_json::from_str(&ok(&store, &["diagnose", "last", "--json"])).unwrap();
+    assert!(diag.to_string().contains("db-contention"), "{diag}");
+    let shown = ok(&store, &["show", "last"]);
+    assert!(shown.contains("DB waits") && shown.contains("row locks"), "{shown}");
+}
+
+#[test]
+fn postgres_hot_row_lock_waits_in_the_wait_profile() {
+    let _cpu = common::cpu_exclusive();
+    let pg = Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let url = pg.url();
+    ok(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "1000", "-q"]);
+    let lock =
+        |d: &Value| d["wait_types"].as_array().unwrap().iter().find(|w| w["wait"] == "Lock").map_or(0.0, |w| w["pct"].as_f64().unwrap());
+    // The built-in hot-row: autocommit updates of 10 rows (fsync off in the
+    // test cluster, so locks are held briefly): Lock waits appear with clients.
+    let args = ["sweep", &url, "-c", "1,8,16", "--warmup", "0.3s", "-d", "2s", "--pause", "0.6s", "--json", "-q", "--workload", "hot-row"];
+    let doc: Value = serde_json::from_str(&ok(&store, &args)).unwrap();
+    assert_matches_schema(&doc);
+    let s = steps(&doc);
+    for st in s {
+        eprintln!("{} clients: {}", st["concurrency"], db(st));
+    }
+    let one = db(&s[0]);
+    assert_eq!(one["engine"], "postgres");
+    assert!(one["activity_polls"].as_u64().unwrap() >= 8, "about 10 polls a second: {one}");
+    assert!(one["xact_commit_per_s"].as_f64().unwrap() > 50.0, "{one}");
+    assert!(lock(one) < 5.0, "one client waits for no lock: {one}");
+    let busiest = s[1..].iter().map(|st| lock(db(st))).fold(0.0, f64::max);
+    assert!(busiest > 0.0, "no Lock wait sampled at 8 or 16 clients");
+    // The probe's own backend is active at every poll: were it counted, one
+    // client would show more than one active backend.
+    assert!(one["mean_active_backends"].as_f64().unwrap() <= 1.0, "{one}");
+    for st in &s[1..] {
+        let active = db(st)["mean_active_backends"].as_f64().unwrap();
+        assert!(active <= 16.0, "{}", db(st));
+    }
+    // The server's figures include its backends (children of the postmaster):
+    // they do the work, so the server uses CPU and switches per query.
+    let t = &s[1]["telemetry"];
+    eprintln!("server at 8 clients: cpu {} cs/req {} states {}", t["server_cpu_pct"], t["cs_per_request"], t["thread_states_pct"]);
+    // (The postmaster alone would show about 0: it only forks backends.)
+    assert!(t["server_cpu_pct"].as_f64().unwrap() > 5.0, "{t}");
+    assert!(t["cs_per_request"].as_f64().unwrap() > 0.5, "{t}");
+    let states = &t["thread_states_pct"];
+    assert!(states["running"].as_f64().unwrap() + states["runnable"].as_f64().unwrap() > 5.0, "{t}");
+
+    // The same hot rows held a few milliseconds inside a transaction: the
+    // waiting dominates, and the diagnosis names it.
+    let wl = dir.path().join("hot-tx.toml");
+    std::fs::write(
+        &wl,
+        "name = \"hot-row-tx\"\n[[unit]]\ntransaction = true\nsql = [\"UPDATE sbtest1 SET k = k + 1 WHERE id = {id}\", \"SELECT pg_sleep(0.003)\"]\nparams.id = { kind = \"pick\", values = [1, 2] }\n",
+    )
+    .unwrap();
+    let args = [
+        "sweep",
+        &url,
+        "-c",
+        "1,8",
+        "--warmup",
+        "0.3s",
+        "-d",
+        "1.5s",
+        "--pause",
+        "0",
+        "--json",
+        "-q",
+        "--workload-file",
+        wl.to_str().unwrap(),
+    ];
+    let doc: Value = serde_json::from_str(&ok(&store, &args)).unwrap();
+    assert_matches_schema(&doc);
+    let s = steps(&doc);
+    let eight = db(&s[1]);
+    eprintln!("hot-row-tx at 8 clients: {eight}");
+    assert!(lock(eight) >= 30.0 && lock(eight) > lock(db(&s[0])) + 20.0, "{eight}");
+    // Waiters queue on the holder's transaction id (the first) or the row's tuple lock (the others).
+    let top = eight["waits"][0]["wait"].as_str().unwrap();
+    assert!(top == "Lock:transactionid" || top == "Lock:tuple", "{eight}");
+    let v = db_verdict(&doc);
+    let headline = v["headline"].as_str().unwrap();
+    assert!(headline.contains(&format!("{top} ")) && headline.contains("% of active backends"), "{v}");
+    let shown = ok(&store, &["show", "last"]);
+    assert!(shown.contains("DB waits") && shown.contains(top), "{shown}");
+}
+
+#[test]
+fn a_killed_database_marks_the_probe_unavailable_and_keeps_the_steps_before() {
+    let mut my = MariaDb::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let url = my.url();
+    ok(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "1000", "-q"]);
+    let child = common::bin()
+        .arg("--store")
+        .arg(&store)
+        .args(["sweep", &url, "-c", "1,2,3,4", "--warmup", "0", "-d", "1s", "--pause", "0", "--json", "-q", "--workload", "point-select"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2300));
+    my.kill();
+    let out = child.wait_with_output().unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
+    assert_matches_schema(&doc);
+    let s = steps(&doc);
+    assert!(s.len() >= 2, "{doc}");
+    // The first step ran before the kill: its database figures are real, with no note.
+    assert!(db(&s[0])["questions_per_s"].as_f64().unwrap() > 10.0, "{}", s[0]);
+    assert!(s[0]["telemetry"]["unavailable"]["db"].is_null(), "{}", s[0]);
+    let last = s.last().unwrap();
+    let note = last["telemetry"]["unavailable"]["db"].as_str().unwrap_or_else(|| panic!("no db note: {last}"));
+    assert!(note.contains("lost the database connection"), "{note}");
+    let shown = ok(&store, &["show", "last"]);
+    assert!(shown.contains("db: lost the database connection"), "{shown}");
+}
+
+#[test]
+fn db_probe_on_an_http_sweep_and_bad_urls() {
+    let pg = Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    // The specimen under load, PostgreSQL watched beside it (idle: no waits, commits near 0).
+    let args = ["sweep", "-c", "1", "--warmup", "0.2s", "-d", "1.5s", "--pause", "0", "--json", "-q", "--db-probe", &pg.url()];
+    let doc: Value = serde_json::from_str(&ok(&store, &args)).unwrap();
+    let d = db(&steps(&doc)[0]);
+    assert_eq!(d["engine"], "postgres");
+    assert!(d["activity_polls"].as_u64().unwrap() >= 5, "{d}");
+    assert!(d["mean_active_backends"].as_f64().unwrap() < 0.5, "the probe's own backend is left out: {d}");
+
+    // `watch` probes the database too: live column, and a recorded summary.
+    let out = ok(&store, &["watch", "-d", "2.5s", "--record", "-l", "pg watched", "--db-probe", &pg.url()]);
+    assert!(out.contains("DB waits"), "{out}");
+    let shown = ok(&store, &["show", "pg watched"]);
+    assert!(shown.contains("database") && shown.contains("commits"), "{shown}");
+
+    // Bad input: one line, exit 2, nothing stored.
+    let fresh = dir.path().join("none.db");
+    for (url, expect) in
+        [("nonsense", "--db-probe: invalid URL"), ("http://127.0.0.1/x", "unsupported scheme 'http'"), ("mysql://u@h:1", "no database")]
+    {
+        let out = run(&fresh, &["sweep", "-c", "1", "-d", "200ms", "--db-probe", url]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{url}: {err}");
+        assert!(err.contains(expect), "{url}: expected '{expect}' in: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{url}: {err}");
+        assert!(!fresh.exists());
+    }
+    // A database that does not answer: the sweep goes on, the probe says why.
+    let port = scalelab_testkit::free_port();
+    let gone = format!("postgres://postgres@127.0.0.1:{port}/bench");
+    let doc: Value =
+        serde_json::from_str(&ok(&store, &["sweep", "-c", "1", "-d", "300ms", "--pause", "0", "--json", "-q", "--db-probe", &gone]))
+            .unwrap();
+    let t = &steps(&doc)[0]["telemetry"];
+    assert!(t["db"].is_null(), "{t}");
+    assert!(t["unavailable"]["db"].as_str().unwrap().contains("cannot connect"), "{t}");
+}
