@@ -250,6 +250,84 @@ pub fn thread_states(r: &ReportRun) -> Option<Chart> {
     Some(Chart { id, title, svg: Ok(bars.render()) })
 }
 
+/// The database's own waits per step, when a database probe ran:
+/// PostgreSQL's wait profile (share of active backends per wait-event type,
+/// `CPU` = active with no wait) as stacked bars; MySQL/MariaDB's InnoDB
+/// row-lock waits, table-lock waits and latch OS waits per second vs
+/// concurrency. `None` when no step has database figures.
+pub fn db_waits(r: &ReportRun) -> Option<Chart> {
+    let steps: Vec<_> = r.run.steps.iter().filter(|s| s.published_throughput_per_s.is_none() && s.window_s > 0.0).collect();
+    let dbs: Vec<_> = steps.iter().map(|s| s.telemetry.as_ref().and_then(|t| t.db.as_ref())).collect();
+    let engine = dbs.iter().flatten().next()?.engine.clone();
+    let id = format!("run-{}-db-waits", r.run.id);
+    if engine == "postgres" {
+        let title = format!("PostgreSQL wait profile per step — {}", r.name);
+        // Wait types by their largest share over the steps; the rest is "other".
+        let mut types: Vec<(String, f64)> = Vec::new();
+        for w in dbs.iter().flatten().flat_map(|d| d.wait_types.iter()) {
+            match types.iter_mut().find(|(n, _)| *n == w.wait) {
+                Some(t) => t.1 = t.1.max(w.pct),
+                None => types.push((w.wait.clone(), w.pct)),
+            }
+        }
+        types.sort_by(|a, b| b.1.total_cmp(&a.1));
+        types.truncate(5);
+        if types.is_empty() {
+            return Some(Chart { id, title, svg: Err("unavailable: no pg_stat_activity poll saw an active backend".into()) });
+        }
+        let present: Vec<bool> = dbs.iter().map(|d| d.is_some_and(|d| d.activity_polls.is_some() && !d.wait_types.is_empty())).collect();
+        let share = |d: Option<&&scalelab_core::DbTelemetry>, ty: &str| {
+            d.and_then(|d| d.wait_types.iter().find(|w| w.wait == ty)).map_or(0.0, |w| w.pct)
+        };
+        let mut stacks: Vec<Stack> = types
+            .iter()
+            .enumerate()
+            .map(|(i, (ty, _))| Stack {
+                name: ty.clone(),
+                color: if ty == "CPU" { PALETTE[2] } else { PALETTE[[3, 1, 4, 0, 5][i % 5]] },
+                values: dbs.iter().map(|d| share(d.as_ref(), ty)).collect(),
+            })
+            .collect();
+        let other: Vec<f64> = stacks.iter().fold(vec![100.0; dbs.len()], |acc, s| acc.iter().zip(&s.values).map(|(a, v)| a - v).collect());
+        stacks.push(Stack {
+            name: "other".into(),
+            color: "#999999",
+            values: other.iter().zip(&present).map(|(o, p)| if *p { o.max(0.0) } else { 0.0 }).collect(),
+        });
+        let bars = StackedBars {
+            title: title.clone(),
+            x_label: "concurrency (clients)".into(),
+            y_label: "share of active backends (%)".into(),
+            categories: steps.iter().map(|s| s.concurrency.to_string()).collect(),
+            present,
+            stacks,
+            y_max: Some(100.0),
+        };
+        return Some(Chart { id, title, svg: Ok(bars.render()) });
+    }
+    let mut chart = LineChart {
+        title: format!("Database waits per step — {}", r.name),
+        x_label: "concurrency (clients)".into(),
+        y_label: "waits per second".into(),
+        ..Default::default()
+    };
+    type Pick = fn(&scalelab_core::DbTelemetry) -> Option<f64>;
+    let picks: [(&str, Pick, usize); 3] = [
+        ("InnoDB row-lock waits/s", |d| d.row_lock_waits_per_s, 3),
+        ("table-lock waits/s", |d| d.table_locks_waited_per_s, 1),
+        ("InnoDB latch OS waits/s", |d| d.os_waits_per_s, 4),
+    ];
+    for (name, f, color) in picks {
+        let points: Vec<(f64, Option<f64>)> = steps.iter().zip(&dbs).map(|(s, d)| (f64::from(s.concurrency), d.and_then(f))).collect();
+        if points.iter().all(|p| p.1.is_none()) {
+            chart.notes.push(format!("{name}: unavailable (not reported by this server)"));
+        } else {
+            chart.series.push(LineSeries { name: name.into(), color: PALETTE[color], dashed: false, dots: true, points });
+        }
+    }
+    Some(Chart::line(id, chart, "unavailable: the database probe recorded no wait counters"))
+}
+
 /// Every chart of the report, in the order the HTML shows them.
 pub fn all(runs: &[ReportRun]) -> Vec<Chart> {
     let mut out = vec![throughput(runs), scaling(runs)];
@@ -257,6 +335,7 @@ pub fn all(runs: &[ReportRun]) -> Vec<Chart> {
     for r in runs {
         out.extend(timeline(r));
         out.extend(thread_states(r));
+        out.extend(db_waits(r));
     }
     out
 }

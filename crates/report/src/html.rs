@@ -182,6 +182,9 @@ pub fn render(input: &ReportInput) -> String {
                 Some(c) => figure(&mut out, &c),
                 None => out.push_str(r#"<p class="unavailable">unavailable: no measured step</p>"#),
             }
+            if let Some(c) = charts::db_waits(r) {
+                figure(&mut out, &c);
+            }
             if let Some(rows) = telemetry_rows(r) {
                 table(&mut out, &rows, &[9]);
             }

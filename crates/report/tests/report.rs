@@ -216,3 +216,46 @@ fn missing_data_reads_unavailable_not_zero() {
     // In the telemetry table, iowait cells say unavailable.
     assert!(html.contains(r#"<td><span class="unavailable">unavailable</span></td>"#));
 }
+
+fn with_db(mut run: Run, db: impl Fn(usize) -> Option<scalelab_core::DbTelemetry>) -> ReportRun {
+    for (i, s) in run.steps.iter_mut().enumerate() {
+        s.telemetry.as_mut().unwrap().db = db(i);
+    }
+    ReportRun::new(run)
+}
+
+#[test]
+fn database_waits_are_drawn_per_step_and_missing_steps_say_so() {
+    use scalelab_core::{DbTelemetry, DbWait};
+    let w = |wait: &str, pct: f64| DbWait { wait: wait.into(), pct };
+    // PostgreSQL: wait types stacked per step; step 4 lost its probe.
+    let pg = with_db(sweep(7, "pg", "host-a", [100.0, 150.0, 160.0, 120.0], true), |i| {
+        (i < 3).then(|| DbTelemetry {
+            engine: "postgres".into(),
+            activity_polls: Some(20),
+            mean_active_backends: Some(1.0 + i as f64),
+            wait_types: vec![w("CPU", 90.0 - 30.0 * i as f64), w("Lock", 25.0 * i as f64)],
+            ..Default::default()
+        })
+    });
+    let chart = scalelab_report::charts::db_waits(&pg).expect("a database probe ran");
+    let svg = chart.svg.expect("drawn");
+    assert!(chart.title.starts_with("PostgreSQL wait profile"));
+    for layer in ["CPU", "Lock", "other"] {
+        assert!(svg.contains(&format!(r#"data-name="{layer}""#)), "{layer} layer: {svg}");
+    }
+    assert_eq!(svg.matches(">unavailable</text>").count(), 1, "the step without DB figures says so");
+
+    // MySQL: row-lock waits per second vs concurrency; a counter the server
+    // does not report is a note, not a zero line.
+    let my = with_db(sweep(8, "my", "host-a", [100.0, 150.0, 160.0, 120.0], true), |i| {
+        Some(DbTelemetry { engine: "mysql".into(), row_lock_waits_per_s: Some(100.0 * i as f64), ..Default::default() })
+    });
+    let svg = scalelab_report::charts::db_waits(&my).unwrap().svg.unwrap();
+    assert!(svg.contains(r#"data-name="InnoDB row-lock waits/s""#), "{svg}");
+    assert!(svg.contains("InnoDB latch OS waits/s: unavailable"), "{svg}");
+    assert!(!svg.contains(r#"data-name="InnoDB latch OS waits/s""#));
+
+    // No database probe: no chart at all.
+    assert!(scalelab_report::charts::db_waits(&ReportRun::new(sweep(9, "http", "h", [1.0, 2.0, 3.0, 4.0], true))).is_none());
+}
