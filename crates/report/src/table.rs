@@ -185,6 +185,8 @@ pub fn telemetry_table(run: &Run) -> Option<String> {
         "client lag",
         "time_wait",
         "drops/s",
+        "disk iops",
+        "net MB/s",
         "DB waits",
     ]
     .map(String::from)
@@ -210,6 +212,8 @@ pub fn telemetry_table(run: &Run) -> Option<String> {
             s.client_lag_ms.map_or("-".into(), |v| format!("{v:.1}ms")),
             t.tcp_time_wait.map_or("-".into(), |v| v.to_string()),
             f(t.listen_drops_per_s),
+            n(t.disk_iops),
+            f(t.net_mb_per_s),
             t.db.as_ref().map_or("-".into(), db_waits_cell),
         ]);
     }
