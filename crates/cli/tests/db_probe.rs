@@ -58,7 +58,8 @@ fn mariadb_hot_row_row_lock_waits_rise_and_diagnose_db_contention() {
     let waits = |d: &Value| d["row_lock_waits_per_s"].as_f64().unwrap_or_else(|| panic!("row_lock_waits_per_s: {d}"));
     // One client cannot wait for itself; eight on ten rows queue on them.
     assert!(waits(one) < 5.0, "{one}");
-    assert!(waits(eight) >= 20.0 && waits(eight) > 4.0 * waits(one), "row-lock waits 1 → 8 clients: {} → {}", waits(one), waits(eight));
+    // 10/s is the db-contention rule's own threshold (ROW_LOCK_WAITS_PER_S); seen here 19-1,200/s.
+    assert!(waits(eight) >= 10.0 && waits(eight) > 4.0 * waits(one), "row-lock waits 1 → 8 clients: {} → {}", waits(one), waits(eight));
     assert!(eight["questions_per_s"].as_f64().unwrap() > 100.0, "{eight}");
     assert!(eight["threads_running_avg"].as_f64().unwrap() >= 1.0, "{eight}");
     let v = db_verdict(&doc);
@@ -164,12 +165,13 @@ fn a_killed_database_marks_the_probe_unavailable_and_keeps_the_steps_before() {
     let child = common::bin()
         .arg("--store")
         .arg(&store)
-        .args(["sweep", &url, "-c", "1,2,3,4", "--warmup", "0", "-d", "1s", "--pause", "0", "--json", "-q", "--workload", "point-select"])
+        .args(["sweep", &url, "-c", "1,2,3,4", "--warmup", "0", "-d", "2s", "--pause", "0", "--json", "-q", "--workload", "point-select"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(2300));
+    // Steps of 2 s with readings every second: the first step has three readings before the kill.
+    std::thread::sleep(Duration::from_millis(4500));
     my.kill();
     let out = child.wait_with_output().unwrap();
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
