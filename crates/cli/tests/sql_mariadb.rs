@@ -58,6 +58,16 @@ fn prepare_and_sweep_every_workload() {
             let (req, q) = (s["requests"].as_u64().unwrap(), s["queries"].as_u64().unwrap());
             assert!(req > 0, "{workload}: no unit completed: {s}");
             assert_eq!(q, req * per_unit, "{workload}: statements per unit");
+            // Transactions keep each statement's latency: every statement of every
+            // unit that completed in the window, BEGIN and COMMIT aside.
+            let stmts = s["statements"].as_array().expect("statements[]");
+            let timed: u64 = stmts.iter().map(|x| x["count"].as_u64().unwrap()).sum();
+            if ["read-only", "write", "pgbench-tpcb"].contains(&workload) {
+                assert_eq!(timed, req * (per_unit - 2), "{workload}: {s}");
+                assert!(stmts.iter().all(|x| x["p99_ms"].as_f64().unwrap() >= x["p50_ms"].as_f64().unwrap()), "{s}");
+            } else {
+                assert!(stmts.is_empty(), "{workload}: {s}");
+            }
             if workload == "write" {
                 // As with sysbench (which ignores them), concurrent DELETE + INSERT of
                 // random ids can deadlock or collide on the primary key now and then.
@@ -84,23 +94,59 @@ fn prepare_and_sweep_every_workload() {
 }
 
 #[test]
-fn counted_queries_match_com_select() {
+fn counted_queries_match_the_servers_counters() {
     let my = MariaDb::start();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
     let url = my.url();
     ok(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "2000", "-q"]);
-    let before = my.status("Com_select");
-    let doc = sweep(&store, &url, "1,4", "500ms", &["--workload", "point-select"]);
-    std::thread::sleep(Duration::from_millis(200));
-    let delta = my.status("Com_select") - before;
-    let counted = total(&doc, "queries");
-    eprintln!("server counted {delta}, scalelab counted {counted}");
-    assert!(counted > 100, "{doc}");
-    // Besides the window: SELECTs in flight when a window ends (<= 5) and
-    // the preflight's few catalog queries.
-    assert!(delta >= counted, "server ran {delta} SELECTs < counted {counted}");
-    assert!(delta - counted <= 5 + 10, "server ran {delta} SELECTs, scalelab counted {counted}");
+    ok(&store, &["prepare", &url, "--dataset", "pgbench", "--scale", "1", "--rows", "2000", "-q"]);
+    ok(&store, &["prepare", &url, "--dataset", "news", "--scale", "1", "--rows", "200", "-q"]);
+    // Every statement the server ran, by its own Com_* counters (prepared
+    // executions count as their statement's kind; BEGIN, COMMIT and ROLLBACK too).
+    let statements = || {
+        ["Com_select", "Com_insert", "Com_update", "Com_delete", "Com_begin", "Com_commit", "Com_rollback"]
+            .iter()
+            .map(|c| my.status(c))
+            .sum::<u64>()
+    };
+    // (workload, statements per unit)
+    for (workload, per_unit) in
+        [("point-select", 1), ("read-only", 16), ("hot-row", 1), ("write", 6), ("pgbench-select", 1), ("pgbench-tpcb", 7), ("news-read", 1)]
+    {
+        let before = statements();
+        let doc = sweep(&store, &url, "1,3", "400ms", &["--workload", workload]);
+        std::thread::sleep(Duration::from_millis(200));
+        let delta = statements() - before;
+        let counted = total(&doc, "queries");
+        let errors = total(&doc, "errors_total");
+        eprintln!("{workload}: server ran {delta} statements, scalelab counted {counted} ({errors} failed units)");
+        assert!(counted > 20, "{workload}: {doc}");
+        // Besides the window: units in flight when a window ends (<= 4), the
+        // statements and ROLLBACK of failed units (not counted as queries), and
+        // the preflight's catalog queries.
+        assert!(delta >= counted, "{workload}: server ran {delta} statements < counted {counted}");
+        let slack = (4 + errors) * (per_unit + 1) + 25;
+        assert!(delta - counted <= slack, "{workload}: server ran {delta} statements, scalelab counted {counted} (slack {slack})");
+    }
+}
+
+#[test]
+fn lock_wait_timeouts_are_classified() {
+    let my = MariaDb::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let url = my.url();
+    ok(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "100", "-q"]);
+    // Each unit holds row 1 for 1.5 s; innodb_lock_wait_timeout = 1 s (its minimum).
+    my.root_sql("SET GLOBAL innodb_lock_wait_timeout = 1");
+    let wl = dir.path().join("hold.toml");
+    std::fs::write(&wl, "[[unit]]\ntransaction = true\nsql = [\"UPDATE sbtest1 SET k = k + 1 WHERE id = 1\", \"SELECT SLEEP(1.5)\"]\n")
+        .unwrap();
+    let doc = sweep(&store, &url, "3", "2500ms", &["--workload-file", wl.to_str().unwrap()]);
+    let s = &steps(&doc)[0];
+    assert!(s["errors"]["lock_wait_timeout"].as_u64().unwrap_or(0) > 0, "no lock wait timeout: {s}");
+    assert!(s["error_messages"]["lock_wait_timeout"].as_str().unwrap().contains("1205"), "{s}");
 }
 
 #[test]
@@ -160,4 +206,36 @@ params.a = { kind = "pick", values = [1, 2] }
     assert!(s["requests"].as_u64().unwrap() > 0, "{s}");
     assert!(s["errors"]["connection_lost"].as_u64().unwrap_or(0) > 0, "{s}");
     assert!(s["errors"]["connect_refused"].as_u64().unwrap_or(0) > 0, "{s}");
+}
+
+#[test]
+fn tls_when_the_url_asks_for_it() {
+    let my = MariaDb::start_tls();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let url = format!("{}?ssl-mode=REQUIRED", my.url());
+    ok(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "200", "-q"]);
+    let doc = sweep(&store, &url, "2", "300ms", &["--workload", "point-select"]);
+    assert_eq!(doc["target"], url.replace("bench:bench@", "bench@").as_str());
+    assert!(total(&doc, "requests") > 0 && total(&doc, "errors_total") == 0, "{doc}");
+    let verified = format!("{}?ssl-mode=VERIFY_IDENTITY&ssl-ca={}", my.url(), my.ca_path().display());
+    let doc = sweep(&store, &verified, "1", "200ms", &["--workload", "point-select"]);
+    assert!(total(&doc, "requests") > 0 && total(&doc, "errors_total") == 0, "{doc}");
+
+    // require_secure_transport: plain text is refused with the server's message
+    // (MariaDB 10.11 answers "Access denied"); the Mozilla roots do not know the
+    // test CA.
+    let fresh = dir.path().join("none.db");
+    for (target, expect) in [
+        (my.url(), "ERROR 1045"),
+        (format!("{}?ssl-mode=VERIFY_IDENTITY", my.url()), "invalid peer certificate"),
+        (format!("{}?ssl-mode=PREFERRED", my.url()), "unsupported ssl-mode=PREFERRED"),
+    ] {
+        let out = run(&fresh, &["sweep", &target, "-c", "1", "-d", "200ms", "--workload", "point-select"]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{target}: {err}");
+        assert!(err.contains(expect), "{target}: expected '{expect}' in: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{target}: one line: {err}");
+        assert!(!fresh.exists(), "{target}: a store was created");
+    }
 }

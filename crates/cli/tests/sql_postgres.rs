@@ -68,6 +68,16 @@ fn prepare_and_sweep_every_workload() {
             let (req, q) = (s["requests"].as_u64().unwrap(), s["queries"].as_u64().unwrap());
             assert!(req > 0, "{workload}: no unit completed: {s}");
             assert_eq!(q, req * per_unit, "{workload}: statements per unit");
+            // Transactions keep each statement's latency: every statement of every
+            // unit that completed in the window, BEGIN and COMMIT aside.
+            let stmts = s["statements"].as_array().expect("statements[]");
+            let timed: u64 = stmts.iter().map(|x| x["count"].as_u64().unwrap()).sum();
+            if ["read-only", "write", "pgbench-tpcb"].contains(&workload) {
+                assert_eq!(timed, req * (per_unit - 2), "{workload}: {s}");
+                assert!(stmts.iter().all(|x| x["p99_ms"].as_f64().unwrap() >= x["p50_ms"].as_f64().unwrap()), "{s}");
+            } else {
+                assert!(stmts.is_empty(), "{workload}: {s}");
+            }
             if workload == "write" {
                 // As with sysbench (which ignores them), concurrent DELETE + INSERT of
                 // random ids can deadlock or collide on the primary key now and then.
@@ -83,6 +93,13 @@ fn prepare_and_sweep_every_workload() {
     // Text queries with literals instead of prepared statements.
     let doc = sweep(&store, &url, "2", "300ms", &["--workload", "read-only", "--no-prepare"]);
     assert!(total(&doc, "queries") > 0 && total(&doc, "errors_total") == 0, "{doc}");
+    // 14 statements of each of the two tables' transactions.
+    assert_eq!(steps(&doc)[0]["statements"].as_array().map(Vec::len), Some(28), "{doc}");
+    common::assert_matches_schema(&doc);
+    // A transaction workload's table has queries/s beside its transactions.
+    let table = ok(&store, &["show", "last"]);
+    assert!(table.contains("queries/s") && table.contains("units of work (transactions)"), "{table}");
+    assert!(table.contains("statements inside transactions at 2 clients") && table.contains("read-only@sbtest"), "{table}");
     // --drop removes the dataset.
     let out = ok(&store, &["prepare", &url, "--dataset", "sbtest", "--drop"]);
     assert!(out.contains("sbtest1") && out.contains("sbtest2"), "{out}");
@@ -96,22 +113,56 @@ fn counted_queries_match_the_servers_commits() {
     let store = dir.path().join("s.db");
     let url = pg.url();
     ok(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "2000", "-q"]);
-    let commits = || pg.psql("postgres", "SELECT xact_commit FROM pg_stat_database WHERE datname = 'bench'").parse::<u64>().unwrap();
-    std::thread::sleep(Duration::from_millis(1100));
-    let before = commits();
-    let doc = sweep(&store, &url, "1,4", "500ms", &["--workload", "point-select"]);
-    // Backends flush their counters when they exit (clients close at the window's end).
-    std::thread::sleep(Duration::from_millis(1500));
-    let delta = commits() - before;
-    let counted = total(&doc, "queries");
-    eprintln!("server counted {delta}, scalelab counted {counted}");
-    assert!(counted > 100, "{doc}");
-    // Each autocommit SELECT is one server transaction. Besides the window,
-    // the server also sees: statements in flight when a window ends (<= 5),
-    // the implicit transaction of each Parse (3 per connection, 6 connections),
-    // and the preflight's few catalog queries.
-    assert!(delta >= counted, "server committed {delta} < counted {counted}");
-    assert!(delta - counted <= 5 + 18 + 12, "server committed {delta}, scalelab counted {counted}");
+    ok(&store, &["prepare", &url, "--dataset", "pgbench", "--scale", "1", "--rows", "2000", "-q"]);
+    ok(&store, &["prepare", &url, "--dataset", "news", "--scale", "1", "--rows", "200", "-q"]);
+    // Commits plus rollbacks: every unit (a statement or a BEGIN ... COMMIT) is
+    // one server transaction, committed or, after an error, rolled back.
+    let xacts = || {
+        let r = pg.psql("postgres", "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = 'bench'");
+        r.parse::<u64>().unwrap()
+    };
+    // (workload, statements prepared per connection: the unit's statements + BEGIN + COMMIT)
+    for (workload, prepared) in
+        [("point-select", 3), ("read-only", 16), ("hot-row", 3), ("write", 6), ("pgbench-select", 3), ("pgbench-tpcb", 7), ("news-read", 8)]
+    {
+        std::thread::sleep(Duration::from_millis(1100));
+        let before = xacts();
+        let doc = sweep(&store, &url, "1,3", "400ms", &["--workload", workload]);
+        // Backends flush their counters when they exit (clients close at the window's end).
+        std::thread::sleep(Duration::from_millis(1500));
+        let delta = xacts() - before;
+        let counted = total(&doc, "requests") + total(&doc, "errors_total");
+        eprintln!("{workload}: server counted {delta} transactions, scalelab {counted} units");
+        assert!(counted > 20, "{workload}: {doc}");
+        // Besides the window, the server also sees the implicit transaction of
+        // each Parse (every statement, BEGIN and COMMIT prepared on 5
+        // connections: 4 clients and the statement check), the preflight's
+        // catalog queries (18 with PostgreSQL 15) and units in flight when a
+        // window ends (<= 4).
+        let parses = 5 * prepared;
+        assert!(delta >= counted + parses, "{workload}: server ran {delta} transactions < counted {counted} + {parses} Parse");
+        let rest = delta - counted - parses;
+        assert!(rest <= 30, "{workload}: server ran {delta} transactions, scalelab counted {counted} + {parses} Parse + {rest} more");
+    }
+}
+
+#[test]
+fn lock_wait_timeouts_are_classified() {
+    let pg = Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let url = pg.url();
+    ok(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "100", "-q"]);
+    // Each unit holds row 1 for 300 ms; with lock_timeout = 50 ms the other clients give up.
+    pg.psql("postgres", "ALTER DATABASE bench SET lock_timeout = '50ms'");
+    let wl = dir.path().join("hold.toml");
+    std::fs::write(&wl, "[[unit]]\ntransaction = true\nsql = [\"UPDATE sbtest1 SET k = k + 1 WHERE id = 1\", \"SELECT pg_sleep(0.3)\"]\n")
+        .unwrap();
+    let doc = sweep(&store, &url, "4", "1s", &["--workload-file", wl.to_str().unwrap()]);
+    let s = &steps(&doc)[0];
+    assert!(s["errors"]["lock_wait_timeout"].as_u64().unwrap_or(0) > 0, "no lock wait timeout: {s}");
+    assert!(s["error_messages"]["lock_wait_timeout"].as_str().unwrap().contains("55P03"), "{s}");
+    assert!(s["requests"].as_u64().unwrap() > 0, "{s}");
 }
 
 #[test]
@@ -226,4 +277,40 @@ fn too_many_connections_and_a_killed_server() {
     assert!(s["requests"].as_u64().unwrap() > 0, "{s}");
     assert!(s["errors"]["connection_lost"].as_u64().unwrap_or(0) > 0, "{s}");
     assert!(s["errors"]["connect_refused"].as_u64().unwrap_or(0) > 0, "{s}");
+}
+
+#[test]
+fn tls_when_the_url_asks_for_it() {
+    let pg = Postgres::start_tls();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let url = format!("{}?sslmode=require", pg.url());
+    ok(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "200", "-q"]);
+    let doc = sweep(&store, &url, "2", "300ms", &["--workload", "point-select"]);
+    assert_eq!(doc["target"], url.as_str());
+    let s = &steps(&doc)[0];
+    assert!(s["requests"].as_u64().unwrap() > 0 && s["errors_total"] == 0, "{s}");
+    // verify-full: the certificate (for IP 127.0.0.1) checked against its own root.
+    let verified = format!("{}?sslmode=verify-full&sslrootcert={}", pg.url(), pg.cert_path().display());
+    let doc = sweep(&store, &verified, "1", "200ms", &["--workload", "point-select"]);
+    assert!(total(&doc, "requests") > 0 && total(&doc, "errors_total") == 0, "{doc}");
+
+    // The server takes TCP clients over TLS only: plain text is refused with its
+    // own message; verify-full against a self-signed certificate fails the
+    // certificate check; bad combinations are refused before connecting.
+    let fresh = dir.path().join("none.db");
+    for (target, expect) in [
+        (pg.url(), "no encryption"),
+        (format!("{}?sslmode=verify-full", pg.url()), "certificate"),
+        (format!("{}?sslmode=prefer", pg.url()), "unsupported sslmode=prefer"),
+        (format!("{}?sslmode=require&sslrootcert=/nonexistent", pg.url()), "sslrootcert= needs sslmode=verify-full"),
+        (format!("{}?sslmode=verify-full&sslrootcert=/nonexistent.pem", pg.url()), "/nonexistent.pem"),
+    ] {
+        let out = run(&fresh, &["sweep", &target, "-c", "1", "-d", "200ms", "--workload", "point-select"]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{target}: {err}");
+        assert!(err.contains(expect), "{target}: expected '{expect}' in: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{target}: one line: {err}");
+        assert!(!fresh.exists(), "{target}: a store was created");
+    }
 }

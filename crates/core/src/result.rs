@@ -149,6 +149,23 @@ pub struct SecondResult {
     pub latency: LatencyHistogram,
 }
 
+/// Latency of one statement inside transaction units over a step's window
+/// (SQL workloads whose units are BEGIN ... COMMIT): the unit's latency says
+/// how long a transaction took, this says which of its statements took it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StatementLatency {
+    /// Unit name, statement number and text, e.g. `pgbench-tpcb #2: SELECT abalance FROM ...`.
+    pub name: String,
+    /// Executions recorded (statements of units that completed in the window).
+    pub count: u64,
+    /// Mean latency, ms.
+    pub mean_ms: f64,
+    /// Median latency, ms.
+    pub p50_ms: f64,
+    /// 99th percentile latency, ms.
+    pub p99_ms: f64,
+}
+
 /// Everything one step produced, mergeable across client threads.
 #[derive(Clone, Debug, Default)]
 pub struct StepResult {
@@ -194,6 +211,8 @@ pub struct StepResult {
     /// Telemetry of the window, derived from the run's samples when the run
     /// is loaded (not produced by the engine).
     pub telemetry: Option<crate::telemetry::StepTelemetry>,
+    /// Per-statement latency inside transaction units (SQL); empty otherwise.
+    pub statements: Vec<StatementLatency>,
 }
 
 impl StepResult {

@@ -10,6 +10,12 @@ pub trait Driver: Send + Sync + 'static {
 
     /// Makes client number `id` (no I/O yet; [`Client::connect`] opens it).
     fn client(&self, id: u32) -> Self::Client;
+
+    /// Names of the statements whose latency clients report on their own
+    /// (see [`Client::statement_times`]); empty for protocols without them.
+    fn statement_names(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// One virtual client with at most one request in flight.
@@ -25,4 +31,11 @@ pub trait Client: 'static {
 
     /// Connections this client re-opened after the first.
     fn reconnects(&self) -> u64;
+
+    /// Latencies of the statements of the last [`Client::call`], as (index
+    /// into [`Driver::statement_names`], latency); the engine records them
+    /// when the unit counted and clears the list. None: not measured.
+    fn statement_times(&mut self) -> Option<&mut Vec<(u32, std::time::Duration)>> {
+        None
+    }
 }

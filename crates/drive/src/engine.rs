@@ -13,7 +13,7 @@
 
 use crate::cpu;
 use crate::driver::{Client, Driver};
-use scalelab_core::result::{ErrorCounts, Failure, SecondResult, StepResult};
+use scalelab_core::result::{ErrorCounts, Failure, SecondResult, StatementLatency, StepResult};
 use scalelab_core::{LatencyHistogram, StepPlan};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -80,6 +80,8 @@ struct WorkerStats {
     max_lag: Option<Duration>,
     /// This thread's run-queue wait (schedstat run delay) over the window, ns.
     runq_wait_ns: Option<u64>,
+    /// Per-statement latencies of the window, by index into the driver's statement names.
+    statements: Vec<LatencyHistogram>,
 }
 
 /// Runs one step and returns its merged result. `live` is called from the
@@ -190,6 +192,7 @@ pub fn run_step<D: Driver>(driver: &Arc<D>, plan: &StepPlan, opts: &EngineOption
         ..Default::default()
     };
     let (mut connect_total, mut connects) = (Duration::ZERO, 0u32);
+    let mut statements: Vec<LatencyHistogram> = Vec::new();
     let (mut runq_total_ns, mut runq_threads) = (None::<u64>, 0u32);
     for h in handles {
         let stats = h.join().expect("a client thread panicked");
@@ -211,7 +214,28 @@ pub fn run_step<D: Driver>(driver: &Arc<D>, plan: &StepPlan, opts: &EngineOption
             result.client_lag_ms = Some(result.client_lag_ms.map_or(ms, |m: f64| m.max(ms)));
         }
         connects += stats.connects;
+        if statements.len() < stats.statements.len() {
+            statements.resize_with(stats.statements.len(), LatencyHistogram::new);
+        }
+        for (m, h) in statements.iter_mut().zip(&stats.statements) {
+            m.merge(h);
+        }
     }
+    let names = driver.statement_names();
+    result.statements = statements
+        .iter()
+        .enumerate()
+        .filter_map(|(i, h)| {
+            let s = h.summary()?;
+            Some(StatementLatency {
+                name: names.get(i).cloned().unwrap_or_else(|| format!("statement {}", i + 1)),
+                count: h.count(),
+                mean_ms: s.mean,
+                p50_ms: s.p50,
+                p99_ms: s.p99,
+            })
+        })
+        .collect();
     // A window cut short keeps only the seconds it covered.
     merged.truncate(window_s.ceil().max(if window_s > 0.0 { 1.0 } else { 0.0 }) as usize);
     for s in &merged {
@@ -267,6 +291,7 @@ fn worker<D: Driver>(
             connects: 0,
             max_lag: None,
             runq_wait_ns: None,
+            statements: Vec::new(),
         },
     }));
 
@@ -372,6 +397,15 @@ async fn client_loop<C: Client>(mut client: C, local: Rc<RefCell<Local>>, shared
                         s.requests += 1;
                         s.latency.record(t1 - t0);
                         l.stats.queries += u64::from(*statements);
+                        if let Some(times) = client.statement_times() {
+                            for &(i, d) in times.iter() {
+                                let i = i as usize;
+                                if l.stats.statements.len() <= i {
+                                    l.stats.statements.resize_with(i + 1, LatencyHistogram::new);
+                                }
+                                l.stats.statements[i].record(d);
+                            }
+                        }
                     }
                     backoff = Duration::ZERO;
                 }
@@ -383,6 +417,9 @@ async fn client_loop<C: Client>(mut client: C, local: Rc<RefCell<Local>>, shared
                     }
                     failed_connect = is_connect_failure(f);
                 }
+            }
+            if let Some(times) = client.statement_times() {
+                times.clear();
             }
             let r = client.reconnects();
             if recorded {

@@ -67,6 +67,7 @@ fn step_json(step: &StepResult, first: Option<&StepResult>) -> Value {
         "reconnects": measured.then_some(step.reconnects),
         "connect_ms": step.connect_ms,
         "partial": step.partial,
+        "statements": step.statements,
         "telemetry": step.telemetry.as_ref().map(|t| telemetry_json(t, step)),
         "seconds": step.seconds.iter().map(|s| json!({
             "second": s.second,

@@ -48,15 +48,40 @@ pub fn header_line() -> Vec<String> {
 pub fn run_table(run: &Run) -> String {
     let mut rows = vec![header_line()];
     let first = run.steps.first();
+    // SQL units of several statements (transactions): throughput/s counts the
+    // units, and a queries/s column counts every statement (BEGIN and COMMIT
+    // included, as sysbench counts them). Single-statement workloads and HTTP
+    // have queries == requests, and no extra column.
+    let with_queries = run.steps.iter().any(|s| s.queries > s.requests);
+    let queries_per_s = |s: &StepResult| if s.window_s > 0.0 { s.queries as f64 / s.window_s } else { 0.0 };
     for s in &run.steps {
-        rows.push(step_row(s, first));
+        let mut row = step_row(s, first);
+        if with_queries {
+            row.insert(2, thousands(queries_per_s(s)));
+        }
+        rows.push(row);
     }
     let measured: Vec<&StepResult> = run.steps.iter().filter(|s| !s.partial).collect();
     if measured.len() > 1 {
-        rows.push(aggregate_row("AVG", &measured, first, |v| v.iter().sum::<f64>() / v.len() as f64));
-        rows.push(aggregate_row("MAX", &measured, first, |v| v.iter().copied().fold(f64::MIN, f64::max)));
+        let q: Vec<f64> = measured.iter().map(|s| queries_per_s(s)).collect();
+        let avg = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let max = |v: &[f64]| v.iter().copied().fold(f64::MIN, f64::max);
+        let mut avg_row = aggregate_row("AVG", &measured, first, avg);
+        let mut max_row = aggregate_row("MAX", &measured, first, max);
+        if with_queries {
+            avg_row.insert(2, thousands(avg(&q)));
+            max_row.insert(2, thousands(max(&q)));
+        }
+        rows.push(avg_row);
+        rows.push(max_row);
+    }
+    if with_queries {
+        rows[0].insert(2, "queries/s".to_string());
     }
     let mut out = columns(&rows);
+    if with_queries {
+        out.push_str("note: throughput/s counts units of work (transactions); queries/s every statement, BEGIN and COMMIT included.\n");
+    }
     if run.steps.iter().any(StepResult::client_saturated) {
         out.push_str("note: \"client saturated\" steps used over 90% of the client's cores: the result may be the client's limit, not the server's.\n");
     }
@@ -71,7 +96,25 @@ pub fn run_table(run: &Run) -> String {
         out.push_str(&first_messages.join("; "));
         out.push('\n');
     }
+    out.push_str(&statements_table(run));
     out
+}
+
+/// Per-statement latency inside transactions at the peak step (the measured
+/// step with the highest throughput that has them), or "" when no step has:
+/// which statement of a transaction takes its time.
+pub fn statements_table(run: &Run) -> String {
+    let peak = run
+        .steps
+        .iter()
+        .filter(|s| !s.partial && !s.statements.is_empty())
+        .max_by(|a, b| a.throughput_per_s().total_cmp(&b.throughput_per_s()));
+    let Some(step) = peak else { return String::new() };
+    let mut rows = vec![["statement", "count", "mean ms", "p50", "p99"].map(String::from).to_vec()];
+    for st in &step.statements {
+        rows.push(vec![st.name.clone(), st.count.to_string(), ms(Some(st.mean_ms)), ms(Some(st.p50_ms)), ms(Some(st.p99_ms))]);
+    }
+    format!("statements inside transactions at {} clients (peak):\n{}", step.concurrency, columns(&rows))
 }
 
 /// AVG or MAX over steps: throughput and each latency column aggregated on

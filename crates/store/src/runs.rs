@@ -73,11 +73,13 @@ impl Store {
         let tx = self.conn.transaction().map_err(sql)?;
         let errors_json = serde_json::to_string(&step.errors).expect("error counts serialize");
         let hdr = (!step.latency.is_empty()).then(|| step.latency.to_bytes());
+        let statements_json =
+            (!step.statements.is_empty()).then(|| serde_json::to_string(&step.statements).expect("statement latencies serialize"));
         tx.execute(
             "INSERT INTO steps(run_id, idx, concurrency, window_s, window_start_unix_ms, window_end_unix_ms, requests, queries,
                                errors_json, latency_hdr, client_cpu_s, client_cores, reconnects, connect_ms, partial,
-                               published_throughput_per_s, client_lag_ms, client_runq_wait_pct)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+                               published_throughput_per_s, client_lag_ms, client_runq_wait_pct, statements_json)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
             params![
                 run_id,
                 idx as i64,
@@ -97,6 +99,7 @@ impl Store {
                 step.published_throughput_per_s,
                 step.client_lag_ms,
                 step.client_runq_wait_pct,
+                statements_json,
             ],
         )
         .map_err(sql)?;
@@ -302,7 +305,7 @@ impl Store {
             .prepare(
                 "SELECT idx, concurrency, window_s, window_start_unix_ms, window_end_unix_ms, requests, queries, errors_json,
                         latency_hdr, client_cpu_s, client_cores, reconnects, connect_ms, partial, published_throughput_per_s,
-                        client_lag_ms, client_runq_wait_pct
+                        client_lag_ms, client_runq_wait_pct, statements_json
                  FROM steps WHERE run_id = ?1 ORDER BY idx",
             )
             .map_err(|e| self.sql(e))?;
@@ -315,6 +318,10 @@ impl Store {
             let latency = match hdr {
                 Some(b) => LatencyHistogram::from_bytes(&b).map_err(|e| corrupt(format!("step {idx}: {e}")))?,
                 None => LatencyHistogram::new(),
+            };
+            let statements = match r.get::<_, Option<String>>(17).map_err(|e| self.sql(e))? {
+                Some(j) => serde_json::from_str(&j).map_err(|e| corrupt(format!("statements of step {idx}: {e}")))?,
+                None => Vec::new(),
             };
             steps.push(StepResult {
                 concurrency: r.get(1).map_err(|e| self.sql(e))?,
@@ -335,6 +342,7 @@ impl Store {
                 client_lag_ms: r.get(15).map_err(|e| self.sql(e))?,
                 client_runq_wait_pct: r.get(16).map_err(|e| self.sql(e))?,
                 telemetry: None,
+                statements,
             });
         }
         Ok(Run { id, kind, plan, environment, started_unix_ms: started, finished_unix_ms: finished, complete, outcome, steps })

@@ -61,3 +61,37 @@ pub(crate) fn set_mode_bits(p: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     let _ = std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode));
 }
+
+/// Writes `ca.crt`/`ca.key` (a throw-away CA) and `server.crt`/`server.key`
+/// (for 127.0.0.1 and localhost, signed by that CA) into `dir` with openssl.
+/// A self-signed leaf would do for "encrypt, don't check", but strict
+/// verifiers reject a CA certificate used as the server's own.
+pub(crate) fn make_test_certs(dir: &Path) {
+    let openssl = find_program("openssl").expect("openssl is not installed");
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(&openssl).current_dir(dir).args(args).output().expect("running openssl");
+        assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    let key = ["-days", "2", "-nodes", "-newkey", "rsa:2048"];
+    run(&[&["req", "-x509"][..], &key, &["-subj", "/CN=scalelab test CA", "-keyout", "ca.key", "-out", "ca.crt"]].concat());
+    run(&[&["req", "-new"][..], &key, &["-subj", "/CN=localhost", "-keyout", "server.key", "-out", "server.csr"]].concat());
+    std::fs::write(dir.join("server.ext"), "basicConstraints=CA:FALSE\nsubjectAltName=DNS:localhost,IP:127.0.0.1\n").expect("server.ext");
+    run(&[
+        "x509",
+        "-req",
+        "-days",
+        "2",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-extfile",
+        "server.ext",
+        "-out",
+        "server.crt",
+    ]);
+    set_mode_bits(&dir.join("server.key"), 0o600);
+}

@@ -25,6 +25,22 @@ impl MariaDb {
 
     /// Starts MariaDB with the given `max_connections`.
     pub fn start_with(max_connections: u32) -> MariaDb {
+        Self::start_opts(max_connections, false)
+    }
+
+    /// Starts MariaDB with TLS (a certificate for 127.0.0.1 signed by a
+    /// throw-away CA, see [`MariaDb::ca_path`]) and `require_secure_transport`,
+    /// so a plain-text TCP client is refused.
+    pub fn start_tls() -> MariaDb {
+        Self::start_opts(100, true)
+    }
+
+    /// The CA certificate (PEM) of a [`MariaDb::start_tls`] server.
+    pub fn ca_path(&self) -> PathBuf {
+        self.dir.path().join("certs/ca.crt")
+    }
+
+    fn start_opts(max_connections: u32, tls: bool) -> MariaDb {
         let install = find_program("mariadb-install-db").expect("MariaDB is not installed: run ./scripts/test.sh, which installs it");
         let server = find_program("mariadbd").expect("mariadbd is not installed: run ./scripts/test.sh, which installs it");
         let dir = tempfile::Builder::new().prefix("scalelab-mariadb-").tempdir().expect("temp dir");
@@ -51,6 +67,16 @@ impl MariaDb {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
+        let mut tls_args = Vec::new();
+        if tls {
+            let certs = d.join("certs");
+            fs::create_dir_all(&certs).expect("certs dir");
+            crate::make_test_certs(&certs);
+            for (opt, file) in [("ssl-ca", "ca.crt"), ("ssl-cert", "server.crt"), ("ssl-key", "server.key")] {
+                tls_args.push(format!("--{opt}={}", certs.join(file).display()));
+            }
+            tls_args.push("--require-secure-transport=ON".to_string());
+        }
         if root {
             chown_to("mysql", d);
         }
@@ -67,6 +93,7 @@ impl MariaDb {
             .args(["--bind-address=127.0.0.1", "--skip-name-resolve", "--skip-log-bin", "--innodb-buffer-pool-size=64M"])
             .args(["--innodb-flush-log-at-trx-commit=0", "--innodb-lock-wait-timeout=2", "--performance-schema=OFF"])
             .arg(format!("--max-connections={max_connections}"))
+            .args(&tls_args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

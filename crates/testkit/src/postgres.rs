@@ -57,6 +57,23 @@ impl Postgres {
 
     /// Starts a cluster with the given `max_connections`.
     pub fn start_with(max_connections: u32) -> Postgres {
+        Self::start_opts(max_connections, false)
+    }
+
+    /// Starts a cluster that accepts TCP clients over TLS only (`ssl = on`
+    /// with a certificate for 127.0.0.1 / localhost signed by a throw-away CA,
+    /// both made with openssl in the temp dir, and `hostssl` as the only TCP rule of
+    /// pg_hba.conf), so a plain-text client is refused.
+    pub fn start_tls() -> Postgres {
+        Self::start_opts(100, true)
+    }
+
+    /// The CA certificate (PEM) that signed a [`Postgres::start_tls`] cluster's certificate.
+    pub fn cert_path(&self) -> PathBuf {
+        self.dir.path().join("data/ca.crt")
+    }
+
+    fn start_opts(max_connections: u32, tls: bool) -> Postgres {
         let bin = pg_bin();
         let dir = tempfile::Builder::new().prefix("scalelab-pg-").tempdir().expect("temp dir");
         let d = dir.path();
@@ -79,6 +96,13 @@ impl Postgres {
         );
         let mut text = fs::read_to_string(d.join("data/postgresql.conf")).expect("postgresql.conf");
         text.push_str(&conf);
+        if tls {
+            let data = d.join("data");
+            crate::make_test_certs(&data);
+            chown_to("postgres", &data);
+            text.push_str("ssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n");
+            fs::write(data.join("pg_hba.conf"), "local all all trust\nhostssl all all 127.0.0.1/32 trust\n").expect("pg_hba.conf");
+        }
         fs::write(d.join("data/postgresql.conf"), text).expect("postgresql.conf");
         let out = as_user("postgres", &bin.join("pg_ctl"))
             .arg("-D")

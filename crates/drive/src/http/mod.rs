@@ -7,7 +7,7 @@
 //! reads the response into a reused buffer.
 
 mod response;
-mod tls;
+pub(crate) mod tls;
 
 pub use response::{read_response, ReadError, ResponseHead};
 

@@ -8,18 +8,26 @@ use std::sync::Arc;
 
 /// A TLS connector; `insecure` accepts any certificate (self-signed test servers).
 pub fn connector(insecure: bool) -> tokio_rustls::TlsConnector {
+    let mut config = (*config(insecure)).clone();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    tokio_rustls::TlsConnector::from(Arc::new(config))
+}
+
+/// A rustls client configuration without ALPN (shared with the SQL drivers,
+/// whose servers must not be offered `http/1.1`); `insecure` accepts any
+/// certificate, otherwise the Mozilla roots and the host name are checked.
+pub(crate) fn config(insecure: bool) -> Arc<ClientConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .expect("ring supports the default TLS versions");
-    let mut config = if insecure {
+    let config = if insecure {
         builder.dangerous().with_custom_certificate_verifier(Arc::new(AcceptAny(provider))).with_no_client_auth()
     } else {
         let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
         builder.with_root_certificates(roots).with_no_client_auth()
     };
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    tokio_rustls::TlsConnector::from(Arc::new(config))
+    Arc::new(config)
 }
 
 /// Accepts every server certificate but still checks handshake signatures.

@@ -16,6 +16,7 @@ pub mod dataset;
 pub mod monitor;
 mod mysql;
 mod pg;
+mod tls;
 pub mod workload;
 
 use crate::driver::{Client, Driver};
@@ -51,6 +52,26 @@ pub struct SqlUrl {
     pub database: String,
     /// Unix socket (MySQL `?socket=/path`) or socket directory (PostgreSQL `?host=/dir`).
     pub socket: Option<String>,
+    /// TLS as the URL asks for it (`sslmode=` / `ssl-mode=`); off by default.
+    pub tls: SqlTls,
+}
+
+/// Whether and how a SQL connection is encrypted, from the URL.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum SqlTls {
+    /// Plain TCP or a unix socket (no option, `sslmode=disable`, `ssl-mode=DISABLED`).
+    #[default]
+    Off,
+    /// Encrypted, the certificate not checked (`sslmode=require`, `ssl-mode=REQUIRED`),
+    /// as libpq and the mysql client do for these modes.
+    Require,
+    /// Encrypted, the certificate checked against `root_cert` (a PEM file:
+    /// `sslrootcert=` / `ssl-ca=`) or the Mozilla roots, and the host name
+    /// checked (`sslmode=verify-full`, `ssl-mode=VERIFY_IDENTITY`).
+    VerifyFull {
+        /// PEM file of the trusted root(s); None: the compiled-in Mozilla roots.
+        root_cert: Option<String>,
+    },
 }
 
 impl SqlUrl {
@@ -74,11 +95,23 @@ impl SqlUrl {
             return Err(format!("no database in '{}': add /DBNAME", redact_text(text)));
         }
         let mut socket = None;
+        let (mut mode, mut root_cert) = (None::<String>, None::<String>);
         for (k, v) in url.query_pairs() {
             match (engine, k.as_ref()) {
                 (Engine::Mysql, "socket") | (Engine::Postgres, "host") => socket = Some(v.into_owned()),
-                _ => return Err(format!("unsupported URL option '{k}' (supported: mysql ?socket=/path, postgres ?host=/socketdir)")),
+                (Engine::Postgres, "sslmode") | (Engine::Mysql, "ssl-mode") => mode = Some(v.into_owned()),
+                (Engine::Postgres, "sslrootcert") | (Engine::Mysql, "ssl-ca") => root_cert = Some(v.into_owned()),
+                _ => {
+                    return Err(format!(
+                        "unsupported URL option '{k}' (supported: postgres ?host=/socketdir, sslmode=, sslrootcert=; \
+                         mysql ?socket=/path, ssl-mode=, ssl-ca=)"
+                    ))
+                }
             }
+        }
+        let tls = parse_tls(engine, mode.as_deref(), root_cert)?;
+        if tls != SqlTls::Off && socket.is_some() {
+            return Err("TLS (sslmode / ssl-mode) is for TCP connections, not with a unix socket: drop one of the two".into());
         }
         Ok(SqlUrl {
             engine,
@@ -88,6 +121,7 @@ impl SqlUrl {
             port: url.port().unwrap_or(if engine == Engine::Postgres { 5432 } else { 3306 }),
             database,
             socket,
+            tls,
         })
     }
 
@@ -100,7 +134,42 @@ impl SqlUrl {
             s.push_str(if self.engine == Engine::Postgres { "?host=" } else { "?socket=" });
             s.push_str(sock);
         }
+        let pg = self.engine == Engine::Postgres;
+        match &self.tls {
+            SqlTls::Off => {}
+            SqlTls::Require => s.push_str(if pg { "?sslmode=require" } else { "?ssl-mode=REQUIRED" }),
+            SqlTls::VerifyFull { root_cert } => {
+                s.push_str(if pg { "?sslmode=verify-full" } else { "?ssl-mode=VERIFY_IDENTITY" });
+                if let Some(path) = root_cert {
+                    s.push_str(if pg { "&sslrootcert=" } else { "&ssl-ca=" });
+                    s.push_str(path);
+                }
+            }
+        }
         s
+    }
+}
+
+/// Reads `sslmode` (PostgreSQL: disable, require, verify-full) or `ssl-mode`
+/// (MySQL: DISABLED, REQUIRED, VERIFY_IDENTITY) and the root certificate
+/// option; modes that would silently fall back to plain text (prefer, allow,
+/// PREFERRED) or check less than they say (verify-ca, VERIFY_CA) are refused.
+fn parse_tls(engine: Engine, mode: Option<&str>, root_cert: Option<String>) -> Result<SqlTls, String> {
+    let (opt, ca) = if engine == Engine::Postgres { ("sslmode", "sslrootcert") } else { ("ssl-mode", "ssl-ca") };
+    let tls = match (engine, mode.map(str::to_ascii_lowercase).as_deref()) {
+        (_, None) | (Engine::Postgres, Some("disable")) | (Engine::Mysql, Some("disabled")) => SqlTls::Off,
+        (Engine::Postgres, Some("require")) | (Engine::Mysql, Some("required")) => SqlTls::Require,
+        (Engine::Postgres, Some("verify-full")) | (Engine::Mysql, Some("verify_identity")) => SqlTls::VerifyFull { root_cert: None },
+        (_, Some(_)) => {
+            let supported =
+                if engine == Engine::Postgres { "disable, require, verify-full" } else { "DISABLED, REQUIRED, VERIFY_IDENTITY" };
+            return Err(format!("unsupported {opt}={} (supported: {supported})", mode.unwrap_or_default()));
+        }
+    };
+    match (tls, root_cert) {
+        (SqlTls::VerifyFull { .. }, root_cert) => Ok(SqlTls::VerifyFull { root_cert }),
+        (tls, None) => Ok(tls),
+        (_, Some(_)) => Err(format!("{ca}= needs {opt}={}", if engine == Engine::Postgres { "verify-full" } else { "VERIFY_IDENTITY" })),
     }
 }
 
@@ -130,6 +199,10 @@ pub struct SqlConfig {
     /// Limit for opening one connection.
     pub connect_timeout: Duration,
 }
+
+/// Where a transaction unit reports its statements' latencies: the index of
+/// its first statement name, and the list the engine drains.
+pub(crate) type Timed<'a> = Option<(u32, &'a mut Vec<(u32, Duration)>)>;
 
 /// One statement compiled for both placeholder styles.
 #[derive(Clone, Debug)]
@@ -161,6 +234,11 @@ pub(crate) struct Inner {
     pub config: SqlConfig,
     /// Per unit: its compiled statements.
     pub units: Vec<Vec<Compiled>>,
+    /// Per unit: for transaction units, the index of its first statement in
+    /// `statement_names` (their latencies are kept one by one).
+    timed: Vec<Option<u32>>,
+    /// Names of the statements of transaction units, for per-statement latency.
+    statement_names: Vec<String>,
     cumulative: Vec<u32>,
     total_weight: u32,
 }
@@ -200,7 +278,21 @@ impl SqlDriver {
         let mut units = Vec::new();
         let mut cumulative = Vec::new();
         let mut total = 0u32;
+        let (mut timed, mut statement_names) = (Vec::new(), Vec::new());
         for u in &config.workload.units {
+            if u.transaction {
+                timed.push(Some(statement_names.len() as u32));
+                for (i, sql) in u.statements.iter().enumerate() {
+                    let sql: String = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+                    let short = match sql.char_indices().nth(60) {
+                        Some((at, _)) => format!("{}...", &sql[..at]),
+                        None => sql,
+                    };
+                    statement_names.push(format!("{} #{}: {short}", u.name, i + 1));
+                }
+            } else {
+                timed.push(None);
+            }
             units.push(
                 u.statements
                     .iter()
@@ -214,7 +306,7 @@ impl SqlDriver {
             total += u.weight;
             cumulative.push(total);
         }
-        SqlDriver { inner: Arc::new(Inner { config, units, cumulative, total_weight: total }) }
+        SqlDriver { inner: Arc::new(Inner { config, units, timed, statement_names, cumulative, total_weight: total }) }
     }
 
     /// Opens one connection and prepares every statement (then closes it):
@@ -232,7 +324,19 @@ impl Driver for SqlDriver {
 
     fn client(&self, id: u32) -> SqlClient {
         let gens = self.inner.config.workload.units.iter().map(|u| u.params.iter().map(|(_, g)| GenState::new(g, id)).collect()).collect();
-        SqlClient { inner: self.inner.clone(), conn: None, rng: Rng::new(u64::from(id) + 1), gens, values: Vec::new(), opened: 0 }
+        SqlClient {
+            inner: self.inner.clone(),
+            conn: None,
+            rng: Rng::new(u64::from(id) + 1),
+            gens,
+            values: Vec::new(),
+            times: Vec::new(),
+            opened: 0,
+        }
+    }
+
+    fn statement_names(&self) -> Vec<String> {
+        self.inner.statement_names.clone()
     }
 }
 
@@ -249,6 +353,8 @@ pub struct SqlClient {
     rng: Rng,
     gens: Vec<Vec<GenState>>,
     values: Vec<Value>,
+    /// Statement latencies of the last transaction unit, for the engine.
+    times: Vec<(u32, Duration)>,
     opened: u64,
 }
 
@@ -287,14 +393,18 @@ impl Client for SqlClient {
         for g in &mut self.gens[u] {
             self.values.push(g.draw(&mut self.rng));
         }
-        let inner = self.inner.clone();
+        // Borrow the shared workload rather than cloning its Arc: a clone per
+        // unit is an atomic increment and decrement on a cache line that every
+        // worker thread shares.
+        let inner = &*self.inner;
         let unit = &inner.config.workload.units[u];
         let stmts = &inner.units[u];
         let prepare = inner.config.prepare;
         let conn = self.conn.as_mut().expect("connection open");
+        let timed = inner.timed[u].map(|base| (base, &mut self.times));
         let result = match conn {
-            Conn::Pg(c) => c.run(u, unit, stmts, &self.values, prepare).await,
-            Conn::My(c) => c.run(u, unit, stmts, &self.values, prepare).await,
+            Conn::Pg(c) => c.run(u, unit, stmts, &self.values, prepare, timed).await,
+            Conn::My(c) => c.run(u, unit, stmts, &self.values, prepare, timed).await,
         };
         match result {
             Ok(()) => Ok((stmts.len() + if unit.transaction { 2 } else { 0 }) as u32),
@@ -317,6 +427,10 @@ impl Client for SqlClient {
 
     fn reconnects(&self) -> u64 {
         self.opened.saturating_sub(1)
+    }
+
+    fn statement_times(&mut self) -> Option<&mut Vec<(u32, Duration)>> {
+        Some(&mut self.times)
     }
 }
 
@@ -353,5 +467,21 @@ mod tests {
         assert!(SqlUrl::parse("mysql://root@localhost/").is_err());
         assert!(SqlUrl::parse("mysql://u:pw@h/db?bogus=1").unwrap_err().contains("bogus"));
         assert_eq!(redact_text("mysql://u:pw@h/db"), "mysql://u:***@h/db");
+    }
+
+    #[test]
+    fn tls_options_parse_and_bad_combinations_are_refused() {
+        let u = SqlUrl::parse("postgres://u@h/db?sslmode=require").unwrap();
+        assert_eq!(u.tls, SqlTls::Require);
+        assert_eq!(u.redacted(), "postgres://u@h:5432/db?sslmode=require");
+        let u = SqlUrl::parse("postgres://u@h/db?sslmode=verify-full&sslrootcert=/ca.pem").unwrap();
+        assert_eq!(u.tls, SqlTls::VerifyFull { root_cert: Some("/ca.pem".into()) });
+        assert_eq!(SqlUrl::parse("postgres://u@h/db?sslmode=disable").unwrap().tls, SqlTls::Off);
+        assert_eq!(SqlUrl::parse("mysql://u@h/db?ssl-mode=REQUIRED").unwrap().tls, SqlTls::Require);
+        assert!(SqlUrl::parse("postgres://u@h/db?sslmode=prefer").unwrap_err().contains("unsupported sslmode=prefer"));
+        assert!(SqlUrl::parse("mysql://u@h/db?ssl-mode=VERIFY_CA").unwrap_err().contains("VERIFY_IDENTITY"));
+        assert!(SqlUrl::parse("postgres://u@h/db?sslmode=require&sslrootcert=/x").unwrap_err().contains("needs sslmode=verify-full"));
+        assert!(SqlUrl::parse("postgres://u@h/db?sslmode=require&host=/tmp").unwrap_err().contains("unix socket"));
+        assert!(SqlUrl::parse("mysql://u@h/db?sslmode=require").unwrap_err().contains("unsupported URL option 'sslmode'"));
     }
 }
