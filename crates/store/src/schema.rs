@@ -13,8 +13,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0004_samples.sql"),
     include_str!("migrations/0005_client_lag.sql"),
     include_str!("migrations/0006_client_runq.sql"),
-    // 0007 is reserved for a concurrent change; it goes before 0008 when merged.
-    include_str!("migrations/0008_statement_latency.sql"),
+    include_str!("migrations/0007_statement_latency.sql"),
 ];
 
 /// The schema version this build writes.
