@@ -53,6 +53,21 @@ fn single_thread_shows_one_hot_thread() {
 }
 
 #[test]
+fn disk_mode_shows_io_wait_and_scales_does_not() {
+    let _cpu = cpu_exclusive();
+    let disk = sweep("disk", "10", "2");
+    let scales = sweep("scales", "10", "2");
+    let (d, s) = (tel(&disk, 0), tel(&scales, 0));
+    let iowait = |t: &Value| t["cpu_iowait_pct"].as_f64().unwrap();
+    let io = |t: &Value| t["thread_states_pct"]["io"].as_f64().unwrap();
+    // Seen here: disk 26-35 % iowait and 12-15 % of thread-time in disk wait at 2 clients; scales 0 and 0.
+    assert!(iowait(d) >= 5.0 && iowait(d) > iowait(s) + 4.0, "iowait: disk {d} vs scales {s}");
+    assert!(io(d) >= 3.0 && io(s) < 1.0, "threads in disk wait: disk {d} vs scales {s}");
+    assert!(d["specimen"]["fsyncs_per_s"].as_f64().unwrap() > 100.0, "{d}");
+    assert!(d["disk_iops"].as_f64().unwrap() > 100.0, "{d}");
+}
+
+#[test]
 fn missing_probes_are_null_with_a_reason_not_zero() {
     let _cpu = cpu_exclusive();
     let dir = tempfile::tempdir().unwrap();

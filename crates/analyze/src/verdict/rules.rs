@@ -531,6 +531,11 @@ fn softirq_one_cpu(ctx: &Ctx) -> Option<Verdict> {
     if b.softirq_pct < SOFTIRQ_ONE_CPU_PCT || b.softirq_pct < SOFTIRQ_CONCENTRATION * b.others_softirq_pct.max(1.0) {
         return None;
     }
+    // Measured and spread: the concentrated softirqs are not network receive
+    // (a disk's completion IRQ on one CPU, say: BLOCK softirqs), so not this verdict.
+    if b.net_rx_share_pct.is_some_and(|s| s < NET_RX_ONE_CPU_SHARE_PCT) {
+        return None;
+    }
     let mut d = Draft::new(
         VerdictKind::SoftirqOneCpu,
         ctx,
