@@ -16,6 +16,8 @@ pub mod dataset;
 pub mod monitor;
 mod mysql;
 mod pg;
+#[allow(dead_code)] // until the wire clients use it
+mod stream;
 mod tls;
 pub mod workload;
 

@@ -1,0 +1,141 @@
+//! The byte stream under the hand-written SQL protocol clients
+//! (`pgwire`, `mywire`): TCP (Nagle off), a unix socket, or
+//! TLS over TCP, and [`Inbox`], one reused read buffer that frames messages.
+//!
+//! Both protocols are request/response on one connection, so a client writes
+//! one buffer per round trip and reads the reply into the inbox with as few
+//! `read` calls as the kernel allows; nothing is allocated per query.
+
+use super::{connect_io_class, tls, SqlTls};
+use rustls::pki_types::ServerName;
+use scalelab_core::result::Failure;
+use scalelab_core::ErrorClass;
+use std::io;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpStream, UnixStream};
+
+/// An open connection to a SQL server.
+pub(crate) enum Stream {
+    /// Plain TCP.
+    Tcp(TcpStream),
+    /// A unix domain socket.
+    Unix(UnixStream),
+    /// TLS over TCP (rustls).
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+impl Stream {
+    /// Connects over TCP within `timeout`; the failure names the address.
+    pub(crate) async fn tcp(host: &str, port: u16, timeout: Duration) -> Result<Stream, Failure> {
+        let addr = format!("{host}:{port}");
+        let s = match tokio::time::timeout(timeout, TcpStream::connect((host, port))).await {
+            Err(_) => return Err(Failure::new(ErrorClass::ConnectTimeout, format!("connect to {addr} timed out"))),
+            Ok(Err(e)) => return Err(Failure::new(connect_io_class(&e), format!("connect to {addr}: {e}"))),
+            Ok(Ok(s)) => s,
+        };
+        let _ = s.set_nodelay(true);
+        Ok(Stream::Tcp(s))
+    }
+
+    /// Connects to a unix socket within `timeout`.
+    pub(crate) async fn unix(path: &str, timeout: Duration) -> Result<Stream, Failure> {
+        match tokio::time::timeout(timeout, UnixStream::connect(path)).await {
+            Err(_) => Err(Failure::new(ErrorClass::ConnectTimeout, format!("connect to {path} timed out"))),
+            Ok(Err(e)) => Err(Failure::new(connect_io_class(&e), format!("connect to {path}: {e}"))),
+            Ok(Ok(s)) => Ok(Stream::Unix(s)),
+        }
+    }
+
+    /// Runs the TLS handshake on a TCP stream, as `mode` asks (the server
+    /// has already agreed to it in the protocol's own way).
+    pub(crate) async fn into_tls(self, mode: &SqlTls, host: &str, timeout: Duration) -> Result<Stream, Failure> {
+        let tcp = match self {
+            Stream::Tcp(s) => s,
+            _ => return Err(Failure::new(ErrorClass::Other, "TLS is for TCP connections, not with a unix socket")),
+        };
+        let config = tls::client_config(mode).map_err(|m| Failure::new(ErrorClass::Other, m))?;
+        let name = ServerName::try_from(host.to_string())
+            .map_err(|e| Failure::new(ErrorClass::Other, format!("TLS server name '{host}': {e}")))?;
+        let connector = tokio_rustls::TlsConnector::from(config);
+        match tokio::time::timeout(timeout, connector.connect(name, tcp)).await {
+            Err(_) => Err(Failure::new(ErrorClass::ConnectTimeout, format!("TLS handshake with {host} timed out"))),
+            Ok(Err(e)) => Err(Failure::new(ErrorClass::Other, format!("TLS with {host}: {e}"))),
+            Ok(Ok(s)) => Ok(Stream::Tls(Box::new(s))),
+        }
+    }
+
+    /// Writes the whole buffer (and flushes the TLS layer).
+    pub(crate) async fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.write_all(buf).await,
+            Stream::Unix(s) => s.write_all(buf).await,
+            Stream::Tls(s) => {
+                s.write_all(buf).await?;
+                s.flush().await
+            }
+        }
+    }
+
+    /// Reads what is available into `buf`; 0 means the server closed.
+    async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.read(buf).await,
+            Stream::Unix(s) => s.read(buf).await,
+            Stream::Tls(s) => s.read(buf).await,
+        }
+    }
+}
+
+/// A read buffer over a [`Stream`]: bytes from `pos` to the end are read
+/// and not yet consumed.
+pub(crate) struct Inbox {
+    buf: Vec<u8>,
+    pos: usize,
+    end: usize,
+}
+
+impl Inbox {
+    /// An empty inbox with room for typical replies.
+    pub(crate) fn new() -> Inbox {
+        Inbox { buf: vec![0; 16 * 1024], pos: 0, end: 0 }
+    }
+
+    /// The unconsumed bytes.
+    pub(crate) fn data(&self) -> &[u8] {
+        &self.buf[self.pos..self.end]
+    }
+
+    /// Marks `n` bytes as consumed.
+    pub(crate) fn consume(&mut self, n: usize) {
+        self.pos += n;
+        debug_assert!(self.pos <= self.end);
+        if self.pos == self.end {
+            self.pos = 0;
+            self.end = 0;
+        }
+    }
+
+    /// Reads until at least `n` unconsumed bytes are buffered; a server that
+    /// closes first is `UnexpectedEof`.
+    pub(crate) async fn fill(&mut self, stream: &mut Stream, n: usize) -> io::Result<()> {
+        while self.end - self.pos < n {
+            if self.pos + n > self.buf.len() {
+                // Move the unconsumed tail to the front, and grow if a single
+                // message is larger than the buffer.
+                self.buf.copy_within(self.pos..self.end, 0);
+                self.end -= self.pos;
+                self.pos = 0;
+                if n > self.buf.len() {
+                    self.buf.resize(n.next_power_of_two(), 0);
+                }
+            }
+            let got = stream.read(&mut self.buf[self.end..]).await?;
+            if got == 0 {
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed the connection"));
+            }
+            self.end += got;
+        }
+        Ok(())
+    }
+}
