@@ -328,6 +328,21 @@ fn db_contention(ctx: &Ctx) -> Option<Verdict> {
     }
     draft.ev("InnoDB row-lock waits", d.row_lock_waits_per_s, "/s");
     draft.ev("InnoDB row-lock wait time", d.row_lock_time_ms_per_s, "ms/s");
+    // How much of the clients' time the row-lock waits took: hundreds of
+    // short waits a second can still cost almost nothing.
+    let row_lock_share = d.row_lock_time_ms_per_s.map(|ms| ms / (f64::from(ctx.step.concurrency.max(1)) * 10.0));
+    if matches!(trigger, DbTrigger::RowLocks(_)) {
+        draft.ev("InnoDB row-lock wait share of the clients' time", row_lock_share, "%");
+        if let Some(share) = row_lock_share.filter(|s| *s < ROW_LOCK_TIME_SHARE_PCT) {
+            draft
+                .v
+                .headline
+                .push_str(&format!("; but the waits are short ({share:.1}% of the clients' time), so they cost little throughput"));
+        }
+        draft.check(row_lock_share.map(|s| s >= ROW_LOCK_TIME_SHARE_PCT), || {
+            "InnoDB row-lock wait time: not reported, so how much the waits cost is unknown".to_string()
+        });
+    }
     if let Some(base) = first.and_then(|f| f.row_lock_waits_per_s).filter(|_| matches!(trigger, DbTrigger::RowLocks(_))) {
         draft.ev("InnoDB row-lock waits at the first step", Some(base), "/s");
     }

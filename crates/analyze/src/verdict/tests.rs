@@ -649,6 +649,27 @@ fn db_contention_row_locks_rising_is_high() {
 }
 
 #[test]
+fn db_contention_row_locks_with_short_waits_is_lowered_and_says_so() {
+    // 369 waits/s but 87 ms/s of waiting across 8 clients: 1 % of their time
+    // (measured on MariaDB 10.11 hot-row): the rows are contended, cheaply.
+    let short = |n: f64, ms: f64| scalelab_core::DbTelemetry { row_lock_time_ms_per_s: Some(ms), ..mysql_db(n) };
+    let r =
+        run(vec![step(1, 100.0, Some(with_db(healthy(), short(0.0, 0.0)))), step(8, 190.0, Some(with_db(healthy(), short(369.0, 87.0))))]);
+    let v = only(&r, VerdictKind::DbContention);
+    assert_eq!(v.confidence, Confidence::Medium);
+    assert!((ev(&v, "InnoDB row-lock wait share of the clients' time") - 1.0875).abs() < 1e-9);
+    assert!(v.headline.contains("the waits are short (1.1% of the clients' time)"), "{}", v.headline);
+    // Without the wait time the cost is unknown: said, and lowered.
+    let r = run(vec![
+        step(1, 100.0, Some(with_db(healthy(), mysql_db(0.0)))),
+        step(8, 190.0, Some(with_db(healthy(), scalelab_core::DbTelemetry { row_lock_time_ms_per_s: None, ..mysql_db(369.0) }))),
+    ]);
+    let v = only(&r, VerdictKind::DbContention);
+    assert_eq!(v.confidence, Confidence::Medium);
+    assert!(v.missing.iter().any(|m| m.contains("row-lock wait time: not reported")), "{:?}", v.missing);
+}
+
+#[test]
 fn db_contention_pg_names_the_top_lock_wait() {
     let r = run(vec![
         step(1, 100.0, Some(with_db(healthy(), pg_db(0.0)))),
