@@ -27,6 +27,22 @@ fn hot_row(store: &Path, url: &str) -> Value {
     doc
 }
 
+/// The built-in hot-row on PostgreSQL at 1, 8 and 16 clients, as JSON; each step's DB figures printed.
+fn pg_hot_row(store: &Path, url: &str) -> Value {
+    let args = ["sweep", url, "-c", "1,8,16", "--warmup", "0.3s", "-d", "2s", "--pause", "0.6s", "--json", "-q", "--workload", "hot-row"];
+    let doc: Value = serde_json::from_str(&ok(store, &args)).unwrap();
+    assert_matches_schema(&doc);
+    for st in steps(&doc) {
+        eprintln!("{} clients: {}", st["concurrency"], db(st));
+    }
+    doc
+}
+
+/// The share of active backends waiting on a wait type (`Lock`, `LWLock`), 0 when none was sampled.
+fn wait_type_pct(d: &Value, kind: &str) -> f64 {
+    d["wait_types"].as_array().unwrap().iter().find(|w| w["wait"] == kind).map_or(0.0, |w| w["pct"].as_f64().unwrap())
+}
+
 fn db(step: &Value) -> &Value {
     let d = &step["telemetry"]["db"];
     assert!(d.is_object(), "no telemetry.db: {}", step["telemetry"]);
@@ -80,17 +96,11 @@ fn postgres_hot_row_lock_waits_in_the_wait_profile() {
     let store = dir.path().join("s.db");
     let url = pg.url();
     ok(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "1000", "-q"]);
-    let lock =
-        |d: &Value| d["wait_types"].as_array().unwrap().iter().find(|w| w["wait"] == "Lock").map_or(0.0, |w| w["pct"].as_f64().unwrap());
+    let lock = |d: &Value| wait_type_pct(d, "Lock");
     // The built-in hot-row: autocommit updates of 10 rows (fsync off in the
     // test cluster, so locks are held briefly): Lock waits appear with clients.
-    let args = ["sweep", &url, "-c", "1,8,16", "--warmup", "0.3s", "-d", "2s", "--pause", "0.6s", "--json", "-q", "--workload", "hot-row"];
-    let doc: Value = serde_json::from_str(&ok(&store, &args)).unwrap();
-    assert_matches_schema(&doc);
+    let doc = pg_hot_row(&store, &url);
     let s = steps(&doc);
-    for st in s {
-        eprintln!("{} clients: {}", st["concurrency"], db(st));
-    }
     let one = db(&s[0]);
     assert_eq!(one["engine"], "postgres");
     assert!(one["activity_polls"].as_u64().unwrap() >= 8, "about 10 polls a second: {one}");
@@ -175,19 +185,11 @@ fn postgres_builtin_hot_row_with_durable_commits_is_diagnosed_as_lock_waits() {
     let store = dir.path().join("s.db");
     let url = pg.url();
     ok(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "1000", "-q"]);
-    let args = ["sweep", &url, "-c", "1,8,16", "--warmup", "0.3s", "-d", "2s", "--pause", "0.6s", "--json", "-q", "--workload", "hot-row"];
-    let doc: Value = serde_json::from_str(&ok(&store, &args)).unwrap();
-    assert_matches_schema(&doc);
+    let doc = pg_hot_row(&store, &url);
     let s = steps(&doc);
-    for st in s {
-        eprintln!("{} clients: {}", st["concurrency"], db(st));
-    }
-    let wait_pct = |d: &Value, kind: &str| {
-        d["wait_types"].as_array().unwrap().iter().find(|w| w["wait"] == kind).map_or(0.0, |w| w["pct"].as_f64().unwrap())
-    };
     let (one, last) = (db(&s[0]), db(&s[2]));
-    assert!(wait_pct(one, "Lock") < 5.0, "one client waits for no row lock: {one}");
-    assert!(wait_pct(last, "Lock") >= 20.0, "16 clients on 10 rows queue on row locks: {last}");
+    assert!(wait_type_pct(one, "Lock") < 5.0, "one client waits for no row lock: {one}");
+    assert!(wait_type_pct(last, "Lock") >= 20.0, "16 clients on 10 rows queue on row locks: {last}");
     let verdicts = doc["verdicts"].as_array().unwrap();
     let v = verdicts
         .iter()
