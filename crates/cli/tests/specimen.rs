@@ -147,3 +147,34 @@ fn every_mode_serves_without_errors() {
         }
     }
 }
+
+/// The thread-per-connection loop (`scales`) and the event loop
+/// (`single-thread`) share one request buffer: both answer two pipelined
+/// requests sent in one write, in order, and a malformed one with 400.
+#[test]
+fn both_request_loops_answer_pipelined_requests_and_refuse_garbage() {
+    use std::io::{BufRead, Read, Write};
+    for mode in ["scales", "single-thread"] {
+        let mut child =
+            bin().args(["specimen", "--port", "0", "--mode", mode, "--work-us", "1"]).stdout(std::process::Stdio::piped()).spawn().unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let addr = line.split_whitespace().nth(2).unwrap().to_string();
+        let exchange = |bytes: &[u8]| {
+            let mut s = std::net::TcpStream::connect(&addr).unwrap();
+            s.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+            s.write_all(bytes).unwrap();
+            let mut text = String::new();
+            s.read_to_string(&mut text).unwrap();
+            text
+        };
+        let two = exchange(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        let garbage = exchange(b"\x00\x01 not http\r\n\r\n");
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(two.matches("HTTP/1.1 200 OK").count(), 2, "{mode}: {two}");
+        let closing = two.rfind("HTTP/1.1 200").unwrap();
+        assert!(two[closing..].contains("Connection: close") && !two[..closing].contains("Connection: close"), "{mode}: {two}");
+        assert!(garbage.starts_with("HTTP/1.1 400 Bad Request"), "{mode}: {garbage:?}");
+    }
+}

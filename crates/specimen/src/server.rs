@@ -242,39 +242,77 @@ fn response(status: u16, body: &[u8], close: bool, mode: Mode) -> Vec<u8> {
     out
 }
 
-fn serve_connection(mut stream: TcpStream, state: &State) -> io::Result<()> {
-    let _ = stream.set_nodelay(true);
-    let mut buf = vec![0u8; 8192];
-    let mut filled = 0usize;
-    loop {
-        match parse(&buf[..filled]) {
+/// What a connection does next, as its [`Requests`] buffer decides.
+enum Next {
+    /// Send these bytes; close afterwards when `close`.
+    Reply { bytes: Vec<u8>, close: bool },
+    /// Read more bytes into [`Requests::space`].
+    Read,
+    /// Close now (a request head over 1 MiB).
+    Close,
+}
+
+/// One connection's unparsed bytes: the request loop of both the
+/// thread-per-connection servers and the single-thread event loop, without
+/// the I/O (each feeds it reads and writes its replies its own way).
+struct Requests {
+    buf: Vec<u8>,
+    filled: usize,
+}
+
+impl Requests {
+    fn new() -> Requests {
+        Requests { buf: vec![0u8; 8192], filled: 0 }
+    }
+
+    /// Serves the next buffered request (running its work on the caller's
+    /// thread), or says to read more.
+    fn next(&mut self, state: &State) -> Next {
+        match parse(&self.buf[..self.filled]) {
             Parsed::Request { consumed, path, close } => {
                 let (status, body) = state.work(&path);
-                stream.write_all(&response(status, &body, close, state.mode))?;
-                buf.copy_within(consumed..filled, 0);
-                filled -= consumed;
+                self.buf.copy_within(consumed..self.filled, 0);
+                self.filled -= consumed;
+                Next::Reply { bytes: response(status, &body, close, state.mode), close }
+            }
+            Parsed::Bad => Next::Reply { bytes: response(400, b"bad request\n", true, state.mode), close: true },
+            Parsed::Partial if self.filled < self.buf.len() => Next::Read,
+            Parsed::Partial if self.buf.len() >= 1 << 20 => Next::Close,
+            Parsed::Partial => {
+                self.buf.resize(self.buf.len() * 2, 0);
+                Next::Read
+            }
+        }
+    }
+
+    /// Where the next read goes.
+    fn space(&mut self) -> &mut [u8] {
+        &mut self.buf[self.filled..]
+    }
+
+    /// Records `n` bytes read into [`Requests::space`].
+    fn advance(&mut self, n: usize) {
+        self.filled += n;
+    }
+}
+
+fn serve_connection(mut stream: TcpStream, state: &State) -> io::Result<()> {
+    let _ = stream.set_nodelay(true);
+    let mut requests = Requests::new();
+    loop {
+        match requests.next(state) {
+            Next::Reply { bytes, close } => {
+                stream.write_all(&bytes)?;
                 if close {
                     return Ok(());
                 }
-                continue;
             }
-            Parsed::Bad => {
-                let _ = stream.write_all(&response(400, b"bad request\n", true, state.mode));
-                return Ok(());
-            }
-            Parsed::Partial => {}
+            Next::Close => return Ok(()),
+            Next::Read => match stream.read(requests.space())? {
+                0 => return Ok(()),
+                n => requests.advance(n),
+            },
         }
-        if filled == buf.len() {
-            if buf.len() >= 1 << 20 {
-                return Ok(());
-            }
-            buf.resize(buf.len() * 2, 0);
-        }
-        let n = stream.read(&mut buf[filled..])?;
-        if n == 0 {
-            return Ok(());
-        }
-        filled += n;
     }
 }
 
@@ -294,33 +332,21 @@ fn serve_single_thread(listener: TcpListener, state: Arc<State>) -> io::Result<(
             let state = state.clone();
             tokio::task::spawn_local(async move {
                 let _ = stream.set_nodelay(true);
-                let mut buf = vec![0u8; 8192];
-                let mut filled = 0usize;
+                let mut requests = Requests::new();
                 loop {
-                    match parse(&buf[..filled]) {
-                        Parsed::Request { consumed, path, close } => {
-                            // The work runs on the event loop itself: every other
-                            // connection waits for it, which is the point of the mode.
-                            let (status, body) = state.work(&path);
-                            if stream.write_all(&response(status, &body, close, state.mode)).await.is_err() || close {
+                    // The work runs on the event loop itself: every other
+                    // connection waits for it, which is the point of the mode.
+                    match requests.next(&state) {
+                        Next::Reply { bytes, close } => {
+                            if stream.write_all(&bytes).await.is_err() || close {
                                 return;
                             }
-                            buf.copy_within(consumed..filled, 0);
-                            filled -= consumed;
-                            continue;
                         }
-                        Parsed::Bad => return,
-                        Parsed::Partial => {}
-                    }
-                    if filled == buf.len() {
-                        if buf.len() >= 1 << 20 {
-                            return;
-                        }
-                        buf.resize(buf.len() * 2, 0);
-                    }
-                    match stream.read(&mut buf[filled..]).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => filled += n,
+                        Next::Close => return,
+                        Next::Read => match stream.read(requests.space()).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => requests.advance(n),
+                        },
                     }
                 }
             });
