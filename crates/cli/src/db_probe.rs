@@ -19,11 +19,11 @@ use crate::telemetry::Record;
 use scalelab_core::ErrorClass;
 use scalelab_drive::sql::monitor::{Monitor, TextRows};
 use scalelab_drive::sql::{Engine, SqlUrl};
-use scalelab_probe::db::sample::WAIT_CHUNK_MS;
 use scalelab_probe::db::perf_schema::{PERF_SCHEMA_ENABLED_QUERY, PERF_SCHEMA_INSTRUMENTS_QUERY, PERF_SCHEMA_WAITS_QUERY};
+use scalelab_probe::db::sample::WAIT_CHUNK_MS;
 use scalelab_probe::db::{
-    parse_instrumented, parse_waits, parse_innodb_semaphores, pg_database_query, ActivityRow, DbSample, GlobalStatus, PgCheckpoints, PgDatabaseStats, SemaphoreFormat,
-    WaitProfile, PG_ACTIVITY_QUERY, PG_BGWRITER_QUERY, PG_CHECKPOINTER_QUERY,
+    parse_innodb_semaphores, parse_instrumented, parse_waits, pg_database_query, ActivityRow, DbSample, GlobalStatus, PgCheckpoints,
+    PgDatabaseStats, SemaphoreFormat, WaitProfile, PG_ACTIVITY_QUERY, PG_BGWRITER_QUERY, PG_CHECKPOINTER_QUERY,
 };
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};

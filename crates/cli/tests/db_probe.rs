@@ -112,7 +112,10 @@ fn mariadb_perf_schema_names_the_hot_row_waits() {
     assert!(handler(eight) > handler(one), "handler wait ms/s 1 → 8 clients: {} → {}", handler(one), handler(eight));
     // The db-contention verdict quotes it as evidence.
     let v = db_verdict(&doc);
-    assert!(v["evidence"].as_array().unwrap().iter().any(|e| e["name"].as_str().unwrap().starts_with("top performance_schema wait wait/")), "{v}");
+    assert!(
+        v["evidence"].as_array().unwrap().iter().any(|e| e["name"].as_str().unwrap().starts_with("top performance_schema wait wait/")),
+        "{v}"
+    );
     let shown = ok(&store, &["show", "last"]);
     let first = top[0]["event"].as_str().unwrap();
     assert!(shown.contains("performance_schema top wait") && shown.contains(first), "{shown}");

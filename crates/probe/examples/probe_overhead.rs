@@ -95,9 +95,7 @@ fn target(threads: usize, all_active: bool) {
 fn tree(children: usize, threads: usize) {
     let exe = std::env::current_exe().expect("own path");
     let kids: Vec<_> = (0..children)
-        .map(|_| {
-            Command::new(&exe).args(["member", &threads.to_string()]).stdin(Stdio::piped()).spawn().expect("start a tree member")
-        })
+        .map(|_| Command::new(&exe).args(["member", &threads.to_string()]).stdin(Stdio::piped()).spawn().expect("start a tree member"))
         .collect();
     println!("ready {}", std::process::id());
     let _ = std::io::stdin().read(&mut [0u8; 1]);

@@ -193,7 +193,9 @@ pub fn perf_schema_lines(run: &Run) -> String {
             continue;
         };
         if out.is_empty() {
-            out.push_str("performance_schema top wait per step (wait time per second of wall time, waits/s; condition variables left out)\n");
+            out.push_str(
+                "performance_schema top wait per step (wait time per second of wall time, waits/s; condition variables left out)\n",
+            );
         }
         let what = top.first().map_or_else(|| "no waits".to_string(), perf_schema_wait);
         out.push_str(&format!("  {:>5} clients: {what}\n", s.concurrency));
