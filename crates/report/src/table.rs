@@ -198,7 +198,8 @@ pub fn perf_schema_lines(run: &Run) -> String {
             );
         }
         let what = top.first().map_or_else(|| "no waits".to_string(), perf_schema_wait);
-        out.push_str(&format!("  {:>5} clients: {what}\n", s.concurrency));
+        let clients = if s.concurrency == 1 { "client" } else { "clients" };
+        out.push_str(&format!("  {:>5} {clients}: {what}\n", s.concurrency));
     }
     out
 }
