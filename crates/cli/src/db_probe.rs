@@ -2,8 +2,9 @@
 //! (never one of the load clients), so the 50 Hz thread sampling of the
 //! telemetry thread is not delayed by a slow query.
 //!
-//! - MySQL/MariaDB, every second: `SHOW GLOBAL STATUS` and the SEMAPHORES of
-//!   `SHOW ENGINE INNODB STATUS`.
+//! - MySQL/MariaDB, every second: `SHOW GLOBAL STATUS`, the SEMAPHORES of
+//!   `SHOW ENGINE INNODB STATUS`, and, when `@@performance_schema` is on
+//!   (checked once), the global wait summaries of `performance_schema`.
 //! - PostgreSQL: `pg_stat_activity` ten times a second into a wait profile
 //!   (the probe's own backend left out), and every second `pg_stat_database`
 //!   of the target database and the checkpoint counters.
@@ -18,10 +19,11 @@ use crate::telemetry::Record;
 use scalelab_core::ErrorClass;
 use scalelab_drive::sql::monitor::{Monitor, TextRows};
 use scalelab_drive::sql::{Engine, SqlUrl};
+use scalelab_probe::db::perf_schema::{PERF_SCHEMA_ENABLED_QUERY, PERF_SCHEMA_INSTRUMENTS_QUERY, PERF_SCHEMA_WAITS_QUERY};
 use scalelab_probe::db::sample::WAIT_CHUNK_MS;
 use scalelab_probe::db::{
-    parse_innodb_semaphores, pg_database_query, ActivityRow, DbSample, GlobalStatus, PgCheckpoints, PgDatabaseStats, SemaphoreFormat,
-    WaitProfile, PG_ACTIVITY_QUERY, PG_BGWRITER_QUERY, PG_CHECKPOINTER_QUERY,
+    parse_innodb_semaphores, parse_instrumented, parse_waits, pg_database_query, ActivityRow, DbSample, GlobalStatus, PgCheckpoints,
+    PgDatabaseStats, SemaphoreFormat, WaitProfile, PG_ACTIVITY_QUERY, PG_BGWRITER_QUERY, PG_CHECKPOINTER_QUERY,
 };
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -131,6 +133,10 @@ impl Probe {
     /// The MySQL loop; returns why it ended early (`None` when stopped).
     fn mysql(&mut self, mon: &mut Monitor, stop: &AtomicBool) -> Option<String> {
         let mut innodb = true;
+        let mut perf_schema = match self.perf_schema_setup(mon) {
+            Ok(p) => p,
+            Err(why) => return Some(why),
+        };
         let mut next = Instant::now();
         loop {
             if !Self::wait(stop, next) {
@@ -179,8 +185,67 @@ impl Probe {
                     }
                 }
             }
+            if let Some(instrumented) = &perf_schema {
+                match mon.query(PERF_SCHEMA_WAITS_QUERY) {
+                    Ok(rows) => match parse_waits(rows.rows.iter().map(|r| r.iter().map(|v| v.as_deref()).collect())) {
+                        Ok(mut w) => {
+                            w.instrumented = instrumented.clone();
+                            sample.perf_schema = Some(w);
+                        }
+                        Err(why) => self.note("Db_perf_schema", why),
+                    },
+                    Err(f) if is_lost(f.class) => return Some(lost(&f.message)),
+                    Err(f) => {
+                        self.note("Db_perf_schema", format!("performance_schema wait summaries: {}", f.message));
+                        perf_schema = None;
+                    }
+                }
+            }
             self.send(&sample);
         }
+    }
+
+    /// Checks once whether `performance_schema` is on and which wait
+    /// instruments are timed: `Ok(Some(classes))` to read the wait summaries,
+    /// `Ok(None)` (with a note saying why) not to, `Err` when the connection is lost.
+    fn perf_schema_setup(&mut self, mon: &mut Monitor) -> Result<Option<Vec<String>>, String> {
+        let on = match mon.query(PERF_SCHEMA_ENABLED_QUERY) {
+            Ok(rows) => rows.rows.first().and_then(|r| r.first().cloned().flatten()),
+            Err(f) if is_lost(f.class) => return Err(lost(&f.message)),
+            Err(f) => {
+                self.note("Db_perf_schema", format!("cannot tell whether performance_schema is on: {}", f.message));
+                return Ok(None);
+            }
+        };
+        match on.as_deref().map(str::trim) {
+            Some("1" | "ON") => {}
+            Some("0" | "OFF") => {
+                self.note("Db_perf_schema", "performance_schema is off (start the server with --performance-schema=ON)".into());
+                return Ok(None);
+            }
+            other => {
+                self.note("Db_perf_schema", format!("@@performance_schema returned {other:?}, not 0 or 1"));
+                return Ok(None);
+            }
+        }
+        let (on, off) = match mon.query(PERF_SCHEMA_INSTRUMENTS_QUERY) {
+            Ok(rows) => parse_instrumented(rows.rows.iter().map(|r| r.iter().map(|v| v.as_deref()).collect())),
+            Err(f) if is_lost(f.class) => return Err(lost(&f.message)),
+            Err(f) => {
+                self.note("Db_perf_schema", format!("performance_schema.setup_instruments: {}", f.message));
+                return Ok(None);
+            }
+        };
+        if !off.is_empty() {
+            self.note(
+                "Db_perf_schema_instruments",
+                format!(
+                    "not instrumented (their waits cannot show): {}; enable with --performance-schema-instrument='wait/synch/%=ON' (or UPDATE performance_schema.setup_instruments)",
+                    off.join(", ")
+                ),
+            );
+        }
+        Ok(Some(on))
     }
 
     /// The PostgreSQL loop; returns why it ended early (`None` when stopped).

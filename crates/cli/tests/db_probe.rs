@@ -86,6 +86,55 @@ fn mariadb_hot_row_row_lock_waits_rise_and_diagnose_db_contention() {
     assert!(diag.to_string().contains("db-contention"), "{diag}");
     let shown = ok(&store, &["show", "last"]);
     assert!(shown.contains("DB waits") && shown.contains("row locks"), "{shown}");
+    // The harness starts MariaDB with performance_schema off: no top waits (null, not []), and why.
+    assert!(eight["perf_schema_top_waits"].is_null() && eight["perf_schema_instrumented"].is_null(), "{eight}");
+    let note = s[1]["telemetry"]["unavailable"]["db_perf_schema"].as_str().unwrap_or_else(|| panic!("no note: {}", s[1]["telemetry"]));
+    assert!(note.contains("performance_schema is off (start the server with --performance-schema=ON)"), "{note}");
+    assert!(shown.contains("performance_schema is off") && !shown.contains("performance_schema top wait"), "{shown}");
+}
+
+#[test]
+fn mariadb_perf_schema_names_the_hot_row_waits() {
+    let _cpu = common::cpu_exclusive();
+    let my = MariaDb::start_perf_schema();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let url = my.url();
+    ok(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "1000", "-q"]);
+    let doc = hot_row(&store, &url);
+    let s = steps(&doc);
+    let (one, eight) = (db(&s[0]), db(&s[1]));
+    eprintln!("1 client: {}\n8 clients: {}", one["perf_schema_top_waits"], eight["perf_schema_top_waits"]);
+    let instrumented = eight["perf_schema_instrumented"].as_array().unwrap_or_else(|| panic!("{eight}"));
+    for class in ["wait/synch/mutex", "wait/synch/rwlock", "wait/io/table", "wait/lock/table"] {
+        assert!(instrumented.iter().any(|c| c == class), "{class} not in {instrumented:?}");
+    }
+    assert!(s[1]["telemetry"]["unavailable"]["db_perf_schema"].is_null(), "{}", s[1]["telemetry"]);
+    assert!(s[1]["telemetry"]["unavailable"]["db_perf_schema_instruments"].is_null(), "{}", s[1]["telemetry"]);
+    let top = eight["perf_schema_top_waits"].as_array().unwrap_or_else(|| panic!("no perf_schema_top_waits: {eight}"));
+    assert!(!top.is_empty() && top.len() <= 5, "{eight}");
+    // Eight clients on ten rows: the handler calls wait for row locks (table I/O
+    // time), and InnoDB's lock system and table locks are busy.
+    let row_lock_wait = |e: &str| e.starts_with("wait/io/table/") || e.starts_with("wait/lock/") || e.contains("/innodb/lock");
+    let hit = top.iter().find(|w| row_lock_wait(w["event"].as_str().unwrap())).unwrap_or_else(|| panic!("no row-lock wait in {top:?}"));
+    assert!(hit["waits_per_s"].as_f64().unwrap() > 0.0, "{hit}");
+    assert!(top.iter().all(|w| !w["event"].as_str().unwrap().starts_with("wait/synch/cond/")), "{top:?}");
+    let ms = |w: &Value| w["wait_ms_per_s"].as_f64().unwrap_or(-1.0);
+    assert!(top.windows(2).all(|p| ms(&p[0]) >= ms(&p[1])), "largest wait time first: {top:?}");
+    // Waiting grows with clients: one client spends less time in the top wait than eight.
+    let handler = |d: &Value| {
+        d["perf_schema_top_waits"].as_array().unwrap().iter().find(|w| w["event"] == "wait/io/table/sql/handler").map_or(0.0, ms)
+    };
+    assert!(handler(eight) > handler(one), "handler wait ms/s 1 → 8 clients: {} → {}", handler(one), handler(eight));
+    // The db-contention verdict quotes it as evidence.
+    let v = db_verdict(&doc);
+    assert!(
+        v["evidence"].as_array().unwrap().iter().any(|e| e["name"].as_str().unwrap().starts_with("top performance_schema wait wait/")),
+        "{v}"
+    );
+    let shown = ok(&store, &["show", "last"]);
+    let first = top[0]["event"].as_str().unwrap();
+    assert!(shown.contains("performance_schema top wait") && shown.contains(first), "{shown}");
 }
 
 #[test]

@@ -182,6 +182,29 @@ pub struct DbTelemetry {
     pub waits: Vec<DbWait>,
     /// PostgreSQL: shares per wait-event type (`Lock`, `LWLock`, `IO`, `CPU`, ...).
     pub wait_types: Vec<DbWait>,
+    /// MySQL/MariaDB `performance_schema`: the instruments that waited
+    /// longest over the window (top 5, condition variables left out), so a
+    /// hot mutex or table lock is named. `None` when performance_schema is
+    /// off or unreadable (reason under `unavailable.db_perf_schema`); empty
+    /// when it is on and nothing waited.
+    #[serde(default)]
+    pub perf_schema_top_waits: Option<Vec<PerfSchemaWait>>,
+    /// Instrument classes (`wait/io/table`, `wait/synch/mutex`, ...) that were
+    /// enabled and timed: a class not listed cannot show up in the top waits.
+    #[serde(default)]
+    pub perf_schema_instrumented: Option<Vec<String>>,
+}
+
+/// One `performance_schema` wait instrument over a step's window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PerfSchemaWait {
+    /// Instrument name, e.g. `wait/synch/rwlock/innodb/lock_latch` or `wait/io/table/sql/handler`.
+    pub event: String,
+    /// Waits per second.
+    pub waits_per_s: f64,
+    /// Wait time per wall second, ms/s (1000 = one thread always waiting);
+    /// `None` for an instrument that counts but is not timed.
+    pub wait_ms_per_s: Option<f64>,
 }
 
 impl DbTelemetry {

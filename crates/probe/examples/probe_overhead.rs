@@ -10,6 +10,8 @@
 //!      report per second (target <= 3 % of one core).
 //!
 //! Usage: probe_overhead [--seconds S] [--threads N] [--all-active] [--thread-budget SHARE]
+//! or `probe_overhead tree CHILDREN THREADS`: only start a parked process tree
+//! (for `bench/probe_overhead` to watch with the real `scalelab watch`).
 //! `--thread-budget` sets the thread sampler's CPU cap (default 0.025 of a
 //! core; 1 = uncapped, to see what reading every thread at 50 Hz costs).
 //! `--all-active` makes every target thread wake every 10 ms (worst case:
@@ -85,6 +87,49 @@ fn target(threads: usize, all_active: bool) {
     thread::sleep(Duration::from_secs(600));
 }
 
+/// A server-like process tree for `bench/probe_overhead` to watch: this
+/// process plus `children` child processes (`member` mode) of `threads`
+/// threads each, all parked (lock waiters and poll() idlers, like idle
+/// database backends). Prints `ready PID` and exits when stdin closes; the
+/// children exit when their stdin (a pipe from this process) closes.
+fn tree(children: usize, threads: usize) {
+    let exe = std::env::current_exe().expect("own path");
+    let kids: Vec<_> = (0..children)
+        .map(|_| Command::new(&exe).args(["member", &threads.to_string()]).stdin(Stdio::piped()).spawn().expect("start a tree member"))
+        .collect();
+    println!("ready {}", std::process::id());
+    let _ = std::io::stdin().read(&mut [0u8; 1]);
+    drop(kids);
+}
+
+/// One member of [`tree`]: `threads` threads in all, parked on a condition
+/// variable or in poll(); exits when stdin closes.
+fn member(threads: usize) {
+    let gate = Arc::new((Mutex::new(()), Condvar::new()));
+    for i in 1..threads {
+        let gate = gate.clone();
+        thread::spawn(move || {
+            if i % 2 == 0 {
+                let (m, cv) = &*gate;
+                let mut g = m.lock().unwrap();
+                loop {
+                    g = cv.wait(g).unwrap();
+                }
+            }
+            let mut fds = [0; 2];
+            // SAFETY: pipe and poll on descriptors this thread owns.
+            unsafe {
+                libc::pipe(fds.as_mut_ptr());
+                let mut p = libc::pollfd { fd: fds[0], events: libc::POLLIN, revents: 0 };
+                loop {
+                    libc::poll(&mut p, 1, 1000);
+                }
+            }
+        });
+    }
+    let _ = std::io::stdin().read(&mut [0u8; 1]);
+}
+
 struct Phase {
     cpu_ns: u64,
     wall_ns: u64,
@@ -124,6 +169,12 @@ fn main() {
     let arg = |name: &str, default: f64| -> f64 {
         args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
     };
+    let num = |i: usize, default: usize| args.get(i).and_then(|n| n.parse().ok()).unwrap_or(default);
+    match args.get(1).map(String::as_str) {
+        Some("tree") => return tree(num(2, 20), num(3, 4)),
+        Some("member") => return member(num(2, 4)),
+        _ => {}
+    }
     if args.get(1).map(String::as_str) == Some("target") {
         let all_active = args.get(3).map(String::as_str) == Some("all-active");
         return target(args.get(2).and_then(|n| n.parse().ok()).unwrap_or(200), all_active);

@@ -6,7 +6,8 @@ mod common;
 use common::fixtures;
 use scalelab_probe::db::pg_activity::CPU;
 use scalelab_probe::db::{
-    global_status_rates, parse_innodb_semaphores, semaphore_rates, ActivityRow, GlobalStatus, SemaphoreFormat, WaitProfile,
+    global_status_rates, parse_innodb_semaphores, parse_instrumented, parse_waits, semaphore_rates, top_waits, ActivityRow, GlobalStatus,
+    SemaphoreFormat, WaitCounter, WaitProfile,
 };
 use scalelab_probe::read::complete_lines;
 
@@ -176,4 +177,71 @@ fn postgres_15_pg_stat_database_and_checkpoints() {
     let r = &named_rows(&cut)[0];
     let s = PgDatabaseStats::from_named(r.iter().copied()).unwrap();
     assert!(s.xact_commit.is_some() && s.temp_files.is_none(), "{s:?}");
+}
+
+/// Tab-separated rows of a captured `mariadb -B -N` result.
+fn tsv_rows(text: &str) -> Vec<Vec<Option<&str>>> {
+    text.lines().map(|l| l.split('\t').map(Some).collect()).collect()
+}
+
+#[test]
+fn mariadb_perf_schema_waits_under_hot_rows() {
+    let (t0, t1) = (read("mariadb-10.11-perf-schema-waits-t0.tsv"), read("mariadb-10.11-perf-schema-waits-t1.tsv"));
+    let a = parse_waits(tsv_rows(&t0)).unwrap();
+    let b = parse_waits(tsv_rows(&t1)).unwrap();
+    assert_eq!((a.events.len(), a.bad_rows), (84, 0));
+    assert_eq!(a.events["wait/io/table/sql/handler"], WaitCounter { count: 73034, wait_ps: Some(7002315595275) });
+    // The two readings were one second apart (wall time of the capture; ~1.0 s).
+    let top = top_waits(&a, &b, 1.0, 5).unwrap();
+    let names: Vec<&str> = top.iter().map(|w| w.event.as_str()).collect();
+    eprintln!("{top:?}");
+    // Eight clients on three rows: the handler calls wait for the row locks,
+    // and InnoDB's lock-system latch is the hottest latch.
+    assert_eq!(names[0], "wait/io/table/sql/handler");
+    assert_eq!(top[0].waits_per_s, (120809 - 73034) as f64);
+    let ms = top[0].wait_ms_per_s.unwrap();
+    assert!((ms - (9843974573895u64 - 7002315595275) as f64 / 1e9).abs() < 1e-6, "{ms}");
+    assert!(names.contains(&"wait/synch/rwlock/innodb/lock_latch"), "{names:?}");
+    // The background timer's condition variable (idle sleep) has more wait time than
+    // the latch, yet is not ranked.
+    assert!(b.events.contains_key("wait/synch/cond/mysys/COND_timer"));
+    assert!(names.iter().all(|n| !n.starts_with("wait/synch/cond/")), "{names:?}");
+    assert!(top.windows(2).all(|w| w[0].wait_ms_per_s >= w[1].wait_ms_per_s));
+
+    let (on, off) = parse_instrumented(tsv_rows(&read("mariadb-10.11-perf-schema-instruments.tsv")));
+    assert!(off.is_empty(), "{off:?}");
+    assert!(on.contains(&"wait/synch/mutex".to_string()) && on.contains(&"wait/io/table".to_string()), "{on:?}");
+}
+
+#[test]
+fn perf_schema_rows_cut_or_garbled_are_unavailable_not_zero() {
+    let text = read("mariadb-10.11-perf-schema-waits-t1.tsv");
+    let full = parse_waits(tsv_rows(&text)).unwrap();
+    // Cut anywhere: every event read is the full reading's, or a prefix of the
+    // last (cut) row's digits; a row cut before its third column is left out.
+    for end in (0..text.len()).step_by(13) {
+        match parse_waits(tsv_rows(&text[..end])) {
+            Ok(w) => {
+                for (name, c) in &w.events {
+                    let f = full.events.get(name).unwrap_or_else(|| panic!("cut at {end}: invented {name}"));
+                    assert!(c == f || f.count.to_string().starts_with(&c.count.to_string()), "cut at {end}: {name} {c:?} vs {f:?}");
+                }
+                assert!(w.bad_rows <= 1, "cut at {end}");
+            }
+            Err(why) => assert!(end < 60, "cut at {end}: {why}"),
+        }
+    }
+    // Each row garbled in turn: that event is missing, not 0.
+    for (i, line) in text.lines().enumerate().step_by(5) {
+        let garbled = text.replace(line, &line.replacen('\t', " ", 1));
+        let w = parse_waits(tsv_rows(&garbled)).unwrap();
+        let name = line.split('\t').next().unwrap();
+        assert!(!w.events.contains_key(name), "row {i}");
+        assert_eq!(w.bad_rows, 1);
+    }
+    for junk in ["", "\0\0\0", "EVENT_NAME\tCOUNT_STAR\tSUM_TIMER_WAIT", "wait/io/table/sql/handler\t-1\t5", "<html>"] {
+        assert!(parse_waits(tsv_rows(junk)).is_err(), "{junk:?}");
+    }
+    // No readings to compare: no rate at all (and never a negative one).
+    assert_eq!(top_waits(&full, &full, 1.0, 5), Some(vec![]));
 }

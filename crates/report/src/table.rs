@@ -1,7 +1,7 @@
 //! The run table: one row per step, then AVG and MAX rows.
 
 use crate::fmt::{columns, ms, pct, thousands};
-use scalelab_core::{DbTelemetry, Run, StepResult};
+use scalelab_core::{DbTelemetry, PerfSchemaWait, Run, StepResult};
 
 /// Column headers, in the order reviews print them.
 pub const HEADER: [&str; 11] =
@@ -174,6 +174,36 @@ pub fn db_waits_cell(d: &DbTelemetry) -> String {
     }
 }
 
+/// One `performance_schema` wait as `event 12 ms/s (3,400/s)`; without a
+/// timer, the count alone.
+pub fn perf_schema_wait(w: &PerfSchemaWait) -> String {
+    match w.wait_ms_per_s {
+        Some(ms) => format!("{} {} ms/s ({}/s)", w.event, rate(ms), rate(w.waits_per_s)),
+        None => format!("{} {}/s (untimed)", w.event, rate(w.waits_per_s)),
+    }
+}
+
+/// Lines under the telemetry table naming each step's top
+/// `performance_schema` wait (MySQL/MariaDB with performance_schema on);
+/// empty when no step has the summaries.
+pub fn perf_schema_lines(run: &Run) -> String {
+    let mut out = String::new();
+    for s in &run.steps {
+        let Some(top) = s.telemetry.as_ref().and_then(|t| t.db.as_ref()).and_then(|d| d.perf_schema_top_waits.as_ref()) else {
+            continue;
+        };
+        if out.is_empty() {
+            out.push_str(
+                "performance_schema top wait per step (wait time per second of wall time, waits/s; condition variables left out)\n",
+            );
+        }
+        let what = top.first().map_or_else(|| "no waits".to_string(), perf_schema_wait);
+        let clients = if s.concurrency == 1 { "client" } else { "clients" };
+        out.push_str(&format!("  {:>5} {clients}: {what}\n", s.concurrency));
+    }
+    out
+}
+
 /// The database figures of a window in one line (for `show` of a watch).
 pub fn db_summary(d: &DbTelemetry) -> String {
     let mut parts = Vec::new();
@@ -193,6 +223,9 @@ pub fn db_summary(d: &DbTelemetry) -> String {
     add("active backends", d.mean_active_backends, "");
     if let Some(w) = d.waits.first() {
         parts.push(format!("top wait {} {:.0}%", w.wait, w.pct));
+    }
+    if let Some(w) = d.perf_schema_top_waits.as_ref().and_then(|v| v.first()) {
+        parts.push(format!("top perf-schema wait {}", perf_schema_wait(w)));
     }
     if parts.is_empty() {
         "-".into()
@@ -273,6 +306,7 @@ pub fn telemetry_table(run: &Run) -> Option<String> {
             }
         }
     }
+    out.push_str(&perf_schema_lines(run));
     if !reasons.is_empty() {
         out.push_str("unavailable: ");
         out.push_str(&reasons.join("; "));
@@ -303,5 +337,12 @@ mod tests {
         assert_eq!(db_waits_cell(&myisam), "table locks 5.2/s");
         assert_eq!(db_waits_cell(&DbTelemetry::default()), "-");
         assert!(db_summary(&my).contains("row-lock waits 1,234/s"));
+        let w = PerfSchemaWait { event: "wait/io/table/sql/handler".into(), waits_per_s: 3400.0, wait_ms_per_s: Some(12.25) };
+        assert_eq!(perf_schema_wait(&w), "wait/io/table/sql/handler 12 ms/s (3,400/s)");
+        let untimed = PerfSchemaWait { wait_ms_per_s: None, ..w.clone() };
+        assert_eq!(perf_schema_wait(&untimed), "wait/io/table/sql/handler 3,400/s (untimed)");
+        let ps = DbTelemetry { perf_schema_top_waits: Some(vec![w]), ..my.clone() };
+        assert!(db_summary(&ps).contains("top perf-schema wait wait/io/table/sql/handler 12 ms/s"), "{}", db_summary(&ps));
+        assert!(!db_summary(&my).contains("perf-schema"));
     }
 }

@@ -25,14 +25,23 @@ impl MariaDb {
 
     /// Starts MariaDB with the given `max_connections`.
     pub fn start_with(max_connections: u32) -> MariaDb {
-        Self::start_opts(max_connections, false)
+        Self::start_opts(max_connections, false, false)
+    }
+
+    /// Starts MariaDB with `performance_schema` on and every `wait/synch`
+    /// (mutex, rw-lock, condition) and `wait/lock` (table, metadata)
+    /// instrument enabled and timed; by default MariaDB times only table I/O,
+    /// table locks and file I/O. The global wait summaries need no consumer
+    /// beyond the default `global_instrumentation`. Other tests keep it off.
+    pub fn start_perf_schema() -> MariaDb {
+        Self::start_opts(100, false, true)
     }
 
     /// Starts MariaDB with TLS (a certificate for 127.0.0.1 signed by a
     /// throw-away CA, see [`MariaDb::ca_path`]) and `require_secure_transport`,
     /// so a plain-text TCP client is refused.
     pub fn start_tls() -> MariaDb {
-        Self::start_opts(100, true)
+        Self::start_opts(100, true, false)
     }
 
     /// The CA certificate (PEM) of a [`MariaDb::start_tls`] server.
@@ -40,7 +49,7 @@ impl MariaDb {
         self.dir.path().join("certs/ca.crt")
     }
 
-    fn start_opts(max_connections: u32, tls: bool) -> MariaDb {
+    fn start_opts(max_connections: u32, tls: bool, perf_schema: bool) -> MariaDb {
         let install = find_program("mariadb-install-db").expect("MariaDB is not installed: run ./scripts/test.sh, which installs it");
         let server = find_program("mariadbd").expect("mariadbd is not installed: run ./scripts/test.sh, which installs it");
         let dir = tempfile::Builder::new().prefix("scalelab-mariadb-").tempdir().expect("temp dir");
@@ -77,6 +86,15 @@ impl MariaDb {
             }
             tls_args.push("--require-secure-transport=ON".to_string());
         }
+        let perf_schema_args: &[&str] = if perf_schema {
+            &[
+                "--performance-schema=ON",
+                "--performance-schema-instrument=wait/synch/%=ON",
+                "--performance-schema-instrument=wait/lock/%=ON",
+            ]
+        } else {
+            &["--performance-schema=OFF"]
+        };
         if root {
             chown_to("mysql", d);
         }
@@ -91,7 +109,8 @@ impl MariaDb {
             .arg(format!("--log-error={}", d.join("error.log").display()))
             .arg(format!("--port={port}"))
             .args(["--bind-address=127.0.0.1", "--skip-name-resolve", "--skip-log-bin", "--innodb-buffer-pool-size=64M"])
-            .args(["--innodb-flush-log-at-trx-commit=0", "--innodb-lock-wait-timeout=2", "--performance-schema=OFF"])
+            .args(["--innodb-flush-log-at-trx-commit=0", "--innodb-lock-wait-timeout=2"])
+            .args(perf_schema_args)
             .arg(format!("--max-connections={max_connections}"))
             .args(&tls_args)
             .stdin(Stdio::null())

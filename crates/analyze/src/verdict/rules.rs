@@ -349,6 +349,13 @@ fn db_contention(ctx: &Ctx) -> Option<Verdict> {
     draft.ev("table locks waited", d.table_locks_waited_per_s, "/s");
     draft.ev("InnoDB semaphore OS waits", d.os_waits_per_s, "/s");
     draft.ev("InnoDB spin rounds per OS wait", d.rounds_per_os_wait, "rounds");
+    // performance_schema names the instrument (when it is on): evidence only, it triggers nothing.
+    if let Some(w) = d.perf_schema_top_waits.as_ref().and_then(|v| v.first()) {
+        match w.wait_ms_per_s {
+            Some(ms) => draft.ev(&format!("top performance_schema wait {}", w.event), Some(ms), "ms/s"),
+            None => draft.ev(&format!("top performance_schema wait {} (untimed)", w.event), Some(w.waits_per_s), "/s"),
+        }
+    }
     draft.ev("threads running", d.threads_running_avg, "threads (mean)");
     draft.ev("questions", d.questions_per_s, "/s");
     draft.ev("CPU busy", t.cpu_busy_pct, "%");

@@ -670,6 +670,25 @@ fn db_contention_row_locks_with_short_waits_is_lowered_and_says_so() {
 }
 
 #[test]
+fn db_contention_quotes_the_top_perf_schema_wait() {
+    let ps = |n: f64| scalelab_core::DbTelemetry {
+        perf_schema_top_waits: Some(vec![scalelab_core::PerfSchemaWait {
+            event: "wait/io/table/sql/handler".into(),
+            waits_per_s: 10.0 * n,
+            wait_ms_per_s: Some(2.0 * n),
+        }]),
+        ..mysql_db(n)
+    };
+    let r = run(vec![step(1, 100.0, Some(with_db(healthy(), ps(0.0)))), step(8, 195.0, Some(with_db(healthy(), ps(400.0))))]);
+    let v = only(&r, VerdictKind::DbContention);
+    assert_eq!(ev(&v, "top performance_schema wait wait/io/table/sql/handler"), 800.0);
+    // Without performance_schema the verdict is the same, with no such evidence.
+    let r = run(vec![step(1, 100.0, Some(with_db(healthy(), mysql_db(0.0)))), step(8, 195.0, Some(with_db(healthy(), mysql_db(400.0))))]);
+    let v = only(&r, VerdictKind::DbContention);
+    assert!(v.evidence.iter().all(|e| !e.name.contains("performance_schema")), "{:?}", v.evidence);
+}
+
+#[test]
 fn db_contention_pg_names_the_top_lock_wait() {
     let r = run(vec![
         step(1, 100.0, Some(with_db(healthy(), pg_db(0.0)))),

@@ -3,6 +3,7 @@
 //!
 //! - [`innodb`]: SEMAPHORES of `SHOW ENGINE INNODB STATUS` (MariaDB 10.x, MySQL 5.7/8.0).
 //! - [`mysql_status`]: `SHOW GLOBAL STATUS` rows into typed counters.
+//! - [`perf_schema`]: MySQL/MariaDB `performance_schema` wait summaries and their top waits.
 //! - [`pg_activity`]: `pg_stat_activity` rows into a wait-event profile.
 //! - [`pg_stats`]: `pg_stat_database` and checkpoint counters.
 //! - [`sample`]: the stored per-second reading of the live database probe
@@ -10,12 +11,14 @@
 
 pub mod innodb;
 pub mod mysql_status;
+pub mod perf_schema;
 pub mod pg_activity;
 pub mod pg_stats;
 pub mod sample;
 
 pub use innodb::{parse_innodb_semaphores, semaphore_rates, InnodbSemaphores, SemaphoreFormat, SemaphoreRates, SpinCounters};
 pub use mysql_status::{global_status_rates, GlobalStatus, GlobalStatusRates, HandlerCounters};
+pub use perf_schema::{parse_instrumented, parse_waits, top_waits, PerfSchemaWaits, WaitCounter, WaitRate};
 pub use pg_activity::{ActivityRow, WaitProfile, WaitShare, PG_ACTIVITY_QUERY};
 pub use pg_stats::{pg_database_query, PgCheckpoints, PgDatabaseStats, PG_BGWRITER_QUERY, PG_CHECKPOINTER_QUERY};
 pub use sample::{summarize_db, DbSample};

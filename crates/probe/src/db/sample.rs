@@ -3,9 +3,10 @@
 
 use super::innodb::{semaphore_rates, InnodbSemaphores};
 use super::mysql_status::{global_status_rates, GlobalStatus};
+use super::perf_schema::{top_waits, PerfSchemaWaits};
 use super::pg_activity::{WaitProfile, CPU};
 use super::pg_stats::{PgCheckpoints, PgDatabaseStats};
-use scalelab_core::{DbTelemetry, DbWait};
+use scalelab_core::{DbTelemetry, DbWait, PerfSchemaWait};
 use serde::{Deserialize, Serialize};
 
 /// Wait events kept per step in [`DbTelemetry::waits`].
@@ -28,6 +29,9 @@ pub struct DbSample {
     pub status: Option<GlobalStatus>,
     /// MySQL/MariaDB: the SEMAPHORES section of `SHOW ENGINE INNODB STATUS`.
     pub innodb: Option<InnodbSemaphores>,
+    /// MySQL/MariaDB: cumulative `performance_schema` wait summaries, when it is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perf_schema: Option<PerfSchemaWaits>,
     /// PostgreSQL: `pg_stat_database` of the target database.
     pub pg_database: Option<PgDatabaseStats>,
     /// PostgreSQL: checkpoint counters.
@@ -42,7 +46,11 @@ pub struct DbSample {
 impl DbSample {
     /// A reading of counters (not a wait-profile chunk).
     fn has_counters(&self) -> bool {
-        self.status.is_some() || self.innodb.is_some() || self.pg_database.is_some() || self.pg_checkpoints.is_some()
+        self.status.is_some()
+            || self.innodb.is_some()
+            || self.perf_schema.is_some()
+            || self.pg_database.is_some()
+            || self.pg_checkpoints.is_some()
     }
 }
 
@@ -71,6 +79,7 @@ pub fn summarize_db(samples: &[DbSample], start_ms: i64, end_ms: i64) -> Result<
     };
     let mut t = DbTelemetry { engine, samples: near.len() as u32, ..Default::default() };
     let empty = DbSample::default();
+    let empty_ps = PerfSchemaWaits::default();
     let (a, b) = match (near.first(), near.last()) {
         (Some(a), Some(b)) => (*a, *b),
         _ => (&empty, &empty),
@@ -107,6 +116,18 @@ pub fn summarize_db(samples: &[DbSample], start_ms: i64, end_ms: i64) -> Result<
             t.os_waits_per_s = Some(r.os_waits_per_s);
             t.rounds_per_os_wait = r.rounds_per_os_wait;
         }
+        // The first and last readings that have the summaries (a reading may lack them after an error).
+        let first = near.iter().find(|s| s.perf_schema.is_some());
+        let last = near.iter().rev().find(|s| s.perf_schema.is_some());
+        if let (Some(x), Some(y)) = (first, last) {
+            let (px, py) = (x.perf_schema.as_ref().unwrap_or(&empty_ps), y.perf_schema.as_ref().unwrap_or(&empty_ps));
+            let ps_secs = (y.unix_ms - x.unix_ms) as f64 / 1000.0;
+            t.perf_schema_top_waits = top_waits(px, py, ps_secs, TOP_WAITS).map(|v| {
+                v.into_iter()
+                    .map(|w| PerfSchemaWait { event: w.event, waits_per_s: w.waits_per_s, wait_ms_per_s: w.wait_ms_per_s })
+                    .collect()
+            });
+        }
         if let (Some(x), Some(y)) = (a.pg_database, b.pg_database) {
             let rate = |p: Option<u64>, q: Option<u64>| crate::rates::opt_per_second(p, q, secs);
             let delta = |p: Option<u64>, q: Option<u64>| q?.checked_sub(p?);
@@ -124,6 +145,9 @@ pub fn summarize_db(samples: &[DbSample], start_ms: i64, end_ms: i64) -> Result<
                 .sum();
         }
         t.checkpoints = a.pg_checkpoints.zip(b.pg_checkpoints).and_then(|(x, y)| y.total()?.checked_sub(x.total()?));
+    }
+    if let Some(p) = near.iter().rev().find_map(|s| s.perf_schema.as_ref()) {
+        t.perf_schema_instrumented = Some(p.instrumented.clone());
     }
     let mut profile = WaitProfile::default();
     for p in chunks {
