@@ -16,7 +16,7 @@ pub mod dataset;
 pub mod monitor;
 mod mysql;
 mod pg;
-#[allow(dead_code)] // until the wire clients use it
+mod pgwire;
 mod stream;
 mod tls;
 pub mod workload;
