@@ -291,9 +291,11 @@ impl PgWire {
                         let s = scram.as_mut().ok_or_else(|| protocol("protocol error: SASL final before SASL start".into()))?;
                         s.finish(data).map_err(|e| protocol(format!("SCRAM: {e}")))?;
                     }
-                    Auth::Unsupported(method) => return Err(protocol(format!(
+                    Auth::Unsupported(method) => {
+                        return Err(protocol(format!(
                         "the server asks for {method} authentication, which scalelab does not speak (trust, password, md5, scram-sha-256)"
-                    ))),
+                    )))
+                    }
                 },
                 b'E' => return Err(ServerError::parse(body).map_err(protocol)?.failure()),
                 b'N' => {}
