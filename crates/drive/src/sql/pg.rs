@@ -143,7 +143,8 @@ impl PgConn {
             for sql in raw {
                 match wire.reply().await {
                     Ok(()) => {}
-                    Err(f) if wire.broken() => return Err(first.unwrap_or(with_statement(f, sql))),
+                    // The connection went away: not the statement's fault.
+                    Err(f) if wire.broken() => return Err(first.unwrap_or(f)),
                     Err(f) => first = first.or(Some(with_statement(f, sql))),
                 }
             }

@@ -30,10 +30,14 @@
 //!
 //! Frontend messages are encoded with `postgres-protocol`. Backend messages are
 //! parsed here, on the inbox bytes: the crate's parser wants a `BytesMut` and
-//! hands out a reference-counted `Bytes` for every message (an atomic
-//! increment and decrement per DataRow), while the load path needs only the
-//! tag of most messages; the few messages whose content matters
-//! (ErrorResponse, the authentication requests) are small.
+//! hands out a reference-counted `Bytes` for every message, while the load
+//! path needs only the tag of most messages. Measured (callgrind, a
+//! point-select reply: BindComplete, a 120-byte DataRow, CommandComplete,
+//! ReadyForQuery): `backend::Message::parse` costs about 1 000 instructions per
+//! reply (60 of them copying it into a `BytesMut`), the loop here about 70,
+//! i.e. the crate's parser would add a fifth to this client's cost per query.
+//! The few messages whose content matters (ErrorResponse, the
+//! authentication requests) are small and parsed here too.
 
 use super::stream::{Inbox, Stream};
 use super::workload::Value;
