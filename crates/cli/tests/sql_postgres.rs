@@ -314,3 +314,65 @@ fn tls_when_the_url_asks_for_it() {
         assert!(!fresh.exists(), "{target}: a store was created");
     }
 }
+
+#[test]
+fn passwords_by_scram_and_md5_and_a_unix_socket() {
+    use scalelab_testkit::postgres::{MD5_USER, SCRAM_USER};
+    let pg = Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    ok(&store, &["prepare", &pg.url(), "--dataset", "sbtest", "--scale", "1", "--rows", "200", "-q"]);
+    // The load clients authenticate (SCRAM-SHA-256, md5) and run.
+    for role in [SCRAM_USER, MD5_USER] {
+        let doc = sweep(&store, &pg.url_as(role), "2", "300ms", &["--workload", "point-select"]);
+        assert_eq!(doc["target"], format!("postgres://{}@127.0.0.1:{}/bench", role.0, pg.port), "the password is not recorded");
+        let s = &steps(&doc)[0];
+        assert!(s["requests"].as_u64().unwrap() > 0 && s["errors_total"] == 0, "{}: {s}", role.0);
+    }
+    // A wrong or missing password: the server's message, exit 2, nothing stored.
+    let fresh = dir.path().join("none.db");
+    for (url, expect) in [
+        (pg.url_as((SCRAM_USER.0, "wrong")), "password authentication failed for user \"scram_user\""),
+        (pg.url_as((MD5_USER.0, "wrong")), "password authentication failed for user \"md5_user\""),
+        (format!("postgres://{}@127.0.0.1:{}/bench", SCRAM_USER.0, pg.port), "password"),
+    ] {
+        let out = run(&fresh, &["sweep", &url, "-c", "1", "-d", "200ms", "--workload", "point-select"]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{url}: {err}");
+        assert!(err.contains(expect), "{url}: expected '{expect}' in: {err}");
+        assert!(!err.contains("wrong"), "{url}: the password is shown: {err}");
+        assert!(!fresh.exists(), "{url}: a store was created");
+    }
+
+    // Over the unix socket (?host=DIR): the load clients' backends have no client address.
+    let url = format!("{}?host={}", pg.url(), pg.socket_dir().display());
+    let child = common::bin()
+        .arg("--store")
+        .arg(&store)
+        .args(["sweep", &url, "-c", "2", "--warmup", "0", "-d", "3s", "--json", "-q", "--workload", "point-select"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Watch until both load connections show (the preflight comes first, and
+    // this machine may be slow): never a TCP one.
+    let (mut on_socket, mut over_tcp) = (0, 0);
+    for _ in 0..50 {
+        std::thread::sleep(Duration::from_millis(100));
+        let r = pg.psql(
+            "postgres",
+            "SELECT count(*) FILTER (WHERE client_addr IS NULL), count(*) FILTER (WHERE client_addr IS NOT NULL) \
+             FROM pg_stat_activity WHERE application_name = 'scalelab'",
+        );
+        let (a, b) = r.split_once('|').unwrap();
+        (on_socket, over_tcp) = (on_socket.max(a.parse::<u32>().unwrap()), over_tcp.max(b.parse::<u32>().unwrap()));
+        if on_socket >= 2 {
+            break;
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
+    assert!(on_socket >= 2 && over_tcp == 0, "load clients on the unix socket: {on_socket}, over TCP: {over_tcp}");
+    let s = &steps(&doc)[0];
+    assert!(s["requests"].as_u64().unwrap() > 0 && s["errors_total"] == 0, "{s}");
+}

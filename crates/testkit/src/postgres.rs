@@ -1,5 +1,7 @@
 //! A private PostgreSQL cluster: initdb into a temp dir, 127.0.0.1 on a free
-//! port, socket in the temp dir, trust authentication, a `bench` database.
+//! port, socket in the temp dir, trust authentication, a `bench` database;
+//! plus two roles that must give a password over TCP, one by SCRAM-SHA-256
+//! ([`SCRAM_USER`]) and one by md5 ([`MD5_USER`]).
 //! Run as root, the server runs as the `postgres` OS user (it refuses root).
 
 use crate::{find_program, free_port, wait_listening};
@@ -7,6 +9,11 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
+
+/// A role (name, password) that authenticates by SCRAM-SHA-256 over TCP.
+pub const SCRAM_USER: (&str, &str) = ("scram_user", "scram-secret");
+/// A role (name, password) that authenticates by md5 over TCP.
+pub const MD5_USER: (&str, &str) = ("md5_user", "md5-secret");
 
 /// A running PostgreSQL, stopped (and its dir removed) on drop.
 pub struct Postgres {
@@ -102,6 +109,12 @@ impl Postgres {
             chown_to("postgres", &data);
             text.push_str("ssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n");
             fs::write(data.join("pg_hba.conf"), "local all all trust\nhostssl all all 127.0.0.1/32 trust\n").expect("pg_hba.conf");
+        } else {
+            // The password roles' lines come first: pg_hba.conf's first match wins.
+            let hba = d.join("data/pg_hba.conf");
+            let rest = fs::read_to_string(&hba).expect("pg_hba.conf");
+            let lines = format!("host all {} 127.0.0.1/32 scram-sha-256\nhost all {} 127.0.0.1/32 md5\n{rest}", SCRAM_USER.0, MD5_USER.0);
+            fs::write(&hba, lines).expect("pg_hba.conf");
         }
         fs::write(d.join("data/postgresql.conf"), text).expect("postgresql.conf");
         let out = as_user("postgres", &bin.join("pg_ctl"))
@@ -120,7 +133,26 @@ impl Postgres {
             .expect("postmaster.pid");
         let pg = Postgres { port, dir, bin, pid };
         pg.psql("postgres", "CREATE DATABASE bench");
+        // md5 authentication needs the password stored as md5 (a SCRAM
+        // verifier would make the server ask for SCRAM instead).
+        pg.psql(
+            "postgres",
+            &format!(
+                "CREATE ROLE {} LOGIN SUPERUSER PASSWORD '{}'; SET password_encryption = 'md5'; CREATE ROLE {} LOGIN SUPERUSER PASSWORD '{}'",
+                SCRAM_USER.0, SCRAM_USER.1, MD5_USER.0, MD5_USER.1
+            ),
+        );
         pg
+    }
+
+    /// `postgres://USER:PASSWORD@127.0.0.1:PORT/bench`.
+    pub fn url_as(&self, (user, password): (&str, &str)) -> String {
+        format!("postgres://{user}:{password}@127.0.0.1:{}/bench", self.port)
+    }
+
+    /// The directory of the server's unix socket (for `?host=DIR`).
+    pub fn socket_dir(&self) -> PathBuf {
+        self.dir.path().join("sock")
     }
 
     /// `postgres://postgres@127.0.0.1:PORT/bench`.

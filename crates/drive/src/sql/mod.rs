@@ -1,5 +1,7 @@
-//! The SQL drivers: PostgreSQL (`postgres://`, tokio-postgres) and
-//! MySQL/MariaDB (`mysql://`, mysql_async).
+//! The SQL drivers: PostgreSQL (`postgres://`: the load clients on the
+//! hand-written `pgwire` client over `stream`, tokio-postgres for
+//! `prepare`, the preflight and the probe) and MySQL/MariaDB (`mysql://`,
+//! mysql_async).
 //!
 //! Each virtual client owns one connection, opened in [`Client::connect`]
 //! before the window, with every statement of the workload prepared on it
@@ -16,7 +18,7 @@ pub mod dataset;
 pub mod monitor;
 mod mysql;
 mod pg;
-#[allow(dead_code)] // until the wire clients use it
+mod pgwire;
 mod stream;
 mod tls;
 pub mod workload;

@@ -1,13 +1,9 @@
-//! PostgreSQL connections (tokio-postgres): open, prepare, run a unit, classify errors.
-//!
-//! Client cost, measured (callgrind, user-space instructions per query,
-//! point-select, 1 client): scalelab's client thread 12 700 (13 100 before
-//! statements used `execute_raw`), sysbench's (libpq plus its Lua) 7 000.
-//! tokio-postgres splits each query between the caller and a connection task
-//! (request and response cross two channels, two task wake-ups): about
-//! 3 000 instructions in `Connection::poll`, 5 500 on the caller's side, and
-//! the runtime's park on epoll about 1 700.
+//! PostgreSQL connections: the load clients' [`PgConn`] (open, prepare, run a
+//! unit) on the hand-written [`PgWire`] client, and tokio-postgres
+//! connections ([`connect`], [`connect_as`]) for everything off the hot path:
+//! `prepare`, the preflight and the telemetry probe.
 
+use super::pgwire::PgWire;
 use super::tls::{self, PgTls};
 use super::workload::{Unit, Value};
 use super::{connect_io_class, with_statement, Compiled, Inner, SqlTls, SqlUrl, Timed};
@@ -16,8 +12,7 @@ use scalelab_core::ErrorClass;
 use std::error::Error as StdError;
 use std::time::{Duration, Instant};
 use tokio_postgres::error::SqlState;
-use tokio_postgres::types::{IsNull, ToSql, Type};
-use tokio_postgres::{NoTls, Statement};
+use tokio_postgres::NoTls;
 
 /// Opens a connection; its I/O runs on a task of the current runtime.
 pub(crate) async fn connect(url: &SqlUrl, timeout: Duration) -> Result<tokio_postgres::Client, Failure> {
@@ -111,44 +106,57 @@ pub(crate) fn classify(e: &tokio_postgres::Error) -> Failure {
     Failure::new(ErrorClass::Other, e.to_string())
 }
 
-/// A PostgreSQL connection with the workload prepared on it.
+/// A load client's PostgreSQL connection with the workload prepared on it
+/// (the hand-written [`PgWire`] client: see its module for why).
 pub(crate) struct PgConn {
-    client: tokio_postgres::Client,
-    /// Per unit, per statement (empty without prepare).
-    stmts: Vec<Vec<Statement>>,
-    begin: Option<Statement>,
-    commit: Option<Statement>,
+    wire: PgWire,
+    /// Per unit, per statement: the prepared statement's name (`s{unit}_{i}`).
+    names: Vec<Vec<String>>,
 }
 
-impl PgConn {
-    pub(crate) async fn open(inner: &Inner, prepare: bool) -> Result<PgConn, Failure> {
-        let client = connect(&inner.config.url, inner.config.connect_timeout).await?;
-        let mut stmts = Vec::new();
-        let (mut begin, mut commit) = (None, None);
-        if prepare {
-            for unit in &inner.units {
-                let mut v = Vec::new();
-                for s in unit {
-                    v.push(client.prepare(&s.pg).await.map_err(|e| with_statement(classify(&e), &s.raw))?);
-                }
-                stmts.push(v);
-            }
-            begin = Some(client.prepare("BEGIN").await.map_err(|e| classify(&e))?);
-            commit = Some(client.prepare("COMMIT").await.map_err(|e| classify(&e))?);
-        }
-        Ok(PgConn { client, stmts, begin, commit })
-    }
+/// Names of the prepared BEGIN and COMMIT.
+const BEGIN: &str = "begin";
+const COMMIT: &str = "commit";
 
-    /// Executes a prepared statement and discards its rows: `execute_raw`
-    /// skips DataRow messages without building a `Row` for each (the rows
-    /// still cross the wire, as with pgbench and sysbench, which also read
-    /// and drop them).
-    async fn exec(&self, stmt: &Statement, params: &[&(dyn ToSql + Sync)]) -> Result<(), tokio_postgres::Error> {
-        self.client.execute_raw(stmt, params.iter().copied()).await.map(drop)
+impl PgConn {
+    /// Connects and, with `prepare`, prepares every statement of the
+    /// workload plus BEGIN and COMMIT (each its own Parse + Describe + Sync,
+    /// all sent in one write); a statement the server rejects is reported
+    /// with its text.
+    pub(crate) async fn open(inner: &Inner, prepare: bool) -> Result<PgConn, Failure> {
+        let mut wire = PgWire::connect(&inner.config.url, inner.config.connect_timeout, "scalelab").await?;
+        let names: Vec<Vec<String>> =
+            inner.units.iter().enumerate().map(|(u, unit)| (0..unit.len()).map(|i| format!("s{u}_{i}")).collect()).collect();
+        if prepare {
+            let mut raw = Vec::new();
+            for (unit, unit_names) in inner.units.iter().zip(&names) {
+                for (s, name) in unit.iter().zip(unit_names) {
+                    wire.queue_prepare(name, &s.pg)?;
+                    raw.push(s.raw.as_str());
+                }
+            }
+            wire.queue_prepare(BEGIN, "BEGIN")?;
+            wire.queue_prepare(COMMIT, "COMMIT")?;
+            raw.extend(["BEGIN", "COMMIT"]);
+            wire.send().await?;
+            let mut first = None;
+            for sql in raw {
+                match wire.reply().await {
+                    Ok(()) => {}
+                    // The connection went away: not the statement's fault.
+                    Err(f) if wire.broken() => return Err(first.unwrap_or(f)),
+                    Err(f) => first = first.or(Some(with_statement(f, sql))),
+                }
+            }
+            if let Some(f) = first {
+                return Err(f);
+            }
+        }
+        Ok(PgConn { wire, names })
     }
 
     async fn run_inner(
-        &self,
+        &mut self,
         u: usize,
         unit: &Unit,
         stmts: &[Compiled],
@@ -156,37 +164,34 @@ impl PgConn {
         prepare: bool,
         mut timed: Timed<'_>,
     ) -> Result<(), Failure> {
-        if prepare {
-            if unit.transaction {
-                self.exec(self.begin.as_ref().expect("prepared"), &[]).await.map_err(|e| classify(&e))?;
+        let wire = &mut self.wire;
+        if unit.transaction {
+            if prepare {
+                wire.queue_execute(BEGIN, std::iter::empty())?;
+            } else {
+                wire.queue_query("BEGIN")?;
             }
-            let mut params: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(8);
-            for (i, s) in stmts.iter().enumerate() {
-                params.clear();
-                params.extend(s.order.iter().map(|&p| &values[p] as &(dyn ToSql + Sync)));
-                let t0 = timed.is_some().then(Instant::now);
-                self.exec(&self.stmts[u][i], &params).await.map_err(|e| classify(&e))?;
-                if let (Some(t0), Some((base, times))) = (t0, timed.as_mut()) {
-                    times.push((*base + i as u32, t0.elapsed()));
-                }
+            wire.round_trip().await?;
+        }
+        for (i, s) in stmts.iter().enumerate() {
+            let t0 = timed.is_some().then(Instant::now);
+            if prepare {
+                wire.queue_execute(&self.names[u][i], s.order.iter().map(|&p| &values[p]))?;
+            } else {
+                wire.queue_query(&s.text(unit, values, false))?;
             }
-            if unit.transaction {
-                self.exec(self.commit.as_ref().expect("prepared"), &[]).await.map_err(|e| classify(&e))?;
+            wire.round_trip().await?;
+            if let (Some(t0), Some((base, times))) = (t0, timed.as_mut()) {
+                times.push((*base + i as u32, t0.elapsed()));
             }
-        } else {
-            if unit.transaction {
-                self.client.batch_execute("BEGIN").await.map_err(|e| classify(&e))?;
+        }
+        if unit.transaction {
+            if prepare {
+                wire.queue_execute(COMMIT, std::iter::empty())?;
+            } else {
+                wire.queue_query("COMMIT")?;
             }
-            for (i, s) in stmts.iter().enumerate() {
-                let t0 = timed.is_some().then(Instant::now);
-                self.client.batch_execute(&s.text(unit, values, false)).await.map_err(|e| classify(&e))?;
-                if let (Some(t0), Some((base, times))) = (t0, timed.as_mut()) {
-                    times.push((*base + i as u32, t0.elapsed()));
-                }
-            }
-            if unit.transaction {
-                self.client.batch_execute("COMMIT").await.map_err(|e| classify(&e))?;
-            }
+            wire.round_trip().await?;
         }
         Ok(())
     }
@@ -203,7 +208,7 @@ impl PgConn {
     ) -> Result<(), Failure> {
         let r = self.run_inner(u, unit, stmts, values, prepare, timed).await;
         match r {
-            Err(mut f) if self.client.is_closed() => {
+            Err(mut f) if self.wire.broken() => {
                 f.class = ErrorClass::ConnectionLost;
                 Err(f)
             }
@@ -213,35 +218,10 @@ impl PgConn {
 
     /// Ends a failed transaction; false when the connection is unusable.
     pub(crate) async fn rollback(&mut self) -> bool {
-        self.client.batch_execute("ROLLBACK").await.is_ok()
-    }
-}
-
-impl ToSql for Value {
-    fn to_sql(&self, ty: &Type, out: &mut bytes::BytesMut) -> Result<IsNull, Box<dyn StdError + Sync + Send>> {
-        match self {
-            Value::Int(i) => match *ty {
-                Type::INT2 => i16::try_from(*i)?.to_sql(ty, out),
-                Type::INT4 => i32::try_from(*i)?.to_sql(ty, out),
-                Type::INT8 => i.to_sql(ty, out),
-                Type::FLOAT4 => (*i as f32).to_sql(ty, out),
-                Type::FLOAT8 => (*i as f64).to_sql(ty, out),
-                Type::BOOL => (*i != 0).to_sql(ty, out),
-                _ => i.to_string().as_str().to_sql(ty, out),
-            },
-            Value::Text(s) => match *ty {
-                Type::INT2 => s.parse::<i16>()?.to_sql(ty, out),
-                Type::INT4 => s.parse::<i32>()?.to_sql(ty, out),
-                Type::INT8 => s.parse::<i64>()?.to_sql(ty, out),
-                Type::FLOAT8 => s.parse::<f64>()?.to_sql(ty, out),
-                _ => s.as_str().to_sql(ty, out),
-            },
+        if self.wire.broken() || self.wire.queue_query("ROLLBACK").is_err() {
+            return false;
         }
+        let _ = self.wire.round_trip().await;
+        !self.wire.broken()
     }
-
-    fn accepts(ty: &Type) -> bool {
-        matches!(*ty, Type::INT2 | Type::INT4 | Type::INT8 | Type::FLOAT4 | Type::FLOAT8 | Type::BOOL) || <&str as ToSql>::accepts(ty)
-    }
-
-    tokio_postgres::types::to_sql_checked!();
 }
