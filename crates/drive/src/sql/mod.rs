@@ -15,6 +15,7 @@
 pub mod dataset;
 pub mod monitor;
 mod mysql;
+mod mywire;
 mod pg;
 #[allow(dead_code)] // until the wire clients use it
 mod stream;

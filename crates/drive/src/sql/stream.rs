@@ -77,6 +77,16 @@ impl Stream {
         }
     }
 
+    /// Writes what the socket takes at once, without waiting (a goodbye
+    /// message from `Drop`); TLS streams write nothing.
+    pub(crate) fn try_write_now(&self, buf: &[u8]) {
+        let _ = match self {
+            Stream::Tcp(s) => s.try_write(buf),
+            Stream::Unix(s) => s.try_write(buf),
+            Stream::Tls(_) => Ok(0),
+        };
+    }
+
     /// Reads what is available into `buf`; 0 means the server closed.
     async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
@@ -137,5 +147,19 @@ impl Inbox {
             self.end += got;
         }
         Ok(())
+    }
+
+    /// Discards the next `n` bytes, reading as needed, without ever holding
+    /// more than one buffer of them (a large row nobody looks at).
+    pub(crate) async fn skip(&mut self, stream: &mut Stream, mut n: usize) -> io::Result<()> {
+        loop {
+            let have = (self.end - self.pos).min(n);
+            self.consume(have);
+            n -= have;
+            if n == 0 {
+                return Ok(());
+            }
+            self.fill(stream, 1).await?;
+        }
     }
 }
