@@ -1,5 +1,6 @@
 //! The SQL drivers: PostgreSQL (`postgres://`, tokio-postgres) and
-//! MySQL/MariaDB (`mysql://`, mysql_async).
+//! MySQL/MariaDB (`mysql://`: the load on the hand-written `mywire` client,
+//! mysql_async for loading datasets, the telemetry probe and inspection).
 //!
 //! Each virtual client owns one connection, opened in [`Client::connect`]
 //! before the window, with every statement of the workload prepared on it
@@ -17,7 +18,6 @@ pub mod monitor;
 mod mysql;
 mod mywire;
 mod pg;
-#[allow(dead_code)] // until the wire clients use it
 mod stream;
 mod tls;
 pub mod workload;

@@ -5,26 +5,29 @@
 //! Why by hand: the load tool's client shares the machine with the server
 //! under test, so every instruction it spends per query is taken from the
 //! server. Measured with callgrind (user-space instructions of the client
-//! worker thread per query, point-select against MariaDB 10.11, 1 client):
-//! mysql_async 15 850 (its `exec_drop` alone about 12 200: column
-//! definitions re-parsed into an `Arc<[Column]>` per execution, a `Row`
-//! built per row, boxed futures, pooled buffers), sysbench (libmysqlclient
-//! plus its Lua) 4 750, this client 3 450 (see MEASURED below).
+//! worker thread per query, point-select, MariaDB 10.11, 1 client, 3 s;
+//! 2026-11): with mysql_async 15 700 (its `exec_drop` alone about 12 200:
+//! column definitions re-parsed into an `Arc<[Column]>` per execution, a
+//! `Row` built per row, boxed futures, pooled buffers); sysbench
+//! (libmysqlclient plus its Lua) 4 670; with this client 4 320, of which the
+//! round trip itself (build, write, read, walk the reply) is about 1 430 and
+//! the rest the engine, tokio's scheduler, parameters and histograms. A first
+//! version that awaited each packet (an async call per header) cost 5 050:
+//! hence [`Reply::scan`], which walks the buffered reply synchronously.
+//! Syscalls per query (strace): one send, one epoll_wait, one recv.
 //!
-//! Here a query is one COM_STMT_EXECUTE serialized into one reused buffer,
-//! one write, and the reply framed in the [`Inbox`]: OK, or column count,
+//! A query is one COM_STMT_EXECUTE serialized into one reused buffer, one
+//! write, and the reply framed in the [`Inbox`]: OK, or column count,
 //! column definitions and rows skipped by their packet lengths (3-byte LE
 //! length + sequence id; a payload of 0xFFFFFF continues in the next
 //! packet), up to the EOF/OK terminator, following
 //! SERVER_MORE_RESULTS_EXISTS. Nothing is allocated per query.
 //!
-//! Connect time is not hot: `mysql_common` parses the greeting and builds the
-//! handshake response and TLS request, and computes the scrambles
-//! (mysql_native_password, caching_sha2_password, with RSA-OAEP for the full
-//! caching_sha2 authentication over plain TCP).
-//!
-//! MEASURED: see the module doc's figures; the method is in
-//! `bench/sql_vs_peers` and the commit that added this file.
+//! Connect time is not hot: `mysql_common` parses the greeting, builds the
+//! handshake response and the TLS request, and computes the scrambles
+//! (mysql_native_password, caching_sha2_password, with RSA-OAEP for the
+//! full caching_sha2 authentication over plain TCP). MariaDB's
+//! client_ed25519 is not in mysql_common: such a user gets a clear error.
 
 use super::mysql::server_failure;
 use super::stream::{Inbox, Stream};
@@ -841,6 +844,16 @@ mod tests {
         }
         assert!(greeting(b"\x09junk").unwrap_err().message.contains("MySQL or MariaDB"));
         assert_eq!(greeting(b"\xff\x10\x04Too many connections").unwrap_err().class, ErrorClass::TooManyConnections);
+    }
+
+    #[test]
+    fn unsupported_authentication_plugins_are_named() {
+        assert_eq!(auth_data(b"mysql_native_password", Some("pw"), &[7; 20]).unwrap().len(), 20);
+        assert_eq!(auth_data(b"caching_sha2_password", Some("pw"), &[7; 20]).unwrap().len(), 32);
+        assert!(auth_data(b"mysql_native_password", None, &[7; 20]).unwrap().is_empty());
+        assert!(auth_data(b"client_ed25519", Some("pw"), &[7; 32]).unwrap_err().message.contains("client_ed25519"));
+        assert!(auth_data(b"dialog", Some("pw"), &[]).unwrap_err().message.contains("'dialog'"));
+        assert!(rsa_encrypt(b"pw", &[1; 20], b"not a PEM key").is_err());
     }
 
     #[test]
