@@ -385,9 +385,12 @@ impl MyWire {
         self.out.extend_from_slice(&[0; 4]);
     }
 
-    /// Frames `out` with the current sequence id and writes it.
+    /// Frames `out` with the current sequence id and writes it; the next
+    /// packet we send goes on with the following id (the TLS request and
+    /// the handshake response are two in a row).
     async fn send(&mut self) -> Result<(), Error> {
         frame(&mut self.out, self.seq);
+        self.seq = self.seq.wrapping_add(((self.out.len() - 1) / (MAX_PAYLOAD + 4) + 1) as u8);
         self.stream.write_all(&self.out).await?;
         Ok(())
     }
