@@ -239,3 +239,32 @@ fn tls_when_the_url_asks_for_it() {
         assert!(!fresh.exists(), "{target}: a store was created");
     }
 }
+
+#[test]
+fn native_password_users_and_the_unix_socket() {
+    let my = MariaDb::start();
+    my.root_sql(
+        "CREATE USER 'nat'@'127.0.0.1' IDENTIFIED VIA mysql_native_password USING PASSWORD('n@t pw'); \
+         GRANT ALL ON *.* TO 'nat'@'127.0.0.1'; \
+         CREATE USER 'sock'@'localhost' IDENTIFIED BY 'spw'; GRANT ALL ON *.* TO 'sock'@'localhost';",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    ok(&store, &["prepare", &my.url(), "--dataset", "sbtest", "--scale", "1", "--rows", "200", "-q"]);
+    let native = format!("mysql://nat:n%40t%20pw@127.0.0.1:{}/bench", my.port);
+    let socket = format!("mysql://sock:spw@localhost/bench?socket={}", my.socket().display());
+    for (url, extra) in [(&native, None), (&socket, None), (&socket, Some("--no-prepare"))] {
+        let mut args = vec!["--workload", "read-only"];
+        args.extend(extra);
+        let doc = sweep(&store, url, "2", "300ms", &args);
+        assert!(total(&doc, "requests") > 0 && total(&doc, "errors_total") == 0, "{url} {extra:?}: {doc}");
+    }
+    // A wrong password over the socket: the server's message, exit 2, nothing stored.
+    let fresh = dir.path().join("none.db");
+    let out = run(&fresh, &["sweep", &socket.replace("spw@", "wrong@"), "-c", "1", "-d", "200ms", "--workload", "point-select"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("Access denied for user 'sock'@'localhost'") && !err.contains("wrong"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(!fresh.exists());
+}

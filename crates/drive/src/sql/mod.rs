@@ -1,7 +1,7 @@
-//! The SQL drivers: PostgreSQL (`postgres://`: the load clients on the
-//! hand-written `pgwire` client over `stream`, tokio-postgres for
-//! `prepare`, the preflight and the probe) and MySQL/MariaDB (`mysql://`,
-//! mysql_async).
+//! The SQL drivers: PostgreSQL (`postgres://`) and MySQL/MariaDB
+//! (`mysql://`). The load clients run on hand-written protocol clients
+//! (`pgwire`, `mywire`) over `stream`; tokio-postgres and mysql_async serve
+//! `prepare`, the preflight, inspection and the telemetry probe.
 //!
 //! Each virtual client owns one connection, opened in [`Client::connect`]
 //! before the window, with every statement of the workload prepared on it
@@ -17,6 +17,7 @@
 pub mod dataset;
 pub mod monitor;
 mod mysql;
+mod mywire;
 mod pg;
 mod pgwire;
 mod stream;

@@ -1,21 +1,12 @@
-//! MySQL/MariaDB connections (mysql_async): open, prepare, run a unit, classify errors.
-//!
-//! Client cost, measured (callgrind, user-space instructions per query,
-//! point-select against MariaDB 10.11, 1 client): scalelab's client thread
-//! 15 700, of which mysql_async's `exec_drop` alone is about 12 200
-//! (COM_STMT_EXECUTE encoding, column definitions re-parsed into an
-//! `Arc<[Column]>` on every execution, each row decoded into a `Row`, boxed
-//! futures and pooled buffers); sysbench's whole client thread (libmysqlclient
-//! plus its Lua) is 4 750. The engine, the parameter generators and the
-//! histograms are a few hundred. So the crate is where the remaining CPU per
-//! query goes; a hand-written hot path (prepare / execute / skip rows on our
-//! own socket, as the HTTP driver does) is the way to reach sysbench's CPU
-//! per query, not done yet.
+//! MySQL/MariaDB connections: the load path on the hand-written
+//! [`super::mywire`] client (why, and its measured cost, are in its module
+//! doc); mysql_async for everything else (dataset loading, the telemetry
+//! probe, inspection), where the cost per query does not matter.
 
+use super::mywire::{self, MyWire, Prepared};
 use super::workload::{Unit, Value};
 use super::{connect_io_class, with_statement, Compiled, Inner, SqlTls, SqlUrl, Timed};
-use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, OptsBuilder, Params, SslOpts, Statement};
+use mysql_async::{Conn, OptsBuilder, SslOpts};
 use scalelab_core::result::Failure;
 use scalelab_core::ErrorClass;
 use std::time::{Duration, Instant};
@@ -80,16 +71,7 @@ async fn connect_opts(url: &SqlUrl, timeout: Duration, base: OptsBuilder) -> Res
 /// Maps a mysql_async error to an error class, keeping the server's message.
 pub(crate) fn classify(e: &mysql_async::Error) -> Failure {
     match e {
-        mysql_async::Error::Server(s) => {
-            let class = match s.code {
-                1213 => ErrorClass::Deadlock,
-                1205 => ErrorClass::LockWaitTimeout,
-                1040 | 1203 => ErrorClass::TooManyConnections,
-                2006 | 2013 | 1927 | 1053 => ErrorClass::ConnectionLost,
-                _ => ErrorClass::SqlError,
-            };
-            Failure::new(class, format!("ERROR {} ({}): {}", s.code, s.state, s.message))
-        }
+        mysql_async::Error::Server(s) => server_failure(s.code, &s.state, &s.message),
         mysql_async::Error::Io(_) => Failure::new(ErrorClass::ConnectionLost, format!("connection lost: {e}")),
         mysql_async::Error::Driver(mysql_async::DriverError::ConnectionClosed | mysql_async::DriverError::PoolDisconnected) => {
             Failure::new(ErrorClass::ConnectionLost, format!("connection lost: {e}"))
@@ -98,35 +80,46 @@ pub(crate) fn classify(e: &mysql_async::Error) -> Failure {
     }
 }
 
-fn to_my(v: &Value) -> mysql_async::Value {
-    match v {
-        Value::Int(i) => mysql_async::Value::Int(*i),
-        Value::Text(s) => mysql_async::Value::Bytes(s.as_bytes().to_vec()),
-    }
+/// A server error (ERR packet) by class, as `ERROR code (sqlstate): message`.
+pub(crate) fn server_failure(code: u16, state: &str, message: &str) -> Failure {
+    let class = match code {
+        1213 => ErrorClass::Deadlock,
+        1205 => ErrorClass::LockWaitTimeout,
+        1040 | 1203 => ErrorClass::TooManyConnections,
+        2006 | 2013 | 1927 | 1053 => ErrorClass::ConnectionLost,
+        _ => ErrorClass::SqlError,
+    };
+    Failure::new(class, format!("ERROR {code} ({state}): {message}"))
 }
 
 /// A MySQL connection with the workload prepared on it.
 pub(crate) struct MyConn {
-    conn: Conn,
+    wire: MyWire,
     /// Per unit, per statement (empty without prepare).
-    stmts: Vec<Vec<Statement>>,
+    stmts: Vec<Vec<Prepared>>,
 }
 
 impl MyConn {
+    /// Connects and prepares every statement of the workload (unless
+    /// `prepare` is off); a statement the server rejects is named.
     pub(crate) async fn open(inner: &Inner, prepare: bool) -> Result<MyConn, Failure> {
-        let n: usize = inner.units.iter().map(Vec::len).sum();
-        let mut conn = connect(&inner.config.url, inner.config.connect_timeout, n + 16).await?;
+        let mut wire = mywire::connect(&inner.config.url, inner.config.connect_timeout).await?;
         let mut stmts = Vec::new();
         if prepare {
             for unit in &inner.units {
                 let mut v = Vec::new();
                 for s in unit {
-                    v.push(conn.prep(&s.my).await.map_err(|e| with_statement(classify(&e), &s.raw))?);
+                    let p = wire.prepare(&s.my).await.map_err(|f| with_statement(f, &s.raw))?;
+                    if p.params() != s.order.len() {
+                        let msg = format!("the server counts {} placeholder(s), the workload binds {}", p.params(), s.order.len());
+                        return Err(with_statement(Failure::new(ErrorClass::Other, msg), &s.raw));
+                    }
+                    v.push(p);
                 }
                 stmts.push(v);
             }
         }
-        Ok(MyConn { conn, stmts })
+        Ok(MyConn { wire, stmts })
     }
 
     /// Runs one unit.
@@ -140,32 +133,33 @@ impl MyConn {
         mut timed: Timed<'_>,
     ) -> Result<(), Failure> {
         if unit.transaction {
-            self.conn.query_drop("BEGIN").await.map_err(|e| classify(&e))?;
+            self.wire.query("BEGIN").await?;
         }
         for (i, s) in stmts.iter().enumerate() {
             let t0 = timed.is_some().then(Instant::now);
             if prepare {
-                let params = if s.order.is_empty() {
-                    Params::Empty
-                } else {
-                    Params::Positional(s.order.iter().map(|&p| to_my(&values[p])).collect())
-                };
-                self.conn.exec_drop(&self.stmts[u][i], params).await.map_err(|e| classify(&e))?;
+                self.wire.execute(&self.stmts[u][i], &s.order, values).await?;
             } else {
-                self.conn.query_drop(s.text(unit, values, true)).await.map_err(|e| classify(&e))?;
+                self.wire.query(&s.text(unit, values, true)).await?;
             }
             if let (Some(t0), Some((base, times))) = (t0, timed.as_mut()) {
                 times.push((*base + i as u32, t0.elapsed()));
             }
         }
         if unit.transaction {
-            self.conn.query_drop("COMMIT").await.map_err(|e| classify(&e))?;
+            self.wire.query("COMMIT").await?;
         }
         Ok(())
     }
 
     /// Ends a failed transaction; false when the connection is unusable.
     pub(crate) async fn rollback(&mut self) -> bool {
-        self.conn.query_drop("ROLLBACK").await.is_ok()
+        self.wire.query("ROLLBACK").await.is_ok()
+    }
+}
+
+impl Drop for MyConn {
+    fn drop(&mut self) {
+        self.wire.quit_now();
     }
 }

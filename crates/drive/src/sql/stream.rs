@@ -12,7 +12,7 @@ use scalelab_core::result::Failure;
 use scalelab_core::ErrorClass;
 use std::io;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
 use tokio::net::{TcpStream, UnixStream};
 
 /// An open connection to a SQL server.
@@ -77,6 +77,32 @@ impl Stream {
         }
     }
 
+    /// Writes what the socket takes at once, without waiting (a goodbye
+    /// message from `Drop`); TLS streams write nothing.
+    pub(crate) fn try_write_now(&self, buf: &[u8]) {
+        let _ = match self {
+            Stream::Tcp(s) => s.try_write(buf),
+            Stream::Unix(s) => s.try_write(buf),
+            Stream::Tls(_) => Ok(0),
+        };
+    }
+
+    /// Marks a plain socket as not readable without asking the kernel, when
+    /// the caller knows nothing is due (the whole reply was read and nothing
+    /// is left buffered): tokio keeps read readiness set after a successful
+    /// read, so the next read would be a wasted syscall returning EAGAIN
+    /// before waiting. Edge-triggered epoll reports the next reply (or a
+    /// close) as a new event, so no wake-up is lost. TLS: nothing (rustls
+    /// may hold decrypted bytes).
+    pub(crate) fn clear_read_ready(&self) {
+        let nothing = || Err::<(), _>(io::Error::from(io::ErrorKind::WouldBlock));
+        let _ = match self {
+            Stream::Tcp(s) => s.try_io(Interest::READABLE, nothing),
+            Stream::Unix(s) => s.try_io(Interest::READABLE, nothing),
+            Stream::Tls(_) => Ok(()),
+        };
+    }
+
     /// Reads what is available into `buf`; 0 means the server closed.
     async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
@@ -137,5 +163,19 @@ impl Inbox {
             self.end += got;
         }
         Ok(())
+    }
+
+    /// Discards the next `n` bytes, reading as needed, without ever holding
+    /// more than one buffer of them (a large row nobody looks at).
+    pub(crate) async fn skip(&mut self, stream: &mut Stream, mut n: usize) -> io::Result<()> {
+        loop {
+            let have = (self.end - self.pos).min(n);
+            self.consume(have);
+            n -= have;
+            if n == 0 {
+                return Ok(());
+            }
+            self.fill(stream, 1).await?;
+        }
     }
 }
