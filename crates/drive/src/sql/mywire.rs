@@ -573,8 +573,9 @@ impl MyWire {
             self.inbox.fill(&mut self.stream, need).await?;
         }
         if self.inbox.data().is_empty() {
-            // Nothing more is due until the next request: the next read
-            // would only find the socket empty, so skip that syscall.
+            // Nothing more is due until the next request: should the last
+            // read have filled the buffer exactly, the next read would only
+            // find the socket empty (see `clear_read_ready`).
             self.stream.clear_read_ready();
         }
         Ok(())

@@ -89,11 +89,12 @@ impl Stream {
 
     /// Marks a plain socket as not readable without asking the kernel, when
     /// the caller knows nothing is due (the whole reply was read and nothing
-    /// is left buffered): tokio keeps read readiness set after a successful
-    /// read, so the next read would be a wasted syscall returning EAGAIN
-    /// before waiting. Edge-triggered epoll reports the next reply (or a
-    /// close) as a new event, so no wake-up is lost. TLS: nothing (rustls
-    /// may hold decrypted bytes).
+    /// is left buffered). tokio (1.54) clears read readiness itself after a
+    /// read that did not fill the buffer, the usual case; after a read that
+    /// filled it exactly, readiness stays set and the next read would be a
+    /// wasted syscall returning EAGAIN before waiting. Edge-triggered epoll
+    /// reports the next reply (or a close) as a new event, so no wake-up is
+    /// lost. TLS: nothing (rustls may hold decrypted bytes).
     pub(crate) fn clear_read_ready(&self) {
         let nothing = || Err::<(), _>(io::Error::from(io::ErrorKind::WouldBlock));
         let _ = match self {
