@@ -114,6 +114,17 @@ pub(crate) struct PgConn {
     names: Vec<Vec<String>>,
 }
 
+/// Sends BEGIN or COMMIT: the statement prepared as `name`, or its text
+/// without prepare.
+async fn transaction_control(wire: &mut PgWire, prepare: bool, name: &str, sql: &str) -> Result<(), Failure> {
+    if prepare {
+        wire.queue_execute(name, std::iter::empty())?;
+    } else {
+        wire.queue_query(sql)?;
+    }
+    wire.round_trip().await
+}
+
 /// Names of the prepared BEGIN and COMMIT.
 const BEGIN: &str = "begin";
 const COMMIT: &str = "commit";
@@ -166,12 +177,7 @@ impl PgConn {
     ) -> Result<(), Failure> {
         let wire = &mut self.wire;
         if unit.transaction {
-            if prepare {
-                wire.queue_execute(BEGIN, std::iter::empty())?;
-            } else {
-                wire.queue_query("BEGIN")?;
-            }
-            wire.round_trip().await?;
+            transaction_control(wire, prepare, BEGIN, "BEGIN").await?;
         }
         for (i, s) in stmts.iter().enumerate() {
             let t0 = timed.is_some().then(Instant::now);
@@ -186,12 +192,7 @@ impl PgConn {
             }
         }
         if unit.transaction {
-            if prepare {
-                wire.queue_execute(COMMIT, std::iter::empty())?;
-            } else {
-                wire.queue_query("COMMIT")?;
-            }
-            wire.round_trip().await?;
+            transaction_control(wire, prepare, COMMIT, "COMMIT").await?;
         }
         Ok(())
     }
