@@ -18,6 +18,14 @@ fn ok(store: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// A temp store, and the sbtest dataset (one table, 1,000 rows) loaded into `url`.
+fn sbtest_store(url: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    ok(&store, &["prepare", url, "--dataset", "sbtest", "--scale", "1", "--rows", "1000", "-q"]);
+    (dir, store)
+}
+
 /// A hot-row sweep at 1 and 8 clients, short steps, as JSON.
 fn hot_row(store: &Path, url: &str) -> Value {
     let args = ["sweep", url, "-c", "1,8", "--warmup", "0.3s", "-d", "2s", "--pause", "0.6s", "--json", "-q", "--workload", "hot-row"];
@@ -62,10 +70,8 @@ fn db_verdict(doc: &Value) -> Value {
 fn mariadb_hot_row_row_lock_waits_rise_and_diagnose_db_contention() {
     let _cpu = common::cpu_exclusive();
     let my = MariaDb::start();
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("s.db");
     let url = my.url();
-    ok(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "1000", "-q"]);
+    let (_dir, store) = sbtest_store(&url);
     let doc = hot_row(&store, &url);
     let s = steps(&doc);
     let (one, eight) = (db(&s[0]), db(&s[1]));
@@ -97,10 +103,8 @@ fn mariadb_hot_row_row_lock_waits_rise_and_diagnose_db_contention() {
 fn mariadb_perf_schema_names_the_hot_row_waits() {
     let _cpu = common::cpu_exclusive();
     let my = MariaDb::start_perf_schema();
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("s.db");
     let url = my.url();
-    ok(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "1000", "-q"]);
+    let (_dir, store) = sbtest_store(&url);
     let doc = hot_row(&store, &url);
     let s = steps(&doc);
     let (one, eight) = (db(&s[0]), db(&s[1]));
@@ -141,10 +145,8 @@ fn mariadb_perf_schema_names_the_hot_row_waits() {
 fn postgres_hot_row_lock_waits_in_the_wait_profile() {
     let _cpu = common::cpu_exclusive();
     let pg = Postgres::start();
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("s.db");
     let url = pg.url();
-    ok(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "1000", "-q"]);
+    let (dir, store) = sbtest_store(&url);
     let lock = |d: &Value| wait_type_pct(d, "Lock");
     // The built-in hot-row: autocommit updates of 10 rows (fsync off in the
     // test cluster, so locks are held briefly): Lock waits appear with clients.
@@ -230,10 +232,8 @@ fn postgres_builtin_hot_row_with_durable_commits_is_diagnosed_as_lock_waits() {
         pg.psql("postgres", sql);
     }
     assert_eq!(pg.psql("bench", "SHOW fsync").trim(), "on");
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("s.db");
     let url = pg.url();
-    ok(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "1000", "-q"]);
+    let (_dir, store) = sbtest_store(&url);
     let doc = pg_hot_row(&store, &url);
     let s = steps(&doc);
     let (one, last) = (db(&s[0]), db(&s[2]));
@@ -251,18 +251,12 @@ fn postgres_builtin_hot_row_with_durable_commits_is_diagnosed_as_lock_waits() {
 #[test]
 fn a_killed_database_marks_the_probe_unavailable_and_keeps_the_steps_before() {
     let mut my = MariaDb::start();
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("s.db");
     let url = my.url();
-    ok(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "1000", "-q"]);
-    let child = common::bin()
-        .arg("--store")
-        .arg(&store)
-        .args(["sweep", &url, "-c", "1,2,3,4", "--warmup", "0", "-d", "2s", "--pause", "0", "--json", "-q", "--workload", "point-select"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (_dir, store) = sbtest_store(&url);
+    let child = common::spawn(
+        &store,
+        &["sweep", &url, "-c", "1,2,3,4", "--warmup", "0", "-d", "2s", "--pause", "0", "--json", "-q", "--workload", "point-select"],
+    );
     // Steps of 2 s with readings every second: the first step has three readings before the kill.
     std::thread::sleep(Duration::from_millis(4500));
     my.kill();

@@ -108,15 +108,26 @@ fn killed_server_ends_the_run_cleanly_keeping_finished_steps() {
     let nginx = Nginx::start();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
-    let child = bin()
-        .arg("--store")
-        .arg(&store)
-        .args(["sweep", &nginx.url("/index.html"), "-c", "1,2,3,4", "--warmup", "0.2s", "--duration", "0.8s", "--pause", "0.2s"])
-        .args(["--max-failed-steps", "1", "--json", "-q"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let url = nginx.url("/index.html");
+    let child = spawn(
+        &store,
+        &[
+            "sweep",
+            &url,
+            "-c",
+            "1,2,3,4",
+            "--warmup",
+            "0.2s",
+            "--duration",
+            "0.8s",
+            "--pause",
+            "0.2s",
+            "--max-failed-steps",
+            "1",
+            "--json",
+            "-q",
+        ],
+    );
     // Kill nginx during the second step.
     std::thread::sleep(std::time::Duration::from_millis(1700));
     nginx.kill();

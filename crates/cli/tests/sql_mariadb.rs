@@ -190,14 +190,8 @@ params.a = { kind = "pick", values = [1, 2] }
     }
 
     // Kill the server in the middle of a window.
-    let child = common::bin()
-        .arg("--store")
-        .arg(&store)
-        .args(["sweep", &url, "-c", "2", "--warmup", "0", "-d", "2s", "--json", "-q", "--workload", "point-select"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child =
+        common::spawn(&store, &["sweep", &url, "-c", "2", "--warmup", "0", "-d", "2s", "--json", "-q", "--workload", "point-select"]);
     std::thread::sleep(Duration::from_millis(1000));
     my.kill();
     let out = child.wait_with_output().unwrap();

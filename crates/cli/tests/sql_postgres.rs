@@ -239,14 +239,8 @@ fn too_many_connections_and_a_killed_server() {
     assert!(s["requests"].as_u64().unwrap() > 0, "{s}");
 
     // Terminated backends: the clients see connection_lost and reconnect.
-    let child = common::bin()
-        .arg("--store")
-        .arg(&store)
-        .args(["sweep", &url, "-c", "2", "--warmup", "0", "-d", "1500ms", "--json", "-q", "--workload", "point-select"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child =
+        common::spawn(&store, &["sweep", &url, "-c", "2", "--warmup", "0", "-d", "1500ms", "--json", "-q", "--workload", "point-select"]);
     std::thread::sleep(Duration::from_millis(700));
     let killed = pg.psql("postgres", "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'scalelab'");
     assert_eq!(killed, "2");
@@ -261,14 +255,8 @@ fn too_many_connections_and_a_killed_server() {
     assert_eq!(s["reconnects"], 2, "{s}");
 
     // Kill the server in the middle of a window.
-    let child = common::bin()
-        .arg("--store")
-        .arg(&store)
-        .args(["sweep", &url, "-c", "2", "--warmup", "0", "-d", "2s", "--json", "-q", "--workload", "point-select"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child =
+        common::spawn(&store, &["sweep", &url, "-c", "2", "--warmup", "0", "-d", "2s", "--json", "-q", "--workload", "point-select"]);
     std::thread::sleep(Duration::from_millis(1000));
     pg.kill();
     let out = child.wait_with_output().unwrap();
@@ -346,14 +334,8 @@ fn passwords_by_scram_and_md5_and_a_unix_socket() {
 
     // Over the unix socket (?host=DIR): the load clients' backends have no client address.
     let url = format!("{}?host={}", pg.url(), pg.socket_dir().display());
-    let child = common::bin()
-        .arg("--store")
-        .arg(&store)
-        .args(["sweep", &url, "-c", "2", "--warmup", "0", "-d", "3s", "--json", "-q", "--workload", "point-select"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child =
+        common::spawn(&store, &["sweep", &url, "-c", "2", "--warmup", "0", "-d", "3s", "--json", "-q", "--workload", "point-select"]);
     // Watch until both load connections show (the preflight comes first, and
     // this machine may be slow): never a TCP one.
     let (mut on_socket, mut over_tcp) = (0, 0);

@@ -62,14 +62,8 @@ fn kill_9_keeps_finished_steps_and_marks_the_run_incomplete() {
 fn sigint_stores_the_partial_step_and_exits_non_zero() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
-    let child = bin()
-        .arg("--store")
-        .arg(&store)
-        .args(["sweep", "--work-us", "50", "-c", "1,2,3", "--warmup", "0.1s", "--duration", "3s", "--pause", "0.1s", "-q"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child =
+        spawn(&store, &["sweep", "--work-us", "50", "-c", "1,2,3", "--warmup", "0.1s", "--duration", "3s", "--pause", "0.1s", "-q"]);
     wait_for_steps(&store, 1);
     std::thread::sleep(Duration::from_millis(700)); // into step 2's window
                                                     // SAFETY: signalling our own child.

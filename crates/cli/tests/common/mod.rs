@@ -16,6 +16,20 @@ pub fn run(store: &Path, args: &[&str]) -> Output {
     bin().arg("--store").arg(store).args(args).output().expect("running scalelab")
 }
 
+/// Starts scalelab with `args` against the store `store` in the background,
+/// stdout and stderr captured (for `wait_with_output`), so a test can act on
+/// the target while it runs.
+pub fn spawn(store: &Path, args: &[&str]) -> std::process::Child {
+    bin()
+        .arg("--store")
+        .arg(store)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("starting scalelab")
+}
+
 /// Runs a command expected to succeed and parses its stdout as JSON.
 pub fn json(store: &Path, args: &[&str]) -> Value {
     let out = run(store, args);
