@@ -72,7 +72,7 @@ impl Admin {
     pub(crate) async fn connect(url: &SqlUrl, timeout: Duration) -> Result<Admin, Failure> {
         Ok(match url.engine {
             Engine::Postgres => Admin::Pg(pg::connect(url, timeout).await?),
-            Engine::Mysql => Admin::My(mysql::connect(url, timeout, 16).await?),
+            Engine::Mysql => Admin::My(mysql::connect(url, timeout).await?),
         })
     }
 

@@ -12,8 +12,8 @@ use scalelab_core::ErrorClass;
 use std::time::{Duration, Instant};
 
 /// Opens a connection (TCP, or the unix socket of `?socket=`).
-pub(crate) async fn connect(url: &SqlUrl, timeout: Duration, stmt_cache: usize) -> Result<Conn, Failure> {
-    connect_opts(url, timeout, OptsBuilder::default().stmt_cache_size(stmt_cache)).await
+pub(crate) async fn connect(url: &SqlUrl, timeout: Duration) -> Result<Conn, Failure> {
+    connect_opts(url, timeout, OptsBuilder::default().stmt_cache_size(16)).await
 }
 
 /// Opens the telemetry probe's connection: the session settings the driver
