@@ -163,6 +163,24 @@ fn lock_wait_timeouts_are_classified() {
     assert!(s["errors"]["lock_wait_timeout"].as_u64().unwrap_or(0) > 0, "no lock wait timeout: {s}");
     assert!(s["error_messages"]["lock_wait_timeout"].as_str().unwrap().contains("55P03"), "{s}");
     assert!(s["requests"].as_u64().unwrap() > 0, "{s}");
+
+    // A statement that starts COPY FROM STDIN: the server waits for data the
+    // workload does not have. The client answers CopyFail at once, so each
+    // execution is a quick SQL error naming why, prepared or as text, and the
+    // connection stays usable (no reconnects, no read timeouts).
+    let copy = dir.path().join("copy.toml");
+    std::fs::write(&copy, "[[unit]]\nsql = \"COPY sbtest1 (k) FROM STDIN\"\n").unwrap();
+    for extra in [vec![], vec!["--no-prepare"]] {
+        let mut args = vec!["--workload-file", copy.to_str().unwrap(), "--timeout", "5s"];
+        args.extend(extra.iter().copied());
+        let doc = sweep(&store, &url, "2", "500ms", &args);
+        let s = &steps(&doc)[0];
+        let failed = s["errors"]["sql_error"].as_u64().unwrap_or(0);
+        assert!(failed >= 20, "{extra:?}: COPY should fail fast, {failed} errors in 0.5 s: {s}");
+        assert_eq!(s["errors_total"].as_u64(), Some(failed), "{extra:?}: only SQL errors: {s}");
+        assert!(s["error_messages"]["sql_error"].as_str().unwrap().contains("send no COPY data"), "{extra:?}: {s}");
+        assert_eq!(s["reconnects"].as_u64(), Some(0), "{extra:?}: {s}");
+    }
 }
 
 #[test]

@@ -269,6 +269,21 @@ struct Local {
     stats: WorkerStats,
 }
 
+thread_local! {
+    static SOLE_CONNECTION: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// True on a client thread that owns exactly one connection (one client per
+/// thread: 1 client, or `--threads` >= clients). Such a thread has nothing
+/// else to do while its request is out, so a driver may wait for the reply
+/// in a blocking `poll(2)` rather than the event loop's `epoll_wait`: the
+/// kernel passes its sync wake-up hint to poll waiters but not to epoll
+/// waiters, and without it the server's reply wakes the client on the other
+/// CPU (see `sql::stream::Inbox::fill` for the figures).
+pub(crate) fn owns_one_connection() -> bool {
+    SOLE_CONNECTION.with(|c| c.get())
+}
+
 #[allow(clippy::too_many_arguments)]
 fn worker<D: Driver>(
     driver: &D,
@@ -295,6 +310,7 @@ fn worker<D: Driver>(
         },
     }));
 
+    SOLE_CONNECTION.with(|c| c.set(ids.len() == 1));
     // Open every connection before the window.
     let mut clients: Vec<D::Client> = ids.iter().map(|&id| driver.client(id)).collect();
     rt.block_on(async {

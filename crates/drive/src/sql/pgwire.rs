@@ -191,6 +191,10 @@ pub(crate) struct PgWire {
     out: BytesMut,
     /// An I/O or protocol error happened: the connection is unusable.
     broken: bool,
+    /// The last command queued used the extended protocol (Bind/Execute or
+    /// Parse, ended by Sync), not a simple Query: leaving COPY mode then
+    /// takes a Sync of its own.
+    extended: bool,
 }
 
 /// A failure met while connecting: the address, then what happened.
@@ -329,7 +333,7 @@ impl PgWire {
                 break;
             }
         }
-        Ok(PgWire { stream, inbox, out, broken: false })
+        Ok(PgWire { stream, inbox, out, broken: false, extended: false })
     }
 
     /// True once an I/O or protocol error made the connection unusable.
@@ -345,17 +349,20 @@ impl PgWire {
         frontend::parse(name, sql, std::iter::empty(), &mut self.out).map_err(bad)?;
         frontend::describe(b'S', name, &mut self.out).map_err(bad)?;
         frontend::sync(&mut self.out);
+        self.extended = true;
         Ok(())
     }
 
     /// Queues Bind (unnamed portal, parameters and results as text) +
     /// Execute (all rows) + Sync for a prepared statement.
     pub(crate) fn queue_execute<'v>(&mut self, name: &str, params: impl Iterator<Item = &'v Value>) -> Result<(), Failure> {
+        self.extended = true;
         encode_execute(&mut self.out, name, params)
     }
 
     /// Queues a simple Query message.
     pub(crate) fn queue_query(&mut self, sql: &str) -> Result<(), Failure> {
+        self.extended = false;
         frontend::query(sql, &mut self.out).map_err(|e| Failure::new(ErrorClass::Other, format!("query too large to send: {e}")))
     }
 
@@ -378,7 +385,10 @@ impl PgWire {
     }
 
     /// Reads to the next ReadyForQuery, skipping rows, completions and
-    /// notices; the first ErrorResponse is the result.
+    /// notices; the first ErrorResponse is the result. A statement that
+    /// starts COPY FROM STDIN is answered with CopyFail (a workload has no
+    /// data to send), so the server ends it with an error instead of waiting
+    /// for data for ever; COPY TO STDOUT's rows are skipped like any others.
     pub(crate) async fn reply(&mut self) -> Result<(), Failure> {
         let mut first: Option<Failure> = None;
         loop {
@@ -405,8 +415,24 @@ impl PgWire {
                 }
             }
             self.inbox.consume(len);
-            if tag == b'Z' {
-                return first.map_or(Ok(()), Err);
+            match tag {
+                b'Z' => return first.map_or(Ok(()), Err),
+                // CopyInResponse, CopyBothResponse: the server now waits for
+                // CopyData and ignores Sync until the copy ends.
+                b'G' | b'W' => {
+                    frontend::copy_fail("scalelab workloads send no COPY data; use a dataset or INSERT statements", &mut self.out)
+                        .map_err(|e| Failure::new(ErrorClass::Other, e.to_string()))?;
+                    if self.extended {
+                        frontend::sync(&mut self.out);
+                    }
+                    let r = self.stream.write_all(&self.out).await;
+                    self.out.clear();
+                    if let Err(e) = r {
+                        self.broken = true;
+                        return Err(lost(&e));
+                    }
+                }
+                _ => {}
             }
         }
     }
