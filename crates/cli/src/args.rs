@@ -64,7 +64,9 @@ pub struct SweepArgs {
     /// Free text to tell this run apart.
     #[arg(long, short = 'l')]
     pub label: Option<String>,
-    /// Client worker threads (event loops). Default: one per core.
+    /// Client worker threads (event loops). Default: one per core. A SQL
+    /// client thread that owns one connection (1 client, or as many threads
+    /// as clients, like sysbench) waits for each reply in a blocking poll.
     #[arg(long, short = 't')]
     pub threads: Option<u32>,
     /// Open a new connection for every request (like ab without -k).
