@@ -190,10 +190,15 @@ impl Inbox {
     /// server thread is leaving, while an epoll waiter (tokio) is woken
     /// without it, on its own CPU, with an IPI and cold caches, all paid in
     /// the server's send path. Measured on the 2-vCPU VM (kernel 6.18),
-    /// MariaDB point-select, 10 clients, `--threads 10`, 3 rounds of 10 s:
-    /// 62-70k q/s with epoll against 70-78k with poll, and with epoll
-    /// MariaDB's `_raw_spin_unlock_irqrestore` (the wake-up) was 14.5 % of
-    /// all CPU samples against 4 % under sysbench's blocking threads.
+    /// MariaDB point-select, 10 clients, `--threads 10`, 3 rounds of 10 s
+    /// (same binary, alternated): 57-62k q/s with epoll against 70-78k with
+    /// poll. Under the default two event loops, MariaDB's
+    /// `_raw_spin_unlock_irqrestore` (the wake-up) was 14.5 % of all CPU
+    /// samples against 4 % under sysbench's blocking threads. Tried and not
+    /// kept: the same poll over all of a thread's sockets just before tokio
+    /// parks (runtime `on_thread_park`), for threads with several
+    /// connections; 4 alternated rounds at 10 clients gave 47-66k q/s with it
+    /// and 55-68k without.
     pub(crate) async fn fill(&mut self, stream: &mut Stream, n: usize) -> io::Result<()> {
         while self.end - self.pos < n {
             if self.pos + n > self.buf.len() {
