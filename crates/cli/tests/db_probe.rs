@@ -250,6 +250,9 @@ fn postgres_builtin_hot_row_with_durable_commits_is_diagnosed_as_lock_waits() {
 
 #[test]
 fn a_killed_database_marks_the_probe_unavailable_and_keeps_the_steps_before() {
+    // Exclusive: its 1-4 client sweep fills both cores, and the HTTP test's
+    // 10 Hz probe beside it fell to 4 polls in 1.5 s (CI, 2026-11-23).
+    let _cpu = common::cpu_exclusive();
     let mut my = MariaDb::start();
     let url = my.url();
     let (_dir, store) = sbtest_store(&url);
