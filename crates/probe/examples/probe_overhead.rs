@@ -27,6 +27,32 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+type Gate = (Mutex<()>, Condvar);
+
+/// Parks this thread for good on a condition variable nobody signals (a
+/// server thread waiting for a lock or for work).
+fn park_on_condvar(gate: &Gate) -> ! {
+    let (m, cv) = gate;
+    let mut g = m.lock().unwrap();
+    loop {
+        g = cv.wait(g).unwrap();
+    }
+}
+
+/// Parks this thread for good in poll() on a pipe nobody writes (an idle
+/// connection), waking once a second.
+fn park_in_poll() -> ! {
+    let mut fds = [0; 2];
+    // SAFETY: pipe and poll on descriptors this thread owns.
+    unsafe {
+        libc::pipe(fds.as_mut_ptr());
+        let mut p = libc::pollfd { fd: fds[0], events: libc::POLLIN, revents: 0 };
+        loop {
+            libc::poll(&mut p, 1, 1000);
+        }
+    }
+}
+
 /// The target: `threads` threads parked like a server's, until stdin closes.
 fn target(threads: usize, all_active: bool) {
     let stop = Arc::new(AtomicBool::new(false));
@@ -35,26 +61,10 @@ fn target(threads: usize, all_active: bool) {
         if all_active { (0, 0, threads - 1) } else { (threads * 3 / 4, threads / 10, threads - threads * 3 / 4 - threads / 10 - 1) };
     for _ in 0..lockers {
         let gate = gate.clone();
-        thread::spawn(move || {
-            let (m, cv) = &*gate;
-            let mut g = m.lock().unwrap();
-            loop {
-                g = cv.wait(g).unwrap();
-            }
-        });
+        thread::spawn(move || park_on_condvar(&gate));
     }
     for _ in 0..pollers {
-        thread::spawn(|| {
-            let mut fds = [0; 2];
-            // SAFETY: pipe and poll on descriptors this thread owns.
-            unsafe {
-                libc::pipe(fds.as_mut_ptr());
-                let mut p = libc::pollfd { fd: fds[0], events: libc::POLLIN, revents: 0 };
-                loop {
-                    libc::poll(&mut p, 1, 1000);
-                }
-            }
-        });
+        thread::spawn(|| park_in_poll());
     }
     for _ in 0..wakers {
         thread::spawn(|| {
@@ -108,24 +118,7 @@ fn member(threads: usize) {
     let gate = Arc::new((Mutex::new(()), Condvar::new()));
     for i in 1..threads {
         let gate = gate.clone();
-        thread::spawn(move || {
-            if i % 2 == 0 {
-                let (m, cv) = &*gate;
-                let mut g = m.lock().unwrap();
-                loop {
-                    g = cv.wait(g).unwrap();
-                }
-            }
-            let mut fds = [0; 2];
-            // SAFETY: pipe and poll on descriptors this thread owns.
-            unsafe {
-                libc::pipe(fds.as_mut_ptr());
-                let mut p = libc::pollfd { fd: fds[0], events: libc::POLLIN, revents: 0 };
-                loop {
-                    libc::poll(&mut p, 1, 1000);
-                }
-            }
-        });
+        thread::spawn(move || if i % 2 == 0 { park_on_condvar(&gate) } else { park_in_poll() });
     }
     let _ = std::io::stdin().read(&mut [0u8; 1]);
 }
