@@ -368,10 +368,7 @@ impl PgWire {
 
     /// Sends what is queued in one write.
     pub(crate) async fn send(&mut self) -> Result<(), Failure> {
-        let r = self.stream.write_all(&self.out).await;
-        self.out.clear();
-        if let Err(e) = r {
-            self.broken = true;
+        if let Err(e) = self.write_out().await {
             // The server may have said why it closed (an ErrorResponse before
             // the FIN, e.g. a terminated backend): report that if it is there.
             if let Ok(Err(f)) = tokio::time::timeout(LAST_WORDS, self.reply()).await {
@@ -382,6 +379,15 @@ impl PgWire {
             return Err(lost(&e));
         }
         Ok(())
+    }
+
+    /// Writes what is queued in one write and clears it; a failure marks the
+    /// connection broken.
+    async fn write_out(&mut self) -> io::Result<()> {
+        let r = self.stream.write_all(&self.out).await;
+        self.out.clear();
+        self.broken |= r.is_err();
+        r
     }
 
     /// Reads to the next ReadyForQuery, skipping rows, completions and
@@ -425,12 +431,7 @@ impl PgWire {
                     if self.extended {
                         frontend::sync(&mut self.out);
                     }
-                    let r = self.stream.write_all(&self.out).await;
-                    self.out.clear();
-                    if let Err(e) = r {
-                        self.broken = true;
-                        return Err(lost(&e));
-                    }
+                    self.write_out().await.map_err(|e| lost(&e))?;
                 }
                 _ => {}
             }
