@@ -43,6 +43,10 @@ pub const ERRORS_NOTABLE_SHARE: f64 = 0.01;
 pub const ERRORS_HIGH_SHARE: f64 = 0.05;
 /// Machine CPU busy (% of all cores) from which the CPU counts as saturated.
 pub const CPU_SATURATED_PCT: f64 = 90.0;
+/// Either side's share (%) of user + system time up to which a CPU-bound
+/// split counts as even: at 55/45 neither user space nor the kernel is
+/// "mostly" the work, so naming one would send the reader to half the cost.
+pub const CPU_SPLIT_EVEN_PCT: f64 = 55.0;
 /// Share of the machine's cores (server CPU / (cores × 100 %)) from which the
 /// server process is taken to be the CPU consumer of a CPU-bound verdict.
 pub const SERVER_CPU_SHARE: f64 = 0.5;
@@ -102,6 +106,8 @@ pub enum VerdictKind {
     CpuBoundUser,
     /// All cores busy, mostly in the kernel (syscalls, network stack, kernel locks).
     CpuBoundKernel,
+    /// All cores busy, split about evenly between user space and the kernel.
+    CpuBoundMixed,
     /// CPU idle while threads sleep on futexes and context switches per request rise.
     LockContention,
     /// Database-internal waits: InnoDB row locks, MyISAM table locks, InnoDB
@@ -131,6 +137,7 @@ impl VerdictKind {
         match self {
             VerdictKind::CpuBoundUser => "cpu-bound-user",
             VerdictKind::CpuBoundKernel => "cpu-bound-kernel",
+            VerdictKind::CpuBoundMixed => "cpu-bound-mixed",
             VerdictKind::LockContention => "lock-contention",
             VerdictKind::DbContention => "db-contention",
             VerdictKind::DiskBound => "disk-bound",
@@ -149,6 +156,7 @@ impl VerdictKind {
         match self {
             VerdictKind::CpuBoundUser => "CPU-BOUND (USER)",
             VerdictKind::CpuBoundKernel => "CPU-BOUND (KERNEL)",
+            VerdictKind::CpuBoundMixed => "CPU-BOUND (USER + KERNEL)",
             VerdictKind::LockContention => "LOCK CONTENTION",
             VerdictKind::DbContention => "DATABASE CONTENTION",
             VerdictKind::DiskBound => "DISK-BOUND",
@@ -175,9 +183,10 @@ impl VerdictKind {
             VerdictKind::AcceptOverflow => 6,
             VerdictKind::PortExhaustion => 7,
             VerdictKind::CpuBoundKernel => 8,
-            VerdictKind::CpuBoundUser => 9,
-            VerdictKind::DiskBound => 10,
-            VerdictKind::NetworkBound => 11,
+            VerdictKind::CpuBoundMixed => 9,
+            VerdictKind::CpuBoundUser => 10,
+            VerdictKind::DiskBound => 11,
+            VerdictKind::NetworkBound => 12,
         }
     }
 }

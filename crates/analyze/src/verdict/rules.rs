@@ -469,7 +469,14 @@ fn cpu_bound(ctx: &Ctx) -> Option<Verdict> {
     }
     // Without the user/system split the kind cannot be named: no verdict.
     let (user, sys) = (t.cpu_user_pct?, t.cpu_sys_pct?);
-    let (kind, headline, next) = if sys >= user {
+    let sys_share = if user + sys > 0.0 { 100.0 * sys / (user + sys) } else { 50.0 };
+    let (kind, headline, next) = if sys_share.max(100.0 - sys_share) <= CPU_SPLIT_EVEN_PCT {
+        (
+            VerdictKind::CpuBoundMixed,
+            "every core is busy, split about evenly between user space and the kernel: the server's code and the kernel paths it drives (syscalls, network stack) are both the work",
+            "profile both sides together: `perf record -g -p PID` with kernel symbols, then a flame graph; /proc/softirqs per CPU for the network share",
+        )
+    } else if sys >= user {
         (
             VerdictKind::CpuBoundKernel,
             "every core is busy, mostly in the kernel: syscalls, the network stack or kernel locks are the work",

@@ -210,6 +210,14 @@ fn cpu_bound_split_user_and_kernel() {
     assert_eq!(ev(&v, "CPU busy"), 95.0);
     let d = diagnose(&run_with(busy(30.0, 65.0)));
     assert_eq!(kinds(&d.verdicts), vec![VerdictKind::CpuBoundKernel]);
+    // An even split names neither side; 60/40 is "mostly" one side again.
+    let v = only(&run_with(busy(48.0, 47.0)), VerdictKind::CpuBoundMixed);
+    assert_eq!((ev(&v, "CPU user"), ev(&v, "CPU sys")), (48.0, 47.0));
+    assert!(v.headline.contains("evenly"), "{}", v.headline);
+    only(&run_with(busy(52.0, 43.0)), VerdictKind::CpuBoundMixed);
+    only(&run_with(busy(43.0, 52.0)), VerdictKind::CpuBoundMixed);
+    only(&run_with(busy(57.0, 38.0)), VerdictKind::CpuBoundUser);
+    only(&run_with(busy(38.0, 57.0)), VerdictKind::CpuBoundKernel);
     // 89 % busy is not saturated (and not lock contention: no futex sleep).
     assert!(diagnose(&run_with(busy(60.0, 29.0))).verdicts.is_empty());
 }
@@ -499,6 +507,7 @@ fn kinds_serialize_as_documented() {
     let all = [
         (VerdictKind::CpuBoundUser, "cpu-bound-user"),
         (VerdictKind::CpuBoundKernel, "cpu-bound-kernel"),
+        (VerdictKind::CpuBoundMixed, "cpu-bound-mixed"),
         (VerdictKind::LockContention, "lock-contention"),
         (VerdictKind::DbContention, "db-contention"),
         (VerdictKind::DiskBound, "disk-bound"),
