@@ -69,6 +69,11 @@ pub struct SweepArgs {
     /// as clients, like sysbench) waits for each reply in a blocking poll.
     #[arg(long, short = 't')]
     pub threads: Option<u32>,
+    /// Leave the client threads to the scheduler. By default, when there are
+    /// no more threads than CPUs, each is bound to its own CPU so that the
+    /// server threads it wakes settle beside it (README, "--threads").
+    #[arg(long)]
+    pub no_pin: bool,
     /// Open a new connection for every request (like ab without -k).
     #[arg(long)]
     pub no_keepalive: bool,

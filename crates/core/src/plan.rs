@@ -54,6 +54,20 @@ pub struct RunPlan {
     pub options: serde_json::Map<String, serde_json::Value>,
 }
 
+impl RunPlan {
+    /// The client threads in words: "2", or "2 bound to CPUs 0,1" when the
+    /// run bound each event loop to a CPU (options `client_cpus`).
+    pub fn client_threads_text(&self) -> String {
+        match self.options.get("client_cpus").and_then(|v| v.as_array()) {
+            Some(cpus) if !cpus.is_empty() => {
+                let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
+                format!("{} bound to CPUs {}", self.client_threads, list.join(","))
+            }
+            _ => self.client_threads.to_string(),
+        }
+    }
+}
+
 /// Why a duration or a list could not be parsed; the message names the input.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum PlanError {
@@ -98,6 +112,22 @@ pub fn parse_concurrency_list(text: &str) -> Result<Vec<u32>, PlanError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn client_threads_say_where_they_were_bound() {
+        let mut plan = RunPlan {
+            label: "l".into(),
+            target: "t".into(),
+            workload: "w".into(),
+            steps: Vec::new(),
+            client_threads: 2,
+            options: Default::default(),
+        };
+        assert_eq!(plan.client_threads_text(), "2", "runs from before binding, and --no-pin");
+        plan.options.insert("client_threads_bound".into(), true.into());
+        plan.options.insert("client_cpus".into(), vec![0, 3].into());
+        assert_eq!(plan.client_threads_text(), "2 bound to CPUs 0,3");
+    }
 
     #[test]
     fn durations() {

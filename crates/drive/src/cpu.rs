@@ -34,6 +34,28 @@ pub fn allowed_cpus() -> u32 {
     std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1)
 }
 
+/// The CPUs of this process's affinity mask, in order.
+pub fn allowed_cpu_list() -> Vec<usize> {
+    // SAFETY: sched_getaffinity fills the cpu_set_t we own; CPU_ISSET reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
+    }
+}
+
+/// Binds the calling thread to one CPU; false if the kernel refused.
+pub fn pin_current_thread(cpu: usize) -> bool {
+    // SAFETY: a cpu_set_t we own, applied to the calling thread (tid 0).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
+
 /// Soft limit of open files of this process.
 pub fn open_files_limit() -> Option<u64> {
     // SAFETY: getrlimit writes into the struct we own.

@@ -150,7 +150,7 @@ pub fn environment_rows(runs: &[&Run]) -> Vec<EnvRow> {
         ("server", Box::new(move |r: &Run| o(r.environment.server.clone()))),
         ("workload", Box::new(|r: &Run| r.plan.workload.clone())),
         ("schedule", Box::new(schedule)),
-        ("client threads", Box::new(|r: &Run| r.plan.client_threads.to_string())),
+        ("client threads", Box::new(|r: &Run| r.plan.client_threads_text())),
         ("host", Box::new(move |r: &Run| o(r.environment.hostname.clone()))),
         ("kernel", Box::new(move |r: &Run| o(r.environment.kernel.clone()))),
         ("distribution", Box::new(move |r: &Run| o(r.environment.distribution.clone()))),

@@ -184,6 +184,12 @@ pub fn execute<D: scalelab_drive::Driver>(
     let Prepared { driver, target_name, workload, server, options, specimen } = prepared;
     cpu::raise_open_files_limit();
     let env = scalelab_probe::capture_environment(&Default::default(), server, cpu::open_files_limit());
+    let pin_cpus = scalelab_drive::engine::pin_plan(common.threads, a.no_pin);
+    let mut options = options;
+    options.insert("client_threads_bound".into(), (!pin_cpus.is_empty()).into());
+    if !pin_cpus.is_empty() {
+        options.insert("client_cpus".into(), pin_cpus.clone().into());
+    }
     let plan = RunPlan {
         label: a.label.clone().unwrap_or_else(|| target_name.clone()),
         target: target_name.clone(),
@@ -208,7 +214,7 @@ pub fn execute<D: scalelab_drive::Driver>(
     let db_url = crate::db_probe::for_target(a.target.as_deref(), a.db_probe.as_deref()).map_err(bad)?;
     let specimen_addr = specimen.as_ref().map(|s| s.addr);
     let telemetry = crate::telemetry::Telemetry::start(server_pid.ok(), sample_interval, a.thread_sample_hz, db_url, specimen_addr);
-    let opts = EngineOptions { threads: common.threads, stop: stop.clone() };
+    let opts = EngineOptions { threads: common.threads, pin_cpus, stop: stop.clone() };
     let mut view = LiveView::start(a.quiet, a.no_tui, plan.label.clone(), &plan.steps, stop.clone());
     // Rows stream to stdout as steps finish, unless the live view owns the terminal.
     let print_rows = !a.json && !view.is_screen();
