@@ -21,17 +21,10 @@ pub fn thread_run_delay_ns() -> Option<u64> {
 
 /// CPUs this process may run on (its affinity mask), at least 1.
 pub fn allowed_cpus() -> u32 {
-    // SAFETY: sched_getaffinity fills the cpu_set_t we own.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
-            let n = libc::CPU_COUNT(&set);
-            if n > 0 {
-                return n as u32;
-            }
-        }
+    match allowed_cpu_list().len() {
+        0 => std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1),
+        n => n as u32,
     }
-    std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1)
 }
 
 /// The CPUs of this process's affinity mask, in order.

@@ -181,11 +181,10 @@ pub fn execute<D: scalelab_drive::Driver>(
     common: Common,
     prepared: Prepared<D>,
 ) -> anyhow::Result<ExitCode> {
-    let Prepared { driver, target_name, workload, server, options, specimen } = prepared;
+    let Prepared { driver, target_name, workload, server, mut options, specimen } = prepared;
     cpu::raise_open_files_limit();
     let env = scalelab_probe::capture_environment(&Default::default(), server, cpu::open_files_limit());
     let pin_cpus = scalelab_drive::engine::pin_plan(common.threads, a.no_pin);
-    let mut options = options;
     options.insert("client_threads_bound".into(), (!pin_cpus.is_empty()).into());
     if !pin_cpus.is_empty() {
         options.insert("client_cpus".into(), pin_cpus.clone().into());
