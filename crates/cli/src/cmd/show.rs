@@ -61,7 +61,7 @@ pub fn show(path: &Path, a: &ShowArgs) -> anyhow::Result<ExitCode> {
         format!("incomplete ({})", run.outcome.as_deref().unwrap_or("killed or still running"))
     };
     println!("run {}: {} — {} — {}", run.id, run.plan.label, run.plan.workload, status);
-    println!("target {}, {} client thread(s), started {}", run.plan.target, run.plan.client_threads_text(), utc(run.started_unix_ms));
+    println!("target {}, client threads {}, started {}", run.plan.target, run.plan.client_threads_text(), utc(run.started_unix_ms));
     print!("{}", table::run_table(&run));
     if let Some(t) = table::telemetry_table(&run) {
         print!("{t}");
