@@ -17,6 +17,7 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = args::Cli::parse();
+    end_quietly_on_closed_pipe(&cli.command);
     match cmd::run(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -28,5 +29,20 @@ fn main() -> ExitCode {
             eprintln!("{msg}");
             ExitCode::from(code)
         }
+    }
+}
+
+/// Commands that only read the store and print (`runs`, `show`, `diagnose`,
+/// `export`, `compare`, `report`) get the default SIGPIPE action back, so
+/// `scalelab show last | head` ends quietly when `head` has read enough, as
+/// `cat` would. Rust starts with SIGPIPE ignored, and `println!` then panics
+/// on the closed pipe. The others keep it ignored: they hold sockets, where a
+/// closed peer must come back as an error to handle, not kill the run, and
+/// `sweep` or `import` must finish writing the store.
+fn end_quietly_on_closed_pipe(command: &args::Command) {
+    use args::Command::*;
+    if matches!(command, Runs | Show(_) | Diagnose(_) | Export(_) | Compare(_) | Report(_)) {
+        // SAFETY: sets a signal disposition before any thread is started.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     }
 }

@@ -139,6 +139,7 @@ fn bad_flag_values_are_one_line_errors_with_exit_2() {
         (vec!["sweep", "--duration", "fast"], "--duration"),
         (vec!["sweep", "ftp://127.0.0.1/"], "scheme must be http or https"),
         (vec!["sweep", "--threads", "0"], "--threads"),
+        (vec!["sweep", "--client-slice-us", "50"], "--client-slice-us must be 0"),
         (vec!["sweep", "--expect-status", "2zz"], "expected status"),
         (vec!["sweep", "-H", "NoColon"], "invalid header"),
         (vec!["show", "999"], "no run matches '999'"),
@@ -148,5 +149,22 @@ fn bad_flag_values_are_one_line_errors_with_exit_2() {
         let err = stderr(&out);
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn printing_into_a_closed_pipe_ends_quietly_like_cat() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let out = run(&store, &["sweep", "--work-us", "50", "-c", "1,2", "--warmup", "0", "--duration", "0.3s", "--pause", "0", "-q"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for args in [vec!["runs"], vec!["show", "last"], vec!["diagnose", "last"], vec!["export", "last"]] {
+        // `scalelab show last | head -0`: the reader is gone before the first write.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = bin().arg("--store").arg(&store).args(&args).stdout(writer).output().unwrap();
+        assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{args:?}: {:?} {}", out.status, stderr(&out));
+        assert_eq!(stderr(&out), "", "{args:?}: no panic, no message");
     }
 }

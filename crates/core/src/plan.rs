@@ -55,16 +55,22 @@ pub struct RunPlan {
 }
 
 impl RunPlan {
-    /// The client threads in words: "2", or "2 bound to CPUs 0,1" when the
-    /// run bound each event loop to a CPU (options `client_cpus`).
+    /// The client threads in words: "2", "2 bound to CPUs 0,1" when the
+    /// run bound each event loop to a CPU (options `client_cpus`), and
+    /// ", 100 µs slice" when they ran with a slice of their own (options
+    /// `client_slice_us`).
     pub fn client_threads_text(&self) -> String {
-        match self.options.get("client_cpus").and_then(|v| v.as_array()) {
+        let mut text = match self.options.get("client_cpus").and_then(|v| v.as_array()) {
             Some(cpus) if !cpus.is_empty() => {
                 let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
                 format!("{} bound to CPUs {}", self.client_threads, list.join(","))
             }
             _ => self.client_threads.to_string(),
+        };
+        if let Some(us) = self.options.get("client_slice_us").and_then(|v| v.as_u64()) {
+            text.push_str(&format!(", {us} µs slice"));
         }
+        text
     }
 }
 
@@ -127,6 +133,8 @@ mod tests {
         plan.options.insert("client_threads_bound".into(), true.into());
         plan.options.insert("client_cpus".into(), vec![0, 3].into());
         assert_eq!(plan.client_threads_text(), "2 bound to CPUs 0,3");
+        plan.options.insert("client_slice_us".into(), 100.into());
+        assert_eq!(plan.client_threads_text(), "2 bound to CPUs 0,3, 100 µs slice");
     }
 
     #[test]

@@ -49,6 +49,43 @@ pub fn pin_current_thread(cpu: usize) -> bool {
     }
 }
 
+/// Asks for a time slice of `us` microseconds for the calling thread under
+/// the fair scheduler (EEVDF's per-task slice, Linux 6.12+:
+/// `sched_attr.sched_runtime` with SCHED_OTHER) and returns the slice the
+/// kernel now holds for it, in µs: `None` where it keeps none (older kernels
+/// accept the request and ignore it) or refused. The kernel clamps requests
+/// to 100 µs..100 ms.
+pub fn set_thread_slice_us(us: u64) -> Option<u64> {
+    // SAFETY: a zeroed sched_attr we own, sized for the kernel, applied to
+    // the calling thread (pid 0) with the policy it already has (SCHED_OTHER).
+    let mut attr: libc::sched_attr = unsafe { std::mem::zeroed() };
+    attr.size = std::mem::size_of::<libc::sched_attr>() as u32;
+    attr.sched_policy = libc::SCHED_OTHER as u32;
+    attr.sched_runtime = us.saturating_mul(1000);
+    if unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const libc::sched_attr, 0) } != 0 {
+        return None;
+    }
+    thread_slice_now_us()
+}
+
+/// The calling thread's time slice under the fair scheduler, µs; `None`
+/// where the kernel does not report one (before Linux 6.12).
+pub fn thread_slice_now_us() -> Option<u64> {
+    // SAFETY: the kernel fills at most `size` bytes of the struct we own.
+    let mut now: libc::sched_attr = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::sched_attr>() as libc::c_uint;
+    if unsafe { libc::syscall(libc::SYS_sched_getattr, 0, &mut now as *mut libc::sched_attr, size, 0) } != 0 {
+        return None;
+    }
+    (now.sched_runtime > 0).then_some(now.sched_runtime / 1000)
+}
+
+/// The slice [`set_thread_slice_us`] would give a client thread here, found
+/// on a short-lived thread so that the caller's own slice is left alone.
+pub fn thread_slice_us(us: u64) -> Option<u64> {
+    std::thread::spawn(move || set_thread_slice_us(us)).join().ok().flatten()
+}
+
 /// Soft limit of open files of this process.
 pub fn open_files_limit() -> Option<u64> {
     // SAFETY: getrlimit writes into the struct we own.

@@ -94,6 +94,10 @@ pub const INNODB_OS_WAITS_PER_S: f64 = 1000.0;
 /// Share of sampled active PostgreSQL backends waiting on `Lock` or `LWLock`
 /// (%) from which the database's own locks are the bottleneck.
 pub const PG_LOCK_WAIT_PCT: f64 = 30.0;
+/// A second Lock or LWLock wait is named beside the top one when its share
+/// is at least this fraction of the top's: a near tie, where poll noise
+/// decides the order.
+pub const LOCK_WAIT_TIE_SHARE: f64 = 0.8;
 /// Growth of a database wait figure vs the first step that counts as rising with clients.
 pub const DB_WAIT_GROWTH: f64 = 2.0;
 

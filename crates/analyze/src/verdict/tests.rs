@@ -713,6 +713,33 @@ fn db_contention_pg_names_the_top_lock_wait() {
 }
 
 #[test]
+fn db_contention_pg_names_both_lock_waits_in_a_near_tie_and_only_the_top_otherwise() {
+    let w = |wait: &str, pct: f64| scalelab_core::DbWait { wait: wait.into(), pct };
+    let hot_row = |tx: f64, wal: f64| {
+        let mut d = pg_db(tx + wal);
+        // Largest share first, as the probe stores them.
+        d.waits = vec![w("Lock:transactionid", tx), w("LWLock:WALWrite", wal), w("IO:WALSync", 10.0)];
+        d.waits.sort_by(|a, b| b.pct.total_cmp(&a.pct));
+        d.wait_types = vec![w("Lock", tx), w("LWLock", wal), w("IO", 10.0)];
+        d
+    };
+    let verdict = |tx: f64, wal: f64| {
+        let r =
+            run(vec![step(1, 100.0, Some(with_db(healthy(), pg_db(0.0)))), step(16, 150.0, Some(with_db(healthy(), hot_row(tx, wal))))]);
+        only(&r, VerdictKind::DbContention)
+    };
+    // 36.4 % against 36.9 % (a CI run): both named, the larger first.
+    let v = verdict(36.4, 36.9);
+    assert!(v.headline.contains("LWLock:WALWrite 37% and Lock:transactionid 36% of active backends"), "{}", v.headline);
+    assert_eq!(ev(&v, "top lock wait LWLock:WALWrite"), 36.9);
+    assert_eq!(ev(&v, "second lock wait Lock:transactionid"), 36.4);
+    // 42 % against 30 % (below 0.8 of the top): the top alone.
+    let v = verdict(42.0, 30.0);
+    assert!(v.headline.contains(": Lock:transactionid 42% of active backends (Lock + LWLock 72%)"), "{}", v.headline);
+    assert!(v.evidence.iter().all(|e| !e.name.starts_with("second lock wait")), "{:?}", v.evidence);
+}
+
+#[test]
 fn db_contention_without_first_step_db_figures_is_lowered_and_says_why() {
     let mut first = healthy();
     first.unavailable.insert("db".into(), "cannot connect to mysql://bench@127.0.0.1:3306/bench: refused".into());

@@ -189,6 +189,14 @@ pub fn execute<D: scalelab_drive::Driver>(
     if !pin_cpus.is_empty() {
         options.insert("client_cpus".into(), pin_cpus.clone().into());
     }
+    if a.client_slice_us != 0 && !(100..=100_000).contains(&a.client_slice_us) {
+        return Err(bad("--client-slice-us must be 0 (the kernel's default) or 100 to 100000"));
+    }
+    // What the kernel grants (nothing before Linux 6.12) is what the run records.
+    let slice_us = Some(a.client_slice_us).filter(|us| *us > 0).and_then(cpu::thread_slice_us);
+    if let Some(us) = slice_us {
+        options.insert("client_slice_us".into(), us.into());
+    }
     let plan = RunPlan {
         label: a.label.clone().unwrap_or_else(|| target_name.clone()),
         target: target_name.clone(),
@@ -213,7 +221,7 @@ pub fn execute<D: scalelab_drive::Driver>(
     let db_url = crate::db_probe::for_target(a.target.as_deref(), a.db_probe.as_deref()).map_err(bad)?;
     let specimen_addr = specimen.as_ref().map(|s| s.addr);
     let telemetry = crate::telemetry::Telemetry::start(server_pid.ok(), sample_interval, a.thread_sample_hz, db_url, specimen_addr);
-    let opts = EngineOptions { threads: common.threads, pin_cpus, stop: stop.clone() };
+    let opts = EngineOptions { threads: common.threads, pin_cpus, slice_us, stop: stop.clone() };
     let mut view = LiveView::start(a.quiet, a.no_tui, plan.label.clone(), &plan.steps, stop.clone());
     // Rows stream to stdout as steps finish, unless the live view owns the terminal.
     let print_rows = !a.json && !view.is_screen();
