@@ -42,15 +42,20 @@ pub struct EngineOptions {
 /// sends a burst of requests, and with a long slice the server threads it
 /// wakes queue behind it until it sleeps; the scheduler then spreads them to
 /// the other CPU, and every later request to them wakes across CPUs. With
-/// 100 µs a woken server thread soon runs beside its client, as it does
-/// under pgbench, whose thread the woken backend preempts. Measured on the
-/// 2-vCPU VM (kernel 6.18), PostgreSQL `pgbench-select`, 50 clients: the
-/// share of backend wake-ups that crossed CPUs fell from 40-52 % to 18 %
-/// (pgbench: 12 %); alternated 8 s rounds against the same server, median of
-/// 4: 56.3k -> 61.7k q/s (pgbench 63.4k); MariaDB point-select at 10 clients
-/// 61.5k -> 69.4k (sysbench 71.8k) and at 50 clients 55.1k -> 65.6k
-/// (sysbench 73.4k); PostgreSQL at 10 clients even (78.8k and 79.3k);
-/// HTTP against nginx, even.
+/// 100 µs a woken server thread soon runs beside its client. Measured on the
+/// 2-vCPU VM (kernel 6.18), alternated 8 s rounds against one server, same
+/// binary, 100 µs against the kernel's slice:
+/// - PostgreSQL `pgbench-select`, 50 clients: backend wake-ups that crossed
+///   CPUs fell from 40-52 % to 18 % (pgbench: 12 %). Throughput, medians of
+///   4 and 6 rounds: 61.7k against 56.3k q/s, then 64.4k against 64.9k.
+/// - MariaDB point-select, 10 clients: 69.4k against 61.5k, then 63.2k
+///   against 62.7k; 50 clients: 65.6k against 55.1k.
+/// - Client CPU per query was lower or equal in all five sets (e.g.
+///   0.90 against 1.02 s per 100k, 0.95 against 1.10); PostgreSQL at
+///   10 clients and HTTP against nginx were even.
+///
+/// So the throughput gain is not reliable on this noisy VM; the lower client
+/// CPU and the settled wake-ups are.
 pub const CLIENT_SLICE_US: u64 = 100;
 
 /// The CPUs a run's `threads` event loops are bound to, one each: the
