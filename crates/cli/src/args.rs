@@ -75,9 +75,10 @@ pub struct SweepArgs {
     #[arg(long)]
     pub no_pin: bool,
     /// Time slice each client thread asks of the scheduler, in µs (100 to
-    /// 100000; 0: the kernel's default). Short, so that the server threads a
-    /// client wakes run beside it soon (README, "--threads"). Linux 6.12+.
-    #[arg(long, default_value_t = scalelab_drive::engine::CLIENT_SLICE_US)]
+    /// 100000; 0, the default: the kernel's). 100 keeps the server threads a
+    /// client wakes beside it and lowers client CPU per query, but adds
+    /// context switches (README, "--threads"). Linux 6.12+.
+    #[arg(long, default_value_t = 0)]
     pub client_slice_us: u64,
     /// Open a new connection for every request (like ab without -k).
     #[arg(long)]

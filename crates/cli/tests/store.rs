@@ -168,3 +168,29 @@ fn printing_into_a_closed_pipe_ends_quietly_like_cat() {
         assert_eq!(stderr(&out), "", "{args:?}: no panic, no message");
     }
 }
+
+#[test]
+fn the_run_records_how_the_client_threads_were_scheduled() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let sweep = |extra: &[&str]| {
+        let mut args = vec!["sweep", "--work-us", "50", "-c", "1,2", "--warmup", "0", "--duration", "0.3s", "--pause", "0", "-q", "--json"];
+        args.extend_from_slice(extra);
+        json(&store, &args)["schedule"]["options"].clone()
+    };
+    // Linux 6.12+ keeps a per-thread slice; before, none is granted or recorded.
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let mut v = release.trim().split(|c: char| !c.is_ascii_digit()).map(|x| x.parse::<u32>().unwrap_or(0));
+    let custom = (v.next().unwrap(), v.next().unwrap_or(0)) >= (6, 12);
+    let o = sweep(&[]);
+    assert!(o.get("client_slice_us").is_none(), "the kernel's slice by default: {o}");
+    assert!(!run_text(&store, &["show", "last"]).contains("slice"));
+    let o = sweep(&["--client-slice-us", "100"]);
+    assert_eq!(o["client_slice_us"].as_u64(), custom.then_some(100), "{o}");
+    if custom {
+        assert!(run_text(&store, &["show", "last"]).contains(", 100 µs slice"));
+    }
+    let o = sweep(&["--client-slice-us", "250", "--no-pin"]);
+    assert_eq!(o["client_slice_us"].as_u64(), custom.then_some(250), "{o}");
+    assert_eq!(o["client_threads_bound"], false, "{o}");
+}

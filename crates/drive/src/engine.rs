@@ -30,33 +30,37 @@ pub struct EngineOptions {
     /// `pin_cpus[t]`); empty: the scheduler places them. See [`pin_plan`].
     pub pin_cpus: Vec<usize>,
     /// Time slice asked for each worker thread, µs (None: the kernel's
-    /// default). See [`CLIENT_SLICE_US`].
+    /// default). See [`SHORT_CLIENT_SLICE_US`].
     pub slice_us: Option<u64>,
     /// Set from a signal handler: the window ends at the next whole second.
     pub stop: Arc<AtomicBool>,
 }
 
-/// The time slice, µs, that client threads ask of the fair scheduler by
-/// default (`--client-slice-us`; the kernel's own is 0.75 ms × (1 + log2
-/// CPUs), 1.5 ms on 2 CPUs). Why short: an event loop with many connections
-/// sends a burst of requests, and with a long slice the server threads it
-/// wakes queue behind it until it sleeps; the scheduler then spreads them to
-/// the other CPU, and every later request to them wakes across CPUs. With
-/// 100 µs a woken server thread soon runs beside its client. Measured on the
-/// 2-vCPU VM (kernel 6.18), alternated 8 s rounds against one server, same
-/// binary, 100 µs against the kernel's slice:
+/// A short time slice for client threads, µs, as `--client-slice-us` asks
+/// for it (opt-in; the kernel's own slice is 0.75 ms × (1 + log2 CPUs),
+/// 1.5 ms on 2 CPUs). The idea: an event loop with many connections sends a
+/// burst of requests, and with a long slice the server threads it wakes
+/// queue behind it until it sleeps; the scheduler then spreads them to the
+/// other CPU, and every later request to them wakes across CPUs. With 100 µs
+/// a woken server thread soon runs beside its client. Measured on the 2-vCPU
+/// VM (kernel 6.18), alternated 8 s rounds against one server, same binary,
+/// 100 µs against the kernel's slice:
 /// - PostgreSQL `pgbench-select`, 50 clients: backend wake-ups that crossed
 ///   CPUs fell from 40-52 % to 18 % (pgbench: 12 %). Throughput, medians of
-///   4 and 6 rounds: 61.7k against 56.3k q/s, then 64.4k against 64.9k.
+///   4 and 6 rounds: 61.7k against 56.3k q/s, then 64.4k against 64.9k;
+///   against `bench/sql_vs_peers`' own server, 0.91 of pgbench against 0.92.
 /// - MariaDB point-select, 10 clients: 69.4k against 61.5k, then 63.2k
 ///   against 62.7k; 50 clients: 65.6k against 55.1k.
 /// - Client CPU per query was lower or equal in all five sets (e.g.
 ///   0.90 against 1.02 s per 100k, 0.95 against 1.10); PostgreSQL at
 ///   10 clients and HTTP against nginx were even.
 ///
-/// So the throughput gain is not reliable on this noisy VM; the lower client
-/// CPU and the settled wake-ups are.
-pub const CLIENT_SLICE_US: u64 = 100;
+/// Why it is not the default: the throughput gain did not repeat, and the
+/// client, preempted more often, adds context switches that the diagnosis
+/// reads as the server's. The specimen in `scales` mode, 16 clients, 1 ms of
+/// work, went from 1.8-2.0 to 3.5 switches per request (system-wide), above
+/// `global-lock`'s 2.7.
+pub const SHORT_CLIENT_SLICE_US: u64 = 100;
 
 /// The CPUs a run's `threads` event loops are bound to, one each: the
 /// first `threads` CPUs of this process's affinity mask, or none when there
@@ -627,15 +631,15 @@ mod tests {
     #[test]
     fn event_loops_run_with_the_slice_asked_for() {
         let custom = kernel_keeps_custom_slices();
-        assert_eq!(crate::cpu::thread_slice_us(CLIENT_SLICE_US), custom.then_some(CLIENT_SLICE_US));
+        assert_eq!(crate::cpu::thread_slice_us(SHORT_CLIENT_SLICE_US), custom.then_some(SHORT_CLIENT_SLICE_US));
         // Below the kernel's floor of 100 µs: clamped up.
         assert_eq!(crate::cpu::thread_slice_us(20), custom.then_some(100));
-        for (id, _, slice) in seen(2, Vec::new(), Some(CLIENT_SLICE_US)) {
-            assert_eq!(slice, custom.then_some(CLIENT_SLICE_US), "client {id}");
+        for (id, _, slice) in seen(2, Vec::new(), Some(SHORT_CLIENT_SLICE_US)) {
+            assert_eq!(slice, custom.then_some(SHORT_CLIENT_SLICE_US), "client {id}");
         }
         // Not asked: the kernel's default slice, which is longer.
         for (id, _, slice) in seen(2, Vec::new(), None) {
-            assert!(slice.is_none_or(|us| us > CLIENT_SLICE_US), "client {id}: {slice:?}");
+            assert!(slice.is_none_or(|us| us > SHORT_CLIENT_SLICE_US), "client {id}: {slice:?}");
         }
     }
 }
