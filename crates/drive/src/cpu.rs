@@ -51,33 +51,36 @@ pub fn pin_current_thread(cpu: usize) -> bool {
 
 /// Asks for a time slice of `us` microseconds for the calling thread under
 /// the fair scheduler (EEVDF's per-task slice, Linux 6.12+:
-/// `sched_attr.sched_runtime` with SCHED_OTHER) and returns the slice the
+/// `sched_attr.sched_runtime`, policy and nice kept) and returns the slice the
 /// kernel now holds for it, in µs: `None` where it keeps none (older kernels
 /// accept the request and ignore it) or refused. The kernel clamps requests
 /// to 100 µs..100 ms.
 pub fn set_thread_slice_us(us: u64) -> Option<u64> {
-    // SAFETY: a zeroed sched_attr we own, sized for the kernel, applied to
-    // the calling thread (pid 0) with the policy it already has (SCHED_OTHER).
-    let mut attr: libc::sched_attr = unsafe { std::mem::zeroed() };
-    attr.size = std::mem::size_of::<libc::sched_attr>() as u32;
-    attr.sched_policy = libc::SCHED_OTHER as u32;
+    // The thread's own policy and nice value go back unchanged (a
+    // sched_setattr with zeroes would reset `nice -n 10` to 0).
+    let mut attr = thread_sched_attr()?;
     attr.sched_runtime = us.saturating_mul(1000);
+    // SAFETY: a sched_attr we own, filled by the kernel and sized for it,
+    // applied to the calling thread (pid 0).
     if unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const libc::sched_attr, 0) } != 0 {
         return None;
     }
     thread_slice_now_us()
 }
 
+/// The calling thread's scheduling attributes, as the kernel reports them.
+fn thread_sched_attr() -> Option<libc::sched_attr> {
+    // SAFETY: the kernel fills at most `size` bytes of the struct we own.
+    let mut attr: libc::sched_attr = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::sched_attr>() as libc::c_uint;
+    let r = unsafe { libc::syscall(libc::SYS_sched_getattr, 0, &mut attr as *mut libc::sched_attr, size, 0) };
+    (r == 0).then_some(attr)
+}
+
 /// The calling thread's time slice under the fair scheduler, µs; `None`
 /// where the kernel does not report one (before Linux 6.12).
 pub fn thread_slice_now_us() -> Option<u64> {
-    // SAFETY: the kernel fills at most `size` bytes of the struct we own.
-    let mut now: libc::sched_attr = unsafe { std::mem::zeroed() };
-    let size = std::mem::size_of::<libc::sched_attr>() as libc::c_uint;
-    if unsafe { libc::syscall(libc::SYS_sched_getattr, 0, &mut now as *mut libc::sched_attr, size, 0) } != 0 {
-        return None;
-    }
-    (now.sched_runtime > 0).then_some(now.sched_runtime / 1000)
+    thread_sched_attr().filter(|a| a.sched_runtime > 0).map(|a| a.sched_runtime / 1000)
 }
 
 /// The slice [`set_thread_slice_us`] would give a client thread here, found
@@ -103,5 +106,24 @@ pub fn raise_open_files_limit() {
             rl.rlim_cur = rl.rlim_max;
             libc::setrlimit(libc::RLIMIT_NOFILE, &rl);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn asking_for_a_slice_keeps_the_threads_nice_value() {
+        std::thread::spawn(|| {
+            // SAFETY: plain syscalls on the calling thread (gettid, its nice value).
+            let tid = unsafe { libc::syscall(libc::SYS_gettid) } as libc::id_t;
+            assert_eq!(unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, 7) }, 0, "raising one's own nice value is allowed");
+            let granted = set_thread_slice_us(300);
+            assert_eq!(unsafe { libc::getpriority(libc::PRIO_PROCESS, tid) }, 7, "nice kept (slice {granted:?})");
+            assert_eq!(granted, thread_slice_now_us());
+        })
+        .join()
+        .unwrap();
     }
 }
