@@ -107,6 +107,9 @@ pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
     if threads == 0 || threads > 1024 {
         return Err(bad("--threads must be between 1 and 1024"));
     }
+    if a.client_slice_us != 0 && !(100..=100_000).contains(&a.client_slice_us) {
+        return Err(bad("--client-slice-us must be 0 (the kernel's default) or 100 to 100000"));
+    }
     let steps = concurrency
         .iter()
         .map(|&c| StepPlan {
@@ -188,9 +191,6 @@ pub fn execute<D: scalelab_drive::Driver>(
     options.insert("client_threads_bound".into(), (!pin_cpus.is_empty()).into());
     if !pin_cpus.is_empty() {
         options.insert("client_cpus".into(), pin_cpus.clone().into());
-    }
-    if a.client_slice_us != 0 && !(100..=100_000).contains(&a.client_slice_us) {
-        return Err(bad("--client-slice-us must be 0 (the kernel's default) or 100 to 100000"));
     }
     // What the kernel grants (nothing before Linux 6.12) is what the run records.
     let slice_us = Some(a.client_slice_us).filter(|us| *us > 0).and_then(cpu::thread_slice_us);
