@@ -66,7 +66,7 @@ pub struct SweepArgs {
     pub label: Option<String>,
     /// Client worker threads (event loops). Default: one per core. A SQL
     /// client thread that owns one connection (1 client, or as many threads
-    /// as clients, like sysbench) waits for each reply in a blocking poll.
+    /// as clients, like sysbench) waits for each reply in a blocking recv.
     #[arg(long, short = 't')]
     pub threads: Option<u32>,
     /// Leave the client threads to the scheduler. By default, when there are

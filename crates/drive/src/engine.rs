@@ -345,10 +345,10 @@ thread_local! {
 /// True on a client thread that owns exactly one connection (one client per
 /// thread: 1 client, or `--threads` >= clients). Such a thread has nothing
 /// else to do while its request is out, so a driver may wait for the reply
-/// in a blocking `poll(2)` rather than the event loop's `epoll_wait`: the
-/// kernel passes its sync wake-up hint to poll waiters but not to epoll
+/// in a blocking `recv` rather than the event loop's `epoll_wait`: the
+/// kernel passes its sync wake-up hint to socket waiters but not to epoll
 /// waiters, and without it the server's reply wakes the client on the other
-/// CPU (see `sql::stream::Inbox::fill` for the figures).
+/// CPU (see `sql::stream::Stream::settle` for the figures).
 pub(crate) fn owns_one_connection() -> bool {
     SOLE_CONNECTION.with(|c| c.get())
 }

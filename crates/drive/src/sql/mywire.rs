@@ -371,7 +371,9 @@ async fn handshake(url: &SqlUrl, timeout: Duration, addr: &str) -> Result<MyWire
     .serialize(&mut c.out);
     c.send().await.map_err(|e| e.at_connect(addr))?;
     c.authenticate(plugin, g.nonce, url.password.as_deref(), secure).await.map_err(|e| e.at_connect(addr))?;
-    Ok(c)
+    let MyWire { stream, inbox, out, deprecate_eof, seq } = c;
+    let stream = stream.settle().map_err(|e| Error::Io(e).at_connect(addr))?;
+    Ok(MyWire { stream, inbox, out, deprecate_eof, seq })
 }
 
 impl MyWire {

@@ -22,7 +22,8 @@
 //! (libpq's `PQconsumeInput` after a send; [`Inbox::sent`] says why and
 //! what it gained at 10 and 50 clients); when that finds nothing yet, one
 //! `epoll_wait` (shared by the thread's connections) and one more `recvfrom`.
-//! A thread that owns one connection waits in poll(2) instead.
+//! A thread that owns one connection blocks in that `recvfrom` instead
+//! (`Stream::settle`): two system calls per query.
 //!
 //! Per query, prepared mode sends Bind (parameters and results in text
 //! format, as `pgbench -M prepared` does, so any column type works) +
@@ -335,6 +336,7 @@ impl PgWire {
                 break;
             }
         }
+        let stream = stream.settle().map_err(|e| io_at(url, e))?;
         Ok(PgWire { stream, inbox, out, broken: false, extended: false })
     }
 

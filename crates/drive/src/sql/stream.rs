@@ -1,6 +1,8 @@
 //! The byte stream under the hand-written SQL protocol clients
 //! (`pgwire`, `mywire`): TCP (Nagle off), a unix socket, or
 //! TLS over TCP, and [`Inbox`], one reused read buffer that frames messages.
+//! A client thread that owns only one connection switches its plain socket
+//! to blocking reads and writes once connected ([`Stream::settle`]).
 //!
 //! Both protocols are request/response on one connection, so a client writes
 //! one buffer per round trip and reads the reply into the inbox with as few
@@ -11,6 +13,7 @@ use rustls::pki_types::ServerName;
 use scalelab_core::result::Failure;
 use scalelab_core::ErrorClass;
 use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
 use tokio::net::{TcpStream, UnixStream};
@@ -23,6 +26,10 @@ pub(crate) enum Stream {
     Unix(UnixStream),
     /// TLS over TCP (rustls).
     Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+    /// A plain socket (TCP or unix) in blocking mode, read and written with
+    /// plain `recv`/`send` that give up after [`BLOCKING_SLICE`]; see
+    /// [`Stream::settle`].
+    Blocking(OwnedFd),
 }
 
 impl Stream {
@@ -65,6 +72,56 @@ impl Stream {
         }
     }
 
+    /// Once the connection is set up: on a client thread that owns only this
+    /// connection, a plain socket leaves the event loop and is switched to
+    /// blocking mode, so that waiting for a reply is the `recv` itself; any
+    /// other stream is returned as it is.
+    ///
+    /// Why: such a thread has nothing else to do while its request is out.
+    /// A blocking `recv` waits on the socket's own wait queue, where the
+    /// server's reply wakes it with the kernel's sync hint (the scheduler runs
+    /// the client on the CPU the server thread is leaving), while an epoll
+    /// waiter (tokio) is woken without it, on its own CPU, with an IPI and
+    /// cold caches, all paid in the server's send path. Measured on the
+    /// 2-vCPU VM (kernel 6.18), MariaDB point-select, 10 clients,
+    /// `--threads 10`, 3 rounds of 10 s (same binary, alternated): 57-62k q/s
+    /// waiting in epoll against 70-78k in a blocking `poll(2)` then a `recv`.
+    /// Blocking in the `recv` itself saves the poll and its wait-queue set-up:
+    /// `bench/sql_vs_peers` with `--threads N` beside sysbench's N threads,
+    /// 3 rounds of 8 s, the two builds alternated on the same servers, client
+    /// CPU seconds per 100k queries (poll then recv -> blocking recv):
+    /// MariaDB at 10 clients 1.20-1.35 -> 0.99-1.19 (sysbench 1.19-1.33),
+    /// q/s 46-54k -> 51-63k (sysbench 48-56k); PostgreSQL at 10 clients
+    /// 1.02-1.03 -> 0.94-1.02 (sysbench 1.04-1.06); at 50 clients MariaDB
+    /// 1.22-1.31 -> 1.10-1.17 and PostgreSQL 1.25-1.37 -> 1.17-1.18; at 1
+    /// client PostgreSQL 3.04-3.63 -> 2.80-2.99. Under the default two event
+    /// loops, MariaDB's `_raw_spin_unlock_irqrestore` (the wake-up) was
+    /// 14.5 % of all CPU samples against 4 % under sysbench's blocking
+    /// threads. Tried and not kept: a poll over all of a thread's sockets
+    /// just before tokio parks (runtime `on_thread_park`), for threads with
+    /// several connections; 4 alternated rounds at 10 clients gave 47-66k q/s
+    /// with it and 55-68k without.
+    pub(crate) fn settle(self) -> io::Result<Stream> {
+        if !crate::engine::owns_one_connection() {
+            return Ok(self);
+        }
+        match self {
+            Stream::Tcp(s) => Stream::blocking(OwnedFd::from(s.into_std()?)),
+            Stream::Unix(s) => Stream::blocking(OwnedFd::from(s.into_std()?)),
+            other => Ok(other),
+        }
+    }
+
+    /// A [`Stream::Blocking`] over `fd`: blocking mode, with
+    /// [`BLOCKING_SLICE`] as its receive and send timeouts.
+    fn blocking(fd: OwnedFd) -> io::Result<Stream> {
+        let sock = socket2::SockRef::from(&fd);
+        sock.set_nonblocking(false)?;
+        sock.set_read_timeout(Some(BLOCKING_SLICE))?;
+        sock.set_write_timeout(Some(BLOCKING_SLICE))?;
+        Ok(Stream::Blocking(fd))
+    }
+
     /// Writes the whole buffer (and flushes the TLS layer).
     pub(crate) async fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         match self {
@@ -73,6 +130,19 @@ impl Stream {
             Stream::Tls(s) => {
                 s.write_all(buf).await?;
                 s.flush().await
+            }
+            Stream::Blocking(fd) => {
+                let mut rest = buf;
+                while !rest.is_empty() {
+                    match sys_send(fd.as_raw_fd(), rest, 0) {
+                        Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
+                        Ok(n) => rest = &rest[n..],
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => tokio::task::yield_now().await,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(())
             }
         }
     }
@@ -84,6 +154,7 @@ impl Stream {
             Stream::Tcp(s) => s.try_write(buf),
             Stream::Unix(s) => s.try_write(buf),
             Stream::Tls(_) => Ok(0),
+            Stream::Blocking(fd) => sys_send(fd.as_raw_fd(), buf, libc::MSG_DONTWAIT),
         };
     }
 
@@ -94,61 +165,66 @@ impl Stream {
     /// filled it exactly, readiness stays set and the next read would be a
     /// wasted syscall returning EAGAIN before waiting. Edge-triggered epoll
     /// reports the next reply (or a close) as a new event, so no wake-up is
-    /// lost. TLS: nothing (rustls may hold decrypted bytes).
+    /// lost. TLS and blocking sockets: nothing (rustls may hold decrypted
+    /// bytes; a blocking socket has no readiness).
     pub(crate) fn clear_read_ready(&self) {
         let nothing = || Err::<(), _>(io::Error::from(io::ErrorKind::WouldBlock));
         let _ = match self {
             Stream::Tcp(s) => s.try_io(Interest::READABLE, nothing),
             Stream::Unix(s) => s.try_io(Interest::READABLE, nothing),
-            Stream::Tls(_) => Ok(()),
+            Stream::Tls(_) | Stream::Blocking(_) => Ok(()),
         };
     }
 
-    /// The socket of a plain (not TLS) stream.
-    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
-        use std::os::fd::AsRawFd;
+    /// The socket of a plain stream that the event loop waits on.
+    fn polled_fd(&self) -> Option<RawFd> {
         match self {
             Stream::Tcp(s) => Some(s.as_raw_fd()),
             Stream::Unix(s) => Some(s.as_raw_fd()),
-            Stream::Tls(_) => None,
+            Stream::Tls(_) | Stream::Blocking(_) => None,
         }
     }
 
-    /// Reads what is available into `buf`; 0 means the server closed.
+    /// Reads what is available into `buf`; 0 means the server closed. A
+    /// blocking socket waits in `recv` one [`BLOCKING_SLICE`] at a time and
+    /// lets the event loop run its timers in between.
     async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             Stream::Tcp(s) => s.read(buf).await,
             Stream::Unix(s) => s.read(buf).await,
             Stream::Tls(s) => s.read(buf).await,
+            Stream::Blocking(fd) => loop {
+                match sys_recv(fd.as_raw_fd(), buf, 0) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => tokio::task::yield_now().await,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    r => return r,
+                }
+            },
         }
     }
 }
 
-/// How long one blocking `poll(2)` may wait for a reply before the read goes
-/// back to the event loop, whose timers (the request timeout, the window's
-/// end, the per-second hand-over) must not be held up for longer.
-const BLOCKING_SLICE_MS: libc::c_int = 50;
+/// How long a blocking socket's `recv` or `send` may wait before it hands
+/// the thread back to the event loop, whose timers (the request timeout, the
+/// window's end, the per-second hand-over) must not be held up for longer.
+const BLOCKING_SLICE: Duration = Duration::from_millis(50);
 
-/// Waits up to [`BLOCKING_SLICE_MS`] in poll(2) for `fd` to be readable, then
-/// reads into `buf` without blocking. Some(0) is the peer's close; None is
-/// "nothing yet, or an error": the caller reads through the event loop,
-/// which waits longer or reports the error.
-fn blocking_recv(fd: std::os::fd::RawFd, buf: &mut [u8]) -> Option<usize> {
-    let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
-    // SAFETY: one pollfd we own, for a socket the caller's stream keeps open.
-    if unsafe { libc::poll(&mut p, 1, BLOCKING_SLICE_MS) } != 1 {
-        return None;
-    }
-    recv_now(fd, buf).ok()
+/// `recv(2)` into `buf` with `flags`: Ok(0) is the peer's close,
+/// `WouldBlock` that nothing came (in time, on a blocking socket).
+fn sys_recv(fd: RawFd, buf: &mut [u8], flags: libc::c_int) -> io::Result<usize> {
+    // SAFETY: recv writes at most buf.len() bytes into buf, which we borrow
+    // mutably, from a socket the caller's stream keeps open.
+    let got = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), flags) };
+    usize::try_from(got).map_err(|_| io::Error::last_os_error())
 }
 
-/// Reads what `fd` holds into `buf` without blocking: Ok(0) is the peer's
-/// close, `WouldBlock` that nothing is there yet.
-fn recv_now(fd: std::os::fd::RawFd, buf: &mut [u8]) -> io::Result<usize> {
-    // SAFETY: recv writes at most buf.len() bytes into buf, which we borrow
-    // mutably; MSG_DONTWAIT keeps it from blocking.
-    let got = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
-    usize::try_from(got).map_err(|_| io::Error::last_os_error())
+/// `send(2)` of `buf` with `flags` (and MSG_NOSIGNAL: a closed peer is an
+/// error, not a signal); returns how much the socket took.
+fn sys_send(fd: RawFd, buf: &[u8], flags: libc::c_int) -> io::Result<usize> {
+    // SAFETY: send reads at most buf.len() bytes from buf, on a socket the
+    // caller's stream keeps open.
+    let sent = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), flags | libc::MSG_NOSIGNAL) };
+    usize::try_from(sent).map_err(|_| io::Error::last_os_error())
 }
 
 /// A read buffer over a [`Stream`]: bytes from `pos` to the end are read
@@ -157,20 +233,15 @@ pub(crate) struct Inbox {
     buf: Vec<u8>,
     pos: usize,
     end: usize,
-    /// Wait for replies in a blocking poll(2) (the thread owns only this
-    /// connection); see [`Inbox::fill`].
-    blocking: bool,
     /// A request has just been written and nothing read since: the next
     /// [`Inbox::fill`] tries the socket at once (see [`Inbox::sent`]).
     eager: bool,
 }
 
 impl Inbox {
-    /// An empty inbox with room for typical replies; it waits in a blocking
-    /// poll when the calling thread is a client thread that owns one
-    /// connection.
+    /// An empty inbox with room for typical replies.
     pub(crate) fn new() -> Inbox {
-        Inbox { buf: vec![0; 16 * 1024], pos: 0, end: 0, blocking: crate::engine::owns_one_connection(), eager: false }
+        Inbox { buf: vec![0; 16 * 1024], pos: 0, end: 0, eager: false }
     }
 
     /// Marks that a request has just been written, so that the next
@@ -193,11 +264,11 @@ impl Inbox {
     /// nothing from it (point-select 67.3k against 65.6k at 50 clients,
     /// 68.3k against 68.9k at 10, sysbench 73.7-75.5k) and at 10 clients its
     /// misses (69 %) raised the client's CPU per 100k queries from 0.95 s to
-    /// 1.14 s, so `mywire` does not call this. A thread that owns one
-    /// connection waits in poll(2), which returns at once for a reply that
-    /// is there, so the extra read is skipped there.
+    /// 1.14 s, so `mywire` does not call this. A blocking socket (see
+    /// [`Stream::settle`]) skips the extra read: its `recv` returns at once
+    /// for a reply that is there.
     pub(crate) fn sent(&mut self) {
-        self.eager = !self.blocking;
+        self.eager = true;
     }
 
     /// The unconsumed bytes.
@@ -217,24 +288,6 @@ impl Inbox {
 
     /// Reads until at least `n` unconsumed bytes are buffered; a server that
     /// closes first is `UnexpectedEof`.
-    ///
-    /// On a thread that owns only this connection, a plain socket is first
-    /// waited on with a blocking `poll(2)` of at most [`BLOCKING_SLICE_MS`],
-    /// then read with `recv`; a slower reply, an error or TLS go through the
-    /// event loop as usual. Why: a reply wakes a poll waiter with the
-    /// kernel's sync hint, so the scheduler runs the client on the CPU the
-    /// server thread is leaving, while an epoll waiter (tokio) is woken
-    /// without it, on its own CPU, with an IPI and cold caches, all paid in
-    /// the server's send path. Measured on the 2-vCPU VM (kernel 6.18),
-    /// MariaDB point-select, 10 clients, `--threads 10`, 3 rounds of 10 s
-    /// (same binary, alternated): 57-62k q/s with epoll against 70-78k with
-    /// poll. Under the default two event loops, MariaDB's
-    /// `_raw_spin_unlock_irqrestore` (the wake-up) was 14.5 % of all CPU
-    /// samples against 4 % under sysbench's blocking threads. Tried and not
-    /// kept: the same poll over all of a thread's sockets just before tokio
-    /// parks (runtime `on_thread_park`), for threads with several
-    /// connections; 4 alternated rounds at 10 clients gave 47-66k q/s with it
-    /// and 55-68k without.
     pub(crate) async fn fill(&mut self, stream: &mut Stream, n: usize) -> io::Result<()> {
         while self.end - self.pos < n {
             if self.pos + n > self.buf.len() {
@@ -248,8 +301,8 @@ impl Inbox {
                 }
             }
             if std::mem::take(&mut self.eager) {
-                if let Some(fd) = stream.raw_fd() {
-                    match recv_now(fd, &mut self.buf[self.end..]) {
+                if let Some(fd) = stream.polled_fd() {
+                    match sys_recv(fd, &mut self.buf[self.end..], libc::MSG_DONTWAIT) {
                         Ok(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed the connection")),
                         Ok(got) => {
                             self.end += got;
@@ -264,10 +317,7 @@ impl Inbox {
                     }
                 }
             }
-            let got = match self.blocking.then(|| stream.raw_fd()).flatten().and_then(|fd| blocking_recv(fd, &mut self.buf[self.end..])) {
-                Some(got) => got,
-                None => stream.read(&mut self.buf[self.end..]).await?,
-            };
+            let got = stream.read(&mut self.buf[self.end..]).await?;
             if got == 0 {
                 return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed the connection"));
             }
@@ -294,29 +344,54 @@ impl Inbox {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
-    use std::os::fd::AsRawFd;
+    use std::io::{Read, Write};
     use std::time::Instant;
 
     #[test]
-    fn blocking_recv_waits_one_slice_reads_and_sees_the_close() {
-        let (mut ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
-        let fd = theirs.as_raw_fd();
-        let mut buf = [0u8; 8];
-        let t0 = Instant::now();
-        assert_eq!(blocking_recv(fd, &mut buf), None, "nothing sent: back to the event loop");
-        let waited = t0.elapsed();
-        assert!(waited >= Duration::from_millis(40) && waited < Duration::from_secs(2), "waited {waited:?}");
+    fn a_blocking_socket_reads_writes_and_lets_timers_run_while_it_waits() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let (mut ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+            let mut stream = Stream::blocking(OwnedFd::from(theirs)).unwrap();
+            let mut inbox = Inbox::new();
 
-        let writer = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(10));
-            ours.write_all(b"reply").unwrap();
-            ours
+            // Nothing comes: the read blocks one slice at a time, and a
+            // timeout around it still fires on time.
+            let t0 = Instant::now();
+            let waited = tokio::time::timeout(Duration::from_millis(120), inbox.fill(&mut stream, 1)).await;
+            let took = t0.elapsed();
+            assert!(waited.is_err(), "nothing was sent: {waited:?}");
+            assert!(took >= Duration::from_millis(120) && took < Duration::from_millis(120) + 4 * BLOCKING_SLICE, "took {took:?}");
+
+            // A reply that comes later is read.
+            let writer = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                ours.write_all(b"reply").unwrap();
+                ours
+            });
+            inbox.fill(&mut stream, 5).await.unwrap();
+            assert_eq!(inbox.data(), b"reply");
+            inbox.consume(5);
+            let mut ours = writer.join().unwrap();
+
+            // A write larger than the socket's buffer waits, a slice at a
+            // time, until the peer has read it all.
+            let big = vec![7u8; 8 << 20];
+            let reader = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(100));
+                let mut got = vec![0u8; 8 << 20];
+                ours.read_exact(&mut got).unwrap();
+                assert!(got.iter().all(|&b| b == 7));
+                ours
+            });
+            stream.write_all(&big).await.unwrap();
+            let ours = reader.join().unwrap();
+
+            // The server closed.
+            drop(ours);
+            let closed = inbox.fill(&mut stream, 1).await;
+            assert!(matches!(closed, Err(ref e) if e.kind() == io::ErrorKind::UnexpectedEof), "{closed:?}");
         });
-        assert_eq!(blocking_recv(fd, &mut buf), Some(5), "a reply that comes within the slice");
-        assert_eq!(&buf[..5], b"reply");
-        drop(writer.join().unwrap());
-        assert_eq!(blocking_recv(fd, &mut buf), Some(0), "the peer's close");
     }
 
     /// Polls `fut` once, in the task's own context, and says whether it
@@ -369,6 +444,12 @@ mod tests {
 
     #[test]
     fn only_client_threads_with_one_connection_block() {
-        assert!(!Inbox::new().blocking, "a thread outside the engine (prepare, preflight) uses the event loop");
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let (_ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+            theirs.set_nonblocking(true).unwrap();
+            let stream = Stream::Unix(UnixStream::from_std(theirs).unwrap()).settle().unwrap();
+            assert!(matches!(stream, Stream::Unix(_)), "a thread outside the engine (prepare, preflight) keeps the event loop");
+        });
     }
 }
