@@ -601,6 +601,56 @@ mod tests {
         v
     }
 
+    /// Clients that settle a socket at connect, as the SQL drivers do after
+    /// their handshake, and record whether it became a blocking one.
+    struct SettleDriver {
+        blocking: Arc<Mutex<Vec<bool>>>,
+    }
+
+    struct SettleClient {
+        blocking: Arc<Mutex<Vec<bool>>>,
+        peer: Option<std::os::unix::net::UnixStream>,
+    }
+
+    impl Driver for SettleDriver {
+        type Client = SettleClient;
+        fn client(&self, _id: u32) -> SettleClient {
+            SettleClient { blocking: self.blocking.clone(), peer: None }
+        }
+    }
+
+    impl Client for SettleClient {
+        async fn connect(&mut self) -> Result<(), Failure> {
+            let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+            theirs.set_nonblocking(true).unwrap();
+            let stream = crate::sql::stream::Stream::Unix(tokio::net::UnixStream::from_std(theirs).unwrap()).settle().unwrap();
+            self.blocking.lock().unwrap().push(matches!(stream, crate::sql::stream::Stream::Blocking(_)));
+            self.peer = Some(ours);
+            Ok(())
+        }
+        async fn call(&mut self) -> Result<u32, Failure> {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            Ok(1)
+        }
+        fn reconnects(&self) -> u64 {
+            0
+        }
+    }
+
+    #[test]
+    fn only_a_client_thread_with_one_connection_waits_in_a_blocking_socket() {
+        // (clients, threads, whether each connection's socket blocks)
+        for (clients, threads, blocks) in [(1, 1, true), (4, 4, true), (4, 8, true), (4, 2, false), (4, 1, false)] {
+            let blocking = Arc::new(Mutex::new(Vec::new()));
+            let driver = Arc::new(SettleDriver { blocking: blocking.clone() });
+            let plan = StepPlan { concurrency: clients, warmup_s: 0.0, window_s: 0.1, pause_s: 0.0, think_time_s: 0.0 };
+            let opts = EngineOptions { threads, pin_cpus: Vec::new(), slice_us: None, stop: Arc::new(AtomicBool::new(false)) };
+            let r = run_step(&driver, &plan, &opts, &mut |_| {});
+            assert!(r.requests > 0, "the clients ran");
+            assert_eq!(*blocking.lock().unwrap(), vec![blocks; clients as usize], "{clients} clients on {threads} threads");
+        }
+    }
+
     #[test]
     fn event_loops_are_bound_one_cpu_each_unless_told_not_to() {
         let cpus = crate::cpu::allowed_cpu_list();

@@ -20,7 +20,7 @@ mod mysql;
 mod mywire;
 mod pg;
 mod pgwire;
-mod stream;
+pub(crate) mod stream;
 mod tls;
 pub mod workload;
 
