@@ -609,23 +609,20 @@ mod tests {
 
     struct SettleClient {
         blocking: Arc<Mutex<Vec<bool>>>,
-        peer: Option<std::os::unix::net::UnixStream>,
     }
 
     impl Driver for SettleDriver {
         type Client = SettleClient;
         fn client(&self, _id: u32) -> SettleClient {
-            SettleClient { blocking: self.blocking.clone(), peer: None }
+            SettleClient { blocking: self.blocking.clone() }
         }
     }
 
     impl Client for SettleClient {
         async fn connect(&mut self) -> Result<(), Failure> {
-            let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
-            theirs.set_nonblocking(true).unwrap();
-            let stream = crate::sql::stream::Stream::Unix(tokio::net::UnixStream::from_std(theirs).unwrap()).settle().unwrap();
+            let (_ours, theirs) = tokio::net::UnixStream::pair().unwrap();
+            let stream = crate::sql::stream::Stream::Unix(theirs).settle().unwrap();
             self.blocking.lock().unwrap().push(matches!(stream, crate::sql::stream::Stream::Blocking(_)));
-            self.peer = Some(ours);
             Ok(())
         }
         async fn call(&mut self) -> Result<u32, Failure> {

@@ -446,9 +446,8 @@ mod tests {
     fn only_client_threads_with_one_connection_block() {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async {
-            let (_ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
-            theirs.set_nonblocking(true).unwrap();
-            let stream = Stream::Unix(UnixStream::from_std(theirs).unwrap()).settle().unwrap();
+            let (_ours, theirs) = UnixStream::pair().unwrap();
+            let stream = Stream::Unix(theirs).settle().unwrap();
             assert!(matches!(stream, Stream::Unix(_)), "a thread outside the engine (prepare, preflight) keeps the event loop");
         });
     }
