@@ -40,6 +40,24 @@ pub enum Command {
     Specimen(SpecimenArgs),
     /// Create and load a dataset (sbtest, pgbench) in a PostgreSQL or MySQL database.
     Prepare(PrepareArgs),
+    /// Print shell completions for bash, zsh, fish, elvish or powershell (scripts/install.sh installs them).
+    Completions(CompletionsArgs),
+    /// Print the man page scalelab(1), or write it and one page per subcommand into a directory.
+    Man(ManArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Args, Debug)]
+pub struct ManArgs {
+    /// Write scalelab.1 and scalelab-SUBCOMMAND.1 into this directory instead of printing scalelab.1.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

@@ -33,7 +33,7 @@ fn main() -> ExitCode {
 }
 
 /// Commands that only read the store and print (`runs`, `show`, `diagnose`,
-/// `export`, `compare`, `report`) get the default SIGPIPE action back, so
+/// `export`, `compare`, `report`, `completions`, `man`) get the default SIGPIPE action back, so
 /// `scalelab show last | head` ends quietly when `head` has read enough, as
 /// `cat` would. Rust starts with SIGPIPE ignored, and `println!` then panics
 /// on the closed pipe. The others keep it ignored: they hold sockets, where a
@@ -41,7 +41,7 @@ fn main() -> ExitCode {
 /// `sweep` or `import` must finish writing the store.
 fn end_quietly_on_closed_pipe(command: &args::Command) {
     use args::Command::*;
-    if matches!(command, Runs | Show(_) | Diagnose(_) | Export(_) | Compare(_) | Report(_)) {
+    if matches!(command, Runs | Show(_) | Diagnose(_) | Export(_) | Compare(_) | Report(_) | Completions(_) | Man(_)) {
         // SAFETY: sets a signal disposition before any thread is started.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     }

@@ -2,6 +2,7 @@
 
 pub mod analysis;
 mod compare;
+mod install;
 mod micro;
 mod prepare;
 mod report;
@@ -39,5 +40,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Import(a) => compare::import(&cli.store, &a),
         Command::Compare(a) => compare::compare_runs(&cli.store, &a),
         Command::Prepare(a) => prepare::run(&a),
+        Command::Completions(a) => install::completions(&a),
+        Command::Man(a) => install::man(&a),
     }
 }
