@@ -62,7 +62,8 @@ pub struct ManArgs {
 
 #[derive(Args, Debug)]
 pub struct SweepArgs {
-    /// Target URL (http:// or https://). Omit to sweep the built-in specimen.
+    /// Target URL: http:// or https://, postgres:// or postgresql://, mysql:// or mariadb://
+    /// (docs/workloads.md). Omit to sweep the built-in specimen.
     pub target: Option<String>,
     /// Concurrency levels (virtual clients), in order.
     #[arg(long, short = 'c', default_value = "1,2,5,10,20,35,50")]

@@ -50,11 +50,6 @@ impl LiveView {
         LiveView::Lines(Progress::new(quiet, steps.len()))
     }
 
-    /// True when the full-screen view owns the terminal (stdout rows wait for the end).
-    pub fn is_screen(&self) -> bool {
-        matches!(self, LiveView::Screen(_))
-    }
-
     pub fn step_started(&mut self, index: usize, concurrency: u32) {
         match self {
             LiveView::Lines(p) => p.step_started(index, concurrency),
@@ -83,9 +78,11 @@ impl LiveView {
         }
     }
 
-    pub fn step_finished(&mut self, result: &StepResult) {
+    /// A finished step: a line of its own in the plain view, a curve point
+    /// and warnings in the live view. `unit` names the throughput (req/s, tx/s).
+    pub fn step_finished(&mut self, result: &StepResult, unit: &str) {
         match self {
-            LiveView::Lines(p) => p.clear(),
+            LiveView::Lines(p) => p.step_finished(result, unit),
             LiveView::Screen(s) => {
                 s.state.step_finished(result);
                 s.draw();

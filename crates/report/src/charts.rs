@@ -43,7 +43,7 @@ pub fn throughput(runs: &[ReportRun]) -> Chart {
     let mut chart = LineChart {
         title: "Throughput vs concurrency".into(),
         x_label: "concurrency (clients)".into(),
-        y_label: "throughput (req/s)".into(),
+        y_label: format!("throughput ({})", crate::model::common_unit(runs)),
         ..Default::default()
     };
     for (i, r) in runs.iter().enumerate() {
@@ -174,7 +174,7 @@ pub fn timeline(r: &ReportRun) -> Vec<Chart> {
         points: points.clone(),
     };
     let mut charts = Vec::new();
-    let mut c = base("Throughput per second", "throughput (req/s)");
+    let mut c = base("Throughput per second", &format!("throughput ({})", r.run.plan.throughput_unit()));
     c.series.push(one("throughput", PALETTE[0], &t.throughput_per_s));
     charts.push(Chart::line(format!("run-{id}-timeline-throughput"), c, "unavailable: no per-second results recorded"));
 

@@ -62,8 +62,9 @@ fn comparison_html(out: &mut String, runs: &[ReportRun]) {
         }
     };
     out.push_str("<table><thead><tr><th>clients</th>");
+    let unit = crate::model::common_unit(runs);
     for l in &c.labels {
-        let _ = write!(out, "<th>{} (req/s)</th>", esc(l));
+        let _ = write!(out, "<th>{} ({})</th>", esc(l), esc(&unit));
     }
     for l in &c.labels {
         let _ = write!(out, "<th>{} scaling</th>", esc(l));

@@ -178,3 +178,13 @@ impl ReportInput {
         }
     }
 }
+
+/// The throughput unit shared by `runs` (`req/s`, `tx/s`, `q/s`), or `/s`
+/// when they differ, for an axis or a column that holds them all.
+pub fn common_unit(runs: &[ReportRun]) -> String {
+    let mut units = runs.iter().map(|r| r.run.plan.throughput_unit());
+    match units.next() {
+        Some(u) if units.all(|v| v == u) => u.to_string(),
+        _ => "/s".to_string(),
+    }
+}

@@ -20,7 +20,7 @@
 mod diagnosis;
 mod rules;
 
-pub use diagnosis::{diagnose, render_text, to_json, Diagnosis};
+pub use diagnosis::{diagnose, per_s, render_text, to_json, Diagnosis};
 
 use crate::curve::Curve;
 use scalelab_core::{Run, StepResult};

@@ -14,6 +14,8 @@ pub fn import(store_path: &Path, a: &ImportArgs) -> anyhow::Result<ExitCode> {
     let series = scalelab_analyze::parse_import_csv(&text).map_err(|e| bad(format!("{}: {e}", a.file.display())))?;
     let mut store = Store::open(store_path)?;
     let source = a.file.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut options = serde_json::Map::new();
+    options.insert("throughput_unit".into(), scalelab_analyze::import_unit(&text).into());
     for s in &series {
         let plan = RunPlan {
             label: s.label.clone(),
@@ -25,7 +27,7 @@ pub fn import(store_path: &Path, a: &ImportArgs) -> anyhow::Result<ExitCode> {
                 .map(|p| StepPlan { concurrency: p.concurrency, warmup_s: 0.0, window_s: 0.0, pause_s: 0.0, think_time_s: 0.0 })
                 .collect(),
             client_threads: 1,
-            options: Default::default(),
+            options: options.clone(),
         };
         let env = Environment { scalelab_version: scalelab_core::VERSION.into(), ..Default::default() };
         let id = store.begin_run(RunKind::Imported, &plan, &env, Some(&a.file.display().to_string()))?;

@@ -222,14 +222,13 @@ pub fn execute<D: scalelab_drive::Driver>(
     let specimen_addr = specimen.as_ref().map(|s| s.addr);
     let telemetry = crate::telemetry::Telemetry::start(server_pid.ok(), sample_interval, a.thread_sample_hz, db_url, specimen_addr);
     let opts = EngineOptions { threads: common.threads, pin_cpus, slice_us, stop: stop.clone() };
-    let mut view = LiveView::start(a.quiet, a.no_tui, plan.label.clone(), &plan.steps, stop.clone());
-    // Rows stream to stdout as steps finish, unless the live view owns the terminal.
-    let print_rows = !a.json && !view.is_screen();
-    let mut steps: Vec<scalelab_core::StepResult> = Vec::new();
-    let mut store_error = None;
-    if !a.json {
+    // Progress (the live view, or a line per step) goes to stderr; stdout
+    // gets the table once, at the end.
+    if !a.json && !a.quiet {
         println!("run {run_id}: {} ({}), store {}", plan.label, plan.workload, store_path.display());
     }
+    let mut view = LiveView::start(a.quiet, a.no_tui, plan.label.clone(), &plan.steps, stop.clone());
+    let mut store_error = None;
     let keep = |store: &mut Store, view: &mut LiveView, records: Vec<crate::telemetry::Record>| {
         view.telemetry(&records);
         crate::telemetry::store_records(store, run_id, records);
@@ -242,20 +241,11 @@ pub fn execute<D: scalelab_drive::Driver>(
         }
         SweepEvent::StepFinished { index, result } => {
             keep(&mut store, &mut view, telemetry.drain());
-            view.step_finished(&result);
+            view.step_finished(&result, plan.throughput_unit());
             if let Err(e) = store.add_step(run_id, index, &result) {
                 store_error.get_or_insert(e);
                 stop.store(true, std::sync::atomic::Ordering::Relaxed);
             }
-            if print_rows {
-                let mut rows = Vec::new();
-                if index == 0 {
-                    rows.push(table::header_line());
-                }
-                rows.push(table::step_row(&result, steps.first().or(Some(&result))));
-                print!("{}", columns_like_header(&rows));
-            }
-            steps.push(*result);
         }
     });
     view.finish();
@@ -276,12 +266,17 @@ pub fn execute<D: scalelab_drive::Driver>(
     if a.json {
         println!("{}", serde_json::to_string_pretty(&super::analysis::run_json_with_diagnosis(&run))?);
     } else {
-        println!();
-        print!("{}", table::run_table(&run));
-        if let Some(t) = table::telemetry_table(&run) {
-            print!("{t}");
+        if !a.quiet {
+            println!();
         }
-        print!("{}", super::analysis::diagnosis_text(&run));
+        print!("{}", table::run_table(&run));
+        // --quiet: the step table and the outcome line only.
+        if !a.quiet {
+            if let Some(t) = table::telemetry_table(&run) {
+                print!("{t}");
+            }
+            print!("{}", super::analysis::diagnosis_text(&run));
+        }
         println!("run {run_id} {outcome}; stored in {}", store_path.display());
     }
     let passed = super::analysis::check(&run, &common.assertions);
@@ -296,25 +291,4 @@ pub fn execute<D: scalelab_drive::Driver>(
         return Ok(ExitCode::from(1));
     }
     Ok(code)
-}
-
-/// Formats rows printed one at a time with fixed column widths wide enough
-/// for typical figures, so the streamed rows line up under the header.
-fn columns_like_header(rows: &[Vec<String>]) -> String {
-    const WIDTHS: [usize; 11] = [11, 12, 7, 8, 7, 7, 7, 7, 7, 8, 6];
-    let mut out = String::new();
-    for r in rows {
-        let mut line = String::new();
-        for (i, c) in r.iter().enumerate() {
-            let w = WIDTHS.get(i).copied().unwrap_or(8);
-            if i == 0 {
-                line.push_str(&format!("{c:<w$}"));
-            } else {
-                line.push_str(&format!("  {c:>w$}"));
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
 }
