@@ -1,0 +1,58 @@
+//! What a new user meets first: one table on stdout, progress on stderr,
+//! `-q` quiet, units that follow the workload.
+
+mod common;
+
+use common::{run, stderr};
+
+const SHORT: [&str; 8] = ["-c", "1,2", "--warmup", "0.2s", "--duration", "0.3s", "--pause", "0.1s"];
+
+fn sweep(store: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["sweep"];
+    args.extend_from_slice(&SHORT);
+    args.extend_from_slice(extra);
+    let out = run(store, &args);
+    assert!(out.status.success(), "sweep failed: {}", stderr(&out));
+    out
+}
+
+#[test]
+fn piped_sweep_prints_the_step_table_once_and_progress_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sweep(&dir.path().join("s.db"), &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let headers = stdout.lines().filter(|l| l.starts_with("concurrency  throughput/s")).count();
+    assert_eq!(headers, 1, "one step table on stdout:\n{stdout}");
+    let steps_table = stdout.split("telemetry (").next().unwrap();
+    let rows_of_1 = steps_table.lines().filter(|l| l.split_whitespace().next() == Some("1")).count();
+    assert_eq!(rows_of_1, 1, "the 1-client row once:\n{stdout}");
+    assert!(stdout.contains("telemetry (") && stdout.contains("peak "), "telemetry and diagnosis follow:\n{stdout}");
+    let err = stderr(&out);
+    assert!(err.contains("step 1/2: 1 client\n") && err.contains("step 2/2 c=2 done: "), "progress on stderr:\n{err}");
+}
+
+#[test]
+fn quiet_sweep_prints_the_step_table_and_the_outcome_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sweep(&dir.path().join("s.db"), &["-q"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[0].starts_with("concurrency  throughput/s"), "starts with the table:\n{stdout}");
+    assert!(lines.last().unwrap().starts_with("run 1 completed; stored in "), "ends with the outcome:\n{stdout}");
+    assert!(!stdout.contains("telemetry (") && !stdout.contains("peak "), "no telemetry, no diagnosis:\n{stdout}");
+    assert_eq!(stderr(&out), "", "nothing on stderr");
+}
+
+#[test]
+fn an_imported_table_of_queries_says_q_per_s() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let csv = dir.path().join("t.csv");
+    std::fs::write(&csv, "# MySQL, queries/s per number of concurrent clients\nconcurrency,G5 Tiger\n1,192\n2,274\n5,113\n10,62\n")
+        .unwrap();
+    assert!(run(&store, &["import", csv.to_str().unwrap()]).status.success());
+    let out = run(&store, &["diagnose", "1"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("peak 274 q/s at 2 clients"), "{text}");
+    assert!(!text.contains("req/s"), "{text}");
+}
