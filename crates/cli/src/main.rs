@@ -11,6 +11,7 @@ mod progress;
 mod server_tree;
 mod specimen_child;
 mod telemetry;
+mod term;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -56,3 +56,30 @@ fn an_imported_table_of_queries_says_q_per_s() {
     assert!(text.contains("peak 274 q/s at 2 clients"), "{text}");
     assert!(!text.contains("req/s"), "{text}");
 }
+
+#[test]
+fn at_80_columns_tables_and_verdicts_fit_and_no_column_is_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let args = ["sweep", "--specimen", "global-lock", "-c", "1,2,4,8", "--warmup", "0.2s", "--duration", "0.5s", "--pause", "0.1s"];
+    assert!(run(&store, &args).status.success());
+    for cmd in ["show", "diagnose"] {
+        let out = common::bin().arg("--store").arg(&store).args([cmd, "last"]).env("COLUMNS", "80").output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let widest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+        assert!(widest <= 80, "{cmd} at COLUMNS=80 has a {widest}-column line:\n{text}");
+        if cmd == "show" {
+            for column in ["throughput/s", "p99.9", "errors", "cpu busy", "futex", "client lag", "DB waits"] {
+                assert!(text.contains(column), "{cmd}: column {column} kept:\n{text}");
+            }
+        }
+        assert!(text.contains("peak "), "{text}");
+        // Unlimited width when stdout is a pipe and COLUMNS is not set: one line per row.
+        let wide = common::bin().arg("--store").arg(&store).args([cmd, "last"]).env_remove("COLUMNS").output().unwrap();
+        let wide = String::from_utf8_lossy(&wide.stdout);
+        if cmd == "show" {
+            assert!(wide.lines().any(|l| l.starts_with("concurrency") && l.contains("p99.9") && l.contains("errors")), "{wide}");
+        }
+    }
+}

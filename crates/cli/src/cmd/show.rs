@@ -1,7 +1,7 @@
 //! `scalelab runs`, `show` and `export`: reading the store back.
 
 use crate::args::{ExportArgs, ExportFormat, ShowArgs};
-use scalelab_report::fmt::{columns, thousands};
+use scalelab_report::fmt::thousands;
 use scalelab_report::{csv, table};
 use scalelab_store::{RunSelector, Store};
 use std::path::Path;
@@ -34,7 +34,7 @@ pub fn runs(path: &Path) -> anyhow::Result<ExitCode> {
             status,
         ]);
     }
-    print!("{}", columns(&rows));
+    print!("{}", scalelab_report::fmt::columns_fit(&rows, crate::term::width()));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -60,13 +60,23 @@ pub fn show(path: &Path, a: &ShowArgs) -> anyhow::Result<ExitCode> {
     } else {
         format!("incomplete ({})", run.outcome.as_deref().unwrap_or("killed or still running"))
     };
-    println!("run {}: {} — {} — {}", run.id, run.plan.label, run.plan.workload, status);
-    println!("target {}, client threads {}, started {}", run.plan.target, run.plan.client_threads_text(), utc(run.started_unix_ms));
-    print!("{}", table::run_table(&run));
-    if let Some(t) = table::telemetry_table(&run) {
+    let width = crate::term::width();
+    let head = format!(
+        "run {}: {} — {} — {}\ntarget {}, client threads {}, started {}\n",
+        run.id,
+        run.plan.label,
+        run.plan.workload,
+        status,
+        run.plan.target,
+        run.plan.client_threads_text(),
+        utc(run.started_unix_ms)
+    );
+    print!("{}", scalelab_report::fmt::wrap(&head, width));
+    print!("{}", table::run_table_width(&run, width));
+    if let Some(t) = table::telemetry_table_width(&run, width) {
         print!("{t}");
     }
-    print!("{}", super::analysis::diagnosis_text(&run));
+    print!("{}", scalelab_report::fmt::wrap(&super::analysis::diagnosis_text(&run), width));
     let parsed = super::analysis::parse_assertions(&a.asserts)?;
     Ok(if super::analysis::check(&run, &parsed) { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
@@ -81,7 +91,7 @@ pub fn diagnose(path: &Path, a: &ShowArgs) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&scalelab_analyze::verdict::to_json(&d))?);
     } else {
         println!("run {}: {}", run.id, run.plan.label);
-        print!("{}", scalelab_analyze::render_text(&d, &run.plan.label));
+        print!("{}", scalelab_report::fmt::wrap(&scalelab_analyze::render_text(&d, &run.plan.label), crate::term::width()));
     }
     let parsed = super::analysis::parse_assertions(&a.asserts)?;
     Ok(if super::analysis::check(&run, &parsed) { ExitCode::SUCCESS } else { ExitCode::from(1) })

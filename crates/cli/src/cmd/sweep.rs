@@ -269,13 +269,14 @@ pub fn execute<D: scalelab_drive::Driver>(
         if !a.quiet {
             println!();
         }
-        print!("{}", table::run_table(&run));
+        let width = crate::term::width();
+        print!("{}", table::run_table_width(&run, width));
         // --quiet: the step table and the outcome line only.
         if !a.quiet {
-            if let Some(t) = table::telemetry_table(&run) {
+            if let Some(t) = table::telemetry_table_width(&run, width) {
                 print!("{t}");
             }
-            print!("{}", super::analysis::diagnosis_text(&run));
+            print!("{}", scalelab_report::fmt::wrap(&super::analysis::diagnosis_text(&run), width));
         }
         println!("run {run_id} {outcome}; stored in {}", store_path.display());
     }
