@@ -29,4 +29,4 @@ if [ ${#missing[@]} -gt 0 ]; then
   done
 fi
 
-cargo test --workspace --all-targets "$@"
+cargo test --workspace --all-targets --no-fail-fast "$@"

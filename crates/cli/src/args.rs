@@ -230,12 +230,17 @@ pub struct CompareArgs {
     /// Runs by label, id or `last`.
     #[arg(required = true)]
     pub runs: Vec<String>,
-    /// Delta columns of every run against this one.
+    /// Delta columns of every run against this one (label or id).
     #[arg(long)]
     pub baseline: Option<String>,
-    /// A delta column A vs B (repeatable), as 100 x (A/B - 1) %.
+    /// A delta column A vs B (repeatable), as 100 x (A/B - 1) %; A and B are
+    /// labels or ids. Two runs and no --pair/--baseline: the first vs the second.
     #[arg(long = "pair")]
     pub pairs: Vec<String>,
+    /// A check (repeatable, docs/assertions.md): `delta_pct@50 >= -5` on the
+    /// first delta column; any other on every compared run. Exit 1 on failure.
+    #[arg(long = "assert")]
+    pub asserts: Vec<String>,
     /// AVG row over steps with at least this concurrency (default: all).
     #[arg(long)]
     pub avg_from: Option<u32>,

@@ -83,3 +83,42 @@ fn at_80_columns_tables_and_verdicts_fit_and_no_column_is_dropped() {
         }
     }
 }
+
+/// Two short specimen sweeps with one label, ids 1 and 2.
+fn two_runs_with_one_label(store: &std::path::Path) {
+    for _ in 0..2 {
+        let out = run(store, &["sweep", "-c", "1,2", "--warmup", "0.1s", "--duration", "0.3s", "--pause", "0s", "-q", "--label", "same"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+}
+
+#[test]
+fn compare_of_two_runs_shows_the_delta_by_default_formatted_like_show() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    two_runs_with_one_label(&store);
+    let out = run(&store, &["compare", "1", "2"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let header = text.lines().next().unwrap();
+    assert!(header.contains("same #1") && header.contains("same #2") && header.contains("same #1 vs same #2"), "{text}");
+    assert!(text.match_indices("same").all(|(i, _)| text[i + 4..].starts_with(" #")), "never a bare 'same' beside 'same #2': {text}");
+    let row = text.lines().find(|l| l.starts_with("2 ")).unwrap();
+    let first = row.split_whitespace().nth(1).unwrap();
+    assert!(first.contains(',') && !first.contains('.'), "throughput like show's (12,345): {row}");
+    assert!(row.trim_end().ends_with('%'), "a delta cell: {row}");
+
+    // --pair takes ids; --assert checks the delta, exit 1 when it fails.
+    let ok = run(&store, &["compare", "1", "2", "--pair", "2:1", "--assert", "delta_pct@2 >= -99"]);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    assert!(String::from_utf8_lossy(&ok.stdout).lines().next().unwrap().contains("same #2 vs same #1"));
+    assert!(stderr(&ok).contains("PASS  delta_pct@2 >= -99"), "{}", stderr(&ok));
+    let fail = run(&store, &["compare", "1", "2", "--assert", "delta_pct@2 >= 1000"]);
+    assert_eq!(fail.status.code(), Some(1), "{}", stderr(&fail));
+    assert!(stderr(&fail).contains("FAIL  delta_pct@2 >= 1000"), "{}", stderr(&fail));
+    let missing = run(&store, &["compare", "1", "2", "--assert", "delta_pct@7 >= 0"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(stderr(&missing).contains("no data: no step at 7 clients"), "{}", stderr(&missing));
+    let bad = run(&store, &["compare", "1", "2", "--assert", "delta_pct@2 => 0"]);
+    assert_eq!(bad.status.code(), Some(2), "a malformed assertion is bad input: {}", stderr(&bad));
+}

@@ -20,7 +20,7 @@ pub use env::Environment;
 pub use histogram::{LatencyHistogram, LatencySummary};
 pub use plan::{parse_concurrency_list, parse_duration, RunPlan, StepPlan};
 pub use result::{ErrorClass, ErrorCounts, Failure, SecondResult, StepResult};
-pub use run::{Run, RunKind};
+pub use run::{display_names, Run, RunKind};
 pub use telemetry::{DbTelemetry, DbWait, HotThread, PerfSchemaWait, SoftirqCpu, SpecimenTelemetry, StepTelemetry, ThreadStatesPct};
 
 /// Seconds as a float, the unit of every duration that leaves the engine.

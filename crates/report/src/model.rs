@@ -168,13 +168,12 @@ pub struct ImageLinks {
 }
 
 impl ReportInput {
-    /// Makes run names unique (` #id` appended to repeated labels), as `compare` does.
+    /// Makes run names unique by the one rule of [`scalelab_core::display_names`], as `compare` does.
     pub fn dedup_names(&mut self) {
-        let names: Vec<String> = self.runs.iter().map(|r| r.run.plan.label.clone()).collect();
-        for r in &mut self.runs {
-            if names.iter().filter(|n| **n == r.run.plan.label).count() > 1 {
-                r.name = format!("{} #{}", r.run.plan.label, r.run.id);
-            }
+        let ids: Vec<(i64, &str)> = self.runs.iter().map(|r| (r.run.id, r.run.plan.label.as_str())).collect();
+        let names = scalelab_core::display_names(&ids);
+        for (r, name) in self.runs.iter_mut().zip(names) {
+            r.name = name;
         }
     }
 }

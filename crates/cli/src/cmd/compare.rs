@@ -45,6 +45,7 @@ pub fn compare_runs(store_path: &Path, a: &CompareArgs) -> anyhow::Result<ExitCo
     if !store_path.exists() {
         return Err(bad(format!("no store at {} (pass --store PATH)", store_path.display())));
     }
+    let assertions = super::analysis::parse_assertions(&a.asserts)?;
     let store = Store::open(store_path)?;
     // Micro-benchmark runs compare figure by figure.
     let mut micro = Vec::new();
@@ -67,12 +68,11 @@ pub fn compare_runs(store_path: &Path, a: &CompareArgs) -> anyhow::Result<ExitCo
         crate::telemetry::attach(&store, &mut run)?;
         runs.push(run);
     }
-    // Columns are named by label; two runs with one label get their ids appended.
+    // Columns are named by label; repeated labels get their ids (one rule everywhere).
+    let ids: Vec<(i64, &str)> = runs.iter().map(|r| (r.id, r.plan.label.as_str())).collect();
     let mut series: Vec<_> = runs.iter().map(series_of).collect();
-    for i in 0..series.len() {
-        if series.iter().filter(|s| s.label == series[i].label).count() > 1 {
-            series[i].label = format!("{} #{}", series[i].label, runs[i].id);
-        }
+    for (s, name) in series.iter_mut().zip(scalelab_core::display_names(&ids)) {
+        s.label = name;
     }
     let labels: Vec<&str> = series.iter().map(|s| s.label.as_str()).collect();
     let label_of = |name: &str| -> anyhow::Result<String> {
@@ -86,7 +86,22 @@ pub fn compare_runs(store_path: &Path, a: &CompareArgs) -> anyhow::Result<ExitCo
     let baseline = a.baseline.as_deref().map(label_of).transpose()?;
     let mut pairs = Vec::new();
     for p in &a.pairs {
-        pairs.push(CompareOptions::parse_pair(p, &labels).map_err(|e| bad(format!("--pair: {e}")))?);
+        // Labels first (they may hold colons); then each side as a label, an id or `last`.
+        let pair = CompareOptions::parse_pair(p, &labels).or_else(|e| {
+            let resolved: Vec<(String, String)> = p
+                .match_indices(':')
+                .filter_map(|(i, _)| Some((label_of(p[..i].trim()).ok()?, label_of(p[i + 1..].trim()).ok()?)))
+                .collect();
+            match <[_; 1]>::try_from(resolved) {
+                Ok([pair]) => Ok(pair),
+                Err(_) => Err(bad(format!("--pair: {e}; ids work too, e.g. --pair {}:{}", runs[0].id, runs[runs.len() - 1].id))),
+            }
+        })?;
+        pairs.push(pair);
+    }
+    // Two runs: the delta of the first against the second, unless asked otherwise.
+    if pairs.is_empty() && baseline.is_none() && series.len() == 2 {
+        pairs.push((series[0].label.clone(), series[1].label.clone()));
     }
     let options = CompareOptions { baseline, pairs, avg_from: a.avg_from };
     let table = compare(&series, &options).map_err(|e| bad(e.to_string()))?;
@@ -107,5 +122,19 @@ pub fn compare_runs(store_path: &Path, a: &CompareArgs) -> anyhow::Result<ExitCo
         CompareFormat::Csv => print!("{}", render_compare::to_csv(&table)),
         CompareFormat::Json => println!("{}", serde_json::to_string_pretty(&table)?),
     }
-    Ok(ExitCode::SUCCESS)
+    // Checks: a delta on the table once, the others on every run (named by its column label).
+    let mut passed = true;
+    for assertion in &assertions {
+        if assertion.is_about_comparison() {
+            let o = assertion.evaluate_comparison(&table);
+            passed &= o.passed;
+            eprintln!("{o}");
+        } else {
+            for (run, s) in runs.iter().zip(&series) {
+                eprint!("{}: ", s.label);
+                passed &= super::analysis::check(run, std::slice::from_ref(assertion));
+            }
+        }
+    }
+    Ok(if passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
