@@ -29,4 +29,5 @@ if [ ${#missing[@]} -gt 0 ]; then
   done
 fi
 
+# --no-fail-fast: one failing test binary must not hide the others' results.
 cargo test --workspace --all-targets --no-fail-fast "$@"

@@ -24,6 +24,21 @@ pub struct HotThread {
     pub name: String,
     /// CPU time over wall time, in % of one core.
     pub cpu_pct: f64,
+    /// Time spent waiting for a CPU (runnable, from `schedstat`'s run
+    /// delay) over wall time, in %; `None` when not measured (older runs,
+    /// kernels without schedstat). With `cpu_pct` it is the thread's demand:
+    /// a thread starved by a busy neighbour uses little CPU but still wants
+    /// a whole core, which the neighbour cannot hide.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runnable_pct: Option<f64>,
+}
+
+impl HotThread {
+    /// Running plus waiting to run, in % of the wall time: how much of one
+    /// core the thread wanted; `None` without the runnable figure.
+    pub fn demand_pct(&self) -> Option<f64> {
+        self.runnable_pct.map(|r| self.cpu_pct + r)
+    }
 }
 
 /// The CPU that spent the largest share of its time in softirqs, and how

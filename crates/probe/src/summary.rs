@@ -24,7 +24,14 @@ impl ThreadSecond {
         let hottest = iv
             .hottest(3)
             .iter()
-            .filter_map(|t| iv.cpu_pct_of_core(t).map(|pct| HotThread { tid: t.tid, name: t.name.clone(), cpu_pct: pct }))
+            .filter_map(|t| {
+                iv.cpu_pct_of_core(t).map(|pct| HotThread {
+                    tid: t.tid,
+                    name: t.name.clone(),
+                    cpu_pct: pct,
+                    runnable_pct: iv.runnable_pct_of_wall(t),
+                })
+            })
             .collect();
         ThreadSecond { unix_ms, wall_ns: (iv.wall_s() * 1e9) as u64, time: iv.time, hottest }
     }
@@ -136,13 +143,17 @@ pub fn summarize_window(
             time.merge(&s.time);
             for h in &s.hottest {
                 match hottest.iter_mut().find(|x| x.tid == h.tid) {
-                    Some(x) => x.cpu_pct += h.cpu_pct,
+                    Some(x) => {
+                        x.cpu_pct += h.cpu_pct;
+                        x.runnable_pct = x.runnable_pct.zip(h.runnable_pct).map(|(a, b)| a + b);
+                    }
                     None => hottest.push(h.clone()),
                 }
             }
         }
         for h in &mut hottest {
             h.cpu_pct /= ths.len() as f64;
+            h.runnable_pct = h.runnable_pct.map(|r| r / ths.len() as f64);
         }
         hottest.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct));
         hottest.truncate(3);

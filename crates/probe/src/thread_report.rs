@@ -180,6 +180,13 @@ impl ThreadInterval {
         (wall > 0.0).then(|| t.cpu_ns as f64 / 1e9 / wall * 100.0)
     }
 
+    /// A thread's time waiting for a CPU as percent of the interval's wall
+    /// time; `None` when running and runnable were not told apart.
+    pub fn runnable_pct_of_wall(&self, t: &ThreadStats) -> Option<f64> {
+        let wall = self.wall_s();
+        (self.runnable_measured && wall > 0.0).then(|| t.time.runnable_ns as f64 / 1e9 / wall * 100.0)
+    }
+
     /// The thread with this tid, if it was seen.
     pub fn thread(&self, tid: u32) -> Option<&ThreadStats> {
         self.threads.iter().find(|t| t.tid == tid)

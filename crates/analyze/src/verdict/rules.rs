@@ -1,7 +1,7 @@
 //! The rules, one function per kind, each looking at one step.
 
 use super::*;
-use scalelab_core::{DbWait, Environment, ErrorClass, StepTelemetry};
+use scalelab_core::{DbWait, Environment, ErrorClass, HotThread, StepTelemetry};
 
 /// What a rule sees: the step, the run's first measured step (the base of
 /// growth figures) and the machine.
@@ -206,11 +206,32 @@ fn cpu_not_saturated(t: Option<&StepTelemetry>) -> Option<bool> {
     t.and_then(|t| t.cpu_busy_pct).map(|b| b < CPU_SATURATED_PCT)
 }
 
+/// The server's own CPU as a share of all cores fills the machine at this
+/// share or more. A lock or a single hot thread keeps a server well under it
+/// (about one core's worth); a busy neighbour or the client cannot push the
+/// server's own figure up, only the machine's.
+const SERVER_FILLS_CPU_SHARE: f64 = 0.75;
+
+/// Whether the saturated machine is the server's own doing, so the
+/// serialization rules (lock, single hot thread) give way to the cpu-bound
+/// one: the machine is saturated and the server's own CPU fills it (or is
+/// not measured). A machine filled by others (a neighbour's CPU hog, the
+/// client) leaves the server's serialization to be judged on its own figures.
+fn server_fills_cpu(ctx: &Ctx, t: &StepTelemetry) -> bool {
+    if cpu_not_saturated(Some(t)) != Some(false) {
+        return false;
+    }
+    match (t.server_cpu_pct, ctx.env.logical_cores.filter(|c| *c > 0)) {
+        (Some(p), Some(c)) => p / (100.0 * f64::from(c)) >= SERVER_FILLS_CPU_SHARE,
+        _ => true,
+    }
+}
+
 fn lock_contention(ctx: &Ctx) -> Option<Verdict> {
     let t = ctx.t()?;
     let idle_cpu = cpu_not_saturated(Some(t));
-    if idle_cpu == Some(false) {
-        return None; // a saturated CPU is the cpu-bound rule's
+    if server_fills_cpu(ctx, t) {
+        return None; // a CPU the server itself saturates is the cpu-bound rule's
     }
     let futex = t.thread_states_pct.map(|s| s.futex);
     let futex_high = futex.map(|f| f >= FUTEX_BLOCKED_PCT);
@@ -226,7 +247,9 @@ fn lock_contention(ctx: &Ctx) -> Option<Verdict> {
     let mut d = Draft::new(
         VerdictKind::LockContention,
         ctx,
-        if futex_high.is_some() {
+        if futex_high.is_some() && idle_cpu == Some(false) {
+            "server threads sleep on futexes while the server itself leaves most of the CPU to other processes: something serializes"
+        } else if futex_high.is_some() {
             "the CPU idles while server threads sleep on futexes: something serializes"
         } else {
             "the CPU idles while context switches per request rise: something serializes (futex waits not measured)"
@@ -235,6 +258,7 @@ fn lock_contention(ctx: &Ctx) -> Option<Verdict> {
     );
     d.ev("CPU busy", t.cpu_busy_pct, "%");
     d.ev("CPU sys", t.cpu_sys_pct, "%");
+    d.ev("server CPU", t.server_cpu_pct, "% of one core");
     d.ev("server context switches", t.server_cs_per_s, "cs/s");
     d.ev("server cs per request", t.cs_per_request, "cs");
     d.ev("cs per request growth", growth, "x first step");
@@ -396,21 +420,42 @@ fn ctx_first_why(first: &StepResult) -> String {
 
 fn single_hot_thread(ctx: &Ctx) -> Option<Verdict> {
     let t = ctx.t()?;
-    let hot = t.hottest_threads.iter().max_by(|a, b| a.cpu_pct.total_cmp(&b.cpu_pct))?;
-    if hot.cpu_pct < HOT_THREAD_PCT {
+    // A thread's demand (on a CPU or waiting for one) is its own figure: a
+    // busy neighbour can starve the thread of CPU but cannot hide that it
+    // wanted a whole core.
+    let demand = |h: &HotThread| h.demand_pct().unwrap_or(h.cpu_pct);
+    let hot = t.hottest_threads.iter().max_by(|a, b| demand(a).total_cmp(&demand(b)))?;
+    let starved = hot.cpu_pct < HOT_THREAD_PCT;
+    if demand(hot) < HOT_THREAD_PCT {
+        return None;
+    }
+    // Starved, it is a single-threaded stage only if it stands alone: the
+    // server's next thread wanted at most half as much (many threads all
+    // waiting for a CPU are a busy machine, not one hot stage).
+    let next = t.hottest_threads.iter().filter(|h| h.tid != hot.tid).map(demand).fold(0.0, f64::max);
+    if starved && next > demand(hot) / 2.0 {
         return None;
     }
     let idle_cpu = cpu_not_saturated(Some(t));
-    if idle_cpu == Some(false) {
-        return None; // every core is busy: one busy thread among them is no bottleneck of its own
+    if server_fills_cpu(ctx, t) {
+        return None; // the server busies every core: one busy thread among them is no bottleneck of its own
     }
+    let headline = if starved {
+        format!(
+            "server thread `{}` (tid {}) wants a whole core (on a CPU or waiting for one all the time) while the server's other threads do not: a single-threaded stage, here also starved of CPU by other processes",
+            hot.name, hot.tid
+        )
+    } else {
+        format!("server thread `{}` (tid {}) runs flat out on one core while the others idle: a single-threaded stage", hot.name, hot.tid)
+    };
     let mut d = Draft::new(
         VerdictKind::SingleHotThread,
         ctx,
-        format!("server thread `{}` (tid {}) runs flat out on one core while the others idle: a single-threaded stage", hot.name, hot.tid),
+        headline,
         format!("profile that thread (`perf record -g -t {}`, `perf top -t {}`) and spread its work (more workers, SO_REUSEPORT, RSS/RPS for receive processing)", hot.tid, hot.tid),
     );
     d.ev("hottest thread", Some(hot.cpu_pct), "% of one core");
+    d.ev("hottest thread waiting for a CPU", hot.runnable_pct, "% of the window");
     d.ev("CPU busy", t.cpu_busy_pct, "%");
     d.ev("logical cores", ctx.env.logical_cores.map(f64::from), "cores");
     d.ev("server CPU", t.server_cpu_pct, "% of one core");
@@ -530,23 +575,34 @@ fn cpu_bound(ctx: &Ctx) -> Option<Verdict> {
 
 fn disk_bound(ctx: &Ctx) -> Option<Verdict> {
     let t = ctx.t()?;
-    let iowait = t.cpu_iowait_pct?;
-    if iowait < IOWAIT_PCT {
+    let iowait = t.cpu_iowait_pct;
+    let io = t.thread_states_pct.map(|s| s.io);
+    let by_iowait = iowait.is_some_and(|w| w >= IOWAIT_PCT);
+    // iowait is idle time with I/O pending: CPUs kept busy by other
+    // processes never idle, so a neighbour's CPU hog hides it. The server's
+    // own threads in disk wait show the disk whatever the neighbours do.
+    let hidden = cpu_not_saturated(Some(t)) == Some(false);
+    let by_threads = hidden && io.is_some_and(|io| io >= THREAD_IO_PCT);
+    if !by_iowait && !by_threads {
         return None;
     }
-    let io = t.thread_states_pct.map(|s| s.io);
     let mut d = Draft::new(
         VerdictKind::DiskBound,
         ctx,
         "the CPUs wait for I/O and the server's threads block on the disk",
         "compare the device's IOPS and latency with its limits (`iostat -x 1`: r/s, w/s, await, %util), watch /proc/pressure/io, and find the files and requests behind it (`biosnoop`, `biolatency`)",
     );
-    d.ev("CPU iowait", Some(iowait), "%");
+    d.ev("CPU iowait", iowait, "%");
     d.ev("disk", t.disk_iops, "IOPS");
     d.ev("server threads in disk wait", io, "%");
     d.ev("fsyncs (the specimen's own count)", t.specimen.map(|s| s.fsyncs_per_s).filter(|f| *f > 0.0), "/s");
     d.check(t.disk_iops.map(|i| i > 0.0), || ctx.why("disk IOPS", SYSTEM));
     d.check(io.map(|io| io >= THREAD_IO_PCT), || ctx.why("server thread states", THREADS));
+    if !by_iowait {
+        // Judged on the threads alone: the machine-wide figure could not agree.
+        d.check(Some(false), String::new);
+        d.v.headline = "the server's threads block on the disk (the CPUs' iowait is hidden: other work keeps every CPU busy)".into();
+    }
     Some(d.done())
 }
 

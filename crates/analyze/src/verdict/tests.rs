@@ -23,7 +23,7 @@ fn healthy() -> StepTelemetry {
         server_cs_per_s: Some(1000.0),
         cs_per_request: Some(1.0),
         thread_states_pct: Some(ThreadStatesPct { running: 60.0, runnable: 5.0, futex: 5.0, io: 0.0, idle: 30.0, other: 0.0 }),
-        hottest_threads: vec![HotThread { tid: 101, name: "worker-0".into(), cpu_pct: 40.0 }],
+        hottest_threads: vec![HotThread { tid: 101, name: "worker-0".into(), cpu_pct: 40.0, runnable_pct: Some(2.0) }],
         tcp_time_wait: Some(100),
         listen_overflows_per_s: Some(0.0),
         listen_drops_per_s: Some(0.0),
@@ -183,13 +183,39 @@ fn futex_sleep_with_flat_context_switches_is_low() {
 }
 
 #[test]
-fn no_lock_contention_on_a_saturated_cpu() {
+fn no_lock_contention_on_a_cpu_the_server_saturates() {
     let r = run_with(|n| {
         let mut t = locked(n);
         t.cpu_busy_pct = Some(97.0);
+        t.server_cpu_pct = Some(340.0);
         t
     });
     assert!(!kinds(&diagnose(&r).verdicts).contains(&VerdictKind::LockContention));
+    // Server CPU not measured: the saturated machine may be the server's.
+    let r = run_with(|n| {
+        let mut t = locked(n);
+        t.cpu_busy_pct = Some(97.0);
+        t.server_cpu_pct = None;
+        t
+    });
+    assert!(!kinds(&diagnose(&r).verdicts).contains(&VerdictKind::LockContention));
+}
+
+/// A neighbour's CPU hog fills the machine; the server's own figures (one
+/// core of four, its threads on futexes) still show the lock, at a lowered
+/// confidence, and the headline does not claim an idle CPU.
+#[test]
+fn lock_contention_beside_a_cpu_hog_is_judged_on_the_servers_own_figures() {
+    let r = run_with(|n| {
+        let mut t = locked(n);
+        t.cpu_busy_pct = Some(100.0);
+        t.server_cpu_pct = Some(100.0);
+        t
+    });
+    let v = only(&r, VerdictKind::LockContention);
+    assert_eq!(v.confidence, Confidence::Medium);
+    assert_eq!(ev(&v, "server CPU"), 100.0);
+    assert!(!v.headline.contains("idles"), "{}", v.headline);
 }
 
 fn busy(user: f64, sys: f64) -> impl Fn(u32) -> StepTelemetry {
@@ -253,8 +279,10 @@ fn single_hot_thread_only_when_the_machine_idles() {
     let hot = |_| {
         let mut t = healthy();
         t.cpu_busy_pct = Some(27.0);
-        t.hottest_threads =
-            vec![HotThread { tid: 7, name: "acceptor".into(), cpu_pct: 99.0 }, HotThread { tid: 8, name: "worker".into(), cpu_pct: 3.0 }];
+        t.hottest_threads = vec![
+            HotThread { tid: 7, name: "acceptor".into(), cpu_pct: 99.0, runnable_pct: None },
+            HotThread { tid: 8, name: "worker".into(), cpu_pct: 3.0, runnable_pct: None },
+        ];
         t
     };
     let v = only(&run_with(hot), VerdictKind::SingleHotThread);
@@ -266,9 +294,21 @@ fn single_hot_thread_only_when_the_machine_idles() {
         t.cpu_busy_pct = Some(99.0);
         t.cpu_user_pct = Some(90.0);
         t.cpu_sys_pct = Some(9.0);
+        t.server_cpu_pct = Some(370.0);
         t
     });
     assert!(!kinds(&diagnose(&r).verdicts).contains(&VerdictKind::SingleHotThread));
+    // The machine busy with others (a neighbour's hog), the server at one
+    // core: the hot thread is still the server's serial stage.
+    let r = run_with(|n| {
+        let mut t = hot(n);
+        t.cpu_busy_pct = Some(99.0);
+        t.cpu_user_pct = Some(90.0);
+        t.cpu_sys_pct = Some(9.0);
+        t.server_cpu_pct = Some(102.0);
+        t
+    });
+    assert_eq!(only(&r, VerdictKind::SingleHotThread).confidence, Confidence::Medium);
     let r = run_with(|n| {
         let mut t = hot(n);
         t.cpu_busy_pct = None;
@@ -277,6 +317,69 @@ fn single_hot_thread_only_when_the_machine_idles() {
     let v = only(&r, VerdictKind::SingleHotThread);
     assert_eq!(v.confidence, Confidence::Medium);
     assert_eq!(v.missing, vec!["CPU busy: not measured".to_string()]);
+}
+
+/// Starved by a neighbour's CPU hog, a single-threaded server's thread
+/// gets a fraction of a core, yet it is on a CPU or waiting for one all the
+/// time: its demand (its own schedstat figures) names the stage. Many
+/// threads all waiting for a CPU are a busy machine, not one hot stage.
+#[test]
+fn a_starved_single_thread_is_found_by_its_demand() {
+    let starved = |others: f64| {
+        move |_| {
+            let mut t = healthy();
+            t.cpu_busy_pct = Some(100.0);
+            t.cpu_user_pct = Some(80.0);
+            t.cpu_sys_pct = Some(20.0);
+            t.server_cpu_pct = Some(12.0);
+            t.hottest_threads = vec![
+                HotThread { tid: 7, name: "loop".into(), cpu_pct: 11.0, runnable_pct: Some(88.0) },
+                HotThread { tid: 8, name: "worker".into(), cpu_pct: 1.0, runnable_pct: Some(others) },
+            ];
+            t
+        }
+    };
+    let v = only(&run_with(starved(2.0)), VerdictKind::SingleHotThread);
+    assert_eq!(v.confidence, Confidence::Medium, "the machine was busy: lowered");
+    assert_eq!(ev(&v, "hottest thread waiting for a CPU"), 88.0);
+    assert!(v.headline.contains("starved"), "{}", v.headline);
+    assert!(!kinds(&diagnose(&run_with(starved(80.0))).verdicts).contains(&VerdictKind::SingleHotThread));
+    // Without the runnable figure a starved thread is not claimed.
+    let r = run_with(|n| {
+        let mut t = starved(2.0)(n);
+        t.hottest_threads[0].runnable_pct = None;
+        t
+    });
+    assert!(!kinds(&diagnose(&r).verdicts).contains(&VerdictKind::SingleHotThread));
+}
+
+/// A CPU hog beside the server leaves no idle time, so no iowait; the
+/// server's own threads in disk wait still show the disk, at a lowered confidence.
+#[test]
+fn disk_bound_beside_a_cpu_hog_by_the_servers_threads() {
+    let r = run_with(|_| {
+        let mut t = healthy();
+        t.cpu_busy_pct = Some(100.0);
+        t.cpu_user_pct = Some(90.0);
+        t.cpu_sys_pct = Some(10.0);
+        t.cpu_iowait_pct = Some(0.0);
+        t.server_cpu_pct = Some(5.0);
+        t.disk_iops = Some(500.0);
+        t.thread_states_pct = Some(ThreadStatesPct { running: 1.0, runnable: 36.0, futex: 0.0, io: 37.0, idle: 13.0, other: 13.0 });
+        t
+    });
+    let v = only(&r, VerdictKind::DiskBound);
+    assert_eq!(v.confidence, Confidence::Medium);
+    assert_eq!(ev(&v, "server threads in disk wait"), 37.0);
+    assert!(v.headline.contains("hidden"), "{}", v.headline);
+    // With idle CPUs and no iowait, threads in disk wait alone do not fire.
+    let r = run_with(|_| {
+        let mut t = healthy();
+        t.cpu_iowait_pct = Some(0.0);
+        t.thread_states_pct = Some(ThreadStatesPct { running: 30.0, runnable: 5.0, futex: 0.0, io: 37.0, idle: 28.0, other: 0.0 });
+        t
+    });
+    assert!(!kinds(&diagnose(&r).verdicts).contains(&VerdictKind::DiskBound));
 }
 
 #[test]
