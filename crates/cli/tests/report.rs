@@ -138,9 +138,12 @@ fn html_report_loads_in_chromium_offline_and_draws_every_chart() {
         assert_eq!(c["series"], c["announced"], "series drawn vs announced: {c}");
         assert_eq!(c["painted"], c["announced"], "every series has painted geometry: {c}");
     }
-    // The expected series: 3 runs + 3 USL fits (4+ steps each); scaling 3 runs;
+    // The expected series: 3 runs + their usable USL fits (drawn only when
+    // `diagnose` has one: Tiger's, σ 2.16, is not); scaling 3 runs;
     // p50/p99/p99.9; per-second throughput; CPU user/system/iowait/idle; cs/s; 6 thread states.
-    assert_eq!(find("throughput")["series"], 6);
+    let fits = ids.iter().filter(|id| !json(&store, &["diagnose", id.as_str(), "--json"])["usl"].is_null()).count();
+    assert!(json(&store, &["diagnose", "G5 Tiger", "--json"])["usl_error"].as_str().unwrap().contains("outside [0, 1]"));
+    assert_eq!(find("throughput")["series"], 3 + fits);
     assert_eq!(find("scaling")["series"], 3);
     for id in [with_threads, without_threads] {
         assert_eq!(find(&format!("run-{id}-latency"))["series"], 3);

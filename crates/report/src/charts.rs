@@ -72,7 +72,7 @@ pub fn throughput(runs: &[ReportRun]) -> Chart {
                 chart.series.push(LineSeries { name: format!("{} USL fit", r.name), color, dashed: true, dots: false, points });
             }
             _ => chart.notes.push(format!(
-                "{} USL fit: unavailable ({})",
+                "{}: no usable USL fit ({})",
                 r.name,
                 r.diagnosis.usl_error.as_deref().unwrap_or("no measured step")
             )),

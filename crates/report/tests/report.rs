@@ -109,7 +109,10 @@ fn sweep(id: i64, label: &str, host: &str, xs: [f64; 4], thread_states: bool) ->
 }
 
 fn imported(id: i64) -> Run {
-    let pairs = [(1u32, 192.0), (2, 274.0), (4, 113.0), (8, 62.0)];
+    imported_pairs(id, &[(1u32, 192.0), (2, 274.0), (4, 113.0), (8, 62.0)])
+}
+
+fn imported_pairs(id: i64, pairs: &[(u32, f64)]) -> Run {
     Run {
         id,
         kind: RunKind::Imported,
@@ -189,6 +192,23 @@ fn html_is_self_contained_and_draws_every_chart() {
         assert!(n > 0, "{} draws nothing", c.id);
         assert_eq!(svg.matches(r#"<g class="series""#).count(), n, "{}", c.id);
     }
+}
+
+#[test]
+fn an_unusable_usl_fit_is_not_drawn_and_says_why() {
+    // The whole published Tiger series: the optimum has σ 2.16, R² 0.50.
+    let tiger = [(1u32, 192.0), (2, 274.0), (5, 113.0), (10, 62.0), (20, 50.0), (35, 50.0), (50, 47.0)];
+    let runs =
+        vec![ReportRun::new(sweep(1, "lock", "host-a", [100.0, 180.0, 200.0, 150.0], true)), ReportRun::new(imported_pairs(2, &tiger))];
+    assert!(runs[1].diagnosis.usl.is_none());
+    let chart = scalelab_report::charts::throughput(&runs);
+    let svg = chart.svg.unwrap();
+    // Two runs and one fit (the lock run's), not two.
+    assert!(svg.contains(r#"data-series="3""#), "{svg}");
+    assert!(svg.contains("lock USL fit") && !svg.contains("G5 Tiger USL fit"), "{svg}");
+    assert!(svg.contains("G5 Tiger: no usable USL fit (`G5 Tiger`: σ 2.16 is outside [0, 1]"), "{svg}");
+    let md = scalelab_report::markdown::render(&ReportInput { runs, micro: vec![], images: None });
+    assert!(md.contains("σ 2.16 is outside [0, 1]"), "the summary's USL note says why: {md}");
 }
 
 #[test]

@@ -47,7 +47,9 @@ pub(super) fn collapse_flag(s: &Series, c: &Curve, retrograde_only: bool) -> Res
 pub(super) fn measure(metric: Metric, at: Option<u32>, s: &Series, c: &Curve, usl: Option<&UslFit>) -> Result<(f64, String), String> {
     let step = |n: u32| s.point_at(n).ok_or_else(|| format!("no step at {n} clients"));
     let usl_value = |f: fn(&UslFit) -> Option<f64>, name: &str| {
-        let fit = usl.ok_or("no USL fit (it needs at least 4 steps)")?;
+        let fit = usl.ok_or(
+            "no usable USL fit (it needs at least 4 steps, σ in [0, 1] and a curve that follows the data: `diagnose` says which failed)",
+        )?;
         f(fit).map(|v| (v, fmt_num(v))).ok_or_else(|| format!("the USL fit has no {name}"))
     };
     match metric {

@@ -57,7 +57,7 @@ fn missing_data_fails_as_no_data() {
     let o = check("p50_ms <= 1000");
     assert_eq!((o.passed, o.detail.as_str()), (false, "no data: p50 latency not recorded at 20 clients"));
     let o = check("sigma <= 0.1");
-    assert_eq!(o.detail, "no data: no USL fit (it needs at least 4 steps)");
+    assert_eq!(o.detail, "no data: no usable USL fit (it needs at least 4 steps, σ in [0, 1] and a curve that follows the data: `diagnose` says which failed)");
 
     // Imported series know no error counts: `errors == 0` must not pass.
     let s = Series::from_pairs("imported", &[(1, 10.0), (2, 20.0)]);

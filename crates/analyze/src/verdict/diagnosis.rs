@@ -14,7 +14,9 @@ use serde_json::{json, Value};
 pub struct Diagnosis {
     /// The curve; `None` when the run has no usable step.
     pub curve: Option<Curve>,
-    /// The USL fit; `None` when refused or failed (see [`Diagnosis::usl_error`]).
+    /// The USL fit; `None` when refused, failed or not usable (σ outside
+    /// [0, 1], the curve not following the data: see [`crate::usl::check`]
+    /// and [`Diagnosis::usl_error`]).
     pub usl: Option<UslFit>,
     /// Why there is no fit.
     pub usl_error: Option<String>,
@@ -150,7 +152,7 @@ pub fn render_text(d: &Diagnosis, run_label: &str) -> String {
             };
             out.push_str(&format!("USL: sigma {:.3}  kappa {:.4}  R2 {r2}  {opt}\n", u.sigma, u.kappa));
         }
-        (None, Some(e)) => out.push_str(&format!("USL: no fit: {e}\n")),
+        (None, Some(e)) => out.push_str(&format!("USL: no usable fit: {e}\n")),
         (None, None) => out.push_str("USL: no fit\n"),
     }
     if d.curve.is_some() && d.verdicts.is_empty() {

@@ -227,11 +227,23 @@ fn server_fills_cpu(ctx: &Ctx, t: &StepTelemetry) -> bool {
     }
 }
 
+/// The server's own figures say it did nothing: CPU under
+/// [`SERVER_IDLE_CPU_PCT`] of a core and context switches under
+/// [`SERVER_IDLE_CS_PER_S`] (both measured). Its threads may still read as
+/// blocked on futexes: a process stopped by SIGSTOP keeps the interrupted
+/// call's number in `/proc/TID/syscall`, but nothing sleeps and wakes.
+fn server_did_nothing(t: &StepTelemetry) -> bool {
+    t.server_cpu_pct.is_some_and(|c| c < SERVER_IDLE_CPU_PCT) && t.server_cs_per_s.is_some_and(|c| c < SERVER_IDLE_CS_PER_S)
+}
+
 fn lock_contention(ctx: &Ctx) -> Option<Verdict> {
     let t = ctx.t()?;
     let idle_cpu = cpu_not_saturated(Some(t));
     if server_fills_cpu(ctx, t) {
         return None; // a CPU the server itself saturates is the cpu-bound rule's
+    }
+    if server_did_nothing(t) {
+        return None; // frozen or idle: the futex share is not contention
     }
     let futex = t.thread_states_pct.map(|s| s.futex);
     let futex_high = futex.map(|f| f >= FUTEX_BLOCKED_PCT);
@@ -531,6 +543,13 @@ fn cpu_bound(ctx: &Ctx) -> Option<Verdict> {
     if busy < CPU_SATURATED_PCT {
         return None;
     }
+    let cores = ctx.env.logical_cores.filter(|c| *c > 0).map(f64::from);
+    // The server's own CPU must agree: a server using a sliver of the busy
+    // CPU is not CPU-bound, whatever else fills the machine.
+    let server_of_busy = t.server_cpu_pct.zip(cores).map(|(s, c)| (s / 100.0) / (busy / 100.0 * c));
+    if server_of_busy.is_some_and(|share| share < SERVER_OF_BUSY_MIN) {
+        return cpu_busy_elsewhere(ctx, t, busy, cores?);
+    }
     // Without the user/system split the kind cannot be named: no verdict.
     let (user, sys) = (t.cpu_user_pct?, t.cpu_sys_pct?);
     let sys_share = if user + sys > 0.0 { 100.0 * sys / (user + sys) } else { 50.0 };
@@ -559,7 +578,6 @@ fn cpu_bound(ctx: &Ctx) -> Option<Verdict> {
     d.ev("CPU sys", Some(sys), "%");
     d.ev("CPU softirq", t.cpu_softirq_pct, "%");
     d.ev("server CPU", t.server_cpu_pct, "% of one core");
-    let cores = ctx.env.logical_cores.filter(|c| *c > 0).map(f64::from);
     d.ev("logical cores", cores, "cores");
     // Corroboration: the server, not a neighbour (or the client), uses the CPU.
     let server_share = t.server_cpu_pct.zip(cores).map(|(s, c)| s / (100.0 * c));
@@ -651,5 +669,35 @@ fn softirq_one_cpu(ctx: &Ctx) -> Option<Verdict> {
     d.ev(&format!("NET_RX on CPU {}", b.cpu), b.net_rx_share_pct, "% of all");
     d.ev("NET_RX softirqs", b.net_rx_per_s, "/s");
     d.check(b.net_rx_share_pct.map(|s| s >= NET_RX_ONE_CPU_SHARE_PCT), || "NET_RX per CPU: /proc/softirqs not read".to_string());
+    Some(d.done())
+}
+
+/// Every core busy while the server used under [`SERVER_OF_BUSY_MIN`] of the
+/// busy CPU: say who used it, the load generator (its own CPU time) or other
+/// processes (the rest), instead of blaming the server.
+fn cpu_busy_elsewhere(ctx: &Ctx, t: &StepTelemetry, busy: f64, cores: f64) -> Option<Verdict> {
+    let busy_cores = busy / 100.0 * cores;
+    let server_cores = t.server_cpu_pct? / 100.0;
+    let client_cores = (ctx.step.window_s > 0.0).then(|| ctx.step.client_cpu_s / ctx.step.window_s);
+    let others = (busy_cores - server_cores - client_cores.unwrap_or(0.0)).max(0.0);
+    let by_client = client_cores.is_some_and(|c| c >= others);
+    let headline = if by_client {
+        "every core is busy, but not with the server: the load generator used most of the CPU; the server was not CPU-bound"
+    } else {
+        "every core is busy, but not with the server: other processes used most of the CPU; the server was not CPU-bound, it shared the machine"
+    };
+    let next = if by_client {
+        "give the load generator its own cores or machine (`taskset`, fewer client threads) and re-run"
+    } else {
+        "find what else ran (`top`, `pidstat -u 1`), stop it or move it to other cores (`taskset`, cgroups), and re-run: this run says little about the server"
+    };
+    let mut d = Draft::new(VerdictKind::CpuBusyElsewhere, ctx, headline, next);
+    d.ev("CPU busy", Some(busy), "%");
+    d.ev("server CPU", t.server_cpu_pct, "% of one core");
+    d.ev("server share of the busy CPU", Some(100.0 * server_cores / busy_cores.max(f64::EPSILON)), "%");
+    d.ev("load generator CPU", client_cores.map(|c| 100.0 * c), "% of one core");
+    d.ev("other processes CPU", Some(100.0 * others), "% of one core");
+    d.ev("logical cores", Some(cores), "cores");
+    d.check(client_cores.map(|_| true), || "load generator CPU: not measured (all of the rest counted as other processes)".to_string());
     Some(d.done())
 }
