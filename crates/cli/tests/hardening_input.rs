@@ -70,3 +70,63 @@ fn specimen_disk_mode_follows_no_planted_symlink_and_leaves_nothing() {
     assert_eq!(running, before, "the specimen left a name in $TMPDIR while running");
     assert_eq!(names_in(&tmpdir), before, "the specimen left something in $TMPDIR after exiting");
 }
+
+/// A store with one imported series (no load needed) for report tests.
+fn store_with_a_run(dir: &Path) -> std::path::PathBuf {
+    let csv = dir.join("series.csv");
+    std::fs::write(&csv, "concurrency,imported\n1,100\n2,190\n4,350\n").unwrap();
+    let store = dir.join("s.db");
+    let out = run(&store, &["import", csv.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    store
+}
+
+/// `report -o FILE` and `--svg DIR`: a symlink planted at the output path is
+/// refused (exit 2, nothing written through it), and symlinks planted at the
+/// old predictable temp names (`.NAME.PID.tmp`) are never followed.
+#[test]
+fn report_writes_through_no_planted_symlink() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_a_run(dir.path());
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, b"precious").unwrap();
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+
+    // A link at the output path itself.
+    let html = out_dir.join("report.html");
+    symlink(&victim, &html).unwrap();
+    let out = run(&store, &["report", "imported", "-o", html.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("is a symbolic link") && stderr(&out).lines().count() == 1, "{}", stderr(&out));
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+    assert!(std::fs::symlink_metadata(&html).unwrap().file_type().is_symlink(), "the link itself is left alone");
+    std::fs::remove_file(&html).unwrap();
+
+    // Links at every temp name the old code could pick for this report and its charts.
+    let svg_dir = out_dir.join("charts");
+    std::fs::create_dir(&svg_dir).unwrap();
+    let last: u32 = std::fs::read_to_string("/proc/sys/kernel/ns_last_pid").unwrap().trim().parse().unwrap();
+    let planted = last + 1..last + 2000;
+    for pid in planted.clone() {
+        symlink(&victim, out_dir.join(format!(".report.html.{pid}.tmp"))).unwrap();
+        symlink(&victim, svg_dir.join(format!(".throughput.svg.{pid}.tmp"))).unwrap();
+    }
+    let child = spawn(&store, &["report", "imported", "-o", html.to_str().unwrap(), "--svg", svg_dir.to_str().unwrap()]);
+    assert!(planted.contains(&child.id()), "scalelab's PID {} fell outside the planted range {planted:?}", child.id());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious", "a planted temp-name link was followed");
+    let meta = std::fs::symlink_metadata(&html).unwrap();
+    assert!(meta.file_type().is_file(), "the report is a regular file");
+    assert!(std::fs::read_to_string(&html).unwrap().contains("<html"));
+    assert!(std::fs::symlink_metadata(svg_dir.join("throughput.svg")).unwrap().file_type().is_file());
+
+    // A link at a chart's path is refused too.
+    std::fs::remove_file(svg_dir.join("throughput.svg")).unwrap();
+    symlink(&victim, svg_dir.join("throughput.svg")).unwrap();
+    let out = run(&store, &["report", "imported", "-o", html.to_str().unwrap(), "--svg", svg_dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("throughput.svg is a symbolic link"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+}
