@@ -130,3 +130,123 @@ fn report_writes_through_no_planted_symlink() {
     assert!(stderr(&out).contains("throughput.svg is a symbolic link"), "{}", stderr(&out));
     assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
 }
+
+/// A loopback HTTP/1.1 server that answers 200 to everything (keep-alive)
+/// and keeps every request head it received, so a test sees what scalelab
+/// really sent.
+struct HeadRecorder {
+    addr: String,
+    heads: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl HeadRecorder {
+    fn start() -> HeadRecorder {
+        HeadRecorder::start_with(|_| b"HTTP/1.1 200 OK\r\nServer: recorder\r\nContent-Length: 3\r\n\r\nok\n".to_vec())
+    }
+
+    /// `reply` builds the bytes answered to each request head.
+    fn start_with(reply: impl Fn(&str) -> Vec<u8> + Send + Sync + 'static) -> HeadRecorder {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let heads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (h, reply) = (heads.clone(), std::sync::Arc::new(reply));
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut s) = stream else { return };
+                let (h, reply) = (h.clone(), reply.clone());
+                std::thread::spawn(move || {
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    loop {
+                        while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+                            buf.drain(..end + 4);
+                            let bytes = reply(&head);
+                            h.lock().unwrap().push(head);
+                            if s.write_all(&bytes).is_err() {
+                                return;
+                            }
+                        }
+                        match s.read(&mut chunk) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                });
+            }
+        });
+        HeadRecorder { addr, heads }
+    }
+
+    fn heads(&self) -> Vec<String> {
+        self.heads.lock().unwrap().clone()
+    }
+}
+
+/// Every output scalelab makes of the last run in `store`, and the store's bytes.
+fn everything_shown_and_stored(store: &Path, label: &str) -> Vec<(String, String)> {
+    let dir = store.parent().unwrap();
+    let mut out = Vec::new();
+    for args in [
+        vec!["runs"],
+        vec!["show", label],
+        vec!["show", label, "--json"],
+        vec!["diagnose", label],
+        vec!["export", label],
+        vec!["export", label, "--format", "csv"],
+        vec!["export", label, "--format", "csv", "--series"],
+        vec!["compare", label, "--format", "md"],
+    ] {
+        let o = run(store, &args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        out.push((args.join(" "), format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o))));
+    }
+    for (fmt, file) in [("html", "r.html"), ("md", "r.md")] {
+        let path = dir.join(file);
+        let o = run(store, &["report", label, "--format", fmt, "-o", path.to_str().unwrap()]);
+        assert!(o.status.success(), "report {fmt}: {}", stderr(&o));
+        out.push((format!("report --format {fmt}"), std::fs::read_to_string(&path).unwrap()));
+    }
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.file_name().unwrap().to_string_lossy().starts_with("s.db") {
+            out.push((p.display().to_string(), String::from_utf8_lossy(&std::fs::read(&p).unwrap()).into_owned()));
+        }
+    }
+    out
+}
+
+/// `http://user:secret@host/`: the credentials go out as `Authorization:
+/// Basic` (as curl sends them), and the password is in no output and not in
+/// the store file; a message about an unreachable target hides it too.
+#[test]
+fn credentials_in_an_http_url_are_sent_as_basic_auth_and_never_kept() {
+    let server = HeadRecorder::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let url = format!("http://alice:s3cr%40t@{}/page", server.addr);
+    let out = run(&store, &["sweep", &url, "-c", "1", "--warmup", "0s", "--duration", "0.3s", "--pause", "0s", "-q", "-l", "cred"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let heads = server.heads();
+    assert!(heads.len() > 2, "{heads:?}");
+    // base64("alice:s3cr@t")
+    for h in &heads {
+        assert!(h.contains("\r\nAuthorization: Basic YWxpY2U6czNjckB0"), "no Basic auth in {h:?}");
+        assert!(h.starts_with("GET /page HTTP/1.1\r\n"), "{h:?}");
+    }
+    let mut seen = vec![("sweep".to_string(), format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out)))];
+    seen.extend(everything_shown_and_stored(&store, "cred"));
+    for (what, text) in &seen {
+        assert!(!text.contains("s3cr"), "the password shows in {what}");
+    }
+    let shown = &seen.iter().find(|(w, _)| w == "show cred --json").unwrap().1;
+    assert!(shown.contains(&format!("http://alice:***@{}/page", server.addr)), "{shown}");
+
+    // Unreachable: the error names the target without its password.
+    let out = run(&store, &["sweep", "http://alice:s3cret@127.0.0.1:1/", "-c", "1", "-d", "0.2s", "-q"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("alice:***@127.0.0.1:1") && !stderr(&out).contains("s3cret"), "{}", stderr(&out));
+    let out = run(&store, &["sweep", "http://alice:s3cret@no-such-host.invalid/", "-c", "1", "-d", "0.2s", "-q"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("s3cret"), "{}", stderr(&out));
+}

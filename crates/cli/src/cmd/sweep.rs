@@ -98,7 +98,10 @@ pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
     let scheme = a.target.as_deref().map(|t| t.split("://").next().unwrap_or("").to_ascii_lowercase());
     if let Some(t) = &a.target {
         if !t.contains("://") {
-            return Err(bad(format!("invalid target '{t}': give a URL such as http://127.0.0.1:8080/, or no target for the specimen")));
+            return Err(bad(format!(
+                "invalid target '{}': give a URL such as http://127.0.0.1:8080/, or no target for the specimen",
+                scalelab_core::redact_url(t)
+            )));
         }
     }
     let (warmup, window, pause, think) = schedule(&a, specimen_mode.is_some())?;
@@ -146,7 +149,8 @@ fn prepare_http(a: &SweepArgs, specimen_mode: Option<scalelab_specimen::Mode>) -
     };
     let (url, target_name) = match (&specimen, &a.target) {
         (Some(s), _) => (format!("http://{}/", s.addr), format!("specimen:{}", a.specimen)),
-        (None, Some(t)) => (t.clone(), t.clone()),
+        // Credentials in the URL are sent (Basic auth) but never recorded or shown.
+        (None, Some(t)) => (t.clone(), scalelab_core::redact_url(t)),
         (None, None) => unreachable!("no target means the specimen"),
     };
     let config = http_config(a, &url)?;
@@ -161,7 +165,14 @@ fn prepare_http(a: &SweepArgs, specimen_mode: Option<scalelab_specimen::Mode>) -
     let workload = config
         .requests
         .iter()
-        .map(|r| format!("{} {}{}", r.method, r.url, if config.requests.len() > 1 { format!(" x{}", r.weight) } else { String::new() }))
+        .map(|r| {
+            format!(
+                "{} {}{}",
+                r.method,
+                scalelab_core::redact_url(&r.url),
+                if config.requests.len() > 1 { format!(" x{}", r.weight) } else { String::new() }
+            )
+        })
         .collect::<Vec<_>>()
         .join(", ");
     let mut options = serde_json::Map::new();

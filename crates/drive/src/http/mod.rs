@@ -13,7 +13,7 @@ pub use response::{read_response, ReadError, ResponseHead};
 
 use crate::driver::{Client, Driver};
 use scalelab_core::result::Failure;
-use scalelab_core::ErrorClass;
+use scalelab_core::{redact_url, ErrorClass};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -187,9 +187,9 @@ impl HttpDriver {
             use std::net::ToSocketAddrs;
             (host.trim_start_matches('[').trim_end_matches(']'), port)
                 .to_socket_addrs()
-                .map_err(|_| HttpConfigError::Resolve(first.url.clone()))?
+                .map_err(|_| HttpConfigError::Resolve(redact_url(&first.url)))?
                 .next()
-                .ok_or_else(|| HttpConfigError::Resolve(first.url.clone()))?
+                .ok_or_else(|| HttpConfigError::Resolve(redact_url(&first.url)))?
         };
         let host_header = match base.port() {
             Some(p) => format!("{host}:{p}"),
@@ -205,7 +205,7 @@ impl HttpDriver {
         for spec in &config.requests {
             let url = parse_url(&spec.url)?;
             if url.scheme() != base.scheme() || url.host_str() != base.host_str() || url.port_or_known_default() != Some(port) {
-                return Err(HttpConfigError::MixedHosts(spec.url.clone()));
+                return Err(HttpConfigError::MixedHosts(redact_url(&spec.url)));
             }
             cumulative += spec.weight;
             prepared.push(Prepared {
@@ -258,14 +258,29 @@ impl HttpDriver {
 }
 
 fn parse_url(text: &str) -> Result<Url, HttpConfigError> {
-    let url = Url::parse(text).map_err(|e| HttpConfigError::Url { url: text.to_string(), why: e.to_string() })?;
+    let err = |why: String| HttpConfigError::Url { url: redact_url(text), why };
+    let url = Url::parse(text).map_err(|e| err(e.to_string()))?;
     if url.scheme() != "http" && url.scheme() != "https" {
-        return Err(HttpConfigError::Url { url: text.to_string(), why: "scheme must be http or https".into() });
+        return Err(err("scheme must be http or https".into()));
     }
     if url.host_str().is_none_or(str::is_empty) {
-        return Err(HttpConfigError::Url { url: text.to_string(), why: "no host".into() });
+        return Err(err("no host".into()));
     }
     Ok(url)
+}
+
+/// `Authorization: Basic …` from the URL's `user:password@` (percent-decoded),
+/// as curl sends it; None without credentials in the URL.
+fn basic_auth(url: &Url) -> Option<String> {
+    use base64::Engine as _;
+    if url.username().is_empty() && url.password().is_none() {
+        return None;
+    }
+    let decode = |s: &str| percent_encoding::percent_decode_str(s).collect::<Vec<u8>>();
+    let mut pair = decode(url.username());
+    pair.push(b':');
+    pair.extend(decode(url.password().unwrap_or("")));
+    Some(format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(pair)))
 }
 
 fn serialize_request(method: &str, url: &Url, host: &str, config: &HttpConfig) -> Vec<u8> {
@@ -281,6 +296,10 @@ fn serialize_request(method: &str, url: &Url, host: &str, config: &HttpConfig) -
     }
     if !config.keepalive && !has("connection") {
         s.push_str("Connection: close\r\n");
+    }
+    // An Authorization header given with -H wins over the URL's credentials, as with curl.
+    if let Some(auth) = basic_auth(url).filter(|_| !has("authorization")) {
+        s.push_str(&format!("Authorization: {auth}\r\n"));
     }
     for (k, v) in &config.headers {
         s.push_str(&format!("{k}: {v}\r\n"));
