@@ -250,3 +250,32 @@ fn credentials_in_an_http_url_are_sent_as_basic_auth_and_never_kept() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(!stderr(&out).contains("s3cret"), "{}", stderr(&out));
 }
+
+/// A header value (or a method) holding CR or LF would inject headers or a
+/// request line: refused with one line, exit 2, nothing sent, nothing stored.
+#[test]
+fn header_and_method_injection_is_refused_before_anything_is_sent() {
+    let server = HeadRecorder::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let url = format!("http://{}/", server.addr);
+    for extra in [
+        vec!["-H", "X: a\r\nInjected: 1"],
+        vec!["-H", "X: a\nInjected: 1"],
+        vec!["-H", "X: a\rInjected: 1"],
+        vec!["-X", "GET / HTTP/1.1\r\nInjected: 1\r\n\r\nGET"],
+    ] {
+        let mut args = vec!["sweep", url.as_str(), "-c", "1", "--warmup", "0s", "-d", "0.2s", "-q"];
+        args.extend(&extra);
+        let out = run(&store, &args);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out).trim_end().lines().count(), 1, "{extra:?}: one line: {}", stderr(&out));
+        assert!(stderr(&out).contains("CR or LF") || stderr(&out).contains("invalid method"), "{}", stderr(&out));
+    }
+    assert!(server.heads().is_empty(), "a request was sent: {:?}", server.heads());
+    assert!(!store.exists(), "a store was created");
+    // The same header on one line is sent.
+    let out = run(&store, &["sweep", &url, "-c", "1", "--warmup", "0s", "-d", "0.2s", "--pause", "0s", "-q", "-H", "X-Ok: a b"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(server.heads().iter().all(|h| h.contains("\r\nX-Ok: a b")), "{:?}", server.heads());
+}

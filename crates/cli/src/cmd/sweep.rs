@@ -45,6 +45,10 @@ fn http_config(a: &SweepArgs, url: &str) -> anyhow::Result<HttpConfig> {
         let (k, v) = h.split_once(':').ok_or_else(|| bad(format!("invalid header '{h}': use 'Name: value'")))?;
         headers.push((k.trim().to_string(), v.trim().to_string()));
     }
+    scalelab_drive::http::check_headers(&headers).map_err(|e| bad(e.to_string()))?;
+    for r in &requests {
+        scalelab_drive::http::check_method(&r.method).map_err(|e| bad(e.to_string()))?;
+    }
     let body = match (&a.body, &a.body_file) {
         (Some(b), _) => Some(b.clone().into_bytes()),
         (None, Some(p)) => Some(std::fs::read(p).map_err(|e| bad(format!("--body-file {}: {e}", p.display())))?),

@@ -33,6 +33,10 @@ pub enum HttpConfigError {
     MixedHosts(String),
     #[error("invalid header '{0}': use 'Name: value'")]
     Header(String),
+    #[error("header '{0}': the value holds a CR or LF character, which would inject headers; give it on one line")]
+    HeaderValue(String),
+    #[error("invalid method '{0}': use one word such as GET, POST or PUT")]
+    Method(String),
     #[error("{file}:{line}: {why}")]
     UrlFile { file: String, line: usize, why: String },
     #[error("invalid expected status '{0}': use a code (200), a class (2xx), or a list (200,301)")]
@@ -195,14 +199,11 @@ impl HttpDriver {
             Some(p) => format!("{host}:{p}"),
             None => host.clone(),
         };
-        for (name, _) in &config.headers {
-            if name.is_empty() || name.contains(|c: char| c.is_whitespace() || c == ':') {
-                return Err(HttpConfigError::Header(name.clone()));
-            }
-        }
+        check_headers(&config.headers)?;
         let mut prepared = Vec::new();
         let mut cumulative = 0u32;
         for spec in &config.requests {
+            check_method(&spec.method)?;
             let url = parse_url(&spec.url)?;
             if url.scheme() != base.scheme() || url.host_str() != base.host_str() || url.port_or_known_default() != Some(port) {
                 return Err(HttpConfigError::MixedHosts(redact_url(&spec.url)));
@@ -255,6 +256,31 @@ impl HttpDriver {
             Ok(Preflight { status: head.status, server: head.server, accepted: self.inner.expect.accepts(head.status) })
         })
     }
+}
+
+/// Refuses header names that are not one token and values holding CR or LF
+/// (they would end the header, or the whole request head, early: header
+/// injection). Called before anything is stored or sent.
+pub fn check_headers(headers: &[(String, String)]) -> Result<(), HttpConfigError> {
+    for (name, value) in headers {
+        if name.is_empty() || name.contains(|c: char| c.is_whitespace() || c.is_control() || c == ':') {
+            return Err(HttpConfigError::Header(name.escape_debug().to_string()));
+        }
+        if value.contains(['\r', '\n']) {
+            return Err(HttpConfigError::HeaderValue(name.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a method that is not one HTTP token (`-X 'GET / HTTP/1.1\r\n…'`
+/// would inject a request line).
+pub fn check_method(method: &str) -> Result<(), HttpConfigError> {
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if method.is_empty() || !method.chars().all(token) {
+        return Err(HttpConfigError::Method(method.escape_debug().to_string()));
+    }
+    Ok(())
 }
 
 fn parse_url(text: &str) -> Result<Url, HttpConfigError> {
