@@ -304,7 +304,7 @@ pub struct SpecimenArgs {
     /// CPU work per request, microseconds.
     #[arg(long, default_value_t = 100)]
     pub work_us: u64,
-    /// Folder for the disk mode's file (default: a temp folder).
+    /// Folder for the disk mode's file, made with no name so nothing is left behind (default: a private temp folder).
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
     /// Exit when the parent process exits (set when scalelab spawns it).

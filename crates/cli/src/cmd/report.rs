@@ -19,6 +19,7 @@ pub fn run(store_path: &Path, a: &ReportArgs) -> anyhow::Result<ExitCode> {
         return Err(bad(format!("no store at {} (run `scalelab sweep` first, or pass --store PATH)", store_path.display())));
     }
     let out = a.output.clone().unwrap_or_else(|| PathBuf::from(if a.format == ReportFormat::Md { "report.md" } else { "report.html" }));
+    refuse_link(&out)?;
     if out.is_dir() {
         return Err(bad(format!("-o {}: is a directory; give a file name", out.display())));
     }
@@ -195,19 +196,41 @@ impl Rasterizer {
 
 /// Writes `bytes` to a temporary file beside `path`, then renames it into
 /// place, so a failure leaves the old file (or none), never a partial one.
+/// The temporary file has an unpredictable name and is created `O_EXCL`
+/// (`tempfile`), so nothing planted beside the output is followed. A
+/// symbolic link at `path` is refused (docs/report.md): scalelab often runs
+/// as root, and writing through a link someone else placed would overwrite
+/// whatever it points to; renaming over it would silently drop a link the
+/// user made on purpose.
 fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    refuse_link(path)?;
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().ok_or_else(|| bad(format!("{}: not a file name", path.display())))?;
-    let tmp = dir.join(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));
     let result = (|| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
+        // 0666 less the umask, as File::create would give the report.
+        let mut f = tempfile::Builder::new()
+            .prefix(&format!(".{}.", name.to_string_lossy()))
+            .suffix(".tmp")
+            .permissions(std::fs::Permissions::from_mode(0o666))
+            .tempfile_in(dir)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
+        f.as_file().sync_all()?;
+        // rename(2) replaces the name itself, never what a link there points to.
+        f.persist(path).map_err(|e| e.error)?;
+        Ok(())
     })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(bad(format!("cannot write {}: {e}", path.display())));
+    result.map_err(|e| bad(format!("cannot write {}: {e}", path.display())))
+}
+
+/// Bad input when `path` is a symbolic link (checked before anything is
+/// written, and again at each file).
+fn refuse_link(path: &Path) -> anyhow::Result<()> {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(bad(format!(
+            "{} is a symbolic link: scalelab does not write through links; remove it or give the real path",
+            path.display()
+        )));
     }
     Ok(())
 }

@@ -45,6 +45,10 @@ fn http_config(a: &SweepArgs, url: &str) -> anyhow::Result<HttpConfig> {
         let (k, v) = h.split_once(':').ok_or_else(|| bad(format!("invalid header '{h}': use 'Name: value'")))?;
         headers.push((k.trim().to_string(), v.trim().to_string()));
     }
+    scalelab_drive::http::check_headers(&headers).map_err(|e| bad(e.to_string()))?;
+    for r in &requests {
+        scalelab_drive::http::check_method(&r.method).map_err(|e| bad(e.to_string()))?;
+    }
     let body = match (&a.body, &a.body_file) {
         (Some(b), _) => Some(b.clone().into_bytes()),
         (None, Some(p)) => Some(std::fs::read(p).map_err(|e| bad(format!("--body-file {}: {e}", p.display())))?),
@@ -98,7 +102,10 @@ pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
     let scheme = a.target.as_deref().map(|t| t.split("://").next().unwrap_or("").to_ascii_lowercase());
     if let Some(t) = &a.target {
         if !t.contains("://") {
-            return Err(bad(format!("invalid target '{t}': give a URL such as http://127.0.0.1:8080/, or no target for the specimen")));
+            return Err(bad(format!(
+                "invalid target '{}': give a URL such as http://127.0.0.1:8080/, or no target for the specimen",
+                scalelab_core::redact_url(t)
+            )));
         }
     }
     let (warmup, window, pause, think) = schedule(&a, specimen_mode.is_some())?;
@@ -146,7 +153,8 @@ fn prepare_http(a: &SweepArgs, specimen_mode: Option<scalelab_specimen::Mode>) -
     };
     let (url, target_name) = match (&specimen, &a.target) {
         (Some(s), _) => (format!("http://{}/", s.addr), format!("specimen:{}", a.specimen)),
-        (None, Some(t)) => (t.clone(), t.clone()),
+        // Credentials in the URL are sent (Basic auth) but never recorded or shown.
+        (None, Some(t)) => (t.clone(), scalelab_core::redact_url(t)),
         (None, None) => unreachable!("no target means the specimen"),
     };
     let config = http_config(a, &url)?;
@@ -161,7 +169,14 @@ fn prepare_http(a: &SweepArgs, specimen_mode: Option<scalelab_specimen::Mode>) -
     let workload = config
         .requests
         .iter()
-        .map(|r| format!("{} {}{}", r.method, r.url, if config.requests.len() > 1 { format!(" x{}", r.weight) } else { String::new() }))
+        .map(|r| {
+            format!(
+                "{} {}{}",
+                r.method,
+                scalelab_core::redact_url(&r.url),
+                if config.requests.len() > 1 { format!(" x{}", r.weight) } else { String::new() }
+            )
+        })
         .collect::<Vec<_>>()
         .join(", ");
     let mut options = serde_json::Map::new();

@@ -31,13 +31,16 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         (None, Some(port), _) => {
             Some(scalelab_probe::find_by_port(&Default::default(), port).map_err(|e| bad(format!("--port {port}: {e}")))?.pid)
         }
-        (None, None, Some(t)) => Some(crate::telemetry::server_pid(t, None, None).map_err(|e| bad(format!("{t}: {e}")))?),
+        (None, None, Some(t)) => {
+            Some(crate::telemetry::server_pid(t, None, None).map_err(|e| bad(format!("{}: {e}", scalelab_core::redact_url(t))))?)
+        }
         (None, None, None) => None,
     };
     let db_url = crate::db_probe::for_target(a.target.as_deref(), a.db_probe.as_deref()).map_err(bad)?;
     let mut store = if a.record { Some(Store::open(store_path)?) } else { None };
     let stop = super::stop_on_signals()?;
-    let target = a.target.clone().unwrap_or_else(|| pid.map_or("this machine".into(), |p| format!("pid {p}")));
+    let target =
+        a.target.as_deref().map(scalelab_core::redact_url).unwrap_or_else(|| pid.map_or("this machine".into(), |p| format!("pid {p}")));
     let run_id = match &store {
         Some(s) => {
             let env = scalelab_probe::capture_environment(&Default::default(), None, scalelab_drive::cpu::open_files_limit());

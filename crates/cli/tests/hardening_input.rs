@@ -1,0 +1,281 @@
+//! Hostile and unlucky input (issue 18): planted symlinks, credentials in
+//! URLs, header injection, control characters and markup from servers and
+//! users, options that do not apply, unusable stores. Each test drives the
+//! real binary.
+
+mod common;
+
+use common::*;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::symlink;
+use std::path::Path;
+
+/// Sends one request and returns the response body.
+fn http_get(addr: &str, path: &str) -> String {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    text.split("\r\n\r\n").nth(1).unwrap_or_default().to_string()
+}
+
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    v.sort();
+    v
+}
+
+/// A local user who could guess the disk mode's old path
+/// (`$TMPDIR/scalelab-specimen-PID/specimen-disk.log`) planted a folder with
+/// a symlink to a victim file for every PID the specimen could get: the
+/// specimen must neither follow it nor use the folder, and must leave
+/// nothing in `$TMPDIR` while it runs or after it exits.
+#[test]
+fn specimen_disk_mode_follows_no_planted_symlink_and_leaves_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tmpdir = tmp.path().join("tmp");
+    std::fs::create_dir(&tmpdir).unwrap();
+    let victim = tmp.path().join("victim");
+    std::fs::write(&victim, b"precious").unwrap();
+    let last: u32 = std::fs::read_to_string("/proc/sys/kernel/ns_last_pid").unwrap().trim().parse().unwrap();
+    let planted = last + 1..last + 3000;
+    for pid in planted.clone() {
+        let d = tmpdir.join(format!("scalelab-specimen-{pid}"));
+        std::fs::create_dir(&d).unwrap();
+        symlink(&victim, d.join("specimen-disk.log")).unwrap();
+    }
+    let before = names_in(&tmpdir);
+    let mut child = bin()
+        .args(["specimen", "--port", "0", "--mode", "disk", "--work-us", "10"])
+        .env("TMPDIR", &tmpdir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(planted.contains(&child.id()), "the specimen's PID {} fell outside the planted range {planted:?}", child.id());
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let addr = line.split_whitespace().nth(2).unwrap_or_else(|| panic!("specimen said {line:?}")).to_string();
+    for _ in 0..5 {
+        http_get(&addr, "/");
+    }
+    let stats: serde_json::Value = serde_json::from_str(&http_get(&addr, "/__stats")).unwrap();
+    let running = names_in(&tmpdir);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(stats["fsyncs"].as_u64(), Some(5), "the disk mode wrote and synced each request: {stats}");
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious", "the planted symlink was followed");
+    let mine = tmpdir.join(format!("scalelab-specimen-{}", child.id()));
+    assert_eq!(names_in(&mine), vec!["specimen-disk.log".to_string()], "the planted folder was used");
+    assert_eq!(running, before, "the specimen left a name in $TMPDIR while running");
+    assert_eq!(names_in(&tmpdir), before, "the specimen left something in $TMPDIR after exiting");
+}
+
+/// A store with one imported series (no load needed) for report tests.
+fn store_with_a_run(dir: &Path) -> std::path::PathBuf {
+    let csv = dir.join("series.csv");
+    std::fs::write(&csv, "concurrency,imported\n1,100\n2,190\n4,350\n").unwrap();
+    let store = dir.join("s.db");
+    let out = run(&store, &["import", csv.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    store
+}
+
+/// `report -o FILE` and `--svg DIR`: a symlink planted at the output path is
+/// refused (exit 2, nothing written through it), and symlinks planted at the
+/// old predictable temp names (`.NAME.PID.tmp`) are never followed.
+#[test]
+fn report_writes_through_no_planted_symlink() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_a_run(dir.path());
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, b"precious").unwrap();
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+
+    // A link at the output path itself.
+    let html = out_dir.join("report.html");
+    symlink(&victim, &html).unwrap();
+    let out = run(&store, &["report", "imported", "-o", html.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("is a symbolic link") && stderr(&out).lines().count() == 1, "{}", stderr(&out));
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+    assert!(std::fs::symlink_metadata(&html).unwrap().file_type().is_symlink(), "the link itself is left alone");
+    std::fs::remove_file(&html).unwrap();
+
+    // Links at every temp name the old code could pick for this report and its charts.
+    let svg_dir = out_dir.join("charts");
+    std::fs::create_dir(&svg_dir).unwrap();
+    let last: u32 = std::fs::read_to_string("/proc/sys/kernel/ns_last_pid").unwrap().trim().parse().unwrap();
+    let planted = last + 1..last + 2000;
+    for pid in planted.clone() {
+        symlink(&victim, out_dir.join(format!(".report.html.{pid}.tmp"))).unwrap();
+        symlink(&victim, svg_dir.join(format!(".throughput.svg.{pid}.tmp"))).unwrap();
+    }
+    let child = spawn(&store, &["report", "imported", "-o", html.to_str().unwrap(), "--svg", svg_dir.to_str().unwrap()]);
+    assert!(planted.contains(&child.id()), "scalelab's PID {} fell outside the planted range {planted:?}", child.id());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious", "a planted temp-name link was followed");
+    let meta = std::fs::symlink_metadata(&html).unwrap();
+    assert!(meta.file_type().is_file(), "the report is a regular file");
+    assert!(std::fs::read_to_string(&html).unwrap().contains("<html"));
+    assert!(std::fs::symlink_metadata(svg_dir.join("throughput.svg")).unwrap().file_type().is_file());
+
+    // A link at a chart's path is refused too.
+    std::fs::remove_file(svg_dir.join("throughput.svg")).unwrap();
+    symlink(&victim, svg_dir.join("throughput.svg")).unwrap();
+    let out = run(&store, &["report", "imported", "-o", html.to_str().unwrap(), "--svg", svg_dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("throughput.svg is a symbolic link"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+}
+
+/// A loopback HTTP/1.1 server that answers 200 to everything (keep-alive)
+/// and keeps every request head it received, so a test sees what scalelab
+/// really sent.
+struct HeadRecorder {
+    addr: String,
+    heads: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl HeadRecorder {
+    fn start() -> HeadRecorder {
+        HeadRecorder::start_with(|_| b"HTTP/1.1 200 OK\r\nServer: recorder\r\nContent-Length: 3\r\n\r\nok\n".to_vec())
+    }
+
+    /// `reply` builds the bytes answered to each request head.
+    fn start_with(reply: impl Fn(&str) -> Vec<u8> + Send + Sync + 'static) -> HeadRecorder {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let heads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (h, reply) = (heads.clone(), std::sync::Arc::new(reply));
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut s) = stream else { return };
+                let (h, reply) = (h.clone(), reply.clone());
+                std::thread::spawn(move || {
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    loop {
+                        while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+                            buf.drain(..end + 4);
+                            let bytes = reply(&head);
+                            h.lock().unwrap().push(head);
+                            if s.write_all(&bytes).is_err() {
+                                return;
+                            }
+                        }
+                        match s.read(&mut chunk) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                });
+            }
+        });
+        HeadRecorder { addr, heads }
+    }
+
+    fn heads(&self) -> Vec<String> {
+        self.heads.lock().unwrap().clone()
+    }
+}
+
+/// Every output scalelab makes of the last run in `store`, and the store's bytes.
+fn everything_shown_and_stored(store: &Path, label: &str) -> Vec<(String, String)> {
+    let dir = store.parent().unwrap();
+    let mut out = Vec::new();
+    for args in [
+        vec!["runs"],
+        vec!["show", label],
+        vec!["show", label, "--json"],
+        vec!["diagnose", label],
+        vec!["export", label],
+        vec!["export", label, "--format", "csv"],
+        vec!["export", label, "--format", "csv", "--series"],
+        vec!["compare", label, "--format", "md"],
+    ] {
+        let o = run(store, &args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        out.push((args.join(" "), format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o))));
+    }
+    for (fmt, file) in [("html", "r.html"), ("md", "r.md")] {
+        let path = dir.join(file);
+        let o = run(store, &["report", label, "--format", fmt, "-o", path.to_str().unwrap()]);
+        assert!(o.status.success(), "report {fmt}: {}", stderr(&o));
+        out.push((format!("report --format {fmt}"), std::fs::read_to_string(&path).unwrap()));
+    }
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.file_name().unwrap().to_string_lossy().starts_with("s.db") {
+            out.push((p.display().to_string(), String::from_utf8_lossy(&std::fs::read(&p).unwrap()).into_owned()));
+        }
+    }
+    out
+}
+
+/// `http://user:secret@host/`: the credentials go out as `Authorization:
+/// Basic` (as curl sends them), and the password is in no output and not in
+/// the store file; a message about an unreachable target hides it too.
+#[test]
+fn credentials_in_an_http_url_are_sent_as_basic_auth_and_never_kept() {
+    let server = HeadRecorder::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let url = format!("http://alice:s3cr%40t@{}/page", server.addr);
+    let out = run(&store, &["sweep", &url, "-c", "1", "--warmup", "0s", "--duration", "0.3s", "--pause", "0s", "-q", "-l", "cred"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let heads = server.heads();
+    assert!(heads.len() > 2, "{heads:?}");
+    // base64("alice:s3cr@t")
+    for h in &heads {
+        assert!(h.contains("\r\nAuthorization: Basic YWxpY2U6czNjckB0"), "no Basic auth in {h:?}");
+        assert!(h.starts_with("GET /page HTTP/1.1\r\n"), "{h:?}");
+    }
+    let mut seen = vec![("sweep".to_string(), format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out)))];
+    seen.extend(everything_shown_and_stored(&store, "cred"));
+    for (what, text) in &seen {
+        assert!(!text.contains("s3cr"), "the password shows in {what}");
+    }
+    let shown = &seen.iter().find(|(w, _)| w == "show cred --json").unwrap().1;
+    assert!(shown.contains(&format!("http://alice:***@{}/page", server.addr)), "{shown}");
+
+    // Unreachable: the error names the target without its password.
+    let out = run(&store, &["sweep", "http://alice:s3cret@127.0.0.1:1/", "-c", "1", "-d", "0.2s", "-q"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("alice:***@127.0.0.1:1") && !stderr(&out).contains("s3cret"), "{}", stderr(&out));
+    let out = run(&store, &["sweep", "http://alice:s3cret@no-such-host.invalid/", "-c", "1", "-d", "0.2s", "-q"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("s3cret"), "{}", stderr(&out));
+}
+
+/// A header value (or a method) holding CR or LF would inject headers or a
+/// request line: refused with one line, exit 2, nothing sent, nothing stored.
+#[test]
+fn header_and_method_injection_is_refused_before_anything_is_sent() {
+    let server = HeadRecorder::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let url = format!("http://{}/", server.addr);
+    for extra in [
+        vec!["-H", "X: a\r\nInjected: 1"],
+        vec!["-H", "X: a\nInjected: 1"],
+        vec!["-H", "X: a\rInjected: 1"],
+        vec!["-X", "GET / HTTP/1.1\r\nInjected: 1\r\n\r\nGET"],
+    ] {
+        let mut args = vec!["sweep", url.as_str(), "-c", "1", "--warmup", "0s", "-d", "0.2s", "-q"];
+        args.extend(&extra);
+        let out = run(&store, &args);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out).trim_end().lines().count(), 1, "{extra:?}: one line: {}", stderr(&out));
+        assert!(stderr(&out).contains("CR or LF") || stderr(&out).contains("invalid method"), "{}", stderr(&out));
+    }
+    assert!(server.heads().is_empty(), "a request was sent: {:?}", server.heads());
+    assert!(!store.exists(), "a store was created");
+    // The same header on one line is sent.
+    let out = run(&store, &["sweep", &url, "-c", "1", "--warmup", "0s", "-d", "0.2s", "--pause", "0s", "-q", "-H", "X-Ok: a b"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(server.heads().iter().all(|h| h.contains("\r\nX-Ok: a b")), "{:?}", server.heads());
+}
