@@ -283,9 +283,10 @@ pub struct ExportArgs {
     /// Run id, label, or `last`.
     #[arg(default_value = "last")]
     pub run: String,
-    #[arg(long, value_enum, default_value = "json")]
-    pub format: ExportFormat,
-    /// With csv: the per-second series instead of the steps.
+    /// json (default), or csv: one row per step with its telemetry (units in the column names).
+    #[arg(long, value_enum)]
+    pub format: Option<ExportFormat>,
+    /// The per-second series instead of the steps, as CSV (implies --format csv).
     #[arg(long)]
     pub series: bool,
 }

@@ -122,3 +122,36 @@ fn compare_of_two_runs_shows_the_delta_by_default_formatted_like_show() {
     let bad = run(&store, &["compare", "1", "2", "--assert", "delta_pct@2 => 0"]);
     assert_eq!(bad.status.code(), Some(2), "a malformed assertion is bad input: {}", stderr(&bad));
 }
+
+#[test]
+fn export_csv_carries_the_step_telemetry_and_series_needs_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let args = ["sweep", "-c", "1,2", "--warmup", "0.2s", "--duration", "0.6s", "--pause", "0.1s", "-q", "--sample-interval", "100ms"];
+    assert!(run(&store, &args).status.success());
+    let out = run(&store, &["export", "last", "--format", "csv"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    for column in ["cpu_busy_pct", "cpu_user_pct", "cpu_sys_pct", "server_cs_per_request", "threads_futex_pct", "disk_iops", "net_mb_per_s", "db_top_wait", "throughput_unit"] {
+        assert!(header.contains(&column), "column {column} in {header:?}");
+    }
+    let busy = header.iter().position(|c| *c == "cpu_busy_pct").unwrap();
+    let unit = header.iter().position(|c| *c == "throughput_unit").unwrap();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 2);
+    for r in &rows {
+        assert_eq!(r.len(), header.len(), "{r:?}");
+        assert_eq!(r[unit], "req/s");
+    }
+    let measured: f64 = rows[1][busy].parse().unwrap_or_else(|_| panic!("cpu busy measured at 2 clients: {:?}", rows[1]));
+    assert!(measured > 0.0 && measured <= 100.0, "{measured}");
+
+    let series = run(&store, &["export", "last", "--series"]);
+    assert!(series.status.success());
+    assert!(String::from_utf8_lossy(&series.stdout).starts_with("run_id,concurrency,second,"), "--series alone is the CSV series");
+    let refused = run(&store, &["export", "last", "--series", "--format", "json"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert_eq!(stderr(&refused).lines().count(), 1, "{}", stderr(&refused));
+}

@@ -98,15 +98,28 @@ pub fn diagnose(path: &Path, a: &ShowArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn export(path: &Path, a: &ExportArgs) -> anyhow::Result<ExitCode> {
+    let format = match (a.format, a.series) {
+        (Some(ExportFormat::Json), true) => {
+            return Err(crate::error::bad("--series is a CSV of the per-second series: use --format csv (or leave --format out)"))
+        }
+        (Some(f), _) => f,
+        (None, true) => ExportFormat::Csv,
+        (None, false) => ExportFormat::Json,
+    };
     let store = open_existing(path)?;
     let id = store.resolve(&RunSelector::parse(&a.run))?;
     if let Some(json) = store.load_micro_report(id)? {
+        if format == ExportFormat::Csv {
+            return Err(crate::error::bad(format!(
+                "run {id} is a micro-benchmark run: it exports as JSON only (`scalelab export {id}`)"
+            )));
+        }
         println!("{json}");
         return Ok(ExitCode::SUCCESS);
     }
     let mut run = store.load_run(id)?;
     crate::telemetry::attach(&store, &mut run)?;
-    match (a.format, a.series) {
+    match (format, a.series) {
         (ExportFormat::Json, _) => println!("{}", serde_json::to_string_pretty(&super::analysis::run_json_with_diagnosis(&run))?),
         (ExportFormat::Csv, false) => print!("{}", csv::steps_csv(&run)),
         (ExportFormat::Csv, true) => print!("{}", csv::seconds_csv(&run)),
