@@ -134,7 +134,17 @@ fn export_csv_carries_the_step_telemetry_and_series_needs_csv() {
     let text = String::from_utf8_lossy(&out.stdout);
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    for column in ["cpu_busy_pct", "cpu_user_pct", "cpu_sys_pct", "server_cs_per_request", "threads_futex_pct", "disk_iops", "net_mb_per_s", "db_top_wait", "throughput_unit"] {
+    for column in [
+        "cpu_busy_pct",
+        "cpu_user_pct",
+        "cpu_sys_pct",
+        "server_cs_per_request",
+        "threads_futex_pct",
+        "disk_iops",
+        "net_mb_per_s",
+        "db_top_wait",
+        "throughput_unit",
+    ] {
         assert!(header.contains(&column), "column {column} in {header:?}");
     }
     let busy = header.iter().position(|c| *c == "cpu_busy_pct").unwrap();

@@ -110,9 +110,7 @@ pub fn export(path: &Path, a: &ExportArgs) -> anyhow::Result<ExitCode> {
     let id = store.resolve(&RunSelector::parse(&a.run))?;
     if let Some(json) = store.load_micro_report(id)? {
         if format == ExportFormat::Csv {
-            return Err(crate::error::bad(format!(
-                "run {id} is a micro-benchmark run: it exports as JSON only (`scalelab export {id}`)"
-            )));
+            return Err(crate::error::bad(format!("run {id} is a micro-benchmark run: it exports as JSON only (`scalelab export {id}`)")));
         }
         println!("{json}");
         return Ok(ExitCode::SUCCESS);
