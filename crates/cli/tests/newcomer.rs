@@ -165,3 +165,50 @@ fn export_csv_carries_the_step_telemetry_and_series_needs_csv() {
     assert_eq!(refused.status.code(), Some(2));
     assert_eq!(stderr(&refused).lines().count(), 1, "{}", stderr(&refused));
 }
+
+#[test]
+fn a_recorded_watch_is_a_run_show_and_export_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let mut specimen = common::bin()
+        .args(["specimen", "--port", "0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(specimen.stdout.take().unwrap()), &mut first).unwrap();
+    let port = first.split("127.0.0.1:").nth(1).and_then(|r| r.split_whitespace().next()).expect("listening line").to_string();
+    let out = run(&store, &["watch", "--port", &port, "-d", "2.6s", "--interval", "500ms", "--record"]);
+    let _ = specimen.kill();
+    let _ = specimen.wait();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(&format!("pid {} (scalelab)", specimen.id())), "names the process: {text}");
+    // Every row lines up under the header: the figures end where their titles end.
+    let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("time") || l.chars().next().is_some_and(|c| c.is_ascii_digit())).collect();
+    assert!(lines.len() >= 4, "{text}");
+    let end_of = |title: &str| lines[0].find(title).unwrap() + title.len();
+    for title in ["cs/s", "server cpu", "time_wait", "net MB/s"] {
+        let end = end_of(title);
+        for l in &lines[1..] {
+            let c = l.as_bytes()[end - 1] as char;
+            assert!(c != ' ' && l.as_bytes().get(end).is_none_or(|b| *b == b' '), "`{title}` column aligned in:\n{}\n{l}", lines[0]);
+        }
+    }
+
+    let csv = run(&store, &["export", "last", "--series"]);
+    assert!(csv.status.success(), "{}", stderr(&csv));
+    let csv = String::from_utf8_lossy(&csv.stdout);
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert!(rows.len() >= 3, "a row per interval: {csv}");
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let busy = header.iter().position(|c| *c == "cpu_busy_pct").unwrap();
+    assert!(rows.iter().all(|r| r.split(',').nth(busy).unwrap().parse::<f64>().is_ok()), "{csv}");
+
+    let doc = common::json(&store, &["export", "last"]);
+    assert!(doc["samples"].as_array().is_some_and(|s| s.len() >= 3), "{doc}");
+    assert!(doc["summary"]["cpu_busy_pct"].as_f64().is_some(), "{doc}");
+    let show = run(&store, &["show", "last"]);
+    assert!(String::from_utf8_lossy(&show.stdout).contains("per interval ("), "{}", String::from_utf8_lossy(&show.stdout));
+}

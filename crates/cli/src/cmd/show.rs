@@ -46,7 +46,11 @@ pub fn show(path: &Path, a: &ShowArgs) -> anyhow::Result<ExitCode> {
         return super::micro::show(&micro, json.as_deref());
     }
     let mut run = store.load_run(id)?;
-    if run.kind == scalelab_core::RunKind::Watch && !a.json {
+    if run.kind == scalelab_core::RunKind::Watch {
+        if a.json {
+            println!("{}", serde_json::to_string_pretty(&super::watch::watch_json(&store, &run)?)?);
+            return Ok(ExitCode::SUCCESS);
+        }
         return super::watch::show(&store, &run);
     }
     crate::telemetry::attach(&store, &mut run)?;
@@ -116,6 +120,14 @@ pub fn export(path: &Path, a: &ExportArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let mut run = store.load_run(id)?;
+    // A watch recording has no steps: its table is the per-interval series.
+    if run.kind == scalelab_core::RunKind::Watch {
+        match format {
+            ExportFormat::Json => println!("{}", serde_json::to_string_pretty(&super::watch::watch_json(&store, &run)?)?),
+            ExportFormat::Csv => print!("{}", super::watch::intervals_csv(run.id, &super::watch::intervals(&store, &run)?)),
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     crate::telemetry::attach(&store, &mut run)?;
     match (format, a.series) {
         (ExportFormat::Json, _) => println!("{}", serde_json::to_string_pretty(&super::analysis::run_json_with_diagnosis(&run))?),
