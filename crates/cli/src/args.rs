@@ -126,6 +126,11 @@ pub struct SweepArgs {
     /// Accept any TLS certificate (self-signed test servers).
     #[arg(long)]
     pub insecure: bool,
+    /// HTTP: make connections from these local addresses in turn (comma list,
+    /// e.g. 127.0.0.1,127.0.0.2): one source address has ~28k ports toward
+    /// one server address, so more connections need more sources.
+    #[arg(long, value_delimiter = ',')]
+    pub source_address: Vec<std::net::IpAddr>,
     /// End the run after this many consecutive steps in which nothing succeeded.
     #[arg(long, default_value_t = 2)]
     pub max_failed_steps: u32,

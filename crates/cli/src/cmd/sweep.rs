@@ -67,6 +67,7 @@ fn http_config(a: &SweepArgs, url: &str) -> anyhow::Result<HttpConfig> {
         connect_timeout: timeout.min(Duration::from_secs(5)),
         expect: StatusMatch::parse(&a.expect_status).map_err(|e| bad(e.to_string()))?,
         insecure: a.insecure,
+        source_addrs: a.source_address.clone(),
     })
 }
 
@@ -132,6 +133,9 @@ pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
     }
     let common = Common { steps, threads, assertions };
     if let (Some(t), Some("postgres" | "postgresql" | "mysql" | "mariadb")) = (&a.target, scheme.as_deref()) {
+        if !a.source_address.is_empty() {
+            return Err(bad("--source-address applies to HTTP targets only"));
+        }
         let prepared = super::sql_sweep::prepare_sql(&a, t)?;
         let store = Store::open(store_path)?;
         return execute(store, store_path, &a, common, prepared);

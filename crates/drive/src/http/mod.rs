@@ -65,6 +65,11 @@ pub struct HttpConfig {
     pub expect: StatusMatch,
     /// Accept any TLS certificate.
     pub insecure: bool,
+    /// Local addresses the connections are made from, in turn (empty: the
+    /// kernel's choice). One source address has ~28k ephemeral ports toward
+    /// one server address; 50k connections need two or more (127.0.0.0/8 on
+    /// loopback).
+    pub source_addrs: Vec<std::net::IpAddr>,
 }
 
 /// Which response statuses count as success.
@@ -163,6 +168,8 @@ struct Inner {
     timeout: Duration,
     connect_timeout: Duration,
     expect: StatusMatch,
+    source_addrs: Vec<std::net::IpAddr>,
+    next_source: std::sync::atomic::AtomicUsize,
 }
 
 /// Drives an HTTP/1.1 server: each client holds one keep-alive connection
@@ -230,6 +237,8 @@ impl HttpDriver {
                 timeout: config.timeout,
                 connect_timeout: config.connect_timeout,
                 expect: config.expect.clone(),
+                source_addrs: config.source_addrs.clone(),
+                next_source: std::sync::atomic::AtomicUsize::new(0),
             }),
         })
     }
@@ -397,8 +406,37 @@ impl AsyncWrite for Conn {
     }
 }
 
+/// A TCP connection to the target, from the next source address when some were given.
+async fn tcp_connect(inner: &Inner) -> io::Result<TcpStream> {
+    if inner.source_addrs.is_empty() {
+        return TcpStream::connect(inner.addr).await;
+    }
+    let i = inner.next_source.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % inner.source_addrs.len();
+    let source = SocketAddr::new(inner.source_addrs[i], 0);
+    let socket = if source.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    // The port is chosen at connect time, per destination, not at bind
+    // (IP_BIND_ADDRESS_NO_PORT), so one source address serves every
+    // destination port range. Best effort: without it bind picks the port.
+    if source.is_ipv4() {
+        use std::os::fd::AsRawFd;
+        let one: libc::c_int = 1;
+        // SAFETY: setsockopt reads one c_int from a live local for this socket's fd.
+        unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                libc::IPPROTO_IP,
+                libc::IP_BIND_ADDRESS_NO_PORT,
+                (&one as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+    }
+    socket.bind(source)?;
+    socket.connect(inner.addr).await
+}
+
 async fn connect(inner: &Inner) -> Result<Conn, Failure> {
-    let tcp = match tokio::time::timeout(inner.connect_timeout, TcpStream::connect(inner.addr)).await {
+    let tcp = match tokio::time::timeout(inner.connect_timeout, tcp_connect(inner)).await {
         Err(_) => return Err(Failure::new(ErrorClass::ConnectTimeout, format!("connect to {} timed out", inner.addr))),
         Ok(Err(e)) => {
             let class = match e.kind() {
