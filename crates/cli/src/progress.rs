@@ -20,7 +20,7 @@ impl Progress {
 
     pub fn step_started(&mut self, index: usize, concurrency: u32) {
         if self.enabled && !self.tty {
-            eprintln!("step {}/{}: {} clients", index + 1, self.steps, concurrency);
+            esayln!("step {}/{}: {} clients", index + 1, self.steps, concurrency);
         }
         self.last_plain = None;
     }
@@ -48,7 +48,7 @@ impl Progress {
             let _ = e.flush();
         } else if self.last_plain.is_none_or(|l| l.elapsed() >= Duration::from_secs(1)) {
             self.last_plain = Some(Instant::now());
-            eprintln!("{line}");
+            esayln!("{line}");
         }
     }
 

@@ -195,6 +195,7 @@ fn everything_shown_and_stored(store: &Path, label: &str) -> Vec<(String, String
         vec!["export", label],
         vec!["export", label, "--format", "csv"],
         vec!["export", label, "--format", "csv", "--series"],
+        vec!["compare", label],
         vec!["compare", label, "--format", "md"],
     ] {
         let o = run(store, &args);
@@ -278,4 +279,64 @@ fn header_and_method_injection_is_refused_before_anything_is_sent() {
     let out = run(&store, &["sweep", &url, "-c", "1", "--warmup", "0s", "-d", "0.2s", "--pause", "0s", "-q", "-H", "X-Ok: a b"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(server.heads().iter().all(|h| h.contains("\r\nX-Ok: a b")), "{:?}", server.heads());
+}
+
+/// True when `text` holds a byte a terminal would act on (C0 controls but
+/// the line break, DEL, and the UTF-8 of C1 controls and bidi overrides).
+fn has_terminal_controls(text: &str) -> bool {
+    text.chars().any(|c| (c.is_control() && c != '\n') || ('\u{202A}'..='\u{202E}').contains(&c))
+}
+
+/// A server's bytes in error messages and a label full of escape sequences
+/// and markup: every terminal output shows them escaped, never raw, and the
+/// Markdown report carries no active HTML.
+#[test]
+fn server_bytes_and_labels_never_reach_the_terminal_raw_nor_the_markdown_as_html() {
+    // Preflight: a chunk size made of an escape sequence.
+    let bad = HeadRecorder::start_with(|_| b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\x1b[2J\x1b]0;pwned\x07\r\n".to_vec());
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let out = run(&store, &["sweep", &format!("http://{}/", bad.addr), "-c", "1", "-d", "0.2s", "-q"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("bad chunk size '\\e[2J\\e]0'"), "{}", stderr(&out));
+    assert!(!has_terminal_controls(&stderr(&out)), "{:?}", stderr(&out));
+
+    // In the run: the first answer is good, then every one is a bad chunk.
+    let n = std::sync::atomic::AtomicUsize::new(0);
+    let flaky = HeadRecorder::start_with(move |_| {
+        if n.fetch_add(1, std::sync::atomic::Ordering::Relaxed) == 0 {
+            b"HTTP/1.1 200 OK\r\nServer: \xe2\x80\xaeevil\r\nContent-Length: 3\r\n\r\nok\n".to_vec()
+        } else {
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\x1b[2J\r\n".to_vec()
+        }
+    });
+    let label = "evil\x1b]0;pwned\x07\r\n\u{202e}<script>alert(1)</script><img src=x onerror=alert(1)>";
+    let out = run(
+        &store,
+        &["sweep", &format!("http://{}/", flaky.addr), "-c", "1", "--warmup", "0s", "-d", "0.3s", "--max-failed-steps", "9", "-l", label],
+    );
+    let mut seen = vec![("sweep".to_string(), format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out)))];
+    let shown = run(&store, &["show", "last"]);
+    let id = String::from_utf8_lossy(&shown.stdout).split_whitespace().nth(1).unwrap().trim_end_matches(':').to_string();
+    seen.extend(everything_shown_and_stored(&store, &id));
+    let mut checked = 0;
+    for (what, text) in &seen {
+        if what.contains("--json") || what.starts_with("export") || what.contains("s.db") || what.contains("html") {
+            continue; // data, not terminal text (JSON escapes control characters itself; HTML has its markup escaped)
+        }
+        let bad: Vec<&str> = text.lines().filter(|l| has_terminal_controls(l)).collect();
+        assert!(bad.is_empty(), "raw control characters in {what}: {bad:?}");
+        checked += 1;
+    }
+    assert_eq!(checked, 7, "sweep, runs, show, diagnose, compare (text and md), report --format md");
+    let html = &seen.iter().find(|(w, _)| w == "report --format html").unwrap().1;
+    assert!(html.contains("&lt;script&gt;alert(1)"));
+    let show = &seen.iter().find(|(w, _)| w == &format!("show {id}")).unwrap().1;
+    assert!(show.contains("evil\\e]0;pwned\\x07\\r\\n\\u{202e}<script>"), "the label shows escaped: {show}");
+    assert!(show.contains("bad chunk size '\\e[2J'"), "the server's bytes show escaped: {show}");
+    let md = &seen.iter().find(|(w, _)| w == "report --format md").unwrap().1;
+    assert!(md.contains("&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"), "{md}");
+    for (what, text) in seen.iter().filter(|(w, _)| w.starts_with("report") || w.contains("--format md")) {
+        assert!(!text.contains("<script>alert") && !text.contains("<img src=x"), "active HTML in {what}");
+    }
 }

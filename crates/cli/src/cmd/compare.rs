@@ -34,7 +34,7 @@ pub fn import(store_path: &Path, a: &ImportArgs) -> anyhow::Result<ExitCode> {
             store.add_step(id, i, &step)?;
         }
         store.finish_run(id, true, &format!("imported from {source}"))?;
-        println!("run {id}: {} ({} steps) imported", s.label, s.points.len());
+        sayln!("run {id}: {} ({} steps) imported", scalelab_core::escape_control(&s.label), s.points.len());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -93,14 +93,14 @@ pub fn compare_runs(store_path: &Path, a: &CompareArgs) -> anyhow::Result<ExitCo
     let curves = scalelab_report::summary::side_by_side(&side, false);
     match a.format {
         CompareFormat::Table => {
-            print!("{}", render_compare::to_text(&table));
-            println!();
-            print!("{}", scalelab_report::fmt::columns(&curves));
+            say!("{}", render_compare::to_text(&table));
+            sayln!();
+            say!("{}", scalelab_report::fmt::columns(&curves));
         }
         CompareFormat::Md => {
-            print!("{}", render_compare::to_markdown(&table));
-            println!();
-            print!("{}", scalelab_report::markdown::md_table_aligned(&curves, false));
+            say!("{}", render_compare::to_markdown(&table));
+            sayln!();
+            say!("{}", scalelab_report::markdown::md_table_aligned(&curves, false));
         }
         CompareFormat::Csv => print!("{}", render_compare::to_csv(&table)),
         CompareFormat::Json => println!("{}", serde_json::to_string_pretty(&table)?),

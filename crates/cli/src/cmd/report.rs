@@ -71,7 +71,7 @@ pub fn run(store_path: &Path, a: &ReportArgs) -> anyhow::Result<ExitCode> {
     let replaced = out.exists();
     write_atomically(&out, text.as_bytes())?;
     let note = if replaced { ", replaced the previous file" } else { "" };
-    println!("report written to {} ({} KiB{note})", out.display(), text.len().div_ceil(1024));
+    sayln!("report written to {} ({} KiB{note})", out.display(), text.len().div_ceil(1024));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,6 +1,7 @@
 //! `scalelab runs`, `show` and `export`: reading the store back.
 
 use crate::args::{ExportArgs, ExportFormat, ShowArgs};
+use scalelab_core::escape_control as line;
 use scalelab_report::fmt::{columns, thousands};
 use scalelab_report::{csv, table};
 use scalelab_store::{RunSelector, Store};
@@ -34,7 +35,7 @@ pub fn runs(path: &Path) -> anyhow::Result<ExitCode> {
             status,
         ]);
     }
-    print!("{}", columns(&rows));
+    say!("{}", columns(&rows));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -60,13 +61,13 @@ pub fn show(path: &Path, a: &ShowArgs) -> anyhow::Result<ExitCode> {
     } else {
         format!("incomplete ({})", run.outcome.as_deref().unwrap_or("killed or still running"))
     };
-    println!("run {}: {} — {} — {}", run.id, run.plan.label, run.plan.workload, status);
-    println!("target {}, client threads {}, started {}", run.plan.target, run.plan.client_threads_text(), utc(run.started_unix_ms));
-    print!("{}", table::run_table(&run));
+    sayln!("run {}: {} — {} — {}", run.id, line(&run.plan.label), line(&run.plan.workload), status);
+    sayln!("target {}, client threads {}, started {}", line(&run.plan.target), run.plan.client_threads_text(), utc(run.started_unix_ms));
+    say!("{}", table::run_table(&run));
     if let Some(t) = table::telemetry_table(&run) {
-        print!("{t}");
+        say!("{t}");
     }
-    print!("{}", super::analysis::diagnosis_text(&run));
+    say!("{}", super::analysis::diagnosis_text(&run));
     let parsed = super::analysis::parse_assertions(&a.asserts)?;
     Ok(if super::analysis::check(&run, &parsed) { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
@@ -80,8 +81,8 @@ pub fn diagnose(path: &Path, a: &ShowArgs) -> anyhow::Result<ExitCode> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&scalelab_analyze::verdict::to_json(&d))?);
     } else {
-        println!("run {}: {}", run.id, run.plan.label);
-        print!("{}", scalelab_analyze::render_text(&d, &run.plan.label));
+        sayln!("run {}: {}", run.id, line(&run.plan.label));
+        say!("{}", scalelab_analyze::render_text(&d, &line(&run.plan.label)));
     }
     let parsed = super::analysis::parse_assertions(&a.asserts)?;
     Ok(if super::analysis::check(&run, &parsed) { ExitCode::SUCCESS } else { ExitCode::from(1) })

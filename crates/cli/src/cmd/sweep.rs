@@ -5,7 +5,7 @@ use crate::args::SweepArgs;
 use crate::error::bad;
 use crate::live::LiveView;
 use crate::specimen_child::SpecimenChild;
-use scalelab_core::{parse_concurrency_list, parse_duration, Run, RunKind, RunPlan, StepPlan};
+use scalelab_core::{escape_control, parse_concurrency_list, parse_duration, Run, RunKind, RunPlan, StepPlan};
 use scalelab_drive::http::{parse_url_file, HttpConfig, HttpDriver, RequestSpec, StatusMatch};
 use scalelab_drive::{cpu, run_sweep, EngineOptions, SweepEnd, SweepEvent};
 use scalelab_report::table;
@@ -161,9 +161,11 @@ fn prepare_http(a: &SweepArgs, specimen_mode: Option<scalelab_specimen::Mode>) -
     let driver = Arc::new(HttpDriver::new(&config).map_err(|e| bad(e.to_string()))?);
     let preflight = driver.preflight().map_err(|f| bad(format!("cannot reach {target_name}: {}", f.message)))?;
     if !preflight.accepted {
-        eprintln!(
+        esayln!(
             "warning: {} answered status {} to the first request, which --expect-status {} does not accept: such responses count as errors",
-            target_name, preflight.status, a.expect_status
+            target_name,
+            preflight.status,
+            a.expect_status
         );
     }
     let workload = config
@@ -237,13 +239,13 @@ pub fn execute<D: scalelab_drive::Driver>(
     let specimen_addr = specimen.as_ref().map(|s| s.addr);
     let telemetry = crate::telemetry::Telemetry::start(server_pid.ok(), sample_interval, a.thread_sample_hz, db_url, specimen_addr);
     let opts = EngineOptions { threads: common.threads, pin_cpus, slice_us, stop: stop.clone() };
-    let mut view = LiveView::start(a.quiet, a.no_tui, plan.label.clone(), &plan.steps, stop.clone());
+    let mut view = LiveView::start(a.quiet, a.no_tui, escape_control(&plan.label).into_owned(), &plan.steps, stop.clone());
     // Rows stream to stdout as steps finish, unless the live view owns the terminal.
     let print_rows = !a.json && !view.is_screen();
     let mut steps: Vec<scalelab_core::StepResult> = Vec::new();
     let mut store_error = None;
     if !a.json {
-        println!("run {run_id}: {} ({}), store {}", plan.label, plan.workload, store_path.display());
+        sayln!("run {run_id}: {} ({}), store {}", escape_control(&plan.label), escape_control(&plan.workload), store_path.display());
     }
     let keep = |store: &mut Store, view: &mut LiveView, records: Vec<crate::telemetry::Record>| {
         view.telemetry(&records);
@@ -268,7 +270,7 @@ pub fn execute<D: scalelab_drive::Driver>(
                     rows.push(table::header_line());
                 }
                 rows.push(table::step_row(&result, steps.first().or(Some(&result))));
-                print!("{}", columns_like_header(&rows));
+                say!("{}", columns_like_header(&rows));
             }
             steps.push(*result);
         }
@@ -291,20 +293,20 @@ pub fn execute<D: scalelab_drive::Driver>(
     if a.json {
         println!("{}", serde_json::to_string_pretty(&super::analysis::run_json_with_diagnosis(&run))?);
     } else {
-        println!();
-        print!("{}", table::run_table(&run));
+        sayln!();
+        say!("{}", table::run_table(&run));
         if let Some(t) = table::telemetry_table(&run) {
-            print!("{t}");
+            say!("{t}");
         }
-        print!("{}", super::analysis::diagnosis_text(&run));
-        println!("run {run_id} {outcome}; stored in {}", store_path.display());
+        say!("{}", super::analysis::diagnosis_text(&run));
+        sayln!("run {run_id} {outcome}; stored in {}", store_path.display());
     }
     let passed = super::analysis::check(&run, &common.assertions);
     match end {
         SweepEnd::TargetFailed { step } => {
-            eprintln!("error: target failed at step {step} (nothing succeeded for {} step(s) in a row)", a.max_failed_steps)
+            esayln!("error: target failed at step {step} (nothing succeeded for {} step(s) in a row)", a.max_failed_steps)
         }
-        SweepEnd::Interrupted => eprintln!("interrupted: run {run_id} kept {} finished step(s), marked incomplete", run.steps.len()),
+        SweepEnd::Interrupted => esayln!("interrupted: run {run_id} kept {} finished step(s), marked incomplete", run.steps.len()),
         SweepEnd::Completed => {}
     }
     if !passed && code == ExitCode::SUCCESS {

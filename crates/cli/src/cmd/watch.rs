@@ -57,9 +57,9 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     match pid {
-        Some(p) if !target.ends_with(&p.to_string()) => println!("watching {target} (pid {p}); Ctrl-C to stop"),
-        Some(_) => println!("watching {target}; Ctrl-C to stop"),
-        None => println!("watching this machine (no server process given: machine-wide figures only); Ctrl-C to stop"),
+        Some(p) if !target.ends_with(&p.to_string()) => sayln!("watching {target} (pid {p}); Ctrl-C to stop"),
+        Some(_) => sayln!("watching {target}; Ctrl-C to stop"),
+        None => sayln!("watching this machine (no server process given: machine-wide figures only); Ctrl-C to stop"),
     }
     let telemetry = Telemetry::start(pid, interval, if pid.is_some() { a.thread_sample_hz } else { 0.0 }, db_url, None);
     let start = Instant::now();
@@ -119,7 +119,7 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
             crate::telemetry::store_records(store, id, records);
         }
         for n in notes.drain(..) {
-            eprintln!("unavailable: {n}");
+            esayln!("unavailable: {n}");
         }
         let Some(sys) = new_sys else { continue };
         if let Some(prev) = last_sys.replace(sys.clone()) {
@@ -168,16 +168,16 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
             let mut lines = text.lines();
             let head = lines.next().unwrap_or_default();
             if printed.is_multiple_of(20) {
-                println!("{head}");
+                sayln!("{head}");
             }
-            println!("{}", lines.next().unwrap_or_default());
+            sayln!("{}", lines.next().unwrap_or_default());
             printed += 1;
         }
     }
     if let (Some(mut store), Some(id)) = (store, run_id) {
         crate::telemetry::store_records(&mut store, id, telemetry.stop());
         store.finish_run(id, true, "recorded")?;
-        println!("recorded as run {id} in {}", store_path.display());
+        sayln!("recorded as run {id} in {}", store_path.display());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -185,9 +185,15 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
 /// `show` of a recorded watch: the whole recording summarized like a step.
 pub fn show(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<ExitCode> {
     let (system, process, threads, db) = crate::telemetry::load_samples(store, run.id)?;
-    println!("run {}: {} — {} — recorded {} system samples", run.id, run.plan.label, run.plan.target, system.len());
+    sayln!(
+        "run {}: {} — {} — recorded {} system samples",
+        run.id,
+        scalelab_core::escape_control(&run.plan.label),
+        scalelab_core::escape_control(&run.plan.target),
+        system.len()
+    );
     let (Some(first), Some(last)) = (system.first(), system.last()) else {
-        println!("no samples recorded");
+        sayln!("no samples recorded");
         return Ok(ExitCode::SUCCESS);
     };
     let mut t = scalelab_probe::summary::summarize_window(&system, &process, &threads, first.at.unix_ms, last.at.unix_ms, 0);
@@ -227,9 +233,9 @@ pub fn show(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<ExitCode>
     if let Some(d) = &t.db {
         rows.push(vec!["database".into(), scalelab_report::table::db_summary(d)]);
     }
-    print!("{}", columns(&rows));
+    say!("{}", columns(&rows));
     for (k, why) in &t.unavailable {
-        println!("unavailable: {k}: {why}");
+        sayln!("unavailable: {k}: {why}");
     }
     Ok(ExitCode::SUCCESS)
 }
