@@ -340,3 +340,67 @@ fn server_bytes_and_labels_never_reach_the_terminal_raw_nor_the_markdown_as_html
         assert!(!text.contains("<script>alert") && !text.contains("<img src=x"), "active HTML in {what}");
     }
 }
+
+/// Runs a sweep expected to be refused as bad input: exit 2, one line on
+/// stderr holding `says`, and no store file.
+fn refused(args: &[&str], says: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let out = run(&store, args);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: one line: {err}");
+    assert!(err.contains(says), "{args:?}: expected '{says}' in: {err}");
+    assert!(!store.exists(), "{args:?}: a store file was created");
+    assert_eq!(names_in(dir.path()), Vec::<String>::new(), "{args:?}: files were created");
+}
+
+/// Options that do not apply to the target are refused, not ignored.
+#[test]
+fn options_that_do_not_apply_are_refused() {
+    let server = HeadRecorder::start();
+    let http = format!("http://{}/", server.addr);
+    let sql = "postgres://u@127.0.0.1:1/db";
+    let fast = ["-c", "1", "--warmup", "0s", "-d", "0.2s", "-q"];
+    let with = |target: Option<&str>, extra: &[&str]| -> Vec<String> {
+        let mut v = vec!["sweep".to_string()];
+        v.extend(target.map(String::from));
+        v.extend(fast.iter().chain(extra).map(|s| s.to_string()));
+        v
+    };
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (with(Some(&http), &["--workload", "point-select"]), "--workload does not apply to an HTTP target"),
+        (with(Some(&http), &["--workload-file", "/no/such/file.toml"]), "--workload-file does not apply to an HTTP target"),
+        (with(Some(&http), &["--specimen", "global-lock"]), "--specimen does not apply to an HTTP target"),
+        (with(Some(&http), &["--server-pid", "2147483646"]), "--server-pid 2147483646: no such process"),
+        (with(Some(sql), &["--workload", "point-select", "-H", "X: y"]), "-H/--header does not apply to a SQL target"),
+        (with(Some(sql), &["--workload", "point-select", "-X", "POST"]), "-X/--method does not apply to a SQL target"),
+        (with(Some(sql), &["--workload", "point-select", "--body", "x"]), "--body does not apply to a SQL target"),
+        (with(Some(sql), &["--workload", "point-select", "--no-keepalive", "-X", "PUT"]), "-X/--method, --no-keepalive do not apply"),
+        (with(None, &["--workload", "point-select"]), "--workload does not apply to the specimen"),
+    ];
+    for (args, says) in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        refused(&args, says);
+    }
+    assert!(server.heads().is_empty(), "a request was sent: {:?}", server.heads());
+}
+
+/// A bad or unreachable URL creates no store file: nothing is created
+/// before the input is known to be good.
+#[test]
+fn a_bad_url_creates_no_store() {
+    let fast = ["-c", "1", "--warmup", "0s", "-d", "0.2s", "-q"];
+    for (url, says) in [
+        ("http://", "invalid URL"),
+        ("http://[::1/", "invalid URL"),
+        ("ftp://127.0.0.1/", "scheme must be http or https"),
+        ("http://no-such-host.invalid/", "cannot resolve host"),
+        ("http://127.0.0.1:1/", "cannot reach http://127.0.0.1:1/"),
+    ] {
+        let mut args = vec!["sweep", url];
+        args.extend(fast);
+        refused(&args, says);
+    }
+    refused(&["sweep", "--sample-interval", "10ms", "-c", "1", "-q"], "--sample-interval must be at least 100ms");
+}
