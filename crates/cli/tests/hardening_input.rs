@@ -404,3 +404,65 @@ fn a_bad_url_creates_no_store() {
     }
     refused(&["sweep", "--sample-interval", "10ms", "-c", "1", "-q"], "--sample-interval must be at least 100ms");
 }
+
+/// Runs scalelab as a user who may read but not write `store` (nobody, when
+/// the test runs as root, since root writes whatever the modes say).
+fn run_as_reader(store: &Path, args: &[&str]) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = bin();
+    // SAFETY: geteuid only reads the process's credentials.
+    if unsafe { libc::geteuid() } == 0 {
+        cmd.uid(65534).gid(65534);
+    }
+    cmd.arg("--store").arg(store).args(args).output().expect("running scalelab")
+}
+
+/// A store in a folder the user cannot write (another user's, a read-only
+/// copy) can be read by every read command; a write says "read-only",
+/// exit 2, and changes nothing.
+#[test]
+fn a_read_only_store_serves_every_read_command_and_refuses_writes_plainly() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ro");
+    std::fs::create_dir(&dir).unwrap();
+    let store = store_with_a_run(&dir);
+    let csv = dir.join("series.csv");
+    let out_dir = tmp.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    for (p, mode) in [(tmp.path(), 0o755), (&dir, 0o555), (&store, 0o444), (&csv, 0o444), (&out_dir, 0o777)] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let before = std::fs::read(&store).unwrap();
+    let md = out_dir.join("r.md");
+    for args in [
+        vec!["runs"],
+        vec!["show", "imported"],
+        vec!["show", "imported", "--json"],
+        vec!["diagnose", "imported"],
+        vec!["export", "imported", "--format", "csv"],
+        vec!["compare", "imported"],
+        vec!["report", "imported", "--format", "md", "-o", md.to_str().unwrap()],
+    ] {
+        let out = run_as_reader(&store, &args);
+        assert!(out.status.success(), "{args:?} on a read-only store: {}", stderr(&out));
+        assert!(String::from_utf8_lossy(&out.stdout).contains(if args[0] == "report" { "report written" } else { "1" }));
+    }
+    assert!(std::fs::read_to_string(&md).unwrap().contains("imported"));
+    // Writes: one plain line, exit 2.
+    for args in [vec!["import", csv.to_str().unwrap()], vec!["sweep", "-c", "1", "--warmup", "0s", "-d", "0.2s", "-q"]] {
+        let out = run_as_reader(&store, &args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("is read-only") && stderr(&out).trim_end().lines().count() == 1, "{args:?}: {}", stderr(&out));
+    }
+    // The file writable, its folder not: SQLite's WAL files cannot be made there.
+    std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = run_as_reader(&store, &["runs"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run_as_reader(&store, &["import", csv.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("is read-only"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&store).unwrap(), before, "the store changed");
+    assert_eq!(names_in(&dir), vec!["s.db".to_string(), "series.csv".to_string()], "files were created beside the store");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+}

@@ -43,7 +43,7 @@ pub fn compare_runs(store_path: &Path, a: &CompareArgs) -> anyhow::Result<ExitCo
     if !store_path.exists() {
         return Err(bad(format!("no store at {} (pass --store PATH)", store_path.display())));
     }
-    let store = Store::open(store_path)?;
+    let store = super::show::open_existing(store_path)?;
     // Micro-benchmark runs compare figure by figure.
     let mut micro = Vec::new();
     for name in &a.runs {

@@ -5,7 +5,7 @@ mod compare;
 mod micro;
 mod prepare;
 mod report;
-mod show;
+pub mod show;
 mod specimen;
 mod sql_sweep;
 mod sweep;

@@ -8,11 +8,10 @@ use scalelab_store::{RunSelector, Store};
 use std::path::Path;
 use std::process::ExitCode;
 
-fn open_existing(path: &Path) -> anyhow::Result<Store> {
-    if !path.exists() {
-        return Err(crate::error::bad(format!("no store at {} (run `scalelab sweep` first, or pass --store PATH)", path.display())));
-    }
-    Ok(Store::open(path)?)
+/// The store of a command that only reads: never created, opened
+/// read-only when the user may not write it.
+pub fn open_existing(path: &Path) -> anyhow::Result<Store> {
+    Ok(Store::open_for_reading(path)?)
 }
 
 pub fn runs(path: &Path) -> anyhow::Result<ExitCode> {
