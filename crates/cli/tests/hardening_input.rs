@@ -466,3 +466,51 @@ fn a_read_only_store_serves_every_read_command_and_refuses_writes_plainly() {
     assert_eq!(names_in(&dir), vec!["s.db".to_string(), "series.csv".to_string()], "files were created beside the store");
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
+
+/// The disk fills up in the middle of a sweep (a 16 MiB tmpfs in a mount
+/// namespace of its own, filled once the first step is stored): the run
+/// exits 1 (it failed; exit 2 would promise nothing was stored), says why
+/// in one line, and the steps finished before are readable.
+#[test]
+fn disk_full_mid_run_exits_1_and_keeps_the_finished_steps() {
+    let outside = tempfile::tempdir().unwrap();
+    let mnt = outside.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let script = r#"
+        set -u
+        D="$1"; B="$2"; O="$3"
+        mount -t tmpfs -o size=16m tmpfs "$D" || exit 90
+        "$B" --store "$D/s.db" sweep -c 1,2,1,2,1,2,1,2,1,2 --warmup 0s -d 0.4s --pause 0.2s --work-us 10 -q >"$O/out" 2>"$O/err" &
+        pid=$!
+        n=0
+        while [ "$n" -lt 2 ] && [ -d /proc/$pid ]; do
+            sleep 0.1
+            n=$("$B" --store "$D/s.db" export last --format csv 2>/dev/null | wc -l)
+        done
+        dd if=/dev/zero of="$D/fill" bs=64k 2>/dev/null
+        wait $pid
+        echo $? >"$O/rc"
+        "$B" --store "$D/s.db" show last --json >"$O/show" 2>"$O/show-err"
+    "#;
+    // SAFETY: geteuid only reads the process's credentials.
+    let ns = if unsafe { libc::geteuid() } == 0 { "-m" } else { "-rm" };
+    let status = std::process::Command::new("unshare")
+        .args([ns, "sh", "-c", script, "sh"])
+        .arg(&mnt)
+        .arg(env!("CARGO_BIN_EXE_scalelab"))
+        .arg(outside.path())
+        .status()
+        .expect("unshare (util-linux) runs the scenario in a mount namespace of its own");
+    assert!(status.success(), "the scenario failed to set up ({status:?}): a tmpfs mount needs root or user namespaces");
+    let read = |f: &str| std::fs::read_to_string(outside.path().join(f)).unwrap_or_default();
+    let err = read("err");
+    assert_eq!(read("rc").trim(), "1", "sweep exit code; stderr: {err}");
+    let last = err.trim_end().lines().last().unwrap_or_default();
+    assert!(last.contains("stopped: saving step") && last.contains("full"), "{err}");
+    let run: serde_json::Value = serde_json::from_str(&read("show")).unwrap_or_else(|e| panic!("show: {e}: {}", read("show-err")));
+    let kept = steps(&run).len();
+    assert!(kept >= 1 && kept < 10, "finished steps kept: {kept}");
+    assert!(last.contains(&format!("its {kept} earlier step(s) are kept")), "{last}");
+    assert_eq!(run["complete"], false);
+    assert!(steps(&run).iter().all(|s| s["requests"].as_u64().unwrap() > 0));
+}

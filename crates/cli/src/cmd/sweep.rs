@@ -331,7 +331,7 @@ pub fn execute<D: scalelab_drive::Driver>(
             keep(&mut store, &mut view, telemetry.drain());
             view.step_finished(&result);
             if let Err(e) = store.add_step(run_id, index, &result) {
-                store_error.get_or_insert(e);
+                store_error.get_or_insert((index, e));
                 stop.store(true, std::sync::atomic::Ordering::Relaxed);
             }
             if print_rows {
@@ -348,9 +348,14 @@ pub fn execute<D: scalelab_drive::Driver>(
     view.finish();
     crate::telemetry::store_records(&mut store, run_id, telemetry.stop());
     drop(specimen);
-    if let Some(e) = store_error {
+    if let Some((index, e)) = store_error {
         let _ = store.finish_run(run_id, false, "store error");
-        return Err(anyhow::Error::new(e).context("saving a finished step"));
+        // The run had started and its earlier steps are stored: a failed run
+        // (exit 1), not bad input (exit 2, which promises nothing was stored).
+        return Err(anyhow::anyhow!(
+            "run {run_id} stopped: saving step {} failed ({e}); its {index} earlier step(s) are kept (`scalelab show {run_id}`)",
+            index + 1
+        ));
     }
     let (complete, outcome, code) = match &end {
         SweepEnd::Completed => (true, "completed".to_string(), ExitCode::SUCCESS),
