@@ -112,7 +112,17 @@ impl Store {
         };
         let conn = match open(&file_uri(path, false))? {
             Ok(conn) => conn,
-            Err(_) => {
+            Err(e) => {
+                // Immutable ignores the WAL: refuse rather than show a store
+                // without the steps only its WAL holds (a killed writer's).
+                let mut wal = path.as_os_str().to_owned();
+                wal.push("-wal");
+                if std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+                    return Err(StoreError::Open {
+                        path: path.into(),
+                        cause: format!("its write-ahead log holds steps that can only be read where the folder is writable ({e})"),
+                    });
+                }
                 open(&file_uri(path, true))?.map_err(|e| StoreError::Open { path: path.into(), cause: format!("cannot read it: {e}") })?
             }
         };
