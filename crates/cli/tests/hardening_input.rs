@@ -69,6 +69,26 @@ fn specimen_disk_mode_follows_no_planted_symlink_and_leaves_nothing() {
     assert_eq!(names_in(&mine), vec!["specimen-disk.log".to_string()], "the planted folder was used");
     assert_eq!(running, before, "the specimen left a name in $TMPDIR while running");
     assert_eq!(names_in(&tmpdir), before, "the specimen left something in $TMPDIR after exiting");
+
+    // --data-dir: the file has no name there either.
+    let data = tmp.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    symlink(&victim, data.join("specimen-disk.log")).unwrap();
+    let mut child = bin()
+        .args(["specimen", "--port", "0", "--mode", "disk", "--work-us", "10", "--data-dir", data.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let addr = line.split_whitespace().nth(2).unwrap_or_else(|| panic!("specimen said {line:?}")).to_string();
+    http_get(&addr, "/");
+    let stats: serde_json::Value = serde_json::from_str(&http_get(&addr, "/__stats")).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(stats["fsyncs"].as_u64(), Some(1), "{stats}");
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+    assert_eq!(names_in(&data), vec!["specimen-disk.log".to_string()], "only the planted link, untouched");
 }
 
 /// A store with one imported series (no load needed) for report tests.
@@ -242,6 +262,13 @@ fn credentials_in_an_http_url_are_sent_as_basic_auth_and_never_kept() {
     }
     let shown = &seen.iter().find(|(w, _)| w == "show cred --json").unwrap().1;
     assert!(shown.contains(&format!("http://alice:***@{}/page", server.addr)), "{shown}");
+
+    // `watch URL --record` keeps the target without its password too.
+    let out = run(&store, &["watch", &url, "--duration", "1.2s", "--record"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let listed = String::from_utf8_lossy(&run(&store, &["runs"]).stdout).into_owned();
+    assert!(listed.contains("alice:***@") && !listed.contains("s3cr"), "{listed}");
+    assert!(!String::from_utf8_lossy(&std::fs::read(&store).unwrap()).contains("s3cr"));
 
     // Unreachable: the error names the target without its password.
     let out = run(&store, &["sweep", "http://alice:s3cret@127.0.0.1:1/", "-c", "1", "-d", "0.2s", "-q"]);
