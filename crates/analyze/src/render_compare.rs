@@ -127,8 +127,10 @@ pub fn to_text(c: &Comparison) -> String {
     out
 }
 
+/// A label in a Markdown cell: no HTML left active, no column break, no
+/// control character.
 fn md_escape(cell: &str) -> String {
-    cell.replace('|', "\\|")
+    scalelab_core::escape_control(&scalelab_core::escape_markup(cell).replace('|', "\\|")).into_owned()
 }
 
 /// A GitHub-flavoured Markdown table (numbers right-aligned), followed by its [`legend`].

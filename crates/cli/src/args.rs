@@ -102,9 +102,9 @@ pub struct SweepArgs {
     /// Open a new connection for every request (like ab without -k).
     #[arg(long)]
     pub no_keepalive: bool,
-    /// HTTP method.
-    #[arg(long, short = 'X', default_value = "GET")]
-    pub method: String,
+    /// HTTP method [default: GET].
+    #[arg(long, short = 'X')]
+    pub method: Option<String>,
     /// Extra request header, `Name: value` (repeatable).
     #[arg(long = "header", short = 'H')]
     pub headers: Vec<String>,
@@ -134,12 +134,12 @@ pub struct SweepArgs {
     /// End the run after this many consecutive steps in which nothing succeeded.
     #[arg(long, default_value_t = 2)]
     pub max_failed_steps: u32,
-    /// Specimen mode when no target is given.
-    #[arg(long, default_value = "scales")]
-    pub specimen: String,
-    /// Specimen CPU work per request, microseconds.
-    #[arg(long, default_value_t = 100)]
-    pub work_us: u64,
+    /// Specimen mode when no target is given [default: scales].
+    #[arg(long)]
+    pub specimen: Option<String>,
+    /// Specimen CPU work per request, microseconds [default: 100].
+    #[arg(long)]
+    pub work_us: Option<u64>,
     /// Print the run as JSON (docs/json.md) instead of the table.
     #[arg(long)]
     pub json: bool,

@@ -2,6 +2,8 @@
 //! to exit codes (2: bad input, nothing run; 1: the run failed or an
 //! assertion failed; 130: interrupted). Everything else lives in libraries.
 
+#[macro_use]
+mod term;
 mod args;
 mod cmd;
 mod db_probe;
@@ -11,7 +13,6 @@ mod progress;
 mod server_tree;
 mod specimen_child;
 mod telemetry;
-mod term;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -27,7 +28,8 @@ fn main() -> ExitCode {
             for cause in e.chain().skip(1) {
                 msg.push_str(&format!(": {cause}"));
             }
-            eprintln!("{msg}");
+            // One line, whatever the server or the user put in it.
+            eprintln!("{}", scalelab_core::escape_control(&msg));
             ExitCode::from(code)
         }
     }

@@ -50,7 +50,7 @@ impl Progress {
             let _ = e.flush();
         } else if self.last_plain.is_none_or(|l| l.elapsed() >= Duration::from_secs(1)) {
             self.last_plain = Some(Instant::now());
-            eprintln!("{line}");
+            esayln!("{line}");
         }
     }
 

@@ -40,13 +40,18 @@ pub fn pct(x: Option<f64>) -> String {
 }
 
 /// Pads cells into right-aligned columns (first column left-aligned).
+///
+/// Cells are user or server text as often as figures: each is shown on one
+/// line with its control characters escaped ([`scalelab_core::escape_control`]).
 pub fn columns(rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<std::borrow::Cow<str>>> = rows.iter().map(|r| r.iter().map(|c| scalelab_core::escape_control(c)).collect()).collect();
     let n = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..n).map(|i| rows.iter().filter_map(|r| r.get(i)).map(|c| c.chars().count()).max().unwrap_or(0)).collect();
     let mut out = String::new();
     for r in rows {
         let mut line = String::new();
         for (i, c) in r.iter().enumerate() {
+            let c: &str = c;
             let pad = widths[i] - c.chars().count();
             if i == 0 {
                 line.push_str(c);

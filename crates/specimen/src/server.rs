@@ -143,8 +143,16 @@ impl State {
 
 /// Binds, calls `on_bound` with the address, then serves until the process ends.
 pub fn serve(config: SpecimenConfig, on_bound: impl FnOnce(SocketAddr)) -> io::Result<()> {
-    let listener = TcpListener::bind(config.addr)?;
-    let disk = if config.mode == Mode::Disk { Some((open_disk_file(config.data_dir.as_deref())?, AtomicU64::new(0))) } else { None };
+    let listener =
+        TcpListener::bind(config.addr).map_err(|e| io::Error::new(e.kind(), format!("cannot listen on {}: {e}", config.addr)))?;
+    let disk = if config.mode == Mode::Disk {
+        let dir = config.data_dir.clone().unwrap_or_else(std::env::temp_dir);
+        let file = open_disk_file(config.data_dir.as_deref())
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot create the disk mode's file in {}: {e}", dir.display())))?;
+        Some((file, AtomicU64::new(0)))
+    } else {
+        None
+    };
     let state = Arc::new(State {
         mode: config.mode,
         work_us: config.work_us,

@@ -36,7 +36,7 @@ pub fn import(store_path: &Path, a: &ImportArgs) -> anyhow::Result<ExitCode> {
             store.add_step(id, i, &step)?;
         }
         store.finish_run(id, true, &format!("imported from {source}"))?;
-        println!("run {id}: {} ({} steps) imported", s.label, s.points.len());
+        sayln!("run {id}: {} ({} steps) imported", scalelab_core::escape_control(&s.label), s.points.len());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -46,7 +46,7 @@ pub fn compare_runs(store_path: &Path, a: &CompareArgs) -> anyhow::Result<ExitCo
         return Err(bad(format!("no store at {} (pass --store PATH)", store_path.display())));
     }
     let assertions = super::analysis::parse_assertions(&a.asserts)?;
-    let store = Store::open(store_path)?;
+    let store = super::show::open_existing(store_path)?;
     // Micro-benchmark runs compare figure by figure.
     let mut micro = Vec::new();
     for name in &a.runs {
@@ -110,14 +110,14 @@ pub fn compare_runs(store_path: &Path, a: &CompareArgs) -> anyhow::Result<ExitCo
     let curves = scalelab_report::summary::side_by_side(&side, false);
     match a.format {
         CompareFormat::Table => {
-            print!("{}", render_compare::to_text(&table));
-            println!();
-            print!("{}", scalelab_report::fmt::columns(&curves));
+            say!("{}", render_compare::to_text(&table));
+            sayln!();
+            say!("{}", scalelab_report::fmt::columns(&curves));
         }
         CompareFormat::Md => {
-            print!("{}", render_compare::to_markdown(&table));
-            println!();
-            print!("{}", scalelab_report::markdown::md_table_aligned(&curves, false));
+            say!("{}", render_compare::to_markdown(&table));
+            sayln!();
+            say!("{}", scalelab_report::markdown::md_table_aligned(&curves, false));
         }
         CompareFormat::Csv => print!("{}", render_compare::to_csv(&table)),
         CompareFormat::Json => println!("{}", serde_json::to_string_pretty(&table)?),
@@ -131,7 +131,7 @@ pub fn compare_runs(store_path: &Path, a: &CompareArgs) -> anyhow::Result<ExitCo
             eprintln!("{o}");
         } else {
             for (run, s) in runs.iter().zip(&series) {
-                eprint!("{}: ", s.label);
+                eprint!("{}: ", scalelab_core::escape_control(&s.label));
                 passed &= super::analysis::check(run, std::slice::from_ref(assertion));
             }
         }

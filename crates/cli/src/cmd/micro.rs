@@ -37,7 +37,7 @@ pub fn run(store_path: &Path, a: &MicroArgs) -> anyhow::Result<ExitCode> {
                 (None, Some(why)) => format!("unavailable: {why}"),
                 (None, None) => "-".into(),
             };
-            eprintln!("{:<24} {value}", r.id);
+            esayln!("{:<24} {value}", r.id);
         }
     })
     .map_err(|e| anyhow::anyhow!("micro-benchmarks: {e}"))?;
@@ -65,11 +65,11 @@ pub fn run(store_path: &Path, a: &MicroArgs) -> anyhow::Result<ExitCode> {
     } else {
         let mut runs = vec![report.to_labelled()];
         runs.extend(beside);
-        print!("{}", scalelab_micro::render_tables(&scalelab_micro::summary_tables(&runs)));
+        say!("{}", scalelab_micro::render_tables(&scalelab_micro::summary_tables(&runs)));
         for w in &run.warnings {
-            println!("warning: {w}");
+            sayln!("warning: {w}");
         }
-        println!("\nsuite wall time {:.1} s; run {id} stored in {}", run.wall_s, store_path.display());
+        sayln!("\nsuite wall time {:.1} s; run {id} stored in {}", run.wall_s, store_path.display());
     }
     Ok(if run.stopped { ExitCode::from(130) } else { ExitCode::SUCCESS })
 }
@@ -89,7 +89,7 @@ pub fn load_labelled(store: &Store, id: i64) -> anyhow::Result<Option<LabelledRu
 pub fn show(run: &LabelledRun, json: Option<&str>) -> anyhow::Result<ExitCode> {
     match json {
         Some(j) => println!("{j}"),
-        None => print!("{}", scalelab_micro::render_tables(&scalelab_micro::summary_tables(std::slice::from_ref(run)))),
+        None => say!("{}", scalelab_micro::render_tables(&scalelab_micro::summary_tables(std::slice::from_ref(run)))),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -101,7 +101,7 @@ pub fn compare(runs: &[LabelledRun], baseline: Option<&str>, json: bool) -> anyh
     if json {
         println!("{}", serde_json::to_string_pretty(&c)?);
     } else {
-        print!("{}", c.render());
+        say!("{}", c.render());
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -6,7 +6,7 @@ mod install;
 mod micro;
 mod prepare;
 mod report;
-mod show;
+pub mod show;
 mod specimen;
 mod sql_sweep;
 mod sweep;

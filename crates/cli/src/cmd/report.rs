@@ -15,15 +15,12 @@ use std::process::ExitCode;
 /// Runs `scalelab report`: bad input (unknown run, no store, a watch run, an
 /// unwritable output) exits 2 with one line and writes no report.
 pub fn run(store_path: &Path, a: &ReportArgs) -> anyhow::Result<ExitCode> {
-    if !store_path.exists() {
-        return Err(bad(format!("no store at {} (run `scalelab sweep` first, or pass --store PATH)", store_path.display())));
-    }
     let out = a.output.clone().unwrap_or_else(|| PathBuf::from(if a.format == ReportFormat::Md { "report.md" } else { "report.html" }));
     refuse_link(&out)?;
     if out.is_dir() {
         return Err(bad(format!("-o {}: is a directory; give a file name", out.display())));
     }
-    let store = Store::open(store_path)?;
+    let store = super::show::open_existing(store_path)?;
     let mut input = ReportInput::default();
     let mut micro = Vec::new();
     for name in &a.runs {
@@ -71,7 +68,7 @@ pub fn run(store_path: &Path, a: &ReportArgs) -> anyhow::Result<ExitCode> {
     let replaced = out.exists();
     write_atomically(&out, text.as_bytes())?;
     let note = if replaced { ", replaced the previous file" } else { "" };
-    println!("report written to {} ({} KiB{note})", out.display(), text.len().div_ceil(1024));
+    sayln!("report written to {} ({} KiB{note})", out.display(), text.len().div_ceil(1024));
     Ok(ExitCode::SUCCESS)
 }
 

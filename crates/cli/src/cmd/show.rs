@@ -1,17 +1,17 @@
 //! `scalelab runs`, `show` and `export`: reading the store back.
 
 use crate::args::{ExportArgs, ExportFormat, ShowArgs};
+use scalelab_core::escape_control as line;
 use scalelab_report::fmt::thousands;
 use scalelab_report::{csv, table};
 use scalelab_store::{RunSelector, Store};
 use std::path::Path;
 use std::process::ExitCode;
 
-fn open_existing(path: &Path) -> anyhow::Result<Store> {
-    if !path.exists() {
-        return Err(crate::error::bad(format!("no store at {} (run `scalelab sweep` first, or pass --store PATH)", path.display())));
-    }
-    Ok(Store::open(path)?)
+/// The store of a command that only reads: never created, opened
+/// read-only when the user may not write it.
+pub fn open_existing(path: &Path) -> anyhow::Result<Store> {
+    Ok(Store::open_for_reading(path)?)
 }
 
 pub fn runs(path: &Path) -> anyhow::Result<ExitCode> {
@@ -34,7 +34,7 @@ pub fn runs(path: &Path) -> anyhow::Result<ExitCode> {
             status,
         ]);
     }
-    print!("{}", scalelab_report::fmt::columns_fit(&rows, crate::term::width()));
+    say!("{}", scalelab_report::fmt::columns_fit(&rows, crate::term::width()));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -68,19 +68,19 @@ pub fn show(path: &Path, a: &ShowArgs) -> anyhow::Result<ExitCode> {
     let head = format!(
         "run {}: {} — {} — {}\ntarget {}, client threads {}, started {}\n",
         run.id,
-        run.plan.label,
-        run.plan.workload,
+        line(&run.plan.label),
+        line(&run.plan.workload),
         status,
-        run.plan.target,
+        line(&run.plan.target),
         run.plan.client_threads_text(),
         utc(run.started_unix_ms)
     );
-    print!("{}", scalelab_report::fmt::wrap(&head, width));
-    print!("{}", table::run_table_width(&run, width));
+    say!("{}", scalelab_report::fmt::wrap(&head, width));
+    say!("{}", table::run_table_width(&run, width));
     if let Some(t) = table::telemetry_table_width(&run, width) {
-        print!("{t}");
+        say!("{t}");
     }
-    print!("{}", scalelab_report::fmt::wrap(&super::analysis::diagnosis_text(&run), width));
+    say!("{}", scalelab_report::fmt::wrap(&super::analysis::diagnosis_text(&run), width));
     let parsed = super::analysis::parse_assertions(&a.asserts)?;
     Ok(if super::analysis::check(&run, &parsed) { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
@@ -94,8 +94,8 @@ pub fn diagnose(path: &Path, a: &ShowArgs) -> anyhow::Result<ExitCode> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&scalelab_analyze::verdict::to_json(&d))?);
     } else {
-        println!("run {}: {}", run.id, run.plan.label);
-        print!("{}", scalelab_report::fmt::wrap(&scalelab_analyze::render_text(&d, &run.plan.label), crate::term::width()));
+        sayln!("run {}: {}", run.id, line(&run.plan.label));
+        say!("{}", scalelab_report::fmt::wrap(&scalelab_analyze::render_text(&d, &line(&run.plan.label)), crate::term::width()));
     }
     let parsed = super::analysis::parse_assertions(&a.asserts)?;
     Ok(if super::analysis::check(&run, &parsed) { ExitCode::SUCCESS } else { ExitCode::from(1) })

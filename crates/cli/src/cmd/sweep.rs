@@ -5,7 +5,7 @@ use crate::args::SweepArgs;
 use crate::error::bad;
 use crate::live::LiveView;
 use crate::specimen_child::SpecimenChild;
-use scalelab_core::{parse_concurrency_list, parse_duration, Run, RunKind, RunPlan, StepPlan};
+use scalelab_core::{escape_control, parse_concurrency_list, parse_duration, Run, RunKind, RunPlan, StepPlan};
 use scalelab_drive::http::{parse_url_file, HttpConfig, HttpDriver, RequestSpec, StatusMatch};
 use scalelab_drive::{cpu, run_sweep, EngineOptions, SweepEnd, SweepEvent};
 use scalelab_report::table;
@@ -38,7 +38,7 @@ fn http_config(a: &SweepArgs, url: &str) -> anyhow::Result<HttpConfig> {
             let text = std::fs::read_to_string(path).map_err(|e| bad(format!("--url-file {}: {e}", path.display())))?;
             parse_url_file(&path.display().to_string(), &text).map_err(|e| bad(e.to_string()))?
         }
-        None => vec![RequestSpec { method: a.method.to_ascii_uppercase(), url: url.to_string(), weight: 1 }],
+        None => vec![RequestSpec { method: a.method.as_deref().unwrap_or("GET").to_ascii_uppercase(), url: url.to_string(), weight: 1 }],
     };
     let mut headers = Vec::new();
     for h in &a.headers {
@@ -93,14 +93,76 @@ pub struct Common {
     pub assertions: Vec<scalelab_analyze::Assertion>,
 }
 
+/// The specimen's CPU work per request.
+fn specimen_work_us(a: &SweepArgs) -> u64 {
+    a.work_us.unwrap_or(100)
+}
+
+/// Options that do not apply to this kind of target are refused rather
+/// than silently ignored: a user who gave them expected them to act.
+fn refuse_options_that_do_not_apply(a: &SweepArgs, sql: bool) -> anyhow::Result<()> {
+    let given = |name: &str, set: bool| set.then(|| name.to_string());
+    let (kind, fix, wrong): (&str, &str, Vec<Option<String>>) = match (&a.target, sql) {
+        (Some(_), true) => (
+            "a SQL target",
+            "they are for HTTP targets",
+            vec![
+                given("-H/--header", !a.headers.is_empty()),
+                given("-X/--method", a.method.is_some()),
+                given("--body", a.body.is_some()),
+                given("--body-file", a.body_file.is_some()),
+                given("--no-keepalive", a.no_keepalive),
+                given("--url-file", a.url_file.is_some()),
+                given("--insecure", a.insecure),
+                given("--specimen", a.specimen.is_some()),
+                given("--work-us", a.work_us.is_some()),
+            ],
+        ),
+        (Some(_), false) => (
+            "an HTTP target",
+            "--workload, --workload-file and --no-prepare are for SQL targets, --specimen and --work-us for a sweep without a target",
+            vec![
+                given("--workload", a.workload.is_some()),
+                given("--workload-file", a.workload_file.is_some()),
+                given("--no-prepare", a.no_prepare),
+                given("--specimen", a.specimen.is_some()),
+                given("--work-us", a.work_us.is_some()),
+            ],
+        ),
+        (None, _) => (
+            "the specimen (no target)",
+            "they are for SQL targets",
+            vec![
+                given("--workload", a.workload.is_some()),
+                given("--workload-file", a.workload_file.is_some()),
+                given("--no-prepare", a.no_prepare),
+            ],
+        ),
+    };
+    let wrong: Vec<String> = wrong.into_iter().flatten().collect();
+    if !wrong.is_empty() {
+        let (verb, them) = if wrong.len() == 1 { ("does", "it") } else { ("do", "them") };
+        return Err(bad(format!("{} {verb} not apply to {kind} ({fix}): drop {them}", wrong.join(", "))));
+    }
+    if let Some(pid) = a.server_pid {
+        if pid == 0 || !Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(bad(format!("--server-pid {pid}: no such process (`pgrep -a NAME` finds a server's pid)")));
+        }
+    }
+    Ok(())
+}
+
 pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
     // 1. Everything the user gave is checked before any load.
     let concurrency = parse_concurrency_list(&a.concurrency).map_err(|e| bad(format!("--concurrency: {e}")))?;
     let specimen_mode = match &a.target {
-        None => Some(a.specimen.parse::<scalelab_specimen::Mode>().map_err(|e| bad(format!("--specimen: {e}")))?),
+        None => Some(
+            a.specimen.as_deref().unwrap_or("scales").parse::<scalelab_specimen::Mode>().map_err(|e| bad(format!("--specimen: {e}")))?,
+        ),
         Some(_) => None,
     };
     let scheme = a.target.as_deref().map(|t| t.split("://").next().unwrap_or("").to_ascii_lowercase());
+    refuse_options_that_do_not_apply(&a, matches!(scheme.as_deref(), Some("postgres" | "postgresql" | "mysql" | "mariadb")))?;
     if let Some(t) = &a.target {
         if !t.contains("://") {
             return Err(bad(format!(
@@ -131,6 +193,7 @@ pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
     if let Some(u) = &a.db_probe {
         crate::db_probe::parse_url(u).map_err(bad)?;
     }
+    check_sampling(&a)?;
     let common = Common { steps, threads, assertions };
     if let (Some(t), Some("postgres" | "postgresql" | "mysql" | "mariadb")) = (&a.target, scheme.as_deref()) {
         if !a.source_address.is_empty() {
@@ -142,21 +205,22 @@ pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
     }
     // A placeholder URL validates the HTTP options before the specimen starts.
     http_config(&a, a.target.as_deref().unwrap_or("http://127.0.0.1/"))?;
-    // 2. The store must be usable before load starts.
-    let store = Store::open(store_path)?;
-    // 3. The target: start the specimen, or check the URL answers.
+    // 2. The target: start the specimen, or check the URL parses and answers.
     let prepared = prepare_http(&a, specimen_mode)?;
+    // 3. Only now, with every input known good, the store is opened (or
+    // created), and it must be usable before load starts.
+    let store = Store::open(store_path)?;
     execute(store, store_path, &a, common, prepared)
 }
 
 /// Starts the specimen if asked, builds the HTTP driver and sends the preflight request.
 fn prepare_http(a: &SweepArgs, specimen_mode: Option<scalelab_specimen::Mode>) -> anyhow::Result<Prepared<HttpDriver>> {
     let specimen = match specimen_mode {
-        Some(mode) => Some(SpecimenChild::spawn(mode.name(), a.work_us)?),
+        Some(mode) => Some(SpecimenChild::spawn(mode.name(), specimen_work_us(a))?),
         None => None,
     };
     let (url, target_name) = match (&specimen, &a.target) {
-        (Some(s), _) => (format!("http://{}/", s.addr), format!("specimen:{}", a.specimen)),
+        (Some(s), _) => (format!("http://{}/", s.addr), format!("specimen:{}", specimen_mode.map_or("scales", |m| m.name()))),
         // Credentials in the URL are sent (Basic auth) but never recorded or shown.
         (None, Some(t)) => (t.clone(), scalelab_core::redact_url(t)),
         (None, None) => unreachable!("no target means the specimen"),
@@ -165,9 +229,11 @@ fn prepare_http(a: &SweepArgs, specimen_mode: Option<scalelab_specimen::Mode>) -
     let driver = Arc::new(HttpDriver::new(&config).map_err(|e| bad(e.to_string()))?);
     let preflight = driver.preflight().map_err(|f| bad(format!("cannot reach {target_name}: {}", f.message)))?;
     if !preflight.accepted {
-        eprintln!(
+        esayln!(
             "warning: {} answered status {} to the first request, which --expect-status {} does not accept: such responses count as errors",
-            target_name, preflight.status, a.expect_status
+            target_name,
+            preflight.status,
+            a.expect_status
         );
     }
     let workload = config
@@ -189,9 +255,18 @@ fn prepare_http(a: &SweepArgs, specimen_mode: Option<scalelab_specimen::Mode>) -
     options.insert("expect_status".into(), a.expect_status.clone().into());
     if let Some(m) = specimen_mode {
         options.insert("specimen_mode".into(), m.name().into());
-        options.insert("specimen_work_us".into(), a.work_us.into());
+        options.insert("specimen_work_us".into(), specimen_work_us(a).into());
     }
     Ok(Prepared { driver, target_name, workload, server: preflight.server, options, specimen })
+}
+
+/// The sample interval, or bad input (checked before anything is created).
+fn check_sampling(a: &SweepArgs) -> anyhow::Result<Duration> {
+    let sample_interval = parse_duration(&a.sample_interval).map_err(|e| bad(format!("--sample-interval: {e}")))?;
+    if sample_interval < Duration::from_millis(100) || !(0.0..=1000.0).contains(&a.thread_sample_hz) {
+        return Err(bad("--sample-interval must be at least 100ms and --thread-sample-hz between 0 and 1000"));
+    }
+    Ok(sample_interval)
 }
 
 /// Runs the sweep on a prepared target, committing each step as it finishes,
@@ -225,10 +300,7 @@ pub fn execute<D: scalelab_drive::Driver>(
         options,
     };
 
-    let sample_interval = parse_duration(&a.sample_interval).map_err(|e| bad(format!("--sample-interval: {e}")))?;
-    if sample_interval < Duration::from_millis(100) || !(0.0..=1000.0).contains(&a.thread_sample_hz) {
-        return Err(bad("--sample-interval must be at least 100ms and --thread-sample-hz between 0 and 1000"));
-    }
+    let sample_interval = check_sampling(a)?;
     let server_pid = crate::telemetry::server_pid(&target_name, specimen.as_ref().map(|s| s.pid()), a.server_pid);
 
     // 4. Load. SIGINT/SIGTERM finish the current second and keep what was measured.
@@ -244,9 +316,9 @@ pub fn execute<D: scalelab_drive::Driver>(
     // Progress (the live view, or a line per step) goes to stderr; stdout
     // gets the table once, at the end.
     if !a.json && !a.quiet {
-        println!("run {run_id}: {} ({}), store {}", plan.label, plan.workload, store_path.display());
+        sayln!("run {run_id}: {} ({}), store {}", escape_control(&plan.label), escape_control(&plan.workload), store_path.display());
     }
-    let mut view = LiveView::start(a.quiet, a.no_tui, plan.label.clone(), &plan.steps, stop.clone());
+    let mut view = LiveView::start(a.quiet, a.no_tui, escape_control(&plan.label).into_owned(), &plan.steps, stop.clone());
     let mut store_error = None;
     let keep = |store: &mut Store, view: &mut LiveView, records: Vec<crate::telemetry::Record>| {
         view.telemetry(&records);
@@ -262,7 +334,7 @@ pub fn execute<D: scalelab_drive::Driver>(
             keep(&mut store, &mut view, telemetry.drain());
             view.step_finished(&result, plan.throughput_unit());
             if let Err(e) = store.add_step(run_id, index, &result) {
-                store_error.get_or_insert(e);
+                store_error.get_or_insert((index, e));
                 stop.store(true, std::sync::atomic::Ordering::Relaxed);
             }
         }
@@ -270,9 +342,14 @@ pub fn execute<D: scalelab_drive::Driver>(
     view.finish();
     crate::telemetry::store_records(&mut store, run_id, telemetry.stop());
     drop(specimen);
-    if let Some(e) = store_error {
+    if let Some((index, e)) = store_error {
         let _ = store.finish_run(run_id, false, "store error");
-        return Err(anyhow::Error::new(e).context("saving a finished step"));
+        // The run had started and its earlier steps are stored: a failed run
+        // (exit 1), not bad input (exit 2, which promises nothing was stored).
+        return Err(anyhow::anyhow!(
+            "run {run_id} stopped: saving step {} failed ({e}); its {index} earlier step(s) are kept (`scalelab show {run_id}`)",
+            index + 1
+        ));
     }
     let (complete, outcome, code) = match &end {
         SweepEnd::Completed => (true, "completed".to_string(), ExitCode::SUCCESS),
@@ -286,25 +363,25 @@ pub fn execute<D: scalelab_drive::Driver>(
         println!("{}", serde_json::to_string_pretty(&super::analysis::run_json_with_diagnosis(&run))?);
     } else {
         if !a.quiet {
-            println!();
+            sayln!();
         }
         let width = crate::term::width();
-        print!("{}", table::run_table_width(&run, width));
+        say!("{}", table::run_table_width(&run, width));
         // --quiet: the step table and the outcome line only.
         if !a.quiet {
             if let Some(t) = table::telemetry_table_width(&run, width) {
-                print!("{t}");
+                say!("{t}");
             }
-            print!("{}", scalelab_report::fmt::wrap(&super::analysis::diagnosis_text(&run), width));
+            say!("{}", scalelab_report::fmt::wrap(&super::analysis::diagnosis_text(&run), width));
         }
-        println!("run {run_id} {outcome}; stored in {}", store_path.display());
+        sayln!("run {run_id} {outcome}; stored in {}", store_path.display());
     }
     let passed = super::analysis::check(&run, &common.assertions);
     match end {
         SweepEnd::TargetFailed { step } => {
-            eprintln!("error: target failed at step {step} (nothing succeeded for {} step(s) in a row)", a.max_failed_steps)
+            esayln!("error: target failed at step {step} (nothing succeeded for {} step(s) in a row)", a.max_failed_steps)
         }
-        SweepEnd::Interrupted => eprintln!("interrupted: run {run_id} kept {} finished step(s), marked incomplete", run.steps.len()),
+        SweepEnd::Interrupted => esayln!("interrupted: run {run_id} kept {} finished step(s), marked incomplete", run.steps.len()),
         SweepEnd::Completed => {}
     }
     if !passed && code == ExitCode::SUCCESS {

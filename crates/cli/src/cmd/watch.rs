@@ -56,9 +56,9 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     match pid {
-        Some(p) if a.target.is_some() => println!("watching {target} ({}); Ctrl-C to stop", named(p)),
-        Some(_) => println!("watching {target}; Ctrl-C to stop"),
-        None => println!("watching this machine (no server process given: machine-wide figures only); Ctrl-C to stop"),
+        Some(p) if a.target.is_some() => sayln!("watching {target} ({}); Ctrl-C to stop", named(p)),
+        Some(_) => sayln!("watching {target}; Ctrl-C to stop"),
+        None => sayln!("watching this machine (no server process given: machine-wide figures only); Ctrl-C to stop"),
     }
     let telemetry = Telemetry::start(pid, interval, if pid.is_some() { a.thread_sample_hz } else { 0.0 }, db_url, None);
     let start = Instant::now();
@@ -99,7 +99,7 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
             crate::telemetry::store_records(store, id, records);
         }
         for n in notes.drain(..) {
-            eprintln!("unavailable: {n}");
+            esayln!("unavailable: {n}");
         }
         let Some(sys) = new_sys else { continue };
         if let Some(prev) = last_sys.replace(sys.clone()) {
@@ -107,16 +107,16 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
             let db_second: Vec<DbSample> = db_recent.iter().filter(|d| db_last.is_some_and(|l| d.unix_ms >= l - 1000)).cloned().collect();
             let iv = Interval::of(start_ms, &prev, &sys, (prev_proc.as_ref(), cur_proc.as_ref()), last_threads.as_ref(), &db_second);
             if printed.is_multiple_of(20) {
-                println!("{}", aligned(&HEADER.map(String::from)));
+                sayln!("{}", aligned(&HEADER.map(String::from)));
             }
-            println!("{}", aligned(&iv.cells()));
+            sayln!("{}", aligned(&iv.cells()));
             printed += 1;
         }
     }
     if let (Some(mut store), Some(id)) = (store, run_id) {
         crate::telemetry::store_records(&mut store, id, telemetry.stop());
         store.finish_run(id, true, "recorded")?;
-        println!("recorded as run {id} in {}", store_path.display());
+        sayln!("recorded as run {id} in {}", store_path.display());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -124,9 +124,15 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
 /// `show` of a recorded watch: the whole recording summarized like a step.
 pub fn show(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<ExitCode> {
     let (system, process, threads, db) = crate::telemetry::load_samples(store, run.id)?;
-    println!("run {}: {} — {} — recorded {} system samples", run.id, run.plan.label, run.plan.target, system.len());
+    sayln!(
+        "run {}: {} — {} — recorded {} system samples",
+        run.id,
+        scalelab_core::escape_control(&run.plan.label),
+        scalelab_core::escape_control(&run.plan.target),
+        system.len()
+    );
     let (Some(first), Some(last)) = (system.first(), system.last()) else {
-        println!("no samples recorded");
+        sayln!("no samples recorded");
         return Ok(ExitCode::SUCCESS);
     };
     let mut t = scalelab_probe::summary::summarize_window(&system, &process, &threads, first.at.unix_ms, last.at.unix_ms, 0);
@@ -166,9 +172,9 @@ pub fn show(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<ExitCode>
     if let Some(d) = &t.db {
         rows.push(vec!["database".into(), scalelab_report::table::db_summary(d)]);
     }
-    print!("{}", columns(&rows));
+    say!("{}", columns(&rows));
     for (k, why) in &t.unavailable {
-        println!("unavailable: {k}: {why}");
+        sayln!("unavailable: {k}: {why}");
     }
     let series = intervals(store, run)?;
     if !series.is_empty() {
@@ -176,7 +182,7 @@ pub fn show(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<ExitCode>
         println!("{}", aligned(&HEADER.map(String::from)));
         let shown = 20;
         for iv in series.iter().take(shown) {
-            println!("{}", aligned(&iv.cells()));
+            sayln!("{}", aligned(&iv.cells()));
         }
         if series.len() > shown {
             println!("... {} more", series.len() - shown);
@@ -421,7 +427,7 @@ fn summary(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<Option<sca
 fn named(pid: u32) -> String {
     match std::fs::read_to_string(format!("/proc/{pid}/comm")) {
         Ok(comm) if !comm.trim().is_empty() => {
-            format!("pid {pid} ({})", comm.trim().chars().map(|c| if c.is_control() { '?' } else { c }).collect::<String>())
+            format!("pid {pid} ({})", scalelab_core::escape_control(comm.trim()))
         }
         _ => format!("pid {pid}"),
     }
