@@ -139,7 +139,7 @@ pub fn render(input: &ReportInput) -> String {
     );
     out.push_str("<nav>");
     if !runs.is_empty() {
-        out.push_str(r##"<a href="#summary">Summary</a><a href="#throughput">Throughput</a><a href="#latency">Latency</a><a href="#timeline">Timeline</a><a href="#threads">Thread states</a><a href="#comparison">Comparison</a><a href="#verdicts">Verdicts</a><a href="#configuration">Configuration</a>"##);
+        out.push_str(r##"<a href="#summary">Summary</a><a href="#throughput">Scaling</a><a href="#latency">Latency</a><a href="#timeline">Timeline</a><a href="#threads">Thread states</a><a href="#comparison">Comparison</a><a href="#verdicts">Verdicts</a><a href="#configuration">Configuration</a>"##);
     }
     if !input.micro.is_empty() {
         out.push_str(r##"<a href="#micro">Micro-benchmarks</a>"##);
@@ -152,9 +152,11 @@ pub fn render(input: &ReportInput) -> String {
         table(&mut out, &side_by_side(&pairs, true), &(1..=runs.len()).collect::<Vec<_>>());
         out.push_str("</section>");
 
-        out.push_str(r#"<section id="throughput"><h2>2. Throughput and scaling vs concurrency</h2>"#);
-        figure(&mut out, &charts::throughput(runs));
+        // Scaling first: runs of any size compare on one axis (% of each
+        // run's first step); absolute throughput follows.
+        out.push_str(r#"<section id="throughput"><h2>2. Scaling and throughput vs concurrency</h2>"#);
         figure(&mut out, &charts::scaling(runs));
+        figure(&mut out, &charts::throughput(runs));
         out.push_str("</section>");
 
         out.push_str(r#"<section id="latency"><h2>3. Latency vs concurrency</h2>"#);

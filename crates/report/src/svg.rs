@@ -104,8 +104,15 @@ pub struct LineChart {
     pub bands: Vec<Band>,
     /// Legend entries for series that could not be drawn ("iowait: unavailable (why)").
     pub notes: Vec<String>,
+    /// A line under the legend about how to read the chart ("log scale: …"), in plain grey.
+    pub remark: Option<String>,
     /// Fixed y range top (e.g. 100 for percentages); otherwise from the data.
     pub y_max: Option<f64>,
+    /// A logarithmic y axis (decades), for series whose sizes differ by more
+    /// than 10×: on a linear axis the small ones flatten onto zero. The
+    /// caller says so in the axis title. A value ≤ 0 sits on the bottom edge
+    /// (its hover text keeps the real figure).
+    pub log_y: bool,
 }
 
 /// "Nice" tick values (1, 2, 5 × 10^k steps) covering `lo..=hi`.
@@ -135,10 +142,38 @@ fn nice_max(hi: f64) -> f64 {
     (hi / step).ceil() * step
 }
 
+/// The decades `(lo, hi)` (powers of ten) a log axis spans to show every
+/// positive value in `values`; `None` when none is positive.
+fn log_range(values: impl Iterator<Item = f64>) -> Option<(i32, i32)> {
+    let (lo, hi) = values.filter(|v| *v > 0.0 && v.is_finite()).fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
+    if !lo.is_finite() {
+        return None;
+    }
+    let lo = lo.log10().floor() as i32;
+    let hi = (hi.log10().ceil() as i32).max(lo + 1);
+    Some((lo, hi))
+}
+
+/// Tick values of a log axis from 10^lo to 10^hi: every decade, and 2 and 5
+/// between them when the axis spans at most two decades (else too dense).
+pub fn log_ticks(lo: i32, hi: i32) -> Vec<f64> {
+    let mut out = Vec::new();
+    for k in lo..=hi {
+        let d = 10f64.powi(k);
+        out.push(d);
+        if hi - lo <= 2 && k < hi {
+            out.extend([2.0 * d, 5.0 * d]);
+        }
+    }
+    out
+}
+
 struct Frame {
     x0: f64,
     x1: f64,
     y1: f64,
+    /// `Some((lo, hi))`: the y axis is logarithmic from 10^lo to 10^hi.
+    log: Option<(i32, i32)>,
 }
 
 impl Frame {
@@ -147,7 +182,18 @@ impl Frame {
         LEFT + (x - self.x0) / span * (WIDTH - LEFT - RIGHT)
     }
     fn py(&self, y: f64) -> f64 {
-        TOP + PLOT_H - (y / self.y1).clamp(-0.05, 1.05) * PLOT_H
+        let frac = match self.log {
+            Some((lo, hi)) if y > 0.0 => (y.log10() - f64::from(lo)) / f64::from(hi - lo),
+            Some(_) => 0.0,
+            None => y / self.y1,
+        };
+        TOP + PLOT_H - frac.clamp(-0.05, 1.05) * PLOT_H
+    }
+    fn y_ticks(&self) -> Vec<f64> {
+        match self.log {
+            Some((lo, hi)) => log_ticks(lo, hi),
+            None => ticks(0.0, self.y1, 5),
+        }
     }
 }
 
@@ -160,7 +206,7 @@ fn open_svg(out: &mut String, height: f64, series: usize, title: &str) {
 }
 
 fn axes(out: &mut String, f: &Frame, x_label: &str, y_label: &str, x_ticks: &[f64]) {
-    for t in ticks(0.0, f.y1, 5) {
+    for t in f.y_ticks() {
         let y = f.py(t);
         let _ = write!(
             out,
@@ -196,7 +242,7 @@ fn axes(out: &mut String, f: &Frame, x_label: &str, y_label: &str, x_ticks: &[f6
 }
 
 /// Legend entries laid out in rows under the x axis; returns the rows' height.
-fn legend(out: &mut String, top: f64, items: &[(String, &'static str, bool)], notes: &[String]) -> f64 {
+fn legend(out: &mut String, top: f64, items: &[(String, &'static str, bool)], notes: &[String], remark: Option<&str>) -> f64 {
     let mut x = LEFT;
     let mut y = top + 12.0;
     let mut rows = 1.0;
@@ -218,6 +264,11 @@ fn legend(out: &mut String, top: f64, items: &[(String, &'static str, bool)], no
         );
         x += w;
     }
+    if let Some(r) = remark {
+        y += LEGEND_ROW;
+        rows += 1.0;
+        let _ = write!(out, r##"<text x="{LEFT}" y="{y:.1}" fill="#444" class="remark">{}</text>"##, esc(r));
+    }
     for n in notes {
         y += LEGEND_ROW;
         rows += 1.0;
@@ -226,9 +277,9 @@ fn legend(out: &mut String, top: f64, items: &[(String, &'static str, bool)], no
     rows * LEGEND_ROW + 8.0
 }
 
-fn legend_height(items: &[(String, &'static str, bool)], notes: usize) -> f64 {
+fn legend_height(items: &[(String, &'static str, bool)], notes: usize, remark: bool) -> f64 {
     let mut tmp = String::new();
-    legend(&mut tmp, 0.0, items, &vec![String::new(); notes])
+    legend(&mut tmp, 0.0, items, &vec![String::new(); notes], remark.then_some(""))
 }
 
 impl LineChart {
@@ -253,9 +304,10 @@ impl LineChart {
         let x0 = if x0 > 0.0 && x0 <= (x1 - x0) * 0.25 { 0.0 } else { x0 };
         let ymax = drawn.iter().flat_map(|s| s.points.iter().filter_map(|p| p.1)).fold(0.0, f64::max);
         let y1 = self.y_max.unwrap_or_else(|| nice_max(ymax * 1.05));
-        let f = Frame { x0, x1, y1 };
+        let log = if self.log_y { log_range(drawn.iter().flat_map(|s| s.points.iter().filter_map(|p| p.1))) } else { None };
+        let f = Frame { x0, x1, y1, log };
         let items: Vec<(String, &'static str, bool)> = drawn.iter().map(|s| (s.name.clone(), s.color, s.dashed)).collect();
-        let height = TOP + PLOT_H + AXIS_H + legend_height(&items, self.notes.len());
+        let height = TOP + PLOT_H + AXIS_H + legend_height(&items, self.notes.len(), self.remark.is_some());
         let mut out = String::new();
         open_svg(&mut out, height, drawn.len(), &self.title);
         for b in &self.bands {
@@ -345,7 +397,7 @@ impl LineChart {
                 l = esc(&m.label)
             );
         }
-        legend(&mut out, TOP + PLOT_H + AXIS_H, &items, &self.notes);
+        legend(&mut out, TOP + PLOT_H + AXIS_H, &items, &self.notes, self.remark.as_deref());
         out.push_str("</svg>");
         out
     }
@@ -391,9 +443,9 @@ impl StackedBars {
         let totals: Vec<f64> =
             (0..self.categories.len()).map(|i| self.stacks.iter().map(|s| s.values.get(i).copied().unwrap_or(0.0)).sum()).collect();
         let y1 = self.y_max.unwrap_or_else(|| nice_max(totals.iter().copied().fold(0.0, f64::max)));
-        let f = Frame { x0: 0.0, x1: n, y1 };
+        let f = Frame { x0: 0.0, x1: n, y1, log: None };
         let items: Vec<(String, &'static str, bool)> = self.stacks.iter().map(|s| (s.name.clone(), s.color, false)).collect();
-        let height = TOP + PLOT_H + AXIS_H + legend_height(&items, 0);
+        let height = TOP + PLOT_H + AXIS_H + legend_height(&items, 0, false);
         let mut out = String::new();
         open_svg(&mut out, height, self.stacks.len(), &self.title);
         axes(&mut out, &f, &self.x_label, &self.y_label, &[]);
@@ -432,7 +484,7 @@ impl StackedBars {
             }
             out.push_str("</g>");
         }
-        legend(&mut out, TOP + PLOT_H + AXIS_H, &items, &[]);
+        legend(&mut out, TOP + PLOT_H + AXIS_H, &items, &[], None);
         out.push_str("</svg>");
         out
     }
@@ -469,6 +521,57 @@ mod tests {
         assert!(svg.contains(r#"data-series="1""#));
         let empty = LineChart { series: vec![LineSeries { points: vec![(0.0, None)], ..chart.series[0].clone() }], ..chart };
         assert!(empty.is_empty());
+    }
+
+    /// `(y, text)` of the y tick labels of a rendered chart (right-aligned at LEFT - 6).
+    fn y_tick_labels(svg: &str) -> Vec<(f64, String)> {
+        svg.split(r#"<text x="66" y=""#)
+            .skip(1)
+            .map(|t| {
+                let y: f64 = t.split('"').next().unwrap().parse().unwrap();
+                let text = t.split('>').nth(1).unwrap().split('<').next().unwrap().to_string();
+                (y, text)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn log_axis_ticks_are_decades_evenly_spaced() {
+        assert_eq!(log_ticks(2, 5), vec![100.0, 1000.0, 10_000.0, 100_000.0]);
+        assert_eq!(log_ticks(0, 1), vec![1.0, 2.0, 5.0, 10.0]);
+        assert_eq!(log_range([274.0, 47.0, 50_000.0].into_iter()), Some((1, 5)));
+        let chart = LineChart {
+            series: vec![
+                LineSeries {
+                    name: "2005".into(),
+                    color: PALETTE[0],
+                    dashed: false,
+                    dots: true,
+                    points: vec![(1.0, Some(192.0)), (2.0, Some(274.0))],
+                },
+                LineSeries {
+                    name: "now".into(),
+                    color: PALETTE[1],
+                    dashed: false,
+                    dots: true,
+                    points: vec![(1.0, Some(20_000.0)), (2.0, Some(50_000.0))],
+                },
+            ],
+            log_y: true,
+            ..Default::default()
+        };
+        let svg = chart.render();
+        let ticks = y_tick_labels(&svg);
+        let text: Vec<&str> = ticks.iter().map(|t| t.1.as_str()).collect();
+        assert_eq!(text, ["100", "1000", "10k", "100k"], "{svg}");
+        // Decades are equally far apart, the bottom one on the x axis.
+        let gaps: Vec<f64> = ticks.windows(2).map(|w| w[0].0 - w[1].0).collect();
+        assert!(gaps.iter().all(|g| (g - gaps[0]).abs() < 0.2), "{gaps:?}");
+        assert!((ticks[0].0 - (TOP + PLOT_H + 4.0)).abs() < 0.2);
+        // 274 sits between the 100 and 1000 gridlines (linear: on zero).
+        let dot = svg.split(r#"data-tip="2005: 274 at 2""#).next().unwrap().rsplit("cy=\"").next().unwrap();
+        let cy: f64 = dot.split('"').next().unwrap().parse().unwrap();
+        assert!(cy < ticks[0].0 - 4.0 && cy > ticks[1].0 - 4.0, "274 at y {cy}, ticks {ticks:?}");
     }
 
     #[test]

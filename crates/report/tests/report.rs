@@ -279,3 +279,31 @@ fn database_waits_are_drawn_per_step_and_missing_steps_say_so() {
     // No database probe: no chart at all.
     assert!(scalelab_report::charts::db_waits(&ReportRun::new(sweep(9, "http", "h", [1.0, 2.0, 3.0, 4.0], true))).is_none());
 }
+
+#[test]
+fn runs_of_very_different_sizes_get_a_log_axis_and_the_scaling_chart_comes_first() {
+    // Today's sweep at ~50,000 req/s beside the 2005 series at ~300 q/s.
+    let tiger = [(1u32, 192.0), (2, 274.0), (4, 113.0), (8, 62.0)];
+    let runs = vec![
+        ReportRun::new(sweep(1, "today", "host-a", [20_000.0, 38_000.0, 50_000.0, 49_000.0], true)),
+        ReportRun::new(imported_pairs(2, &tiger)),
+    ];
+    let svg = scalelab_report::charts::throughput(&runs).svg.unwrap();
+    assert!(svg.contains("log scale)</text>"), "the axis title says log scale: {svg}");
+    assert!(
+        svg.contains("log scale: the runs&#39; peaks differ 182× (274 to 50,000 req/s); the scaling chart compares their shapes</text>"),
+        "{svg}"
+    );
+    for tick in [">100</text>", ">1000</text>", ">10k</text>", ">100k</text>"] {
+        assert!(svg.contains(tick), "decade tick {tick}: {svg}");
+    }
+    // Runs of similar size keep a linear axis.
+    let similar = vec![runs[0].clone(), ReportRun::new(sweep(3, "other", "host-b", [9_000.0, 18_000.0, 30_000.0, 31_000.0], true))];
+    let linear = scalelab_report::charts::throughput(&similar).svg.unwrap();
+    assert!(!linear.contains("log scale"), "{linear}");
+    // The scaling chart (% of each run's first step) is the first chart of the page.
+    let html = scalelab_report::html::render(&ReportInput { runs, micro: vec![], images: None });
+    let scaling = html.find(r#"<figure id="chart-scaling">"#).expect("scaling chart");
+    let throughput = html.find(r#"<figure id="chart-throughput">"#).expect("throughput chart");
+    assert!(scaling < throughput && html[..scaling].matches("<figure").count() == 0, "scaling is the first chart");
+}
