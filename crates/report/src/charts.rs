@@ -69,7 +69,7 @@ pub fn throughput(runs: &[ReportRun]) -> Chart {
         chart.log_y = true;
         chart.y_label = format!("throughput ({unit}, log scale)");
         chart.remark = Some(format!(
-            "log scale: the runs' peaks differ {:.0}× ({} to {} {unit}); the scaling chart compares their shapes",
+            "log scale: the runs' peaks differ {:.0}× ({} to {} {unit})",
             hi / lo,
             crate::fmt::thousands(lo),
             crate::fmt::thousands(hi)

@@ -264,22 +264,40 @@ fn legend(out: &mut String, top: f64, items: &[(String, &'static str, bool)], no
         );
         x += w;
     }
-    if let Some(r) = remark {
-        y += LEGEND_ROW;
-        rows += 1.0;
-        let _ = write!(out, r##"<text x="{LEFT}" y="{y:.1}" fill="#444" class="remark">{}</text>"##, esc(r));
-    }
-    for n in notes {
-        y += LEGEND_ROW;
-        rows += 1.0;
-        let _ = write!(out, r##"<text x="{LEFT}" y="{y:.1}" fill="#8a3b00" class="unavailable">{}</text>"##, esc(n));
+    let lines = remark
+        .into_iter()
+        .map(|r| (r, r##"fill="#444" class="remark""##))
+        .chain(notes.iter().map(|n| (n.as_str(), r##"fill="#8a3b00" class="unavailable""##)));
+    for (text, look) in lines {
+        for line in wrap(text, WIDTH - RIGHT - LEFT, 12.0) {
+            y += LEGEND_ROW;
+            rows += 1.0;
+            let _ = write!(out, r##"<text x="{LEFT}" y="{y:.1}" {look}>{}</text>"##, esc(&line));
+        }
     }
     rows * LEGEND_ROW + 8.0
 }
 
-fn legend_height(items: &[(String, &'static str, bool)], notes: usize, remark: bool) -> f64 {
+/// `text` in lines no wider than `width` at `font_px` (by [`text_width`]),
+/// broken at spaces; a word longer than a line is a line of its own.
+pub fn wrap(text: &str, width: f64, font_px: f64) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let next = if line.is_empty() { word.to_string() } else { format!("{line} {word}") };
+        if text_width(&next, font_px) > width && !line.is_empty() {
+            out.push(std::mem::replace(&mut line, word.to_string()));
+        } else {
+            line = next;
+        }
+    }
+    out.push(line);
+    out
+}
+
+fn legend_height(items: &[(String, &'static str, bool)], notes: &[String], remark: Option<&str>) -> f64 {
     let mut tmp = String::new();
-    legend(&mut tmp, 0.0, items, &vec![String::new(); notes], remark.then_some(""))
+    legend(&mut tmp, 0.0, items, notes, remark)
 }
 
 impl LineChart {
@@ -307,7 +325,7 @@ impl LineChart {
         let log = if self.log_y { log_range(drawn.iter().flat_map(|s| s.points.iter().filter_map(|p| p.1))) } else { None };
         let f = Frame { x0, x1, y1, log };
         let items: Vec<(String, &'static str, bool)> = drawn.iter().map(|s| (s.name.clone(), s.color, s.dashed)).collect();
-        let height = TOP + PLOT_H + AXIS_H + legend_height(&items, self.notes.len(), self.remark.is_some());
+        let height = TOP + PLOT_H + AXIS_H + legend_height(&items, &self.notes, self.remark.as_deref());
         let mut out = String::new();
         open_svg(&mut out, height, drawn.len(), &self.title);
         for b in &self.bands {
@@ -384,23 +402,66 @@ impl LineChart {
             }
             out.push_str("</g>");
         }
+        let mut placed: Vec<LabelBox> = Vec::new();
         for m in &self.markers {
             let (x, y) = (f.px(m.x), f.py(m.y));
             let tip = format!("{}: {} at {}", m.label, short(m.y), short(m.x));
+            let b = place_label(x, y, &m.label, &placed);
             let _ = write!(
                 out,
-                r##"<g class="marker"><circle cx="{x:.1}" cy="{y:.1}" r="7" fill="none" stroke="{c}" stroke-width="2" data-tip="{t}"><title>{t}</title></circle><text x="{tx:.1}" y="{ty:.1}" font-size="11" fill="{c}">{l}</text></g>"##,
+                r##"<g class="marker"><circle cx="{x:.1}" cy="{y:.1}" r="7" fill="none" stroke="{c}" stroke-width="2" data-tip="{t}"><title>{t}</title></circle><text x="{tx:.1}" y="{ty:.1}"{anchor} font-size="11" fill="{c}">{l}</text></g>"##,
                 c = m.color,
-                tx = x + 9.0,
-                ty = y - 9.0,
+                tx = if b.end { b.x1 } else { b.x0 },
+                ty = b.baseline,
+                anchor = if b.end { r#" text-anchor="end""# } else { "" },
                 t = esc(&tip),
                 l = esc(&m.label)
             );
+            placed.push(b);
         }
         legend(&mut out, TOP + PLOT_H + AXIS_H, &items, &self.notes, self.remark.as_deref());
         out.push_str("</svg>");
         out
     }
+}
+
+/// Width of `text` at `font_px` in the chart's sans-serif, estimated on the
+/// wide side (0.6 em a character; Helvetica's average is ~0.55 em), so that
+/// a label placed by it stays inside the chart in any browser.
+pub fn text_width(text: &str, font_px: f64) -> f64 {
+    0.6 * font_px * text.chars().count() as f64
+}
+
+/// Where a marker's label went: its box in user units, and whether it is
+/// anchored at its end (right edge) rather than its start.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LabelBox {
+    pub x0: f64,
+    pub x1: f64,
+    pub baseline: f64,
+    pub end: bool,
+}
+
+impl LabelBox {
+    fn overlaps(&self, o: &LabelBox) -> bool {
+        self.x0 < o.x1 && o.x0 < self.x1 && (self.baseline - o.baseline).abs() < 12.0
+    }
+}
+
+/// Places the label of a marker at `(x, y)` inside the plot: up and to the
+/// right of the point, flipped to its left (anchored at the end) when it
+/// would cross the right edge, below it when it would cross the top, and
+/// moved down a line while it overlaps a label already `placed` (two runs
+/// peaking at the same concurrency).
+pub fn place_label(x: f64, y: f64, label: &str, placed: &[LabelBox]) -> LabelBox {
+    let w = text_width(label, 11.0);
+    let right = WIDTH - RIGHT;
+    let (x0, end) = if x + 9.0 + w > right { ((x - 9.0 - w).max(LEFT), true) } else { (x + 9.0, false) };
+    let mut b = LabelBox { x0, x1: x0 + w, baseline: if y - 9.0 - 11.0 < TOP { y + 20.0 } else { y - 9.0 }, end };
+    while placed.iter().any(|p| p.overlaps(&b)) && b.baseline < TOP + PLOT_H {
+        b.baseline += 13.0;
+    }
+    b
 }
 
 /// Fill of a warm-up band in timelines.
@@ -445,7 +506,7 @@ impl StackedBars {
         let y1 = self.y_max.unwrap_or_else(|| nice_max(totals.iter().copied().fold(0.0, f64::max)));
         let f = Frame { x0: 0.0, x1: n, y1, log: None };
         let items: Vec<(String, &'static str, bool)> = self.stacks.iter().map(|s| (s.name.clone(), s.color, false)).collect();
-        let height = TOP + PLOT_H + AXIS_H + legend_height(&items, 0, false);
+        let height = TOP + PLOT_H + AXIS_H + legend_height(&items, &[], None);
         let mut out = String::new();
         open_svg(&mut out, height, self.stacks.len(), &self.title);
         axes(&mut out, &f, &self.x_label, &self.y_label, &[]);
@@ -572,6 +633,75 @@ mod tests {
         let dot = svg.split(r#"data-tip="2005: 274 at 2""#).next().unwrap().rsplit("cy=\"").next().unwrap();
         let cy: f64 = dot.split('"').next().unwrap().parse().unwrap();
         assert!(cy < ticks[0].0 - 4.0 && cy > ticks[1].0 - 4.0, "274 at y {cy}, ticks {ticks:?}");
+    }
+
+    /// `(x, y, anchored at end, text)` of every marker label in a rendered chart.
+    fn marker_labels(svg: &str) -> Vec<(f64, f64, bool, String)> {
+        svg.split(r#"<g class="marker">"#)
+            .skip(1)
+            .map(|g| {
+                let t = g.split("<text ").nth(1).unwrap();
+                let attr = |name: &str| t.split(&format!("{name}=\"")).nth(1).unwrap().split('"').next().unwrap().to_string();
+                let text = t.split('>').nth(1).unwrap().split('<').next().unwrap().to_string();
+                (attr("x").parse().unwrap(), attr("y").parse().unwrap(), t.contains(r#"text-anchor="end""#), text)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn marker_labels_stay_inside_the_plot() {
+        let series = |name: &str, top: f64| LineSeries {
+            name: name.into(),
+            color: PALETTE[0],
+            dashed: false,
+            dots: true,
+            points: vec![(1.0, Some(top / 2.0)), (16.0, Some(top * 0.9)), (32.0, Some(top))],
+        };
+        let marker = |x: f64, y: f64, label: &str| Marker { x, y, label: label.into(), color: PALETTE[0] };
+        // Peaks at the last step (the right edge) and at the top of the plot;
+        // two runs peaking at the same point; a knee in the middle.
+        let chart = LineChart {
+            series: vec![series("a", 1000.0), series("b", 1000.0)],
+            markers: vec![marker(32.0, 1000.0, "peak = knee"), marker(32.0, 1000.0, "peak"), marker(16.0, 900.0, "knee")],
+            notes: vec![format!("a: no usable USL fit ({})", "the curve fits worse than the mean throughput; ".repeat(4))],
+            ..Default::default()
+        };
+        let svg = chart.render();
+        let labels = marker_labels(&svg);
+        assert_eq!(labels.len(), 3);
+        let mut boxes = Vec::new();
+        for (x, y, end, text) in &labels {
+            let w = text_width(text, 11.0);
+            let (x0, x1) = if *end { (x - w, *x) } else { (*x, x + w) };
+            assert!(x0 >= LEFT && x1 <= WIDTH - RIGHT, "{text} spans {x0:.1}..{x1:.1}, outside the plot: {svg}");
+            assert!(y - 11.0 >= TOP && *y <= TOP + PLOT_H, "{text} at y {y}, outside the plot");
+            boxes.push((x0, x1, *y));
+        }
+        // The edge labels are anchored at their end, left of the point.
+        assert!(labels[0].2 && labels[1].2 && !labels[2].2, "{labels:?}");
+        // The two labels at the same point do not overlap.
+        let (a, b) = (boxes[0], boxes[1]);
+        assert!(a.0 >= b.1 || b.0 >= a.1 || (a.2 - b.2).abs() >= 12.0, "{labels:?}");
+        // A long note is wrapped into lines that fit the chart's width.
+        let notes: Vec<&str> = svg.split(r#"class="unavailable">"#).skip(1).map(|t| t.split('<').next().unwrap()).collect();
+        assert!(notes.len() > 1, "wrapped: {notes:?}");
+        for n in notes {
+            assert!(LEFT + text_width(n, 12.0) <= WIDTH - RIGHT, "{n}");
+        }
+        let height: f64 = svg.split(r#"height=""#).nth(1).unwrap().split('"').next().unwrap().parse().unwrap();
+        let last_y: f64 = svg
+            .rsplit(r#"class="unavailable""#)
+            .nth(1)
+            .unwrap()
+            .rsplit(r#"y=""#)
+            .next()
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(last_y < height, "the last note line ({last_y}) is inside the chart ({height})");
     }
 
     #[test]

@@ -290,10 +290,7 @@ fn runs_of_very_different_sizes_get_a_log_axis_and_the_scaling_chart_comes_first
     ];
     let svg = scalelab_report::charts::throughput(&runs).svg.unwrap();
     assert!(svg.contains("log scale)</text>"), "the axis title says log scale: {svg}");
-    assert!(
-        svg.contains("log scale: the runs&#39; peaks differ 182× (274 to 50,000 req/s); the scaling chart compares their shapes</text>"),
-        "{svg}"
-    );
+    assert!(svg.contains("log scale: the runs&#39; peaks differ 182× (274 to 50,000 req/s)</text>"), "{svg}");
     for tick in [">100</text>", ">1000</text>", ">10k</text>", ">100k</text>"] {
         assert!(svg.contains(tick), "decade tick {tick}: {svg}");
     }
