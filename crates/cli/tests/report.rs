@@ -62,7 +62,7 @@ const CHARTS_JS: &str = r#"JSON.stringify({
       announced: +s.getAttribute('data-series'),
       series: groups.length,
       painted: groups.filter(function (g) {
-        var path = g.querySelector('path');
+        var path = g.querySelector('polyline');
         var visible = Array.from(g.querySelectorAll('circle, rect')).filter(function (e) { return e.getAttribute('fill-opacity') !== '0'; });
         return (path && path.getTotalLength() > 0) || visible.length > 0;
       }).length,

@@ -205,6 +205,7 @@ pub fn timeline(r: &ReportRun) -> Vec<Chart> {
     let mut charts = Vec::new();
     let mut c = base("Throughput per second", &format!("throughput ({})", r.run.plan.throughput_unit()));
     c.series.push(one("throughput", PALETTE[0], &t.throughput_per_s));
+    c.remark = Some("nothing is recorded in warm-ups and pauses: the line joins the windows across them".into());
     charts.push(Chart::line(format!("run-{id}-timeline-throughput"), c, "unavailable: no per-second results recorded"));
 
     let mut c = base("CPU per second", "CPU (% of all cores)");

@@ -350,37 +350,27 @@ impl LineChart {
         }
         for s in &drawn {
             let _ = write!(out, r#"<g class="series" data-name="{}">"#, esc(&s.name));
-            let mut d = String::new();
-            let mut pen_down = false;
-            let mut lone: Vec<(f64, f64)> = Vec::new();
-            let mut run: Vec<(f64, f64)> = Vec::new();
-            let flush = |run: &mut Vec<(f64, f64)>, lone: &mut Vec<(f64, f64)>| {
-                if run.len() == 1 {
-                    lone.push(run[0]);
-                }
-                run.clear();
-            };
+            // One polyline per stretch of consecutive values; a None ends it.
+            let mut segments: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
             for (x, y) in &s.points {
                 match y {
-                    Some(y) => {
-                        let _ = write!(d, "{}{:.1} {:.1} ", if pen_down { "L" } else { "M" }, f.px(*x), f.py(*y));
-                        pen_down = true;
-                        run.push((*x, *y));
-                    }
-                    None => {
-                        pen_down = false;
-                        flush(&mut run, &mut lone);
-                    }
+                    Some(y) => segments.last_mut().expect("one segment").push((*x, *y)),
+                    None if segments.last().is_some_and(|l| !l.is_empty()) => segments.push(Vec::new()),
+                    None => {}
                 }
             }
-            flush(&mut run, &mut lone);
+            segments.retain(|l| !l.is_empty());
+            let lone: Vec<(f64, f64)> = segments.iter().filter(|l| l.len() == 1).map(|l| l[0]).collect();
             let dash = if s.dashed { r#" stroke-dasharray="6 4""# } else { "" };
-            let _ = write!(
-                out,
-                r#"<path d="{}" fill="none" stroke="{}" stroke-width="2.2" stroke-linejoin="round"{dash}/>"#,
-                d.trim_end(),
-                s.color
-            );
+            for l in segments.iter().filter(|l| l.len() > 1) {
+                let points: Vec<String> = l.iter().map(|(x, y)| format!("{:.1},{:.1}", f.px(*x), f.py(*y))).collect();
+                let _ = write!(
+                    out,
+                    r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="2.2" stroke-linejoin="round"{dash}/>"#,
+                    points.join(" "),
+                    s.color
+                );
+            }
             for (x, y) in &s.points {
                 let Some(y) = y else { continue };
                 let isolated = lone.iter().any(|p| p.0 == *x && p.1 == *y);
@@ -577,8 +567,7 @@ mod tests {
             ..Default::default()
         };
         let svg = chart.render();
-        let path = svg.split("<path d=\"").nth(1).unwrap().split('"').next().unwrap();
-        assert_eq!(path.matches('M').count(), 2, "two segments: {path}");
+        assert_eq!(svg.matches("<polyline ").count(), 2, "two segments: {svg}");
         assert!(svg.contains(r#"data-series="1""#));
         let empty = LineChart { series: vec![LineSeries { points: vec![(0.0, None)], ..chart.series[0].clone() }], ..chart };
         assert!(empty.is_empty());

@@ -227,9 +227,10 @@ fn missing_data_reads_unavailable_not_zero() {
     assert!(!cpu.contains(r#"data-name="iowait""#));
     assert!(cpu.contains("iowait: unavailable: no iowait column in /proc/stat"), "{cpu}");
     // The missing CPU sample is a gap: two segments, not a dip to 0.
-    let user = cpu.split(r#"data-name="user">"#).nth(1).unwrap();
-    let path = user.split("d=\"").nth(1).unwrap().split('"').next().unwrap();
-    assert_eq!(path.matches('M').count(), 2, "{path}");
+    let user = cpu.split(r#"data-name="user">"#).nth(1).unwrap().split("</g>").next().unwrap();
+    // (0.5, 1.5) is a line, 3.5 a lone dot after the gap.
+    assert_eq!(user.matches("<polyline ").count(), 1, "{user}");
+    assert!(user.contains(r#"data-tip="user: 40 at 3.5""#) && !user.contains(r#"data-tip="user: 0"#), "{user}");
     // Run 2 recorded no per-second CPU at all: the chart is the reason.
     let cpu2 = scalelab_report::charts::timeline(&inp.runs[1]).into_iter().find(|c| c.id == "run-2-timeline-cpu").unwrap();
     assert!(cpu2.svg.unwrap_err().starts_with("unavailable"));
@@ -303,4 +304,41 @@ fn runs_of_very_different_sizes_get_a_log_axis_and_the_scaling_chart_comes_first
     let scaling = html.find(r#"<figure id="chart-scaling">"#).expect("scaling chart");
     let throughput = html.find(r#"<figure id="chart-throughput">"#).expect("throughput chart");
     assert!(scaling < throughput && html[..scaling].matches("<figure").count() == 0, "scaling is the first chart");
+}
+
+#[test]
+fn a_timeline_with_short_windows_is_one_line_over_bands_that_tile_the_run() {
+    // Windows of 0.9 s: one per-second figure each, which used to be four
+    // lone dots. From the 4-client step on, steps started 1.5 s late (a gap
+    // after the 2-client step's pause).
+    let mut run = sweep(1, "short", "host-a", [100.0, 180.0, 200.0, 150.0], true);
+    for (i, s) in run.steps.iter_mut().enumerate() {
+        let late = if i >= 2 { 1500 } else { 0 };
+        s.window_start_unix_ms = 1_700_000_000_000 + 1000 + i as i64 * 4000 + late;
+        s.window_end_unix_ms = s.window_start_unix_ms + 900;
+        s.window_s = 0.9;
+        s.seconds.truncate(1);
+    }
+    let r = ReportRun::new(run);
+    let t = r.timeline.as_ref().unwrap();
+    assert_eq!(t.throughput_per_s.len(), 4);
+    assert!(t.throughput_per_s.iter().all(|p| p.1.is_some()), "no gap stands for a warm-up or a pause");
+    // The bands tile the run from the first warm-up to the last pause.
+    for w in t.phases.windows(2) {
+        assert!((w[1].start_s - w[0].end_s).abs() < 0.01, "a blank between {:?} and {:?}", w[0], w[1]);
+    }
+    let late_pause = t.phases.iter().find(|p| p.kind == scalelab_report::model::PhaseKind::Pause && p.concurrency == 2).unwrap();
+    assert!((late_pause.end_s - late_pause.start_s - (1.0 + 1.1 + 1.5)).abs() < 0.01, "{late_pause:?}");
+    let chart = scalelab_report::charts::timeline(&r).into_iter().find(|c| c.id == "run-1-timeline-throughput").unwrap();
+    let svg = chart.svg.unwrap();
+    let series = svg.split(r#"<g class="series""#).nth(1).unwrap().split("</g>").next().unwrap();
+    assert_eq!(series.matches("<polyline ").count(), 1, "one polyline for the run: {series}");
+    let points = series.split(r#"points=""#).nth(1).unwrap().split('"').next().unwrap();
+    assert_eq!(points.split(' ').count(), 4, "through every window: {points}");
+    let bands = |fill: &str| svg.matches(&format!(r#"fill="{fill}"><title>"#)).count();
+    assert_eq!(
+        (bands(scalelab_report::svg::WARMUP_FILL), bands(scalelab_report::svg::WINDOW_FILL), bands(scalelab_report::svg::PAUSE_FILL)),
+        (4, 4, 4)
+    );
+    assert!(svg.contains("the line joins the windows across them"), "{svg}");
 }
