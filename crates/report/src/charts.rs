@@ -16,13 +16,17 @@ pub struct Chart {
     pub title: String,
     /// The SVG document, or why the chart cannot be drawn.
     pub svg: Result<String, String>,
+    /// The chart was left out on purpose, not for missing data: it would
+    /// only show zeros (a database that never waited). `svg` is then `Err`
+    /// with the one line that says so.
+    pub omitted: bool,
 }
 
 impl Chart {
     fn line(id: String, chart: LineChart, why_empty: &str) -> Chart {
         let title = chart.title.clone();
         let svg = if chart.is_empty() { Err(why_empty.to_string()) } else { Ok(chart.render()) };
-        Chart { id, title, svg }
+        Chart { id, title, svg, omitted: false }
     }
 }
 
@@ -254,7 +258,7 @@ pub fn thread_states(r: &ReportRun) -> Option<Chart> {
                 s.telemetry.as_ref().and_then(|t| t.unavailable.get("thread_states").or_else(|| t.unavailable.get("threads")).cloned())
             })
             .unwrap_or_else(|| "no telemetry recorded for this run".into());
-        return Some(Chart { id, title, svg: Err(format!("unavailable: {why}")) });
+        return Some(Chart { id, title, svg: Err(format!("unavailable: {why}")), omitted: false });
     }
     let layer = |name: &str, color: &'static str, f: fn(&scalelab_core::ThreadStatesPct) -> f64| Stack {
         name: name.into(),
@@ -277,7 +281,7 @@ pub fn thread_states(r: &ReportRun) -> Option<Chart> {
         ],
         y_max: Some(100.0),
     };
-    Some(Chart { id, title, svg: Ok(bars.render()) })
+    Some(Chart { id, title, svg: Ok(bars.render()), omitted: false })
 }
 
 /// The database's own waits per step, when a database probe ran:
@@ -303,7 +307,12 @@ pub fn db_waits(r: &ReportRun) -> Option<Chart> {
         types.sort_by(|a, b| b.1.total_cmp(&a.1));
         types.truncate(5);
         if types.is_empty() {
-            return Some(Chart { id, title, svg: Err("unavailable: no pg_stat_activity poll saw an active backend".into()) });
+            return Some(Chart {
+                id,
+                title,
+                svg: Err("unavailable: no pg_stat_activity poll saw an active backend".into()),
+                omitted: false,
+            });
         }
         let present: Vec<bool> = dbs.iter().map(|d| d.is_some_and(|d| d.activity_polls.is_some() && !d.wait_types.is_empty())).collect();
         let share = |d: Option<&&scalelab_core::DbTelemetry>, ty: &str| {
@@ -333,7 +342,7 @@ pub fn db_waits(r: &ReportRun) -> Option<Chart> {
             stacks,
             y_max: Some(100.0),
         };
-        return Some(Chart { id, title, svg: Ok(bars.render()) });
+        return Some(Chart { id, title, svg: Ok(bars.render()), omitted: false });
     }
     let mut chart = LineChart {
         title: format!("Database waits per step — {}", r.name),
@@ -354,6 +363,15 @@ pub fn db_waits(r: &ReportRun) -> Option<Chart> {
         } else {
             chart.series.push(LineSeries { name: name.into(), color: PALETTE[color], dashed: false, dots: true, points });
         }
+    }
+    // Counters read, all zero in every step: flat lines on zero say nothing
+    // a sentence cannot, so the chart is one line instead.
+    let all_zero = chart.series.iter().flat_map(|s| s.points.iter().filter_map(|p| p.1)).all(|v| v <= 0.0);
+    if !chart.series.is_empty() && all_zero {
+        let names: Vec<&str> = chart.series.iter().map(|s| s.name.as_str()).collect();
+        let title = chart.title.clone();
+        let why = format!("none sampled above 0 in any step ({}); chart omitted", names.join(", "));
+        return Some(Chart { id, title, svg: Err(why), omitted: true });
     }
     Some(Chart::line(id, chart, "unavailable: the database probe recorded no wait counters"))
 }

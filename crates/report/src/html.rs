@@ -38,6 +38,9 @@ fn table(out: &mut String, rows: &[Vec<String>], text_cols: &[usize]) {
 
 fn figure(out: &mut String, c: &Chart) {
     match &c.svg {
+        Err(why) if c.omitted => {
+            let _ = write!(out, r#"<p class="note chart-omitted" id="chart-{}">{}: {}</p>"#, esc(&c.id), esc(&c.title), esc(why));
+        }
         Ok(svg) => {
             let _ = write!(out, r#"<figure id="chart-{}">{svg}</figure>"#, esc(&c.id));
         }

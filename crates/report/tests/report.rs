@@ -277,6 +277,33 @@ fn database_waits_are_drawn_per_step_and_missing_steps_say_so() {
     assert!(svg.contains("InnoDB latch OS waits/s: unavailable"), "{svg}");
     assert!(!svg.contains(r#"data-name="InnoDB latch OS waits/s""#));
 
+    // Counters read in every step and all zero: no chart of flat lines, one
+    // line saying so (a missing step stays a gap, not a reason to draw).
+    let idle = with_db(sweep(10, "idle", "host-a", [100.0, 150.0, 160.0, 120.0], true), |i| {
+        (i < 3).then(|| DbTelemetry {
+            engine: "mariadb".into(),
+            row_lock_waits_per_s: Some(0.0),
+            table_locks_waited_per_s: Some(0.0),
+            ..Default::default()
+        })
+    });
+    let chart = scalelab_report::charts::db_waits(&idle).unwrap();
+    assert!(chart.omitted);
+    let why = chart.svg.unwrap_err();
+    assert_eq!(why, "none sampled above 0 in any step (InnoDB row-lock waits/s, table-lock waits/s); chart omitted");
+    let html = scalelab_report::html::render(&ReportInput { runs: vec![idle.clone()], micro: vec![], images: None });
+    assert!(
+        html.contains(&format!(r#"<p class="note chart-omitted" id="chart-run-10-db-waits">Database waits per step — idle: {why}</p>"#)),
+        "{html}"
+    );
+    assert!(!html.contains(r#"aria-label="Database waits per step"#), "no chart of zero lines");
+    // One waits above zero in one step: drawn.
+    let one = with_db(sweep(11, "one", "host-a", [100.0, 150.0, 160.0, 120.0], true), |i| {
+        Some(DbTelemetry { engine: "mysql".into(), row_lock_waits_per_s: Some(if i == 3 { 0.5 } else { 0.0 }), ..Default::default() })
+    });
+    let chart = scalelab_report::charts::db_waits(&one).unwrap();
+    assert!(!chart.omitted && chart.svg.is_ok());
+
     // No database probe: no chart at all.
     assert!(scalelab_report::charts::db_waits(&ReportRun::new(sweep(9, "http", "h", [1.0, 2.0, 3.0, 4.0], true))).is_none());
 }
