@@ -181,6 +181,9 @@ pub struct ReportInput {
     pub runs: Vec<ReportRun>,
     /// Micro-benchmark summary tables (all micro runs side by side).
     pub micro: Vec<TextTable>,
+    /// The micro runs those tables hold, as `(run id, label)`, in the order
+    /// asked for: the page header lists them beside the sweeps.
+    pub micro_runs: Vec<(i64, String)>,
     /// Where the chart images are, for Markdown links (`--svg DIR` or `--png DIR`); `None`: no links.
     pub images: Option<ImageLinks>,
 }
