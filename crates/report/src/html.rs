@@ -15,7 +15,7 @@ const CSS: &str = include_str!("assets/report.css");
 const JS: &str = include_str!("assets/report.js");
 
 fn table(out: &mut String, rows: &[Vec<String>], text_cols: &[usize]) {
-    out.push_str("<table><thead><tr>");
+    out.push_str(r#"<div class="wide"><table><thead><tr>"#);
     for h in rows.first().into_iter().flatten() {
         let _ = write!(out, "<th>{}</th>", esc(h));
     }
@@ -33,7 +33,7 @@ fn table(out: &mut String, rows: &[Vec<String>], text_cols: &[usize]) {
         }
         out.push_str("</tr>");
     }
-    out.push_str("</tbody></table>");
+    out.push_str("</tbody></table></div>");
 }
 
 fn figure(out: &mut String, c: &Chart) {
@@ -64,7 +64,7 @@ fn comparison_html(out: &mut String, runs: &[ReportRun]) {
             return;
         }
     };
-    out.push_str("<table><thead><tr><th>clients</th>");
+    out.push_str(r#"<div class="wide"><table><thead><tr><th>clients</th>"#);
     let unit = crate::model::common_unit(runs);
     for l in &c.labels {
         let _ = write!(out, "<th>{} ({})</th>", esc(l), esc(&unit));
@@ -105,7 +105,7 @@ fn comparison_html(out: &mut String, runs: &[ReportRun]) {
     }
     row(out, "AVG", &c.avg, r#" class="agg""#);
     row(out, "MAX", &c.max, r#" class="agg""#);
-    out.push_str("</tbody></table>");
+    out.push_str("</tbody></table></div>");
     let _ = write!(out, r#"<p class="note">{}</p>"#, esc(&scalelab_analyze::render_compare::legend(&c).join("; ")));
 }
 
@@ -226,7 +226,7 @@ pub fn render(input: &ReportInput) -> String {
         }
         out.push_str("</section>");
 
-        out.push_str(r#"<section id="configuration"><h2>8. Benchmark configuration</h2><p class="note">Rows whose recorded values differ between runs are highlighted (≠); "-" is not recorded (imported series carry no environment) and does not count as a difference.</p><table><thead><tr><th></th>"#);
+        out.push_str(r#"<section id="configuration"><h2>8. Benchmark configuration</h2><p class="note">Rows whose recorded values differ between runs are highlighted (≠); "-" is not recorded (imported series carry no environment) and does not count as a difference.</p><div class="wide"><table><thead><tr><th></th>"#);
         for n in &names {
             let _ = write!(out, "<th>{}</th>", esc(n));
         }
@@ -239,7 +239,7 @@ pub fn render(input: &ReportInput) -> String {
             }
             out.push_str("</tr>");
         }
-        out.push_str("</tbody></table></section>");
+        out.push_str("</tbody></table></div></section>");
     }
 
     if !input.micro.is_empty() {

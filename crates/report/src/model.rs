@@ -154,7 +154,7 @@ fn close_gaps(phases: &mut Vec<Phase>) {
         if next < end && phases[i].kind == PhaseKind::Pause {
             // A planned pause cut short by the next step: it ended there.
             phases[i].end_s = next.max(phases[i].start_s);
-        } else if next - end > 0.01 {
+        } else if next - end > 0.001 {
             if phases[i].kind == PhaseKind::Pause {
                 phases[i].end_s = next;
             } else {
