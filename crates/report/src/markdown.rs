@@ -43,6 +43,9 @@ pub fn render(input: &ReportInput) -> String {
     for r in runs {
         let _ = writeln!(out, "- run {}: **{}** — {} — {}", r.run.id, cell(&r.name), cell(&r.run.plan.target), cell(&r.run.plan.workload));
     }
+    for (id, label) in &input.micro_runs {
+        let _ = writeln!(out, "- micro run {id}: **{}** — OS micro-benchmarks", cell(label));
+    }
     if !runs.is_empty() {
         out.push_str("\n## Summary\n\n");
         let pairs: Vec<(&str, &scalelab_analyze::Diagnosis)> = runs.iter().map(|r| (r.name.as_str(), &r.diagnosis)).collect();

@@ -26,6 +26,7 @@ pub fn run(store_path: &Path, a: &ReportArgs) -> anyhow::Result<ExitCode> {
     for name in &a.runs {
         let id = store.resolve(&RunSelector::parse(name))?;
         if let Some(m) = super::micro::load_labelled(&store, id)? {
+            input.micro_runs.push((id, m.label.clone()));
             micro.push(m);
             continue;
         }
