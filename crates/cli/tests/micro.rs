@@ -34,3 +34,43 @@ fn unknown_group_is_bad_input() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("valid groups"), "{}", stderr(&out));
 }
+
+/// Process creation is measured from a small helper, the same executable
+/// started afresh in a tiny mode (one thread, a few MB), not from scalelab's
+/// own big process, so `fork_exit` is the OS's cost as lmbench's `lat_proc
+/// fork` is. The helper speaks a line protocol: greeting, then "N" → seconds.
+#[test]
+fn process_creation_is_forked_from_a_small_helper() {
+    use std::io::{BufRead, BufReader, Write};
+    let mut helper = std::process::Command::new(env!("CARGO_BIN_EXE_scalelab"))
+        .args(["__scalelab-micro-helper", "exit"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut to = helper.stdin.take().unwrap();
+    let mut from = BufReader::new(helper.stdout.take().unwrap());
+    let mut line = String::new();
+    from.read_line(&mut line).unwrap();
+    assert_eq!(line.trim_end(), "scalelab-micro-helper 1");
+    let status = std::fs::read_to_string(format!("/proc/{}/status", helper.id())).unwrap();
+    let field = |k: &str| status.lines().find(|l| l.starts_with(k)).unwrap().split_whitespace().nth(1).unwrap().parse::<u64>().unwrap();
+    assert_eq!(field("Threads:"), 1, "the helper forks from a single-threaded process");
+    assert!(field("VmRSS:") < 16 * 1024, "the helper is small: {} kB", field("VmRSS:"));
+    writeln!(to, "50").unwrap();
+    line.clear();
+    from.read_line(&mut line).unwrap();
+    let secs: f64 = line.trim().parse().unwrap_or_else(|_| panic!("not seconds: {line:?}"));
+    assert!(secs > 0.0 && secs < 5.0, "{secs}");
+    drop(to); // EOF: the helper exits
+    assert!(helper.wait().unwrap().success());
+
+    // And `micro` uses it: no figure says it was forked in-process.
+    let dir = tempfile::tempdir().unwrap();
+    let run = json(&dir.path().join("s.db"), &["micro", "--quick", "--only", "procs", "--json"]);
+    for id in ["fork_exit", "fork_exec", "fork_sh"] {
+        let r = run["results"].as_array().unwrap().iter().find(|r| r["id"] == id).unwrap();
+        assert!(r["median"].as_f64().is_some(), "{r}");
+        assert!(!r["warning"].as_str().unwrap_or("").contains("own process"), "{r}");
+    }
+}

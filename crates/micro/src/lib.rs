@@ -8,6 +8,8 @@
 //!   [`SuiteOptions`], [`MicroError`].
 //! - [`catalog`]: every figure's stable id, group, name and unit, in display order.
 //! - `measure`: the method (calibrate to a few ms, repeat, median/min/max/cv).
+//! - [`helper`]: process creation measured from a small helper process
+//!   (this executable re-started in a tiny mode), not from scalelab itself.
 //! - `sys`: guarded OS wrappers: forked children reaped on drop, CPU pinning
 //!   undone on drop, temp files, huge-page memory regions, cache sizes.
 //! - `bench`: the benchmarks, one module per group (procs, signals, threads,
@@ -21,6 +23,7 @@
 
 pub mod catalog;
 pub mod compare;
+pub mod helper;
 pub mod model;
 pub mod published;
 pub mod table;
