@@ -74,3 +74,27 @@ fn process_creation_is_forked_from_a_small_helper() {
         assert!(!r["warning"].as_str().unwrap_or("").contains("own process"), "{r}");
     }
 }
+
+/// Two micro runs with one label (the default label is the host name: every
+/// before/after on one host) are two columns with deltas, named apart by id.
+#[test]
+fn two_micro_runs_with_one_label_compare_as_two_columns() {
+    let _cpu = cpu_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let a = json(&store, &["micro", "--quick", "--only", "procs", "--json"]);
+    let b = json(&store, &["micro", "--quick", "--only", "procs", "--json"]);
+    let (ida, idb) = (1, 2); // a fresh store numbers runs from 1
+    assert_eq!(a["label"], b["label"], "both carry the default label");
+    let host = a["label"].as_str().unwrap();
+    let c = json(&store, &["compare", &ida.to_string(), &idb.to_string(), "--format", "json"]);
+    assert_eq!(c["baseline"], format!("{host} #{ida}"));
+    assert_eq!(c["labels"], serde_json::json!([format!("{host} #{idb}")]));
+    let fork = c["rows"].as_array().unwrap().iter().find(|r| r["id"] == "fork_exit").unwrap();
+    assert!(fork["cells"][0]["delta_pct"].is_i64(), "{fork}");
+    // The baseline named by id; the text has both columns.
+    let out = run(&store, &["compare", &ida.to_string(), &idb.to_string(), "--baseline", &idb.to_string()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(&format!("Compared with {host} #{idb}")) && text.contains(&format!("{host} #{ida}")), "{text}");
+}

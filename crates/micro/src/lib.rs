@@ -32,7 +32,7 @@ mod bench;
 mod measure;
 mod sys;
 
-pub use compare::{compare, delta_pct, CompareCell, CompareRow, Comparison};
+pub use compare::{compare, compare_with, delta_pct, CompareCell, CompareRow, Comparison};
 pub use measure::{fmt_num, WIDE_CV};
 pub use model::{Group, LabelledRun, MicroError, MicroReport, MicroResult, MicroRun, SuiteOptions, Unit};
 pub use published::{load_published_dir, parse_published_csv};

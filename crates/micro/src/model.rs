@@ -286,6 +286,8 @@ pub enum MicroError {
     },
     #[error("baseline `{given}` is not among the runs compared (have: {have})")]
     UnknownBaseline { given: String, have: String },
+    #[error("baseline `{given}`: more than one run is labelled `{given}` (have: {have}); name it by run id")]
+    AmbiguousBaseline { given: String, have: String },
 }
 
 #[cfg(test)]

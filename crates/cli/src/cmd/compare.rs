@@ -45,18 +45,32 @@ pub fn compare_runs(store_path: &Path, a: &CompareArgs) -> anyhow::Result<ExitCo
     }
     let store = Store::open(store_path)?;
     // Micro-benchmark runs compare figure by figure.
+    // Runs are compared by identity; labels only name them.
     let mut micro = Vec::new();
     for name in &a.runs {
         let id = store.resolve(&RunSelector::parse(name))?;
         if let Some(m) = super::micro::load_labelled(&store, id)? {
-            micro.push(m);
+            micro.push((id, m));
         }
     }
     if !micro.is_empty() {
         if micro.len() != a.runs.len() {
             return Err(bad("micro-benchmark runs compare only with other micro-benchmark runs"));
         }
-        return super::micro::compare(&micro, a.baseline.as_deref(), a.format == CompareFormat::Json);
+        let base = match a.baseline.as_deref() {
+            None => 0,
+            Some(name) => {
+                let id = store.resolve(&RunSelector::parse(name))?;
+                micro
+                    .iter()
+                    .position(|(i, _)| *i == id)
+                    .ok_or_else(|| bad(format!("--baseline '{name}' is not one of the compared runs")))?
+            }
+        };
+        let ids: Vec<i64> = micro.iter().map(|(id, _)| *id).collect();
+        let mut runs: Vec<_> = micro.into_iter().map(|(_, m)| m).collect();
+        disambiguate(&mut runs, &ids, |r| &mut r.label);
+        return super::micro::compare(&runs, base, a.format == CompareFormat::Json);
     }
     let mut runs = Vec::new();
     for name in &a.runs {
@@ -67,11 +81,8 @@ pub fn compare_runs(store_path: &Path, a: &CompareArgs) -> anyhow::Result<ExitCo
     }
     // Columns are named by label; two runs with one label get their ids appended.
     let mut series: Vec<_> = runs.iter().map(series_of).collect();
-    for i in 0..series.len() {
-        if series.iter().filter(|s| s.label == series[i].label).count() > 1 {
-            series[i].label = format!("{} #{}", series[i].label, runs[i].id);
-        }
-    }
+    let ids: Vec<i64> = runs.iter().map(|r| r.id).collect();
+    disambiguate(&mut series, &ids, |s| &mut s.label);
     let labels: Vec<&str> = series.iter().map(|s| s.label.as_str()).collect();
     let label_of = |name: &str| -> anyhow::Result<String> {
         if labels.contains(&name) {
@@ -106,4 +117,17 @@ pub fn compare_runs(store_path: &Path, a: &CompareArgs) -> anyhow::Result<ExitCo
         CompareFormat::Json => println!("{}", serde_json::to_string_pretty(&table)?),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Names runs apart: every run whose label another compared run shares gets
+/// its id appended (`host #12`, `host #15`); unique labels stay as they are.
+/// The one rule for repeated labels in `compare`, sweep and micro runs alike.
+pub(crate) fn disambiguate<T>(items: &mut [T], ids: &[i64], label: impl Fn(&mut T) -> &mut String) {
+    let labels: Vec<String> = items.iter_mut().map(|t| label(t).clone()).collect();
+    for (i, t) in items.iter_mut().enumerate() {
+        if labels.iter().filter(|l| **l == labels[i]).count() > 1 {
+            let l = label(t);
+            *l = format!("{l} #{}", ids[i]);
+        }
+    }
 }

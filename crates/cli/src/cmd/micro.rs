@@ -95,9 +95,8 @@ pub fn show(run: &LabelledRun, json: Option<&str>) -> anyhow::Result<ExitCode> {
 }
 
 /// `compare` of micro runs: side by side with % deltas vs the baseline.
-pub fn compare(runs: &[LabelledRun], baseline: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
-    let base = baseline.unwrap_or(&runs[0].label);
-    let c = scalelab_micro::compare(runs, base).map_err(|e| bad(e.to_string()))?;
+pub fn compare(runs: &[LabelledRun], base: usize, json: bool) -> anyhow::Result<ExitCode> {
+    let c = scalelab_micro::compare_with(runs, base).map_err(|e| bad(e.to_string()))?;
     if json {
         println!("{}", serde_json::to_string_pretty(&c)?);
     } else {
