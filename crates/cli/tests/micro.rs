@@ -98,3 +98,19 @@ fn two_micro_runs_with_one_label_compare_as_two_columns() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains(&format!("Compared with {host} #{idb}")) && text.contains(&format!("{host} #{ida}")), "{text}");
 }
+
+/// The OS column names the kernel release and distribution (it was "-"),
+/// and the JSON carries the contradictions found (none expected for procs).
+#[test]
+fn micro_tables_fill_the_os_column_and_json_lists_anomalies() {
+    let _cpu = cpu_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let j = json(&store, &["micro", "--quick", "--only", "procs", "--label", "box", "--json"]);
+    assert!(j["anomalies"].is_array(), "{j}");
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let shown = run(&store, &["show", "box"]);
+    let text = String::from_utf8_lossy(&shown.stdout);
+    let row = text.lines().find(|l| l.starts_with("box")).unwrap_or_else(|| panic!("{text}"));
+    assert!(row.contains(&format!("Linux {}", release.trim())), "{row}");
+}

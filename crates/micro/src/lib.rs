@@ -6,6 +6,7 @@
 //! - [`model`]: the values handed out: [`Group`], [`Unit`], [`MicroResult`],
 //!   [`MicroRun`], [`LabelledRun`], [`MicroReport`] (the `--json` shape),
 //!   [`SuiteOptions`], [`MicroError`].
+//! - [`anomalies`]: figures that contradict the memory hierarchy or each other.
 //! - [`catalog`]: every figure's stable id, group, name and unit, in display order.
 //! - `measure`: the method (calibrate to a few ms, repeat, median/min/max/cv).
 //! - [`helper`]: process creation measured from a small helper process
@@ -21,6 +22,7 @@
 //!
 //! Nothing here prints; [`run_suite`] reports progress through a callback.
 
+pub mod anomalies;
 pub mod catalog;
 pub mod compare;
 pub mod helper;
@@ -32,11 +34,12 @@ mod bench;
 mod measure;
 mod sys;
 
+pub use anomalies::Anomaly;
 pub use compare::{compare, compare_with, delta_pct, CompareCell, CompareRow, Comparison};
 pub use measure::{fmt_num, WIDE_CV};
 pub use model::{Group, LabelledRun, MicroError, MicroReport, MicroResult, MicroRun, SuiteOptions, Unit};
 pub use published::{load_published_dir, parse_published_csv};
-pub use table::{memory_curve, render_tables, summary_tables, Table};
+pub use table::{anomaly_notes, memory_curve, render_tables, summary_tables, Table};
 
 /// The JSON schema of the `--json` document ([`MicroReport`]).
 pub const JSON_SCHEMA: &str = include_str!("../micro.schema.json");

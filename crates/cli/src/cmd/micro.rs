@@ -66,6 +66,9 @@ pub fn run(store_path: &Path, a: &MicroArgs) -> anyhow::Result<ExitCode> {
         let mut runs = vec![report.to_labelled()];
         runs.extend(beside);
         print!("{}", scalelab_micro::render_tables(&scalelab_micro::summary_tables(&runs)));
+        for n in scalelab_micro::anomaly_notes(&runs) {
+            println!("{n}");
+        }
         for w in &run.warnings {
             println!("warning: {w}");
         }
@@ -89,7 +92,12 @@ pub fn load_labelled(store: &Store, id: i64) -> anyhow::Result<Option<LabelledRu
 pub fn show(run: &LabelledRun, json: Option<&str>) -> anyhow::Result<ExitCode> {
     match json {
         Some(j) => println!("{j}"),
-        None => print!("{}", scalelab_micro::render_tables(&scalelab_micro::summary_tables(std::slice::from_ref(run)))),
+        None => {
+            print!("{}", scalelab_micro::render_tables(&scalelab_micro::summary_tables(std::slice::from_ref(run))));
+            for n in scalelab_micro::anomaly_notes(std::slice::from_ref(run)) {
+                println!("{n}");
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
