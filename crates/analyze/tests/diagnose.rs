@@ -23,6 +23,7 @@ fn telemetry(busy: f64, user: f64, sys: f64, futex: f64, cs_per_request: f64, se
         thread_states_pct: Some(ThreadStatesPct { running: 100.0 - futex - 10.0, runnable: 5.0, futex, io: 0.0, idle: 5.0, other: 0.0 }),
         hottest_threads: vec![HotThread { tid: 4242, name: "worker-1".into(), cpu_pct: 35.0, runnable_pct: None }],
         tcp_time_wait: Some(120),
+        tcp_time_wait_to_target: Some(120),
         listen_overflows_per_s: Some(0.0),
         listen_drops_per_s: Some(0.0),
         retrans_per_s: Some(0.0),

@@ -18,6 +18,8 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // `scalelab micro` re-starts this executable as its small forking helper.
+    scalelab_micro::helper::serve_if_helper();
     let cli = args::Cli::parse();
     end_quietly_on_closed_pipe(&cli.command);
     match cmd::run(cli) {

@@ -81,6 +81,9 @@ pub const TIME_WAIT_RANGE_SHARE: f64 = 0.7;
 /// TIME_WAIT sockets that count as exhaustion when the port range is not
 /// recorded: 70 % of Linux's default range 32768–60999 (28,232 ports) is 19,762.
 pub const TIME_WAIT_FALLBACK: u64 = 20_000;
+/// How long a socket stays in TIME_WAIT on Linux (`TCP_TIMEWAIT_LEN`), s:
+/// a run opening R connections per second holds about 60·R of them.
+pub const TIME_WAIT_S: f64 = 60.0;
 /// TCP retransmissions per second from which the network is suspected.
 pub const RETRANS_PER_S: f64 = 100.0;
 /// Softirq time of one CPU (% of that CPU) from which receive processing on

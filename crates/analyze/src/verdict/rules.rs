@@ -507,15 +507,41 @@ pub(super) fn port_range_size(range: &str) -> Option<u64> {
     }
 }
 
+/// Failed connects of this step that said EADDRNOTAVAIL (no free local
+/// address/port), from each class's first message: classes whose first
+/// failure was EADDRNOTAVAIL, counted whole.
+fn addr_not_available(step: &StepResult) -> u64 {
+    step.errors
+        .first_message
+        .iter()
+        .filter(|(_, m)| m.contains("os error 99") || m.contains("Cannot assign requested address") || m.contains("EADDRNOTAVAIL"))
+        .map(|(c, _)| step.errors.counts.get(c).copied().unwrap_or(0))
+        .sum()
+}
+
 fn port_exhaustion(ctx: &Ctx) -> Option<Verdict> {
     let t = ctx.t()?;
-    let tw = t.tcp_time_wait?;
+    // Toward the server when its addresses were known; machine-wide otherwise
+    // (then other destinations and both ends of loopback connections count too).
+    let toward = t.tcp_time_wait_to_target;
+    let tw = toward.or(t.tcp_time_wait)?;
     let range = ctx.env.ip_local_port_range.as_deref().and_then(port_range_size);
-    let fires = match range {
-        Some(r) => tw as f64 >= TIME_WAIT_RANGE_SHARE * r as f64,
-        None => tw >= TIME_WAIT_FALLBACK,
+    let threshold = match range {
+        Some(r) => TIME_WAIT_RANGE_SHARE * r as f64,
+        None => TIME_WAIT_FALLBACK as f64,
     };
-    if !fires {
+    if (tw as f64) < threshold {
+        return None;
+    }
+    // What the run itself did must account for the sockets: new connections
+    // fast enough to leave that many in TIME_WAIT within its 60 s, or
+    // connects failing for want of a port. Otherwise they are an earlier
+    // run's or another program's, and a keep-alive run cannot run out of ports.
+    let s = ctx.step;
+    let new_per_s = (s.window_s > 0.0).then(|| s.reconnects as f64 / s.window_s);
+    let churn = new_per_s.is_some_and(|r| r * TIME_WAIT_S >= threshold);
+    let refused = addr_not_available(s);
+    if !churn && refused == 0 {
         return None;
     }
     let mut d = Draft::new(
@@ -524,16 +550,25 @@ fn port_exhaustion(ctx: &Ctx) -> Option<Verdict> {
         "sockets in TIME_WAIT fill the ephemeral port range: new connections wait for a free port or fail (EADDRNOTAVAIL)",
         "keep connections alive (keep-alive, pooling) instead of one per request, widen net.ipv4.ip_local_port_range, enable net.ipv4.tcp_tw_reuse on the client; `ss -tan state time-wait | wc -l`",
     );
-    d.ev("sockets in TIME_WAIT", Some(tw as f64), "sockets");
+    if toward.is_some() {
+        d.ev("sockets in TIME_WAIT toward the server", Some(tw as f64), "sockets");
+    } else {
+        d.ev("sockets in TIME_WAIT (machine-wide)", Some(tw as f64), "sockets");
+    }
     if let Some(r) = range {
         d.ev("ephemeral ports", Some(r as f64), "ports");
         d.ev("TIME_WAIT share of the range", Some(100.0 * tw as f64 / r as f64), "%");
+    }
+    d.ev("new connections", new_per_s, "/s");
+    if refused > 0 {
+        d.ev("connects failed with EADDRNOTAVAIL", Some(refused as f64 / s.window_s.max(f64::EPSILON)), "/s");
     }
     d.check(range.map(|_| true), || {
         format!(
             "ephemeral port range: not recorded with the run (judged against {TIME_WAIT_FALLBACK} sockets, 70% of Linux's default range)"
         )
     });
+    d.check(toward.map(|_| true), || ctx.why("TIME_WAIT toward the server (counted machine-wide instead)", &["time_wait_to_target"]));
     Some(d.done())
 }
 

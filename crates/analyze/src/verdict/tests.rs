@@ -25,6 +25,7 @@ fn healthy() -> StepTelemetry {
         thread_states_pct: Some(ThreadStatesPct { running: 60.0, runnable: 5.0, futex: 5.0, io: 0.0, idle: 30.0, other: 0.0 }),
         hottest_threads: vec![HotThread { tid: 101, name: "worker-0".into(), cpu_pct: 40.0, runnable_pct: Some(2.0) }],
         tcp_time_wait: Some(100),
+        tcp_time_wait_to_target: Some(100),
         listen_overflows_per_s: Some(0.0),
         listen_drops_per_s: Some(0.0),
         retrans_per_s: Some(0.0),
@@ -490,26 +491,38 @@ fn accept_overflow_from_listen_counters() {
     assert!(diagnose(&r).verdicts.is_empty());
 }
 
+/// Every step opening `per_s` new connections per second of its window.
+fn churning(mut r: Run, per_s: f64) -> Run {
+    for s in &mut r.steps {
+        s.reconnects = (per_s * s.window_s) as u64;
+    }
+    r
+}
+
 #[test]
 fn port_exhaustion_against_the_range_or_the_fallback() {
     let tw = |n: u64| {
         move |_| {
             let mut t = healthy();
-            t.tcp_time_wait = Some(n);
+            t.tcp_time_wait = Some(n + 500);
+            t.tcp_time_wait_to_target = Some(n);
             t
         }
     };
-    let v = only(&run_with(tw(25_000)), VerdictKind::PortExhaustion);
+    // 500 new connections/s leave 30,000 in TIME_WAIT over its 60 s.
+    let v = only(&churning(run_with(tw(25_000)), 500.0), VerdictKind::PortExhaustion);
     assert_eq!(v.confidence, Confidence::High);
     assert_eq!(ev(&v, "ephemeral ports"), 28232.0);
+    assert_eq!(ev(&v, "sockets in TIME_WAIT toward the server"), 25_000.0);
+    assert_eq!(ev(&v, "new connections"), 500.0);
     // 15,000 of 28,232 is 53 %: not exhausted.
-    assert!(diagnose(&run_with(tw(15_000))).verdicts.is_empty());
+    assert!(diagnose(&churning(run_with(tw(15_000)), 500.0)).verdicts.is_empty());
     // A narrow range makes 15,000 exhaustion.
-    let mut r = run_with(tw(15_000));
+    let mut r = churning(run_with(tw(15_000)), 500.0);
     r.environment.ip_local_port_range = Some("50000 60999".into());
     assert_eq!(only(&r, VerdictKind::PortExhaustion).confidence, Confidence::High);
     // Range not recorded: judged against 20,000, medium, and said so.
-    let mut r = run_with(tw(25_000));
+    let mut r = churning(run_with(tw(25_000)), 500.0);
     r.environment.ip_local_port_range = None;
     let v = only(&r, VerdictKind::PortExhaustion);
     assert_eq!(v.confidence, Confidence::Medium);
@@ -517,6 +530,54 @@ fn port_exhaustion_against_the_range_or_the_fallback() {
     assert_eq!(port_range_size("32768\t60999"), Some(28232));
     assert_eq!(port_range_size("60999 32768"), None);
     assert_eq!(port_range_size("junk"), None);
+}
+
+#[test]
+fn time_wait_toward_other_destinations_is_no_port_exhaustion() {
+    // An earlier run's short connections to another port: 25,000 machine-wide,
+    // 100 toward this server, and a keep-alive run opening no connections.
+    let r = run_with(|_| {
+        let mut t = healthy();
+        t.tcp_time_wait = Some(25_000);
+        t.tcp_time_wait_to_target = Some(100);
+        t
+    });
+    assert!(diagnose(&r).verdicts.is_empty(), "{:?}", diagnose(&r).verdicts);
+    // Toward this server, but left by an earlier run: this one keeps its connections.
+    let r = run_with(|_| {
+        let mut t = healthy();
+        t.tcp_time_wait_to_target = Some(25_000);
+        t
+    });
+    assert!(diagnose(&r).verdicts.is_empty());
+    // The server's addresses unknown: machine-wide, believed only with the run's own churn, and lowered.
+    let unknown = |_| {
+        let mut t = healthy();
+        t.tcp_time_wait = Some(25_000);
+        t.tcp_time_wait_to_target = None;
+        t.unavailable.insert("time_wait_to_target".into(), "the server's listening addresses were not known".into());
+        t
+    };
+    assert!(diagnose(&run_with(unknown)).verdicts.is_empty());
+    let v = only(&churning(run_with(unknown), 500.0), VerdictKind::PortExhaustion);
+    assert_eq!(v.confidence, Confidence::Medium);
+    assert_eq!(ev(&v, "sockets in TIME_WAIT (machine-wide)"), 25_000.0);
+    assert!(v.missing[0].contains("counted machine-wide"), "{:?}", v.missing);
+}
+
+#[test]
+fn connects_failing_with_eaddrnotavail_corroborate_port_exhaustion() {
+    let mut r = run_with(|_| {
+        let mut t = healthy();
+        t.tcp_time_wait_to_target = Some(25_000);
+        t
+    });
+    for s in &mut r.steps {
+        with_errors(s, ErrorClass::Other, 30);
+        s.errors.first_message.insert(ErrorClass::Other, "connect to 127.0.0.1:80: Cannot assign requested address (os error 99)".into());
+    }
+    let v = only(&r, VerdictKind::PortExhaustion);
+    assert_eq!(ev(&v, "connects failed with EADDRNOTAVAIL"), 3.0);
 }
 
 fn retransmitting(_: u32) -> StepTelemetry {

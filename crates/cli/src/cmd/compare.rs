@@ -48,18 +48,32 @@ pub fn compare_runs(store_path: &Path, a: &CompareArgs) -> anyhow::Result<ExitCo
     let assertions = super::analysis::parse_assertions(&a.asserts)?;
     let store = super::show::open_existing(store_path)?;
     // Micro-benchmark runs compare figure by figure.
+    // Runs are compared by identity; labels only name them.
     let mut micro = Vec::new();
     for name in &a.runs {
         let id = store.resolve(&RunSelector::parse(name))?;
         if let Some(m) = super::micro::load_labelled(&store, id)? {
-            micro.push(m);
+            micro.push((id, m));
         }
     }
     if !micro.is_empty() {
         if micro.len() != a.runs.len() {
             return Err(bad("micro-benchmark runs compare only with other micro-benchmark runs"));
         }
-        return super::micro::compare(&micro, a.baseline.as_deref(), a.format == CompareFormat::Json);
+        let base = match a.baseline.as_deref() {
+            None => 0,
+            Some(name) => {
+                let id = store.resolve(&RunSelector::parse(name))?;
+                micro
+                    .iter()
+                    .position(|(i, _)| *i == id)
+                    .ok_or_else(|| bad(format!("--baseline '{name}' is not one of the compared runs")))?
+            }
+        };
+        let ids: Vec<i64> = micro.iter().map(|(id, _)| *id).collect();
+        let mut runs: Vec<_> = micro.into_iter().map(|(_, m)| m).collect();
+        disambiguate(&mut runs, &ids, |r| &mut r.label);
+        return super::micro::compare(&runs, base, a.format == CompareFormat::Json);
     }
     let mut runs = Vec::new();
     for name in &a.runs {
@@ -137,4 +151,15 @@ pub fn compare_runs(store_path: &Path, a: &CompareArgs) -> anyhow::Result<ExitCo
         }
     }
     Ok(if passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// Names runs apart: every run whose label another compared run shares gets
+/// its id appended (`host #12`, `host #15`); unique labels stay as they are.
+/// The one rule for repeated labels in `compare`, sweep and micro runs alike.
+pub(crate) fn disambiguate<T>(items: &mut [T], ids: &[i64], label: impl Fn(&mut T) -> &mut String) {
+    let labels: Vec<String> = items.iter_mut().map(|t| label(t).clone()).collect();
+    let pairs: Vec<(i64, &str)> = ids.iter().copied().zip(labels.iter().map(String::as_str)).collect();
+    for (t, name) in items.iter_mut().zip(scalelab_core::display_names(&pairs)) {
+        *label(t) = name;
+    }
 }
