@@ -4,7 +4,7 @@
 //! second and per step, so memory stays flat however long a window runs and
 //! results from several threads (or, later, several machines) merge exactly.
 
-use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer, V2Serializer};
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -16,10 +16,10 @@ const SIGFIG: u8 = 3;
 /// An HDR histogram of latencies recorded in nanoseconds.
 ///
 /// A histogram that is done recording (a closed second of a window) can be
-/// [packed](LatencyHistogram::pack) into its sparse V2 encoding: at 3
+/// [packed](LatencyHistogram::pack) into its deflated V2 encoding: at 3
 /// significant figures a histogram spanning microseconds to milliseconds
 /// holds ~14k counters (~115 KB) in memory, while its encoding is a few
-/// hundred bytes. Packing keeps a long window's per-second histograms from
+/// hundred bytes to a few KB. Packing keeps a long window's per-second histograms from
 /// growing the client by ~100 KB per second and thread (`bench/soak`). Every
 /// read decodes a packed histogram on the fly; a write unpacks it.
 #[derive(Clone, Debug)]
@@ -30,7 +30,7 @@ pub struct LatencyHistogram {
 #[derive(Clone, Debug)]
 enum Repr {
     Live(Box<Histogram<u64>>),
-    /// V2 (uncompressed, sparse) bytes and the number of values they hold.
+    /// V2 deflated bytes (the store's format) and the number of values they hold.
     Packed(Box<[u8]>, u64),
 }
 
@@ -85,7 +85,7 @@ impl LatencyHistogram {
     pub fn pack(&mut self) {
         if let Repr::Live(h) = &self.repr {
             let mut out = Vec::new();
-            V2Serializer::new().serialize(h.as_ref(), &mut out).expect("serializing an in-memory histogram into a Vec cannot fail");
+            V2DeflateSerializer::new().serialize(h.as_ref(), &mut out).expect("serializing an in-memory histogram into a Vec cannot fail");
             self.repr = Repr::Packed(out.into_boxed_slice(), h.len());
         }
     }
