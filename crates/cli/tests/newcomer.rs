@@ -211,4 +211,11 @@ fn a_recorded_watch_is_a_run_show_and_export_it() {
     assert!(doc["summary"]["cpu_busy_pct"].as_f64().is_some(), "{doc}");
     let show = run(&store, &["show", "last"]);
     assert!(String::from_utf8_lossy(&show.stdout).contains("per interval ("), "{}", String::from_utf8_lossy(&show.stdout));
+
+    let html = dir.path().join("w.html");
+    let report = run(&store, &["report", "last", "-o", html.to_str().unwrap()]);
+    assert!(report.status.success(), "report of a watch: {}", stderr(&report));
+    let page = std::fs::read_to_string(&html).unwrap();
+    let cpu = page.find("timeline-cpu\"><svg").map(|i| &page[i..]).expect("the CPU timeline is drawn");
+    assert!(cpu[..cpu.find("</svg>").unwrap()].contains("<polyline"), "with lines");
 }

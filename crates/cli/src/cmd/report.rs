@@ -30,12 +30,19 @@ pub fn run(store_path: &Path, a: &ReportArgs) -> anyhow::Result<ExitCode> {
             micro.push(m);
             continue;
         }
-        let mut run = store.load_run(id)?;
+        let run = store.load_run(id)?;
+        // A watch recording has no steps: its report is its timeline (CPU
+        // split, context switches, power), with no curve and no verdicts.
         if run.kind == RunKind::Watch {
-            return Err(bad(format!(
-                "run {id} is a watch recording (telemetry, no steps): it has no curve to report; see `scalelab show {id}`"
-            )));
+            let origin = crate::telemetry::load_samples(&store, id)?.0.first().map_or(run.started_unix_ms, |s| s.at.unix_ms);
+            let mut r = ReportRun::new(run);
+            let mut t = Timeline { origin_unix_ms: origin, ..Default::default() };
+            add_system_series(&store, id, &mut t)?;
+            r.timeline = Some(t);
+            input.runs.push(r);
+            continue;
         }
+        let mut run = run;
         if run.steps.is_empty() {
             return Err(bad(format!("run {id} ({}) has no finished step to report", run.plan.label)));
         }
