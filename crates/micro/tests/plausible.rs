@@ -70,9 +70,17 @@ fn process_costs_are_ordered_and_plausible() {
     if std::path::Path::new("/bin/sh").exists() {
         assert!(min("fork_sh") > min("fork_exit"));
     }
-    for id in ["null_io", "stat", "open_close", "select_file_100", "select_tcp_100", "sig_install", "sig_catch", "prot_fault"] {
+    for id in ["null_io", "stat", "open_close", "select_file_100", "select_tcp_100", "sig_install", "sig_catch"] {
         let v = med(id);
         assert!(v > 0.0 && v < 1000.0, "{id} = {v} us");
+    }
+    // prot_fault is a difference (a faulting access minus a plain one): on a
+    // busy machine the noise can exceed it, and then it must say so rather
+    // than print a figure.
+    let r = run().get("prot_fault").expect("prot_fault reported");
+    match r.median {
+        Some(v) => assert!(v > 0.0 && v < 1000.0, "prot_fault = {v} us"),
+        None => assert!(r.unavailable.as_deref().is_some_and(|w| w.contains("below what this method resolves")), "{:?}", r.unavailable),
     }
     assert!(med("open_close") > null_call);
 }
