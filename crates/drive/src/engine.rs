@@ -8,12 +8,16 @@
 //!
 //! Timeline of a step: all clients connect → barrier → warm-up (load on,
 //! nothing recorded) → window (completions recorded by completion time) →
-//! clients are dropped at the window's end (in-flight requests are not
-//! counted, as wrk does).
+//! clients are dropped at the window's end. In-flight requests are not
+//! counted (as wrk does) unless they had waited longer than any completion
+//! of the window and at least [`UNFINISHED_AFTER`] (half the window if
+//! shorter): those count as `unfinished` errors, so a server that stopped
+//! answering never shows as a clean 0 req/s with no error.
 
 use crate::cpu;
 use crate::driver::{Client, Driver};
-use scalelab_core::result::{ErrorCounts, Failure, SecondResult, StatementLatency, StepResult};
+use scalelab_core::result::{ErrorCounts, Failure, SecondResult, StatementLatency, StepResult, UNFINISHED_AFTER};
+use scalelab_core::ErrorClass;
 use scalelab_core::{LatencyHistogram, StepPlan};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -336,6 +340,8 @@ fn unix_ms_at(t: Instant) -> i64 {
 /// Per-thread state shared by the thread's client tasks (single-threaded: RefCell).
 struct Local {
     stats: WorkerStats,
+    /// Per client of this thread: when its request in flight was sent (None: none in flight).
+    in_flight: Vec<Option<Instant>>,
 }
 
 thread_local! {
@@ -377,6 +383,7 @@ fn worker<D: Driver>(
             runq_wait_ns: None,
             statements: Vec::new(),
         },
+        in_flight: vec![None; ids.len()],
     }));
 
     SOLE_CONNECTION.with(|c| c.set(ids.len() == 1));
@@ -407,9 +414,9 @@ fn worker<D: Driver>(
     go.wait();
 
     let set = tokio::task::LocalSet::new();
-    for client in clients {
+    for (slot, client) in clients.into_iter().enumerate() {
         let (local, shared) = (local.clone(), shared.clone());
-        set.spawn_local(client_loop(client, local, shared, think));
+        set.spawn_local(client_loop(client, slot, local, shared, think));
     }
     rt.block_on(set.run_until(control_loop(shared.clone(), local.clone(), sec_tx)));
     // Dropping the LocalSet drops every client (and its in-flight request).
@@ -456,9 +463,42 @@ async fn control_loop(shared: Arc<Shared>, local: Rc<RefCell<Local>>, sec_tx: mp
             local.borrow_mut().stats.runq_wait_ns = Some(end.saturating_sub(start));
         }
     }
+    count_unfinished(&mut local.borrow_mut(), &shared);
 }
 
-async fn client_loop<C: Client>(mut client: C, local: Rc<RefCell<Local>>, shared: Arc<Shared>, think: Duration) {
+/// Counts the requests still waiting for their response at the window's
+/// end as `unfinished`, when they had waited at least [`UNFINISHED_AFTER`]
+/// (half the window if shorter) and longer than this thread's slowest
+/// completion of the window: a server that stopped answering, not a slow
+/// one whose requests the window's end caught mid-flight. Counted in the
+/// window's last second.
+fn count_unfinished(l: &mut Local, shared: &Shared) {
+    let (warm_end, end) = (shared.warm_end(), shared.window_end());
+    let window = end.saturating_duration_since(warm_end);
+    if window.is_zero() {
+        return;
+    }
+    let slowest = l.stats.seconds.iter().filter_map(|s| s.latency.quantile_ms(1.0)).fold(0.0, f64::max);
+    let after = UNFINISHED_AFTER.min(window / 2).max(Duration::from_secs_f64(slowest / 1e3));
+    let ages: Vec<Duration> =
+        l.in_flight.iter().flatten().map(|t0| end.saturating_duration_since(*t0)).filter(|age| *age >= after).collect();
+    if ages.is_empty() {
+        return;
+    }
+    let last = (window.as_secs_f64().ceil() as usize).clamp(1, l.stats.seconds.len()) - 1;
+    let oldest = ages.iter().max().copied().unwrap_or_default();
+    let f = Failure::new(
+        ErrorClass::Unfinished,
+        format!("no response after {:.1} s when the window ended (the server stopped answering?)", oldest.as_secs_f64()),
+    );
+    for _ in &ages {
+        l.stats.errors.add(&f);
+    }
+    l.stats.seconds[last].errors += ages.len() as u64;
+    shared.errors.fetch_add(ages.len() as u64, Ordering::Relaxed);
+}
+
+async fn client_loop<C: Client>(mut client: C, slot: usize, local: Rc<RefCell<Local>>, shared: Arc<Shared>, think: Duration) {
     let mut backoff = Duration::ZERO;
     let mut reconnects = client.reconnects();
     loop {
@@ -466,8 +506,10 @@ async fn client_loop<C: Client>(mut client: C, local: Rc<RefCell<Local>>, shared
         if t0 >= shared.window_end() {
             break;
         }
+        local.borrow_mut().in_flight[slot] = Some(t0);
         let outcome = client.call().await;
         let t1 = Instant::now();
+        local.borrow_mut().in_flight[slot] = None;
         let warm_end = shared.warm_end();
         let recorded = t1 >= warm_end && t1 < shared.window_end();
         let mut failed_connect = false;
@@ -646,6 +688,65 @@ mod tests {
             assert!(r.requests > 0, "the clients ran");
             assert_eq!(*blocking.lock().unwrap(), vec![blocks; clients as usize], "{clients} clients on {threads} threads");
         }
+    }
+
+    /// Clients whose calls take `delay`, or never finish after the first `answered` calls.
+    struct SlowDriver {
+        delay: Duration,
+        answered: u64,
+    }
+
+    struct SlowClient {
+        delay: Duration,
+        left: u64,
+    }
+
+    impl Driver for SlowDriver {
+        type Client = SlowClient;
+        fn client(&self, _id: u32) -> SlowClient {
+            SlowClient { delay: self.delay, left: self.answered }
+        }
+    }
+
+    impl Client for SlowClient {
+        async fn connect(&mut self) -> Result<(), Failure> {
+            Ok(())
+        }
+        async fn call(&mut self) -> Result<u32, Failure> {
+            if self.left == 0 {
+                std::future::pending::<()>().await;
+            }
+            self.left -= 1;
+            tokio::time::sleep(self.delay).await;
+            Ok(1)
+        }
+        fn reconnects(&self) -> u64 {
+            0
+        }
+    }
+
+    fn slow_step(delay_ms: u64, answered: u64) -> StepResult {
+        let driver = Arc::new(SlowDriver { delay: Duration::from_millis(delay_ms), answered });
+        let plan = StepPlan { concurrency: 3, warmup_s: 0.0, window_s: 1.0, pause_s: 0.0, think_time_s: 0.0 };
+        let opts = EngineOptions { threads: 2, pin_cpus: Vec::new(), slice_us: None, stop: Arc::new(AtomicBool::new(false)) };
+        run_step(&driver, &plan, &opts, &mut |_| {})
+    }
+
+    #[test]
+    fn requests_left_waiting_at_the_end_of_the_window_are_unfinished_only_when_hung() {
+        // Hung from the start: every client's request is unfinished, in the last second.
+        let r = slow_step(1, 0);
+        assert_eq!((r.requests, r.errors.get(ErrorClass::Unfinished)), (0, 3));
+        assert_eq!(r.seconds.last().unwrap().errors, 3);
+        // Hung after 20 answers each (about 0.2 s): completions, then 3 unfinished.
+        let r = slow_step(10, 20);
+        assert!(r.requests > 0);
+        assert_eq!(r.errors.get(ErrorClass::Unfinished), 3);
+        // Slow but answering (150 ms a call): the requests the window's end
+        // catches mid-flight are not errors.
+        let r = slow_step(150, u64::MAX);
+        assert!(r.requests > 0);
+        assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
     }
 
     #[test]
