@@ -112,3 +112,47 @@ fn a_server_that_hangs_mid_window_is_not_a_clean_step() {
     let v = run["verdicts"].as_array().unwrap().iter().find(|v| v["kind"] == "errors").unwrap_or_else(|| panic!("{:#}", run["verdicts"]));
     assert_eq!(v["confidence"], "high", "{v}");
 }
+
+/// 18.7: with no warm-up, a client thread that owns one connection (it
+/// blocks in `recv` itself) once kept its event loop from running its
+/// timers for the whole window, and its lag read as window − 50 ms: a
+/// high-confidence CLIENT-BOUND verdict on an idle client. The lag must be
+/// measured, small, and not make the client look behind, whatever the warm-up.
+#[test]
+fn sql_lag_is_right_with_no_warmup_and_one_connection_per_thread() {
+    let pg = scalelab_testkit::postgres::Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let wl = dir.path().join("one.toml");
+    std::fs::write(&wl, "[[unit]]\nsql = \"SELECT 1\"\n").unwrap();
+    for warmup in ["0s", "0.3s"] {
+        let args = ["sweep", &pg.url(), "--workload-file", wl.to_str().unwrap(), "-c", "2", "--threads", "2"];
+        let out = run(&store, &[&args[..], &["--warmup", warmup, "--duration", "2s", "--json", "-q"]].concat());
+        assert!(out.status.success(), "{}", stderr(&out));
+        let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let s = &run["steps"][0];
+        assert!(s["requests"].as_u64().unwrap() > 100, "{s}");
+        let lag = s["client_lag_ms"].as_f64().unwrap_or_else(|| panic!("warm-up {warmup}: lag not measured: {s}"));
+        // The bug read 1,950 ms here. A shared machine's neighbours can
+        // starve the client for real (seen: 250 ms at load 10 on 2 cores,
+        // the client waiting for a CPU 71 % of the window), so the bound is
+        // a quarter of the window, and a client-bound verdict is wrong only
+        // when the client did not wait for a CPU.
+        assert!(lag < 500.0, "warm-up {warmup}: lag {lag} ms over a 2 s window: {s}");
+        let starved = s["client_runq_wait_pct"].as_f64().is_some_and(|w| w >= 20.0);
+        eprintln!(
+            "warm-up {warmup}: lag {lag:.1} ms, client run-queue wait {}%, verdicts {:?}",
+            s["client_runq_wait_pct"],
+            verdict_kinds(&run)
+        );
+        let client_bound = verdict_kinds(&run).contains(&"client-bound".to_string());
+        assert!(
+            !client_bound || starved,
+            "warm-up {warmup}: client-bound on a client that neither waited for a CPU nor lagged: {:#}",
+            run["verdicts"]
+        );
+        if !starved {
+            assert!(lag < 50.0, "warm-up {warmup}: lag {lag} ms on a client that did not wait for a CPU: {s}");
+        }
+    }
+}

@@ -342,10 +342,28 @@ struct Local {
     stats: WorkerStats,
     /// Per client of this thread: when its request in flight was sent (None: none in flight).
     in_flight: Vec<Option<Instant>>,
+    /// When the control loop's timer is due: a client whose calls never
+    /// wait in the event loop (a blocking socket answered in time) yields
+    /// to it once this has passed, so the timer still fires.
+    timer_due: Option<Instant>,
 }
 
 thread_local! {
     static SOLE_CONNECTION: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Time this thread spent waiting in a blocking socket (see
+    /// [`note_blocked`]), ns: idle time, not event-loop lateness.
+    static BLOCKED_NS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Records that this client thread waited `d` in a blocking `recv` (a
+/// thread that owns one connection): the control loop's timer may fire that
+/// much later without the thread having been busy.
+pub(crate) fn note_blocked(d: Duration) {
+    BLOCKED_NS.with(|b| b.set(b.get().saturating_add(d.as_nanos() as u64)));
+}
+
+fn blocked_ns() -> u64 {
+    BLOCKED_NS.with(|b| b.get())
 }
 
 /// True on a client thread that owns exactly one connection (one client per
@@ -384,6 +402,7 @@ fn worker<D: Driver>(
             statements: Vec::new(),
         },
         in_flight: vec![None; ids.len()],
+        timer_due: None,
     }));
 
     SOLE_CONNECTION.with(|c| c.set(ids.len() == 1));
@@ -450,9 +469,15 @@ async fn control_loop(shared: Arc<Shared>, local: Rc<RefCell<Local>>, sec_tx: mp
             }
         }
         let wait = end.saturating_duration_since(now).min(Duration::from_millis(50));
+        local.borrow_mut().timer_due = Some(now + wait);
+        let blocked_before = blocked_ns();
         tokio::time::sleep(wait).await;
-        // How late the timer fired: the loop was busy with client work.
+        // How late the timer fired: the loop was busy with client work. Time
+        // spent blocked in a socket past the due time was idle, not busy
+        // (blocked time up to `wait` may have been before it: not counted).
+        let blocked = Duration::from_nanos(blocked_ns() - blocked_before);
         let late = now.elapsed().saturating_sub(wait);
+        let late = late.saturating_sub(blocked.saturating_sub(wait));
         if now >= warm_end && now + wait <= end {
             let mut l = local.borrow_mut();
             l.stats.max_lag = Some(l.stats.max_lag.map_or(late, |m| m.max(late)));
@@ -510,6 +535,11 @@ async fn client_loop<C: Client>(mut client: C, slot: usize, local: Rc<RefCell<Lo
         let outcome = client.call().await;
         let t1 = Instant::now();
         local.borrow_mut().in_flight[slot] = None;
+        // A call answered without ever waiting in the event loop (a blocking
+        // socket) would keep the timers from firing for the whole window.
+        if local.borrow().timer_due.is_some_and(|due| t1 >= due) {
+            tokio::task::yield_now().await;
+        }
         let warm_end = shared.warm_end();
         let recorded = t1 >= warm_end && t1 < shared.window_end();
         let mut failed_connect = false;
