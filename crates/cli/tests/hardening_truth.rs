@@ -156,3 +156,88 @@ fn sql_lag_is_right_with_no_warmup_and_one_connection_per_thread() {
         }
     }
 }
+
+/// A run expected to fail (exit 1): one line on stderr saying why, the run
+/// document still printed and stored, marked not complete.
+fn failed_run(store: &std::path::Path, args: &[&str], why: &str) -> Value {
+    let (out, doc) = sweep_json(store, args);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(lines.len(), 1, "one error line: {err}");
+    assert!(lines[0].contains(why), "expected '{why}' in: {err}");
+    let doc = doc.unwrap_or_else(|| panic!("no JSON: {err}"));
+    assert_eq!(doc["complete"], false, "a failed run is not called complete");
+    assert!(doc["outcome"].as_str().unwrap().starts_with("failed: step"), "{}", doc["outcome"]);
+    let runs = run(store, &["runs"]);
+    assert!(!String::from_utf8_lossy(&runs.stdout).contains(" complete"), "{}", String::from_utf8_lossy(&runs.stdout));
+    doc
+}
+
+/// 18.14: every request answered 404, in a one-step run (below any
+/// --max-failed-steps): exit 1, not complete.
+#[test]
+fn a_run_where_every_request_is_refused_fails() {
+    let nginx = scalelab_testkit::nginx::Nginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let url = nginx.url("/no-such-page.html");
+    let doc = failed_run(&store, &["sweep", &url, "-c", "2", "--warmup", "0.2s", "--duration", "1s", "--json", "-q"], "nothing succeeded");
+    assert!(doc["outcome"].as_str().unwrap().contains("http_4xx"), "{}", doc["outcome"]);
+    assert!(errors(&doc["steps"][0], "http_4xx") > 10);
+    // Fewer failed steps in a row than --max-failed-steps: still a failed run.
+    let args = ["sweep", &url, "-c", "1,2", "--warmup", "0.1s", "--duration", "0.5s", "--pause", "0s", "--max-failed-steps", "3"];
+    failed_run(&store, &[&args[..], &["--json", "-q"]].concat(), "nothing succeeded");
+}
+
+/// 18.14: most requests fail (3 of 4 URLs are missing): errors dominate.
+#[test]
+fn a_run_where_errors_dominate_fails_and_a_few_errors_do_not() {
+    let nginx = scalelab_testkit::nginx::Nginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let urls = dir.path().join("urls.txt");
+    std::fs::write(&urls, format!("1 {}\n3 {}\n", nginx.url("/index.html"), nginx.url("/missing.html"))).unwrap();
+    let args = ["sweep", "--url-file", urls.to_str().unwrap(), "-c", "2", "--warmup", "0.2s", "--duration", "1s", "--json", "-q"];
+    let doc = failed_run(&store, &args, "errors dominate");
+    assert!(doc["steps"][0]["requests"].as_u64().unwrap() > 0);
+    // One missing URL in twenty: errors, but the server works: exit 0.
+    std::fs::write(&urls, format!("19 {}\n1 {}\n", nginx.url("/index.html"), nginx.url("/missing.html"))).unwrap();
+    let out = run(&store, &args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+/// 18.14: a server that answers the preflight, then closes every new
+/// connection at once: every request fails (reset or lost), exit 1.
+#[test]
+fn a_run_where_every_connection_is_reset_fails() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for (i, stream) in listener.incoming().enumerate() {
+            let Ok(mut s) = stream else { continue };
+            if i == 0 {
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf);
+                let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n");
+            } else {
+                // SO_LINGER 0: the close sends a RST.
+                let linger = libc::linger { l_onoff: 1, l_linger: 0 };
+                // SAFETY: setsockopt reads a linger struct we own, on a socket we own.
+                unsafe {
+                    use std::os::fd::AsRawFd;
+                    libc::setsockopt(
+                        s.as_raw_fd(),
+                        libc::SOL_SOCKET,
+                        libc::SO_LINGER,
+                        (&linger as *const libc::linger).cast(),
+                        std::mem::size_of::<libc::linger>() as libc::socklen_t,
+                    );
+                }
+            }
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    failed_run(&store, &["sweep", &url, "-c", "3", "--warmup", "0.2s", "--duration", "1s", "--json", "-q"], "nothing succeeded");
+}

@@ -275,4 +275,38 @@ impl StepResult {
     pub fn failed(&self) -> bool {
         self.requests == 0
     }
+
+    /// Why this step's figures are not a measurement of a working server:
+    /// nothing succeeded, or failed requests are at least
+    /// [`ERRORS_DOMINATE_SHARE`] of all (one line, naming the most common
+    /// class). `None` for a step that mostly worked, and for a partial step
+    /// (cut short by a signal: the interruption is the news).
+    pub fn failure(&self) -> Option<String> {
+        if self.partial || self.published_throughput_per_s.is_some() {
+            return None;
+        }
+        let errors = self.errors.total();
+        let mostly = || {
+            self.errors
+                .counts
+                .iter()
+                .max_by_key(|(c, n)| (**n, std::cmp::Reverse(**c)))
+                .map(|(c, n)| format!(", mostly {} ({n})", c.name()))
+                .unwrap_or_default()
+        };
+        if self.requests == 0 {
+            return Some(if errors == 0 {
+                "nothing succeeded and nothing failed in the window (no request finished)".to_string()
+            } else {
+                format!("nothing succeeded: all {errors} requests failed{}", mostly())
+            });
+        }
+        let share = errors as f64 / (errors + self.requests) as f64;
+        (share >= ERRORS_DOMINATE_SHARE)
+            .then(|| format!("errors dominate: {:.0}% of {} requests failed{}", 100.0 * share, errors + self.requests, mostly()))
+    }
 }
+
+/// Share of failed requests from which errors dominate a step: its
+/// throughput then says little about the server, and the run fails (exit 1).
+pub const ERRORS_DOMINATE_SHARE: f64 = 0.5;

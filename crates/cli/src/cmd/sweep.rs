@@ -265,10 +265,15 @@ pub fn execute<D: scalelab_drive::Driver>(
         let _ = store.finish_run(run_id, false, "store error");
         return Err(anyhow::Error::new(e).context("saving a finished step"));
     }
-    let (complete, outcome, code) = match &end {
-        SweepEnd::Completed => (true, "completed".to_string(), ExitCode::SUCCESS),
-        SweepEnd::Interrupted => (false, "interrupted".to_string(), ExitCode::from(130)),
-        SweepEnd::TargetFailed { step } => (false, format!("target failed at step {step}"), ExitCode::from(1)),
+    // A step where nothing succeeded or errors dominate measured no working
+    // server: the run failed, whatever --max-failed-steps allowed.
+    let failed_step =
+        steps.iter().enumerate().find_map(|(i, s)| s.failure().map(|why| format!("step {} ({} clients): {why}", i + 1, s.concurrency)));
+    let (complete, outcome, code) = match (&end, &failed_step) {
+        (SweepEnd::Completed, Some(why)) => (false, format!("failed: {why}"), ExitCode::from(1)),
+        (SweepEnd::Completed, None) => (true, "completed".to_string(), ExitCode::SUCCESS),
+        (SweepEnd::Interrupted, _) => (false, "interrupted".to_string(), ExitCode::from(130)),
+        (SweepEnd::TargetFailed { step }, _) => (false, format!("target failed at step {step}"), ExitCode::from(1)),
     };
     store.finish_run(run_id, complete, &outcome)?;
     let mut run: Run = store.load_run(run_id)?;
@@ -290,7 +295,11 @@ pub fn execute<D: scalelab_drive::Driver>(
             eprintln!("error: target failed at step {step} (nothing succeeded for {} step(s) in a row)", a.max_failed_steps)
         }
         SweepEnd::Interrupted => eprintln!("interrupted: run {run_id} kept {} finished step(s), marked incomplete", run.steps.len()),
-        SweepEnd::Completed => {}
+        SweepEnd::Completed => {
+            if let Some(why) = &failed_step {
+                eprintln!("error: run {run_id} failed: {why}");
+            }
+        }
     }
     if !passed && code == ExitCode::SUCCESS {
         return Ok(ExitCode::from(1));
