@@ -241,3 +241,29 @@ fn a_run_where_every_connection_is_reset_fails() {
     let store = dir.path().join("s.db");
     failed_run(&store, &["sweep", &url, "-c", "3", "--warmup", "0.2s", "--duration", "1s", "--json", "-q"], "nothing succeeded");
 }
+
+/// 18.15: more clients than the open-file limit allows are refused before
+/// anything starts (exit 2, one line with the figures and the fix, no
+/// store); a sweep that fits runs under the same limit.
+#[test]
+fn too_many_clients_for_the_open_file_limit_are_refused_upfront() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let under_256 = |args: &[&str]| {
+        std::process::Command::new("prlimit")
+            .args(["--nofile=256:256", env!("CARGO_BIN_EXE_scalelab"), "--store", store.to_str().unwrap()])
+            .args(args)
+            .output()
+            .expect("prlimit (util-linux) is installed")
+    };
+    let out = under_256(&["sweep", "--specimen", "scales", "-c", "1,400", "--warmup", "0.1s", "--duration", "0.5s", "-q"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("400 clients need about") && err.contains("256") && err.contains("ulimit"), "{err}");
+    assert!(!store.exists(), "nothing stored");
+    let out = under_256(&["sweep", "--specimen", "scales", "-c", "4", "--warmup", "0.1s", "--duration", "0.5s", "--json", "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(run["steps"][0]["errors_total"], 0, "{}", run["steps"][0]);
+}

@@ -597,7 +597,9 @@ async fn client_loop<C: Client>(mut client: C, slot: usize, local: Rc<RefCell<Lo
 
 fn is_connect_failure(f: &Failure) -> bool {
     use scalelab_core::ErrorClass::*;
-    matches!(f.class, ConnectRefused | ConnectTimeout | TooManyConnections)
+    // FdLimit: an EMFILE storm would otherwise spin at 300k+ errors/s and
+    // starve the probes.
+    matches!(f.class, ConnectRefused | ConnectTimeout | TooManyConnections | FdLimit)
 }
 
 /// Awaits every future of an iterator concurrently on the current task.

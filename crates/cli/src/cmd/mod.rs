@@ -2,6 +2,7 @@
 
 pub mod analysis;
 mod compare;
+mod fd_limit;
 mod micro;
 mod prepare;
 mod report;

@@ -123,6 +123,9 @@ pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
     if let Some(u) = &a.db_probe {
         crate::db_probe::parse_url(u).map_err(bad)?;
     }
+    // Before the store or the target: every client needs a descriptor.
+    let probe_fds = super::fd_limit::check(concurrency.iter().copied().max().unwrap_or(1), threads)?;
+    crate::server_tree::set_root_fd_budget(probe_fds);
     let common = Common { steps, threads, assertions };
     if let (Some(t), Some("postgres" | "postgresql" | "mysql" | "mariadb")) = (&a.target, scheme.as_deref()) {
         let prepared = super::sql_sweep::prepare_sql(&a, t)?;
@@ -185,7 +188,6 @@ pub fn execute<D: scalelab_drive::Driver>(
     prepared: Prepared<D>,
 ) -> anyhow::Result<ExitCode> {
     let Prepared { driver, target_name, workload, server, mut options, specimen } = prepared;
-    cpu::raise_open_files_limit();
     let env = scalelab_probe::capture_environment(&Default::default(), server, cpu::open_files_limit());
     let pin_cpus = scalelab_drive::engine::pin_plan(common.threads, a.no_pin);
     options.insert("client_threads_bound".into(), (!pin_cpus.is_empty()).into());
