@@ -267,3 +267,27 @@ fn too_many_clients_for_the_open_file_limit_are_refused_upfront() {
     let run: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(run["steps"][0]["errors_total"], 0, "{}", run["steps"][0]);
 }
+
+/// 18.8: `sweep --url-file FILE` with no positional target (as the README's
+/// tour writes it) targets the file's host: recorded as that URL, the server
+/// found from its port (nginx), never the idle specimen.
+#[test]
+fn a_url_file_alone_targets_its_host_not_the_specimen() {
+    let nginx = scalelab_testkit::nginx::Nginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let urls = dir.path().join("urls.txt");
+    std::fs::write(&urls, format!("3 {}\n1 {}\n", nginx.url("/index.html"), nginx.url("/index.html?x=1"))).unwrap();
+    let run =
+        json(&store, &["sweep", "--url-file", urls.to_str().unwrap(), "-c", "2", "--warmup", "0.2s", "--duration", "1s", "--json", "-q"]);
+    let origin = nginx.url("/");
+    assert_eq!(run["target"], origin.as_str(), "{}", run["target"]);
+    assert!(!run.to_string().contains("specimen:"), "nothing about the specimen: {}", run["target"]);
+    assert!(run["environment"]["server"].as_str().is_some_and(|s| s.contains("nginx")), "{}", run["environment"]);
+    // The server observed is nginx's process tree, found by the port.
+    let t = &run["steps"][0]["telemetry"];
+    assert!(t["server_cpu_pct"].as_f64().is_some() && t["unavailable"]["server"].is_null(), "nginx's CPU was measured: {t}");
+    let hot = t["hottest_threads"].as_array().unwrap();
+    assert!(!hot.is_empty() && hot.iter().all(|h| h["name"].as_str().unwrap().starts_with("nginx")), "{t}");
+    assert_eq!(run["steps"][0]["errors_total"], 0);
+}

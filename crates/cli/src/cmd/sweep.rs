@@ -88,8 +88,27 @@ pub struct Common {
     pub assertions: Vec<scalelab_analyze::Assertion>,
 }
 
-pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
+/// The target of a URL file given without a positional target: the origin
+/// (`scheme://host:port/`) of its URLs, which share one (the HTTP driver
+/// refuses mixed hosts). Without it the run would be recorded as the
+/// specimen's and observe the idle specimen instead of the server.
+fn url_file_target(path: &Path) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("--url-file {}: {e}", path.display())))?;
+    let requests = parse_url_file(&path.display().to_string(), &text).map_err(|e| bad(e.to_string()))?;
+    let first = requests.first().ok_or_else(|| bad(format!("--url-file {}: no URL in the file", path.display())))?;
+    let (scheme, rest) =
+        first.url.split_once("://").ok_or_else(|| bad(format!("--url-file {}: '{}' is not a URL", path.display(), first.url)))?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    // Credentials stay in the file's URLs (sent from there), not in the target's name.
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    Ok(format!("{}://{authority}/", scheme.to_ascii_lowercase()))
+}
+
+pub fn run(store_path: &Path, mut a: SweepArgs) -> anyhow::Result<ExitCode> {
     // 1. Everything the user gave is checked before any load.
+    if let (None, Some(path)) = (&a.target, &a.url_file) {
+        a.target = Some(url_file_target(path)?);
+    }
     let concurrency = parse_concurrency_list(&a.concurrency).map_err(|e| bad(format!("--concurrency: {e}")))?;
     let specimen_mode = match &a.target {
         None => Some(a.specimen.parse::<scalelab_specimen::Mode>().map_err(|e| bad(format!("--specimen: {e}")))?),
