@@ -213,7 +213,7 @@ params.a = { kind = "pick", values = [1, 2] }
 "#,
     )
     .unwrap();
-    let doc = sweep(&store, &url, "8", "1500ms", &["--workload-file", wl.to_str().unwrap()]);
+    let doc = sweep_with_errors(&store, &url, "8", "1500ms", &["--workload-file", wl.to_str().unwrap()]);
     let s = &steps(&doc)[0];
     assert!(s["errors"]["deadlock"].as_u64().unwrap_or(0) > 0, "no deadlock: {s}");
     assert!(s["error_messages"]["deadlock"].as_str().unwrap().contains("deadlock detected"), "{s}");
