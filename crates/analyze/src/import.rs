@@ -68,6 +68,24 @@ fn csv_error(e: csv::Error) -> ImportError {
 
 /// Parses `text` in the import format into one [`Series`] per run column,
 /// in column order, each with its steps in row order.
+/// The unit of an imported table's figures, from what its `#` comment lines
+/// say ("queries/s per number of clients" → `q/s`); `/s` when they say
+/// nothing, so an unknown unit is never shown as requests.
+pub fn import_unit(text: &str) -> &'static str {
+    let comments: String = text.lines().filter(|l| l.trim_start().starts_with('#')).collect::<Vec<_>>().join(" ").to_ascii_lowercase();
+    let tokens: Vec<&str> = comments.split(|c: char| !(c.is_alphanumeric() || c == '/')).collect();
+    let says = |words: &[&str]| words.iter().any(|w| if w.contains(' ') { comments.contains(w) } else { tokens.contains(w) });
+    if says(&["transactions/s", "transactions per second", "tx/s", "tps"]) {
+        "tx/s"
+    } else if says(&["queries/s", "queries per second", "q/s", "qps"]) {
+        "q/s"
+    } else if says(&["requests/s", "requests per second", "req/s", "rps"]) {
+        "req/s"
+    } else {
+        "/s"
+    }
+}
+
 pub fn parse_import_csv(text: &str) -> Result<Vec<Series>, ImportError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut reader =
@@ -168,5 +186,19 @@ mod tests {
         assert_eq!(err("# only\n"), "no header: expected a line `concurrency,LABEL,...` after the comments");
         assert_eq!(err("concurrency,A\n"), "no step rows after the header on line 1");
         assert_eq!(err("concurrency\n1\n"), "line 1: header has no run column after `concurrency`");
+    }
+}
+
+#[cfg(test)]
+mod unit_tests {
+    use super::import_unit;
+
+    #[test]
+    fn the_unit_comes_from_the_comment_lines() {
+        assert_eq!(import_unit("# MySQL 4.0.18, queries/s per number of concurrent clients.\nconcurrency,a\n1,2\n"), "q/s");
+        assert_eq!(import_unit("# pgbench, tps at each client count\nconcurrency,a\n"), "tx/s");
+        assert_eq!(import_unit("# nginx over https, requests/s\nconcurrency,a\n"), "req/s");
+        assert_eq!(import_unit("# https://example.org/results\nconcurrency,a\n"), "/s", "'tps' inside 'https' is not a unit");
+        assert_eq!(import_unit("concurrency,a\n1,2\n"), "/s");
     }
 }

@@ -27,6 +27,26 @@ pub fn fmt_throughput(x: f64) -> String {
     }
 }
 
+/// Throughput for the terminal, as `show` prints it: from 1,000 up, whole
+/// and with thousands separators (60,006); below, as [`fmt_throughput`].
+pub fn fmt_throughput_text(x: f64) -> String {
+    if x.abs() < 1000.0 {
+        return fmt_throughput(x);
+    }
+    let digits = format!("{:.0}", x.abs());
+    let mut out = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    if x < 0.0 {
+        out.insert(0, '-');
+    }
+    out
+}
+
 fn fmt_scaling(p: Option<i64>) -> String {
     p.map_or_else(|| "-".to_string(), |p| format!("{p}%"))
 }
@@ -44,15 +64,16 @@ fn fmt_delta(p: Option<i64>) -> String {
     )
 }
 
-/// The header and body cells shared by the text and Markdown tables.
-fn grid(c: &Comparison) -> (Vec<String>, Vec<Vec<String>>) {
+/// The header and body cells shared by the text and Markdown tables;
+/// `throughput` formats the throughput cells.
+fn grid(c: &Comparison, throughput: fn(f64) -> String) -> (Vec<String>, Vec<Vec<String>>) {
     let mut header = vec!["clients".to_string()];
     header.extend(c.labels.iter().cloned());
     header.extend(c.labels.iter().map(|l| format!("{l} scaling")));
     header.extend(c.deltas.iter().map(|d| d.name.clone()));
     let line = |first: String, cells: &Cells| {
         let mut out = vec![first];
-        out.extend(cells.throughput.values().map(|x| x.map_or_else(|| "-".to_string(), fmt_throughput)));
+        out.extend(cells.throughput.values().map(|x| x.map_or_else(|| "-".to_string(), throughput)));
         out.extend(cells.scaling_pct.values().map(|p| fmt_scaling(*p)));
         out.extend(cells.delta_pct.values().map(|p| fmt_delta(*p)));
         out
@@ -80,7 +101,7 @@ pub fn legend(c: &Comparison) -> Vec<String> {
 
 /// A plain-text table aligned with spaces, followed by its [`legend`].
 pub fn to_text(c: &Comparison) -> String {
-    let (header, body) = grid(c);
+    let (header, body) = grid(c, fmt_throughput_text);
     let widths: Vec<usize> = (0..header.len())
         .map(|i| body.iter().map(|r| r[i].chars().count()).chain([header[i].chars().count()]).max().unwrap_or(0))
         .collect();
@@ -106,13 +127,15 @@ pub fn to_text(c: &Comparison) -> String {
     out
 }
 
+/// A label in a Markdown cell: no HTML left active, no column break, no
+/// control character.
 fn md_escape(cell: &str) -> String {
-    cell.replace('|', "\\|")
+    scalelab_core::escape_control(&scalelab_core::escape_markup(cell).replace('|', "\\|")).into_owned()
 }
 
 /// A GitHub-flavoured Markdown table (numbers right-aligned), followed by its [`legend`].
 pub fn to_markdown(c: &Comparison) -> String {
-    let (header, body) = grid(c);
+    let (header, body) = grid(c, fmt_throughput);
     let row = |cells: &[String]| format!("| {} |\n", cells.iter().map(|s| md_escape(s)).collect::<Vec<_>>().join(" | "));
     let mut out = row(&header);
     let align: Vec<String> = (0..header.len()).map(|i| if i == 0 { ":---".into() } else { "---:".into() }).collect();

@@ -15,6 +15,13 @@
 //!
 //! The initial guess takes λ from the first step (X(N₁)/N₁) and σ, κ from the
 //! linearised law N·λ/X − 1 = σ(N−1) + κN(N−1), solved by ordinary least squares.
+//!
+//! [`fit`] reports a fit only when it means something (see [`check`]): the
+//! least-squares optimum always exists, but on a series the law cannot
+//! describe (a collapse steeper than contention allows, noise around a
+//! trend) its σ leaves [0, 1] or its curve explains little of the data, and
+//! drawing or quoting it would mislead. [`fit_unchecked`] gives the optimum
+//! whatever it is.
 
 use crate::series::{Series, SeriesError};
 use levenberg_marquardt::{LeastSquaresProblem, LevenbergMarquardt};
@@ -25,6 +32,20 @@ use thiserror::Error;
 /// Fewest steps a fit is attempted on: three parameters need at least one
 /// more point than they have, or any curve fits exactly and says nothing.
 pub const MIN_POINTS: usize = 4;
+
+/// Least R² for a usable fit: below it the curve explains less than 80 % of
+/// the throughputs' variance and its σ, κ and N* are not findings.
+pub const MIN_R2: f64 = 0.8;
+
+/// Largest root-mean-square relative residual under which a fit is usable
+/// even with a low (or no) R²: a flat series (a server serialized from the
+/// first client) has almost no variance to explain, so its R² is the noise's,
+/// while a curve within 5 % of every step still describes it.
+pub const MAX_RMS_RELATIVE: f64 = 0.05;
+
+/// σ is a share of serialized work: above 1 (beyond rounding) the law's
+/// contention term is bent to mimic a collapse it cannot express.
+const SIGMA_MAX: f64 = 1.0 + 1e-6;
 
 /// The fitted law and what follows from it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -65,6 +86,9 @@ pub enum UslError {
     /// The solver failed on every candidate model.
     #[error("USL fit of `{label}` did not converge: {reason}")]
     NoConvergence { label: String, reason: String },
+    /// The optimum exists but means nothing (see [`check`]); `fit` is that optimum.
+    #[error("`{label}`: {reason}")]
+    Unusable { label: String, reason: String, fit: Box<UslFit> },
 }
 
 impl UslFit {
@@ -184,8 +208,62 @@ fn weights(x: &[f64], mean: f64) -> Vec<f64> {
     x.iter().map(|&x| if x > 0.0 { 1.0 / x } else { fallback }).collect()
 }
 
-/// Fits the USL to `series` (at least [`MIN_POINTS`] steps).
+/// Fits the USL to `series` and returns the fit only when it is usable
+/// ([`check`]); otherwise [`UslError::Unusable`] says why.
 pub fn fit(series: &Series) -> Result<UslFit, UslError> {
+    let fit = fit_unchecked(series)?;
+    let points = series.checked_points()?;
+    match check(&fit, &points) {
+        Ok(()) => Ok(fit),
+        Err(reason) => Err(UslError::Unusable { label: series.label.clone(), reason, fit: Box::new(fit) }),
+    }
+}
+
+/// Why `fit` of `points` is not a finding, or `Ok` when it is: λ > 0, σ in
+/// [0, 1], κ >= 0, and the curve follows the data: R² never below 0 (worse
+/// than the mean), and R² >= [`MIN_R2`] or the steps within a root-mean-square
+/// [`MAX_RMS_RELATIVE`] of the curve (a flat series has almost no variance for
+/// R² to measure). Every failed condition is named. [`MIN_POINTS`] is checked by
+/// [`fit_unchecked`].
+pub fn check(fit: &UslFit, points: &[crate::series::Point]) -> Result<(), String> {
+    let mut reasons = Vec::new();
+    if !(fit.lambda.is_finite() && fit.lambda > 0.0) {
+        reasons.push("λ is 0: no step has throughput".to_string());
+    }
+    if !(0.0..=SIGMA_MAX).contains(&fit.sigma) {
+        reasons.push(format!("σ {:.2} is outside [0, 1] (throughput falls faster than the law can describe)", fit.sigma));
+    }
+    if !(fit.kappa.is_finite() && fit.kappa >= 0.0) {
+        reasons.push(format!("κ {} is negative", fit.kappa));
+    }
+    if fit.r2.is_some_and(|r| r < 0.0) {
+        reasons.push(format!("R² {:.2} is below 0: the curve fits worse than the mean throughput", fit.r2.unwrap_or_default()));
+    } else {
+        let rel: Vec<f64> = points
+            .iter()
+            .filter(|p| p.throughput > 0.0)
+            .map(|p| (fit.predict(f64::from(p.concurrency)) - p.throughput) / p.throughput)
+            .collect();
+        let rms = if rel.is_empty() { f64::INFINITY } else { (rel.iter().map(|r| r * r).sum::<f64>() / rel.len() as f64).sqrt() };
+        let r2_ok = fit.r2.is_some_and(|r| r >= MIN_R2);
+        if !r2_ok && rms > MAX_RMS_RELATIVE {
+            let r2 = fit.r2.map_or_else(|| "undefined".to_string(), |r| format!("{r:.2}"));
+            reasons.push(format!(
+                "R² {r2} is below {MIN_R2} and the curve is {:.0} % off the steps (RMS): it does not follow the data",
+                100.0 * rms
+            ));
+        }
+    }
+    if reasons.is_empty() {
+        Ok(())
+    } else {
+        Err(reasons.join("; "))
+    }
+}
+
+/// Fits the USL to `series` (at least [`MIN_POINTS`] steps) and returns the
+/// least-squares optimum whether or not it is usable ([`fit`] checks).
+pub fn fit_unchecked(series: &Series) -> Result<UslFit, UslError> {
     let points = series.checked_points()?;
     if points.len() < MIN_POINTS {
         return Err(UslError::TooFewPoints { label: series.label.clone(), got: points.len() });

@@ -23,6 +23,7 @@ fn telemetry(busy: f64, user: f64, sys: f64, futex: f64, cs_per_request: f64, se
         thread_states_pct: Some(ThreadStatesPct { running: 100.0 - futex - 10.0, runnable: 5.0, futex, io: 0.0, idle: 5.0, other: 0.0 }),
         hottest_threads: vec![HotThread { tid: 4242, name: "worker-1".into(), cpu_pct: 35.0, runnable_pct: None }],
         tcp_time_wait: Some(120),
+        tcp_time_wait_to_target: Some(120),
         listen_overflows_per_s: Some(0.0),
         listen_drops_per_s: Some(0.0),
         retrans_per_s: Some(0.0),
@@ -176,4 +177,40 @@ fn errors_text_and_json() {
     assert_eq!(d.verdicts.iter().map(|v| v.kind).collect::<Vec<_>>(), vec![VerdictKind::Errors, VerdictKind::AcceptOverflow]);
     insta::assert_snapshot!("errors", render_text(&d, &r.plan.label));
     insta::assert_snapshot!("errors_json", serde_json::to_string_pretty(&to_json(&d)).unwrap());
+}
+
+/// CPU-bound at 32 clients, and connection errors only at 16: two
+/// verdicts at two steps, the more important one at the later step.
+fn cpu_bound_then_errors() -> Run {
+    let mut r = cpu_bound();
+    let last = &mut r.steps[4];
+    for _ in 0..20_000 {
+        last.errors.add(&Failure::new(ErrorClass::ConnectRefused, "connection refused"));
+    }
+    r
+}
+
+#[test]
+fn verdicts_are_listed_in_step_order() {
+    let d = diagnose(&cpu_bound_then_errors());
+    let at: Vec<(VerdictKind, u32)> = d.verdicts.iter().map(|v| (v.kind, v.concurrency)).collect();
+    assert!(at.len() >= 2 && at.windows(2).any(|w| w[0].1 < w[1].1), "two verdicts at two steps: {at:?}");
+    for r in [global_lock(), cpu_bound(), client_bound(), errors(), cpu_bound_then_errors()] {
+        let d = diagnose(&r);
+        let order: Vec<u32> = d.verdicts.iter().map(|v| v.concurrency).collect();
+        let mut sorted = order.clone();
+        sorted.sort();
+        assert_eq!(order, sorted, "{}: verdicts at {order:?}", r.plan.label);
+    }
+}
+
+#[test]
+fn the_peak_line_names_the_runs_unit() {
+    let mut r = global_lock();
+    assert!(render_text(&diagnose(&r), &r.plan.label).contains("peak 274 req/s at 2 clients"));
+    r.plan.options.insert("throughput_unit".into(), "tx/s".into());
+    let text = render_text(&diagnose(&r), &r.plan.label);
+    assert!(text.contains("peak 274 tx/s at 2 clients") && text.contains("collapse: 47 tx/s"), "{text}");
+    r.plan.options.insert("throughput_unit".into(), "/s".into());
+    assert!(render_text(&diagnose(&r), &r.plan.label).contains("peak 274/s at 2 clients"));
 }

@@ -90,7 +90,7 @@ fn solver_reaches_the_least_squares_optimum_on_sparse_noisy_sweeps() {
         for seed in 0..25u64 {
             let mut rng = Rng(7 + 100 * case as u64 + seed);
             let series = noisy(&ns, (l, s, k), || 0.02 * rng.gauss());
-            let fit = usl::fit(&series).unwrap();
+            let fit = usl::fit_unchecked(&series).unwrap();
             assert!(fit.sigma >= 0.0 && fit.kappa >= 0.0);
             let (found, truth) = (relative_sse(&series, fit.lambda, fit.sigma, fit.kappa), relative_sse(&series, l, s, k));
             assert!(found <= truth * (1.0 + 1e-9), "case {case} seed {seed}: {found} > {truth}");
@@ -138,13 +138,69 @@ fn superlinear_data_stays_within_bounds() {
 }
 
 #[test]
-fn retrograde_published_series_has_an_early_optimum() {
+fn retrograde_published_series_has_an_early_optimum_but_no_usable_fit() {
+    // Tiger's collapse from 2 to 10 clients is steeper than the law allows:
+    // the optimum bends σ to 2.16 and explains half the variance.
     let tiger = Series::from_pairs("G5 Tiger", &[(1, 192.0), (2, 274.0), (5, 113.0), (10, 62.0), (20, 50.0), (35, 50.0), (50, 47.0)]);
-    let fit = usl::fit(&tiger).unwrap();
+    let fit = usl::fit_unchecked(&tiger).unwrap();
     assert!(fit.kappa > 0.0);
     let n_opt = fit.n_opt.unwrap();
     assert!((1.0..5.0).contains(&n_opt), "{fit:?}");
-    assert!(fit.r2.unwrap() > 0.5, "{fit:?}");
+    assert!(fit.sigma > 1.0 && fit.r2.unwrap() < usl::MIN_R2, "{fit:?}");
+    match usl::fit(&tiger).unwrap_err() {
+        UslError::Unusable { label, reason, fit: raw } => {
+            assert_eq!(label, "G5 Tiger");
+            assert!(reason.contains("σ 2.16 is outside [0, 1]"), "{reason}");
+            assert!(reason.contains("R² 0.50 is below 0.8"), "{reason}");
+            assert_eq!(*raw, fit);
+        }
+        e => panic!("expected Unusable, got {e:?}"),
+    }
+}
+
+/// Every column of the published import files (tests/data/published, copies
+/// of /work/shared/data): the six that climb then flatten fit (R² >= 0.93),
+/// Tiger's collapse does not.
+#[test]
+fn published_series_fit_except_the_collapse() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/published");
+    let mut usable = Vec::new();
+    for f in ["mysql-scaling-g5-tiger-linux-opteron.csv", "mysql-64bit-vs-32bit.csv"] {
+        let text = std::fs::read_to_string(dir.join(f)).unwrap();
+        for s in scalelab_analyze::import::parse_import_csv(&text).unwrap() {
+            match usl::fit(&s) {
+                Ok(fit) => {
+                    assert!((0.0..=1.0).contains(&fit.sigma) && fit.r2.unwrap() >= usl::MIN_R2, "{}: {fit:?}", s.label);
+                    usable.push(s.label.clone());
+                }
+                Err(UslError::Unusable { label, .. }) => assert_eq!(label, "G5 Tiger"),
+                Err(e) => panic!("{}: {e}", s.label),
+            }
+        }
+    }
+    assert_eq!(usable.len(), 6, "{usable:?}");
+}
+
+#[test]
+fn a_fit_worse_than_the_mean_is_not_usable() {
+    // Throughput jumping up and down: the best curve has R² -0.33.
+    let s = Series::from_pairs("zigzag", &[(1, 100.0), (2, 300.0), (4, 100.0), (8, 300.0), (16, 100.0)]);
+    assert!(usl::fit_unchecked(&s).unwrap().r2.unwrap() < 0.0);
+    let e = usl::fit(&s).unwrap_err();
+    assert!(matches!(e, UslError::Unusable { .. }), "{e:?}");
+    assert!(e.to_string().starts_with("`zigzag`: R² -0.33 is below 0"), "{e}");
+    // Noise around a plateau, 10 % off: R² -0.02 (σ 0.94).
+    let s = Series::from_pairs("noisy", &[(1, 500.0), (2, 400.0), (4, 520.0), (8, 480.0), (16, 510.0)]);
+    assert!(matches!(usl::fit(&s), Err(UslError::Unusable { .. })));
+}
+
+#[test]
+fn a_flat_series_within_noise_is_usable_despite_its_r2() {
+    // A server serialized from the first client, ±4 %: R² 0.02 is the
+    // noise's, the curve is within 5 % of every step and says σ ≈ 1.
+    let s = Series::from_pairs("serialized", &[(1, 3300.0), (2, 3100.0), (4, 3500.0), (8, 3200.0)]);
+    let fit = usl::fit(&s).unwrap();
+    assert!(fit.r2.unwrap() < 0.1 && fit.sigma > 0.9, "{fit:?}");
 }
 
 #[test]
@@ -160,14 +216,16 @@ fn refuses_fewer_than_four_steps() {
 #[test]
 fn a_step_with_zero_throughput_does_not_break_the_fit() {
     let s = Series::from_pairs("dead", &[(1, 100.0), (2, 180.0), (4, 300.0), (8, 320.0), (16, 0.0)]);
-    let fit = usl::fit(&s).unwrap();
+    let fit = usl::fit_unchecked(&s).unwrap();
     assert!(fit.lambda.is_finite() && fit.sigma >= 0.0 && fit.kappa >= 0.0, "{fit:?}");
 }
 
 #[test]
 fn all_zero_throughput_fits_a_dead_server() {
     let s = Series::from_pairs("dead", &[(1, 0.0), (2, 0.0), (4, 0.0), (8, 0.0)]);
-    let fit = usl::fit(&s).unwrap();
+    let fit = usl::fit_unchecked(&s).unwrap();
     assert_eq!(fit.lambda, 0.0, "{fit:?}");
     assert_eq!(fit.r2, None);
+    let e = usl::fit(&s).unwrap_err();
+    assert!(e.to_string().contains("λ is 0: no step has throughput"), "{e}");
 }

@@ -40,11 +40,30 @@ pub enum Command {
     Specimen(SpecimenArgs),
     /// Create and load a dataset (sbtest, pgbench) in a PostgreSQL or MySQL database.
     Prepare(PrepareArgs),
+    /// Print shell completions for bash, zsh, fish, elvish or powershell (scripts/install.sh installs them).
+    Completions(CompletionsArgs),
+    /// Print the man page scalelab(1), or write it and one page per subcommand into a directory.
+    Man(ManArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Args, Debug)]
+pub struct ManArgs {
+    /// Write scalelab.1 and scalelab-SUBCOMMAND.1 into this directory instead of printing scalelab.1.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
 pub struct SweepArgs {
-    /// Target URL (http:// or https://). Omit to sweep the built-in specimen.
+    /// Target URL: http:// or https://, postgres:// or postgresql://, mysql:// or mariadb://
+    /// (docs/workloads.md). Omit to sweep the built-in specimen.
     pub target: Option<String>,
     /// Concurrency levels (virtual clients), in order.
     #[arg(long, short = 'c', default_value = "1,2,5,10,20,35,50")]
@@ -83,9 +102,9 @@ pub struct SweepArgs {
     /// Open a new connection for every request (like ab without -k).
     #[arg(long)]
     pub no_keepalive: bool,
-    /// HTTP method.
-    #[arg(long, short = 'X', default_value = "GET")]
-    pub method: String,
+    /// HTTP method [default: GET].
+    #[arg(long, short = 'X')]
+    pub method: Option<String>,
     /// Extra request header, `Name: value` (repeatable).
     #[arg(long = "header", short = 'H')]
     pub headers: Vec<String>,
@@ -107,15 +126,20 @@ pub struct SweepArgs {
     /// Accept any TLS certificate (self-signed test servers).
     #[arg(long)]
     pub insecure: bool,
+    /// HTTP: make connections from these local addresses in turn (comma list,
+    /// e.g. 127.0.0.1,127.0.0.2): one source address has ~28k ports toward
+    /// one server address, so more connections need more sources.
+    #[arg(long, value_delimiter = ',')]
+    pub source_address: Vec<std::net::IpAddr>,
     /// End the run after this many consecutive steps in which nothing succeeded.
     #[arg(long, default_value_t = 2)]
     pub max_failed_steps: u32,
-    /// Specimen mode when no target is given.
-    #[arg(long, default_value = "scales")]
-    pub specimen: String,
-    /// Specimen CPU work per request, microseconds.
-    #[arg(long, default_value_t = 100)]
-    pub work_us: u64,
+    /// Specimen mode when no target is given [default: scales].
+    #[arg(long)]
+    pub specimen: Option<String>,
+    /// Specimen CPU work per request, microseconds [default: 100].
+    #[arg(long)]
+    pub work_us: Option<u64>,
     /// Print the run as JSON (docs/json.md) instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -211,12 +235,17 @@ pub struct CompareArgs {
     /// Runs by label, id or `last`.
     #[arg(required = true)]
     pub runs: Vec<String>,
-    /// Delta columns of every run against this one.
+    /// Delta columns of every run against this one (label or id).
     #[arg(long)]
     pub baseline: Option<String>,
-    /// A delta column A vs B (repeatable), as 100 x (A/B - 1) %.
+    /// A delta column A vs B (repeatable), as 100 x (A/B - 1) %; A and B are
+    /// labels or ids. Two runs and no --pair/--baseline: the first vs the second.
     #[arg(long = "pair")]
     pub pairs: Vec<String>,
+    /// A check (repeatable, docs/assertions.md): `delta_pct@50 >= -5` on the
+    /// first delta column; any other on every compared run. Exit 1 on failure.
+    #[arg(long = "assert")]
+    pub asserts: Vec<String>,
     /// AVG row over steps with at least this concurrency (default: all).
     #[arg(long)]
     pub avg_from: Option<u32>,
@@ -259,9 +288,10 @@ pub struct ExportArgs {
     /// Run id, label, or `last`.
     #[arg(default_value = "last")]
     pub run: String,
-    #[arg(long, value_enum, default_value = "json")]
-    pub format: ExportFormat,
-    /// With csv: the per-second series instead of the steps.
+    /// json (default), or csv: one row per step with its telemetry (units in the column names).
+    #[arg(long, value_enum)]
+    pub format: Option<ExportFormat>,
+    /// The per-second series instead of the steps, as CSV (implies --format csv).
     #[arg(long)]
     pub series: bool,
 }
@@ -280,7 +310,7 @@ pub struct SpecimenArgs {
     /// CPU work per request, microseconds.
     #[arg(long, default_value_t = 100)]
     pub work_us: u64,
-    /// Folder for the disk mode's file (default: a temp folder).
+    /// Folder for the disk mode's file, made with no name so nothing is left behind (default: a private temp folder).
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
     /// Exit when the parent process exits (set when scalelab spawns it).

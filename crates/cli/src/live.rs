@@ -50,11 +50,6 @@ impl LiveView {
         LiveView::Lines(Progress::new(quiet, steps.len()))
     }
 
-    /// True when the full-screen view owns the terminal (stdout rows wait for the end).
-    pub fn is_screen(&self) -> bool {
-        matches!(self, LiveView::Screen(_))
-    }
-
     pub fn step_started(&mut self, index: usize, concurrency: u32) {
         match self {
             LiveView::Lines(p) => p.step_started(index, concurrency),
@@ -83,9 +78,11 @@ impl LiveView {
         }
     }
 
-    pub fn step_finished(&mut self, result: &StepResult) {
+    /// A finished step: a line of its own in the plain view, a curve point
+    /// and warnings in the live view. `unit` names the throughput (req/s, tx/s).
+    pub fn step_finished(&mut self, result: &StepResult, unit: &str) {
         match self {
-            LiveView::Lines(p) => p.clear(),
+            LiveView::Lines(p) => p.step_finished(result, unit),
             LiveView::Screen(s) => {
                 s.state.step_finished(result);
                 s.draw();
@@ -108,7 +105,8 @@ const RECENT_TICKS: usize = 240;
 #[derive(Default)]
 pub struct ViewState {
     title: String,
-    plan: Vec<(u32, f64)>,
+    /// Per step: clients, warm-up seconds, window seconds.
+    plan: Vec<(u32, f64, f64)>,
     index: usize,
     elapsed_s: f64,
     warming_up: bool,
@@ -130,7 +128,12 @@ pub struct ViewState {
 
 impl ViewState {
     fn new(title: String, steps: &[StepPlan]) -> Self {
-        ViewState { title, plan: steps.iter().map(|s| (s.concurrency, s.warmup_s + s.window_s)).collect(), ..Default::default() }
+        ViewState {
+            title,
+            plan: steps.iter().map(|s| (s.concurrency, s.warmup_s, s.window_s)).collect(),
+            warming_up: true,
+            ..Default::default()
+        }
     }
 
     fn warn(&mut self, w: String) {
@@ -227,22 +230,22 @@ impl ViewState {
     }
 
     fn render_step(&self, f: &mut Frame, area: Rect) {
-        let (concurrency, total_s) = self.plan.get(self.index).copied().unwrap_or((0, 0.0));
-        let phase = if self.stopping {
-            "stopping"
-        } else if self.warming_up {
-            "warm-up"
+        let (concurrency, warmup_s, window_s) = self.plan.get(self.index).copied().unwrap_or((0, 0.0, 0.0));
+        // Each phase shows its own progress: the elapsed time counts from
+        // the step's start, so the window's part starts after the warm-up.
+        let (phase, done_s, phase_s) = if self.warming_up {
+            ("warm-up", self.elapsed_s.min(warmup_s), warmup_s)
         } else {
-            "window"
+            ("window", (self.elapsed_s - warmup_s).clamp(0.0, window_s), window_s)
         };
-        let ratio = if total_s > 0.0 { (self.elapsed_s / total_s).clamp(0.0, 1.0) } else { 0.0 };
+        let phase = if self.stopping { "stopping" } else { phase };
+        let ratio = if phase_s > 0.0 { (done_s / phase_s).clamp(0.0, 1.0) } else { 0.0 };
         let label = format!(
-            "step {}/{}: {} clients, {phase} {:.1}/{:.1}s",
+            "step {}/{}: {} client{}, {phase} {done_s:.1}/{phase_s:.1}s",
             (self.index + 1).min(self.plan.len().max(1)),
             self.plan.len(),
             concurrency,
-            self.elapsed_s,
-            total_s
+            if concurrency == 1 { "" } else { "s" },
         );
         let gauge = Gauge::default()
             .block(Block::default().borders(Borders::ALL).title(format!(" scalelab sweep: {} ", self.title)))
@@ -254,20 +257,17 @@ impl ViewState {
 
     fn render_recent(&self, f: &mut Frame, area: Rect) {
         let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2} ms"));
-        let title = format!(
-            " throughput {}/s  p50 {}  p99 {}  errors {} ",
-            thousands(self.throughput),
-            ms(self.p50_ms),
-            ms(self.p99_ms),
-            thousands(self.errors as f64)
-        );
-        let width = area.width.saturating_sub(2) as usize;
+        // The figures go on a line of their own inside the box: a title
+        // holding all of them is cut off at 80 columns.
+        let block = Block::default().borders(Borders::ALL).title(format!(" throughput {}/s ", thousands(self.throughput)));
+        let inner = block.inner(area);
+        f.render_widget(block, area);
+        let parts = Layout::default().direction(Direction::Vertical).constraints([Constraint::Length(1), Constraint::Min(0)]).split(inner);
+        let figures = format!("p50 {}  p99 {}  errors {}", ms(self.p50_ms), ms(self.p99_ms), thousands(self.errors as f64));
+        f.render_widget(Paragraph::new(figures), parts[0]);
+        let width = inner.width as usize;
         let data: Vec<u64> = self.recent.iter().rev().take(width).rev().copied().collect();
-        let spark = Sparkline::default()
-            .block(Block::default().borders(Borders::ALL).title(title))
-            .data(&data)
-            .style(Style::default().fg(Color::Cyan));
-        f.render_widget(spark, area);
+        f.render_widget(Sparkline::default().data(&data).style(Style::default().fg(Color::Cyan)), parts[1]);
     }
 
     fn render_curve(&self, f: &mut Frame, area: Rect) {
@@ -443,7 +443,11 @@ mod tests {
     }
 
     fn screen_text(state: &ViewState) -> String {
-        let mut t = Terminal::new(TestBackend::new(100, 30)).unwrap();
+        screen_text_at(state, 100, 30)
+    }
+
+    fn screen_text_at(state: &ViewState, width: u16, height: u16) -> String {
+        let mut t = Terminal::new(TestBackend::new(width, height)).unwrap();
         t.draw(|f| state.render(f)).unwrap();
         let buf = t.backend().buffer().clone();
         let mut out = String::new();
@@ -466,13 +470,38 @@ mod tests {
         );
         s.finished.push((1, 8_000.0));
         let text = screen_text(&s);
-        assert!(text.contains("step 2/3: 2 clients, window 2.5/5.0s"), "{text}");
+        assert!(text.contains("step 2/3: 2 clients, window 1.5/4.0s"), "the window's own progress: {text}");
         assert!(text.contains("throughput 12,345/s"), "{text}");
         assert!(text.contains("p50 0.21 ms") && text.contains("p99 1.50 ms"), "{text}");
         assert!(text.contains("8.0k"), "the finished step's bar: {text}");
         assert!(text.contains("CPU: waiting for two samples"), "{text}");
         assert!(text.contains("thread states: not sampled"), "{text}");
         assert!(!text.contains(" 0.0%"), "nothing measured is drawn as zero: {text}");
+    }
+
+    #[test]
+    fn at_80_by_24_every_figure_is_whole() {
+        let mut s = ViewState::new("nginx 1.22, 2 workers".into(), &plan());
+        assert!(screen_text_at(&s, 80, 24).contains("step 1/3: 1 client, warm-up 0.0/1.0s"), "warm-up before the first tick");
+        s.step_started(2);
+        s.tick(
+            2,
+            &LiveTick {
+                elapsed_s: 0.5,
+                warming_up: true,
+                throughput_per_s: 123_456.0,
+                errors: 12_345,
+                p50_ms: Some(0.21),
+                p99_ms: Some(12.75),
+            },
+        );
+        s.warn("client saturated at 50 clients: the result may be the client's limit".into());
+        let text = screen_text_at(&s, 80, 24);
+        assert!(text.contains("step 3/3: 5 clients, warm-up 0.5/1.0s"), "{text}");
+        assert!(text.contains("throughput 123,456/s"), "{text}");
+        assert!(text.contains("p50 0.21 ms  p99 12.75 ms  errors 12,345"), "p99 whole at 80 columns: {text}");
+        assert!(text.contains("q or Ctrl-C: stop, keeping finished steps"), "{text}");
+        assert!(text.contains("! client saturated at 50 clients"), "{text}");
     }
 
     #[test]

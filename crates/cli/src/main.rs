@@ -2,6 +2,8 @@
 //! to exit codes (2: bad input, nothing run; 1: the run failed or an
 //! assertion failed; 130: interrupted). Everything else lives in libraries.
 
+#[macro_use]
+mod term;
 mod args;
 mod cmd;
 mod db_probe;
@@ -16,6 +18,8 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // `scalelab micro` re-starts this executable as its small forking helper.
+    scalelab_micro::helper::serve_if_helper();
     let cli = args::Cli::parse();
     end_quietly_on_closed_pipe(&cli.command);
     match cmd::run(cli) {
@@ -26,14 +30,15 @@ fn main() -> ExitCode {
             for cause in e.chain().skip(1) {
                 msg.push_str(&format!(": {cause}"));
             }
-            eprintln!("{msg}");
+            // One line, whatever the server or the user put in it.
+            eprintln!("{}", scalelab_core::escape_control(&msg));
             ExitCode::from(code)
         }
     }
 }
 
 /// Commands that only read the store and print (`runs`, `show`, `diagnose`,
-/// `export`, `compare`, `report`) get the default SIGPIPE action back, so
+/// `export`, `compare`, `report`, `completions`, `man`) get the default SIGPIPE action back, so
 /// `scalelab show last | head` ends quietly when `head` has read enough, as
 /// `cat` would. Rust starts with SIGPIPE ignored, and `println!` then panics
 /// on the closed pipe. The others keep it ignored: they hold sockets, where a
@@ -41,7 +46,7 @@ fn main() -> ExitCode {
 /// `sweep` or `import` must finish writing the store.
 fn end_quietly_on_closed_pipe(command: &args::Command) {
     use args::Command::*;
-    if matches!(command, Runs | Show(_) | Diagnose(_) | Export(_) | Compare(_) | Report(_)) {
+    if matches!(command, Runs | Show(_) | Diagnose(_) | Export(_) | Compare(_) | Report(_) | Completions(_) | Man(_)) {
         // SAFETY: sets a signal disposition before any thread is started.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     }

@@ -52,6 +52,15 @@ impl Telemetry {
             .spawn(move || {
                 let roots = Roots::default();
                 let mut system = SystemSampler::new(&roots);
+                // Where the load goes: TIME_WAIT sockets toward these are the
+                // run's own (others are earlier runs' or other programs').
+                let mut targets: Vec<std::net::SocketAddr> = specimen.into_iter().collect();
+                if let Some(pid) = server_pid {
+                    targets.extend(scalelab_probe::listening_addrs(&roots, pid).unwrap_or_default());
+                }
+                targets.sort_unstable();
+                targets.dedup();
+                system.set_targets(targets);
                 let mut tree = server_pid.map(|pid| ServerTree::new(&roots, pid, thread_hz > 0.0));
                 let tick = if thread_hz > 0.0 { Duration::from_secs_f64(1.0 / thread_hz) } else { interval };
                 let mut next_sample = Instant::now();

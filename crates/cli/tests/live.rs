@@ -83,8 +83,7 @@ fn on_a_terminal_the_live_view_draws_and_q_stops_keeping_finished_steps() {
     assert_eq!(code, 130, "q stops the sweep like Ctrl-C: exit 130\n{drawn}");
     assert!(drawn.contains(ALT_SCREEN), "a full-screen view was drawn");
     let seen = visible(&drawn);
-    for panel in
-        ["scalelab sweep: specimen:scales", "step 1/3: 1 clients", "curve so far", "server threads", "machine", "q or Ctrl-C: stop"]
+    for panel in ["scalelab sweep: specimen:scales", "step 1/3: 1 client", "curve so far", "server threads", "machine", "q or Ctrl-C: stop"]
     {
         assert!(seen.contains(panel), "the live view shows `{panel}`: {seen}");
     }
@@ -112,5 +111,5 @@ fn no_tui_on_a_terminal_and_a_pipe_give_plain_progress() {
     assert!(out.status.success());
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(!stderr.contains('\x1b') && !stdout.contains('\x1b'), "nothing drawn when not a terminal: {stderr}");
-    assert!(stderr.contains("step 1/2: 1 clients") && stderr.contains("step 2/2: 2 clients"), "plain lines: {stderr}");
+    assert!(stderr.contains("step 1/2: 1 client\n") && stderr.contains("step 2/2: 2 clients"), "plain lines: {stderr}");
 }

@@ -3,7 +3,10 @@
 //! HTML and loaded in headless Chromium over the DevTools protocol. The page
 //! must log no error, request nothing but itself, and draw every chart with
 //! the series it announces; a screenshot is kept under
-//! `target/test-artifacts/`. Also: Markdown, `--svg`, `--png`, and bad input.
+//! `target/test-artifacts/`. The page is also laid out at a laptop's 1366 px
+//! and a phone's 390 px: nothing scrolls the page sideways, every chart is
+//! there and every chart label inside its chart; screenshots at both widths
+//! are kept. Also: Markdown, `--svg`, `--png`, and bad input.
 
 #[path = "common/chromium.rs"]
 mod chromium;
@@ -62,7 +65,7 @@ const CHARTS_JS: &str = r#"JSON.stringify({
       announced: +s.getAttribute('data-series'),
       series: groups.length,
       painted: groups.filter(function (g) {
-        var path = g.querySelector('path');
+        var path = g.querySelector('polyline');
         var visible = Array.from(g.querySelectorAll('circle, rect')).filter(function (e) { return e.getAttribute('fill-opacity') !== '0'; });
         return (path && path.getTotalLength() > 0) || visible.length > 0;
       }).length,
@@ -138,9 +141,12 @@ fn html_report_loads_in_chromium_offline_and_draws_every_chart() {
         assert_eq!(c["series"], c["announced"], "series drawn vs announced: {c}");
         assert_eq!(c["painted"], c["announced"], "every series has painted geometry: {c}");
     }
-    // The expected series: 3 runs + 3 USL fits (4+ steps each); scaling 3 runs;
+    // The expected series: 3 runs + their usable USL fits (drawn only when
+    // `diagnose` has one: Tiger's, σ 2.16, is not); scaling 3 runs;
     // p50/p99/p99.9; per-second throughput; CPU user/system/iowait/idle; cs/s; 6 thread states.
-    assert_eq!(find("throughput")["series"], 6);
+    let fits = ids.iter().filter(|id| !json(&store, &["diagnose", id.as_str(), "--json"])["usl"].is_null()).count();
+    assert!(json(&store, &["diagnose", "G5 Tiger", "--json"])["usl_error"].as_str().unwrap().contains("outside [0, 1]"));
+    assert_eq!(find("throughput")["series"], 3 + fits);
     assert_eq!(find("scaling")["series"], 3);
     for id in [with_threads, without_threads] {
         assert_eq!(find(&format!("run-{id}-latency"))["series"], 3);
@@ -233,4 +239,136 @@ fn markdown_report_and_bad_input() {
     let out = run(&store, &["report", "Xeon 64-bit", "-o", dir.path().join("no/such/dir/r.html").to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(std::fs::read_dir(dir.path()).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().ends_with(".tmp")));
+}
+
+/// Layout facts of the loaded page, at the width it was loaded with.
+const LAYOUT_JS: &str = r#"JSON.stringify({
+  innerWidth: window.innerWidth,
+  scrollWidth: document.documentElement.scrollWidth,
+  bodyScrollWidth: document.body.scrollWidth,
+  height: document.documentElement.scrollHeight,
+  header: document.querySelector('p.runs').textContent,
+  omitted: Array.from(document.querySelectorAll('.chart-omitted')).map(function (p) { return p.id; }),
+  charts: Array.from(document.querySelectorAll('figure')).map(function (f) {
+    var r = f.getBoundingClientRect();
+    var svg = f.querySelector('svg.chart');
+    var out = { id: f.id, left: r.left, right: r.right, drawn: !!svg, width: 0, outside: [] };
+    if (svg) {
+      var vb = svg.viewBox.baseVal;
+      out.width = svg.getBoundingClientRect().width;
+      Array.from(svg.querySelectorAll('text')).forEach(function (t) {
+        if (t.getAttribute('transform')) { return; }
+        var b = t.getBBox();
+        if (b.x < -0.5 || b.x + b.width > vb.width + 0.5 || b.y < -0.5 || b.y + b.height > vb.height + 0.5) {
+          out.outside.push(t.textContent + ' [' + b.x.toFixed(1) + '..' + (b.x + b.width).toFixed(1) + ' of ' + vb.width + ']');
+        }
+      });
+    }
+    return out;
+  })
+})"#;
+
+/// Width and height of a PNG, from its IHDR chunk.
+fn png_size(png: &[u8]) -> (u32, u32) {
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n") && &png[12..16] == b"IHDR", "not a PNG");
+    let be = |i: usize| u32::from_be_bytes(png[i..i + 4].try_into().unwrap());
+    (be(16), be(20))
+}
+
+#[test]
+fn html_report_fits_a_laptop_and_a_phone() {
+    let _cpu = cpu_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    // A sweep at thousands of req/s beside the 2005 series at ~200 q/s
+    // (a log axis), and a micro run (listed in the header).
+    let sweep = short_sweep(&store, "lock", "50");
+    let out = run(&store, &["import", &published("mysql-scaling-g5-tiger-linux-opteron.csv")]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run(&store, &["micro", "--quick", "--only", "procs", "--label", "box", "-q"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    let micro_id: i64 = said.split("; run ").nth(1).and_then(|t| t.split(' ').next()).and_then(|n| n.parse().ok()).expect(&said);
+    let html = dir.path().join("report.html");
+    let svg_dir = dir.path().join("charts");
+    let out = run(
+        &store,
+        &[
+            "report",
+            &sweep.to_string(),
+            "G5 Tiger",
+            &micro_id.to_string(),
+            "-o",
+            html.to_str().unwrap(),
+            "--svg",
+            svg_dir.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "report failed: {}", stderr(&out));
+    // Every chart drawn is written to --svg DIR: the page must show each of them.
+    let mut expected: Vec<String> = std::fs::read_dir(&svg_dir)
+        .unwrap()
+        .map(|e| format!("chart-{}", e.unwrap().file_name().to_string_lossy().trim_end_matches(".svg")))
+        .collect();
+    expected.sort();
+    assert!(expected.len() >= 6, "{expected:?}");
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(text.contains("log scale"), "a 1000x apart pair gets a log axis");
+
+    let profile = tempfile::tempdir().unwrap();
+    let mut b = chromium::Browser::start(profile.path());
+    for domain in ["Runtime.enable", "Log.enable", "Page.enable"] {
+        b.call(domain, json!({}));
+    }
+    let url = format!("file://{}", html.display());
+    for (width, phone) in [(1366u32, false), (390, true)] {
+        b.call("Emulation.setDeviceMetricsOverride", json!({"width": width, "height": 844, "deviceScaleFactor": 1, "mobile": phone}));
+        b.events.clear();
+        b.call("Page.navigate", json!({"url": url}));
+        assert!(b.wait_event("Page.loadEventFired", Duration::from_secs(60)), "the report never finished loading at {width} px");
+        b.settle(Duration::from_millis(300));
+        let result = b.call("Runtime.evaluate", json!({"expression": LAYOUT_JS, "returnByValue": true}));
+        let page: Value = serde_json::from_str(result["result"]["value"].as_str().expect("string result")).expect("JSON from the page");
+        let w = f64::from(width);
+        assert_eq!(page["innerWidth"].as_f64(), Some(w), "{page}");
+        // Nothing scrolls the page sideways (wide tables and charts scroll in their own box).
+        assert!(page["scrollWidth"].as_f64().unwrap() <= w, "the page is wider than {width} px: {}", page["scrollWidth"]);
+        assert!(page["bodyScrollWidth"].as_f64().unwrap() <= w, "the body is wider than {width} px: {}", page["bodyScrollWidth"]);
+        let header = page["header"].as_str().unwrap();
+        assert!(header.contains(&format!("run {sweep}: lock")) && header.contains(&format!("micro run {micro_id}: box")), "{header}");
+        let charts = page["charts"].as_array().unwrap();
+        let mut drawn: Vec<String> = charts.iter().filter(|c| c["drawn"] == true).map(|c| c["id"].as_str().unwrap().to_string()).collect();
+        drawn.sort();
+        assert_eq!(drawn, expected, "every chart is on the page at {width} px");
+        for c in charts {
+            assert!(
+                c["left"].as_f64().unwrap() >= 0.0 && c["right"].as_f64().unwrap() <= w + 0.5,
+                "chart box off screen at {width} px: {c}"
+            );
+            if c["drawn"] == true {
+                assert!(c["width"].as_f64().unwrap() >= 300.0, "chart too small to read at {width} px: {c}");
+                assert!(c["outside"].as_array().unwrap().is_empty(), "labels outside their chart at {width} px: {c}");
+            }
+        }
+        let height = page["height"].as_f64().unwrap().min(16_000.0) as u32;
+        // The screenshot as a user would take it: Chromium's own --screenshot at that window size.
+        let shot = artifacts().join(format!("report-{width}.png"));
+        let _ = std::fs::remove_file(&shot);
+        let cli_profile = tempfile::tempdir().unwrap();
+        let status = std::process::Command::new(chromium::CHROMIUM)
+            .args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run"])
+            .arg(format!("--user-data-dir={}", cli_profile.path().display()))
+            .arg(format!("--screenshot={}", shot.display()))
+            .arg(format!("--window-size={width},{height}"))
+            .arg(&url)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("running chromium --screenshot");
+        assert!(status.success(), "chromium --screenshot: {status}");
+        let png = std::fs::read(&shot).expect("the screenshot");
+        assert_eq!(png_size(&png), (width, height), "screenshot size");
+        eprintln!("screenshot: {}", shot.display());
+    }
+    std::fs::copy(&html, artifacts().join("report-widths.html")).unwrap();
 }

@@ -46,11 +46,11 @@ fn single_thread_shows_one_hot_thread() {
     let _cpu = cpu_exclusive();
     let run = sweep("single-thread", "500", "8");
     let t = tel(&run, 0);
-    // Its demand (on a CPU or waiting for one): a busy neighbour can starve
-    // the thread of CPU, not hide that it wanted a whole core.
+    // What the thread wanted: its CPU plus its wait for a CPU (schedstat),
+    // which a busy neighbour can delay but not hide.
     let h = &t["hottest_threads"][0];
     let hot = h["cpu_pct"].as_f64().unwrap() + h["runnable_pct"].as_f64().unwrap_or(0.0);
-    assert!(hot > 70.0, "one thread wanting a whole core: {t}");
+    assert!(hot > 70.0, "one thread wants a whole core: {t}");
     let second = t["hottest_threads"][1]["cpu_pct"].as_f64().unwrap_or(0.0);
     assert!(second < 20.0, "and no other thread busy: {t}");
 }
@@ -64,10 +64,13 @@ fn disk_mode_shows_io_wait_and_scales_does_not() {
     let iowait = |t: &Value| t["cpu_iowait_pct"].as_f64().unwrap();
     let io = |t: &Value| t["thread_states_pct"]["io"].as_f64().unwrap();
     // Seen here: disk 26-35 % iowait and 12-15 % of thread-time in disk wait at 2 clients; scales 0 and 0.
-    // iowait is idle time: when a neighbour keeps every CPU busy there is
-    // none, and the server's own threads in disk wait (below) must carry it.
-    let hidden = d["cpu_busy_pct"].as_f64().unwrap() >= 90.0;
-    assert!(hidden || (iowait(d) >= 5.0 && iowait(d) > iowait(s) + 4.0), "iowait: disk {d} vs scales {s}");
+    // The kernel counts iowait only on an idle CPU: a busy neighbour (another
+    // build, a CPU hog) hides it, so the machine figure is checked only when the
+    // machine had room; the server's own threads in disk wait are checked always.
+    let busy = d["cpu_busy_pct"].as_f64().unwrap_or(100.0);
+    if busy < 85.0 {
+        assert!(iowait(d) >= 5.0 && iowait(d) > iowait(s) + 4.0, "iowait: disk {d} vs scales {s}");
+    }
     assert!(io(d) >= 3.0 && io(s) < 1.0, "threads in disk wait: disk {d} vs scales {s}");
     assert!(d["specimen"]["fsyncs_per_s"].as_f64().unwrap() > 100.0, "{d}");
     assert!(d["disk_iops"].as_f64().unwrap() > 100.0, "{d}");

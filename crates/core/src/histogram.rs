@@ -7,15 +7,31 @@
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::time::Duration;
 
 /// Significant figures kept: 3 gives 0.1 % relative precision at any magnitude.
 const SIGFIG: u8 = 3;
 
 /// An HDR histogram of latencies recorded in nanoseconds.
+///
+/// A histogram that is done recording (a closed second of a window) can be
+/// [packed](LatencyHistogram::pack) into its deflated V2 encoding: at 3
+/// significant figures a histogram spanning microseconds to milliseconds
+/// holds ~14k counters (~115 KB) in memory, while its encoding is a few
+/// hundred bytes to a few KB. Packing keeps a long window's per-second histograms from
+/// growing the client by ~100 KB per second and thread (`bench/soak`). Every
+/// read decodes a packed histogram on the fly; a write unpacks it.
 #[derive(Clone, Debug)]
 pub struct LatencyHistogram {
-    inner: Histogram<u64>,
+    repr: Repr,
+}
+
+#[derive(Clone, Debug)]
+enum Repr {
+    Live(Box<Histogram<u64>>),
+    /// V2 deflated bytes (the store's format) and the number of values they hold.
+    Packed(Box<[u8]>, u64),
 }
 
 impl Default for LatencyHistogram {
@@ -41,7 +57,42 @@ impl LatencyHistogram {
     pub fn new() -> Self {
         let mut inner = Histogram::new(SIGFIG).expect("3 significant figures is a valid HDR setting");
         inner.auto(true);
-        Self { inner }
+        Self { repr: Repr::Live(Box::new(inner)) }
+    }
+
+    /// The histogram to read: borrowed when live, decoded when packed.
+    fn view(&self) -> Cow<'_, Histogram<u64>> {
+        match &self.repr {
+            Repr::Live(h) => Cow::Borrowed(h),
+            Repr::Packed(bytes, _) => Cow::Owned(decode(bytes).expect("a histogram packed by this process decodes")),
+        }
+    }
+
+    /// The histogram to write into, unpacked first when packed.
+    fn live(&mut self) -> &mut Histogram<u64> {
+        if let Repr::Packed(bytes, _) = &self.repr {
+            let h = decode(bytes).expect("a histogram packed by this process decodes");
+            self.repr = Repr::Live(Box::new(h));
+        }
+        match &mut self.repr {
+            Repr::Live(h) => h,
+            Repr::Packed(..) => unreachable!("unpacked above"),
+        }
+    }
+
+    /// Packs the histogram into its sparse encoding (see the type's doc);
+    /// reads still work, a later write unpacks it. Idempotent.
+    pub fn pack(&mut self) {
+        if let Repr::Live(h) = &self.repr {
+            let mut out = Vec::new();
+            V2DeflateSerializer::new().serialize(h.as_ref(), &mut out).expect("serializing an in-memory histogram into a Vec cannot fail");
+            self.repr = Repr::Packed(out.into_boxed_slice(), h.len());
+        }
+    }
+
+    /// True when [packed](LatencyHistogram::pack).
+    pub fn is_packed(&self) -> bool {
+        matches!(self.repr, Repr::Packed(..))
     }
 
     /// Records one latency.
@@ -49,22 +100,29 @@ impl LatencyHistogram {
     pub fn record(&mut self, latency: Duration) {
         let ns = u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX).max(1);
         // auto-resize is on, so recording cannot fail for in-range u64 values.
-        let _ = self.inner.record(ns);
+        let _ = self.live().record(ns);
     }
 
     /// Adds every value of `other` into `self`.
     pub fn merge(&mut self, other: &LatencyHistogram) {
-        let _ = self.inner.add(&other.inner);
+        if other.is_empty() {
+            return;
+        }
+        let other = other.view();
+        let _ = self.live().add(other.as_ref());
     }
 
     /// Number of recorded values.
     pub fn count(&self) -> u64 {
-        self.inner.len()
+        match &self.repr {
+            Repr::Live(h) => h.len(),
+            Repr::Packed(_, n) => *n,
+        }
     }
 
     /// True when nothing was recorded.
     pub fn is_empty(&self) -> bool {
-        self.inner.is_empty()
+        self.count() == 0
     }
 
     /// The value at quantile `q` (0..=1), in milliseconds; `None` when empty.
@@ -72,7 +130,7 @@ impl LatencyHistogram {
         if self.is_empty() {
             return None;
         }
-        Some(self.inner.value_at_quantile(q) as f64 / 1e6)
+        Some(self.view().value_at_quantile(q) as f64 / 1e6)
     }
 
     /// Mean, stddev and the published percentiles, in milliseconds; `None` when empty
@@ -81,7 +139,7 @@ impl LatencyHistogram {
         if self.is_empty() {
             return None;
         }
-        let h = &self.inner;
+        let h = self.view();
         Some(LatencySummary {
             mean: h.mean() / 1e6,
             stddev: h.stdev() / 1e6,
@@ -96,18 +154,25 @@ impl LatencyHistogram {
     /// Compressed HDR V2 bytes, the format the store keeps.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::new();
-        V2DeflateSerializer::new().serialize(&self.inner, &mut out).expect("serializing an in-memory histogram into a Vec cannot fail");
+        V2DeflateSerializer::new()
+            .serialize(self.view().as_ref(), &mut out)
+            .expect("serializing an in-memory histogram into a Vec cannot fail");
         out
     }
 
     /// Reads bytes written by [`LatencyHistogram::to_bytes`].
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, String> {
-        let mut cursor = bytes;
-        let mut inner: Histogram<u64> =
-            Deserializer::new().deserialize(&mut cursor).map_err(|e| format!("corrupt latency histogram: {e:?}"))?;
-        inner.auto(true);
-        Ok(Self { inner })
+        Ok(Self { repr: Repr::Live(Box::new(decode(bytes)?)) })
     }
+}
+
+/// Reads V2 bytes, deflated or not, into an auto-resizing histogram.
+fn decode(bytes: &[u8]) -> Result<Histogram<u64>, String> {
+    let mut cursor = bytes;
+    let mut inner: Histogram<u64> =
+        Deserializer::new().deserialize(&mut cursor).map_err(|e| format!("corrupt latency histogram: {e:?}"))?;
+    inner.auto(true);
+    Ok(inner)
 }
 
 #[cfg(test)]
@@ -125,6 +190,30 @@ mod tests {
         assert!((s.p99 - 99.0).abs() < 0.1, "{s:?}");
         assert!((s.max - 100.0).abs() < 0.1, "{s:?}");
         assert!((s.mean - 50.5).abs() < 0.1, "{s:?}");
+    }
+
+    #[test]
+    fn a_packed_histogram_reads_the_same_and_is_small() {
+        let mut h = LatencyHistogram::new();
+        for us in 1..=20_000u64 {
+            h.record(Duration::from_micros(50 + us % 3_000));
+        }
+        let before = (h.summary(), h.count(), h.quantile_ms(0.999));
+        let live_size = match &h.repr {
+            Repr::Live(l) => l.distinct_values() * 8,
+            Repr::Packed(..) => unreachable!(),
+        };
+        h.pack();
+        assert!(h.is_packed());
+        assert_eq!((h.summary(), h.count(), h.quantile_ms(0.999)), before);
+        let Repr::Packed(bytes, _) = &h.repr else { unreachable!() };
+        assert!(bytes.len() * 10 < live_size, "packed {} bytes vs {live_size} live", bytes.len());
+        let mut total = LatencyHistogram::new();
+        total.merge(&h);
+        total.merge(&h);
+        assert_eq!(total.count(), 40_000);
+        h.record(Duration::from_micros(10));
+        assert!(!h.is_packed() && h.count() == 20_001, "a write unpacks");
     }
 
     #[test]

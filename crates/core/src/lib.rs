@@ -6,6 +6,8 @@
 //! - [`run`]: [`Run`], a run loaded in memory (plan, environment, steps).
 //! - [`telemetry`]: [`StepTelemetry`], what the machine and server did in a step's window.
 //! - [`env`]: [`Environment`], the "benchmark configuration" recorded with each run.
+//! - [`text`]: user and server text made safe to keep and show ([`redact_url`],
+//!   [`escape_control`] for terminals, [`escape_markup`] for Markdown).
 //!
 //! Nothing here does I/O; these are values handed between crates.
 
@@ -15,13 +17,15 @@ pub mod plan;
 pub mod result;
 pub mod run;
 pub mod telemetry;
+pub mod text;
 
 pub use env::Environment;
 pub use histogram::{LatencyHistogram, LatencySummary};
 pub use plan::{parse_concurrency_list, parse_duration, RunPlan, StepPlan};
 pub use result::{ErrorClass, ErrorCounts, Failure, SecondResult, StepResult};
-pub use run::{Run, RunKind};
+pub use run::{display_names, Run, RunKind};
 pub use telemetry::{DbTelemetry, DbWait, HotThread, PerfSchemaWait, SoftirqCpu, SpecimenTelemetry, StepTelemetry, ThreadStatesPct};
+pub use text::{escape_control, escape_control_lines, escape_markup, redact_url};
 
 /// Seconds as a float, the unit of every duration that leaves the engine.
 pub type Seconds = f64;

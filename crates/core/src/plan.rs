@@ -55,6 +55,14 @@ pub struct RunPlan {
 }
 
 impl RunPlan {
+    /// What one unit of throughput counts: `req/s` (HTTP, the specimen),
+    /// `tx/s` or `q/s` (SQL workloads of transactions or single statements),
+    /// or what an imported table says (`/s` when it says nothing). Stored
+    /// in the options as `throughput_unit`; runs from before it read `req/s`.
+    pub fn throughput_unit(&self) -> &str {
+        self.options.get("throughput_unit").and_then(|v| v.as_str()).unwrap_or("req/s")
+    }
+
     /// The client threads in words: "2", "2 bound to CPUs 0,1" when the
     /// run bound each event loop to a CPU (options `client_cpus`), and
     /// ", 100 µs slice" when they ran with a slice of their own (options

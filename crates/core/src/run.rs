@@ -46,3 +46,40 @@ pub struct Run {
     pub outcome: Option<String>,
     pub steps: Vec<StepResult>,
 }
+
+/// The names of runs shown side by side (columns, legends, headers): the
+/// label, and for every run whose label another of them shares, the label
+/// with ` #ID` after it, on all of them alike ("same #18", "same #19", never
+/// "same" beside "same #19"). Runs are compared by identity; labels only
+/// name them. A name that would still collide with another run's label
+/// (a run labelled "same #19" beside two runs labelled "same") gets the id too.
+pub fn display_names(runs: &[(i64, &str)]) -> Vec<String> {
+    let repeated = |label: &str| runs.iter().filter(|(_, l)| *l == label).count() > 1;
+    let mut names: Vec<String> = runs.iter().map(|(id, l)| if repeated(l) { format!("{l} #{id}") } else { l.to_string() }).collect();
+    for i in 0..names.len() {
+        if names.iter().filter(|n| **n == names[i]).count() > 1 {
+            let clashing = names[i].clone();
+            for (j, n) in names.iter_mut().enumerate() {
+                if *n == clashing {
+                    *n = format!("{} #{}", runs[j].1, runs[j].0);
+                }
+            }
+        }
+    }
+    names
+}
+
+#[cfg(test)]
+mod display_name_tests {
+    use super::display_names;
+
+    #[test]
+    fn repeated_labels_get_the_id_on_every_run_alike() {
+        assert_eq!(display_names(&[(1, "a"), (2, "b")]), ["a", "b"]);
+        assert_eq!(display_names(&[(18, "same"), (19, "same"), (20, "other")]), ["same #18", "same #19", "other"]);
+        let tricky = display_names(&[(18, "same"), (19, "same"), (25, "same #19")]);
+        assert_eq!(tricky, ["same #18", "same #19", "same #19 #25"]);
+        let unique: std::collections::HashSet<_> = tricky.iter().collect();
+        assert_eq!(unique.len(), 3);
+    }
+}

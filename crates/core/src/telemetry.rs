@@ -96,8 +96,15 @@ pub struct StepTelemetry {
     pub thread_states_pct: Option<ThreadStatesPct>,
     /// The server threads that used the most CPU.
     pub hottest_threads: Vec<HotThread>,
-    /// Sockets in TIME_WAIT at the end of the window.
+    /// Sockets in TIME_WAIT at the end of the window, machine-wide (both
+    /// ends of loopback connections, every destination, earlier runs' too).
     pub tcp_time_wait: Option<u64>,
+    /// Sockets in TIME_WAIT toward the server's listening addresses at the
+    /// end of the window: the ones that pin this client's ephemeral ports
+    /// (a port is reusable toward another destination). `None` when the
+    /// server's addresses were not known (reason under `time_wait_to_target`).
+    #[serde(default)]
+    pub tcp_time_wait_to_target: Option<u64>,
     pub listen_overflows_per_s: Option<f64>,
     pub listen_drops_per_s: Option<f64>,
     pub retrans_per_s: Option<f64>,

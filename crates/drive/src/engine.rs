@@ -311,9 +311,10 @@ pub fn run_step<D: Driver>(driver: &Arc<D>, plan: &StepPlan, opts: &EngineOption
         .collect();
     // A window cut short keeps only the seconds it covered.
     merged.truncate(window_s.ceil().max(if window_s > 0.0 { 1.0 } else { 0.0 }) as usize);
-    for s in &merged {
+    for s in &mut merged {
         result.requests += s.requests;
         result.latency.merge(&s.latency);
+        s.latency.pack();
     }
     result.seconds = merged;
     if let (Some(ns), true) = (runq_total_ns, window_s > 0.0 && runq_threads > 0) {
@@ -461,9 +462,13 @@ async fn control_loop(shared: Arc<Shared>, local: Rc<RefCell<Local>>, sec_tx: mp
         if now > warm_end {
             let done = (now - warm_end).as_secs() as u32;
             while sent < done {
-                let l = local.borrow();
-                if let Some(s) = l.stats.seconds.get(sent as usize) {
+                let mut l = local.borrow_mut();
+                if let Some(s) = l.stats.seconds.get_mut(sent as usize) {
                     let _ = sec_tx.send((sent, s.latency.clone()));
+                    // A closed second is only read from now on: packed, it
+                    // takes hundreds of bytes instead of ~100 KB, so a long
+                    // window does not grow the client (bench/soak).
+                    s.latency.pack();
                 }
                 sent += 1;
             }

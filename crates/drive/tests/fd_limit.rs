@@ -38,6 +38,7 @@ fn connects_past_the_open_file_limit_are_fd_limit_errors_and_back_off() {
         connect_timeout: Duration::from_secs(5),
         expect: StatusMatch::parse("2xx").unwrap(),
         insecure: false,
+        source_addrs: Vec::new(),
     };
     let driver = Arc::new(HttpDriver::new(&config).unwrap());
     // Room for the client thread's event loop and a few connections (each

@@ -37,6 +37,7 @@ struct Args {
 }
 
 fn main() -> anyhow_free::Result {
+    scalelab_micro::helper::serve_if_helper();
     let args = Args::parse();
     let report = match &args.load {
         Some(p) => serde_json::from_str::<MicroReport>(&std::fs::read_to_string(p)?)?,

@@ -49,13 +49,32 @@ pub fn delta_pct(a: f64, b: f64) -> Option<i64> {
     Some(snapped.round() as i64)
 }
 
-/// Compares `runs` against the one labelled `baseline`.
+/// Compares `runs` against the one labelled `baseline`; a label that two
+/// runs share is ambiguous (name them apart, or use [`compare_with`]).
 pub fn compare(runs: &[LabelledRun], baseline: &str) -> Result<Comparison, MicroError> {
-    let base = runs.iter().find(|r| r.label == baseline).ok_or_else(|| MicroError::UnknownBaseline {
-        given: baseline.to_string(),
-        have: runs.iter().map(|r| r.label.as_str()).collect::<Vec<_>>().join(", "),
-    })?;
-    let others: Vec<&LabelledRun> = runs.iter().filter(|r| r.label != baseline).collect();
+    let have = || runs.iter().map(|r| r.label.as_str()).collect::<Vec<_>>().join(", ");
+    let mut matching = runs.iter().enumerate().filter(|(_, r)| r.label == baseline).map(|(i, _)| i);
+    let base = matching.next().ok_or_else(|| MicroError::UnknownBaseline { given: baseline.to_string(), have: have() })?;
+    if matching.next().is_some() {
+        return Err(MicroError::AmbiguousBaseline { given: baseline.to_string(), have: have() });
+    }
+    compare_with(runs, base)
+}
+
+/// Compares `runs` against `runs[base]`. Runs are told apart by position,
+/// not label: two runs with one label (a before/after on one host) are two
+/// columns, each with its deltas; their labels should be made distinct for
+/// display first (the CLI appends the run id: `host #12`, `host #15`).
+pub fn compare_with(runs: &[LabelledRun], base: usize) -> Result<Comparison, MicroError> {
+    let baseline = &runs
+        .get(base)
+        .ok_or_else(|| MicroError::UnknownBaseline {
+            given: format!("#{base}"),
+            have: runs.iter().map(|r| r.label.as_str()).collect::<Vec<_>>().join(", "),
+        })?
+        .label;
+    let base = &runs[base];
+    let others: Vec<&LabelledRun> = runs.iter().filter(|r| !std::ptr::eq(*r, base)).collect();
     let mut ids: Vec<(String, String, Unit)> = Vec::new();
     for r in runs {
         for res in r.run.results.iter().filter(|x| x.median.is_some()) {
@@ -125,6 +144,23 @@ impl Comparison {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn run(label: &str, fork_us: f64) -> LabelledRun {
+        let r = crate::measure::summarize("fork_exit", crate::model::Group::Procs, "fork+exit", Unit::Us, &[fork_us]);
+        LabelledRun { label: label.into(), os: None, mhz: None, run: crate::model::MicroRun { results: vec![r], ..Default::default() } }
+    }
+
+    #[test]
+    fn runs_with_one_label_are_two_columns_with_deltas() {
+        let runs = [run("host", 100.0), run("host", 125.0)];
+        let c = compare_with(&runs, 0).unwrap();
+        assert_eq!(c.labels.len(), 1, "the other run is a column");
+        assert_eq!(c.rows[0].baseline, Some(100.0));
+        assert_eq!((c.rows[0].cells[0].value, c.rows[0].cells[0].delta_pct), (Some(125.0), Some(25)));
+        // By label the baseline is ambiguous: said, not guessed.
+        let e = compare(&runs, "host").unwrap_err();
+        assert!(e.to_string().contains("more than one run is labelled `host`"), "{e}");
+    }
 
     #[test]
     fn delta_rounds_half_away_from_zero() {

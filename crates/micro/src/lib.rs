@@ -6,8 +6,11 @@
 //! - [`model`]: the values handed out: [`Group`], [`Unit`], [`MicroResult`],
 //!   [`MicroRun`], [`LabelledRun`], [`MicroReport`] (the `--json` shape),
 //!   [`SuiteOptions`], [`MicroError`].
+//! - [`anomalies`]: figures that contradict the memory hierarchy or each other.
 //! - [`catalog`]: every figure's stable id, group, name and unit, in display order.
 //! - `measure`: the method (calibrate to a few ms, repeat, median/min/max/cv).
+//! - [`helper`]: process creation measured from a small helper process
+//!   (this executable re-started in a tiny mode), not from scalelab itself.
 //! - `sys`: guarded OS wrappers: forked children reaped on drop, CPU pinning
 //!   undone on drop, temp files, huge-page memory regions, cache sizes.
 //! - `bench`: the benchmarks, one module per group (procs, signals, threads,
@@ -19,8 +22,10 @@
 //!
 //! Nothing here prints; [`run_suite`] reports progress through a callback.
 
+pub mod anomalies;
 pub mod catalog;
 pub mod compare;
+pub mod helper;
 pub mod model;
 pub mod published;
 pub mod table;
@@ -29,11 +34,12 @@ mod bench;
 mod measure;
 mod sys;
 
-pub use compare::{compare, delta_pct, CompareCell, CompareRow, Comparison};
+pub use anomalies::Anomaly;
+pub use compare::{compare, compare_with, delta_pct, CompareCell, CompareRow, Comparison};
 pub use measure::{fmt_num, WIDE_CV};
 pub use model::{Group, LabelledRun, MicroError, MicroReport, MicroResult, MicroRun, SuiteOptions, Unit};
 pub use published::{load_published_dir, parse_published_csv};
-pub use table::{memory_curve, render_tables, summary_tables, Table};
+pub use table::{anomaly_notes, memory_curve, render_tables, summary_tables, Table};
 
 /// The JSON schema of the `--json` document ([`MicroReport`]).
 pub const JSON_SCHEMA: &str = include_str!("../micro.schema.json");

@@ -216,6 +216,22 @@ impl<'p> Out<'p> {
         self.put_named(ctx, id, info.group, info.name, info.unit, values)
     }
 
+    /// Like [`Out::put`] for a process-creation figure: when it was measured
+    /// in this process (no helper), its warning says so and why.
+    pub fn put_forked(&mut self, ctx: &Ctx, id: &str, values: Values, at: crate::bench::procs::Forker) -> Result<(), Stopped> {
+        self.put(ctx, id, values)?;
+        if let (crate::bench::procs::Forker::InProcess(why), Some(r)) = (at, self.results.last_mut()) {
+            if r.median.is_some() {
+                let note = format!("forked from scalelab's own process, not a small helper ({why}): includes its address space");
+                r.warning = Some(match r.warning.take() {
+                    Some(w) => format!("{w}; {note}"),
+                    None => note,
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Like [`Out::put`] for ids outside the catalog (memory-curve points).
     pub fn put_named(&mut self, ctx: &Ctx, id: &str, group: Group, name: &str, unit: Unit, values: Values) -> Result<(), Stopped> {
         let result = match values {

@@ -227,6 +227,10 @@ pub struct MicroReport {
     pub warnings: Vec<String>,
     #[serde(default)]
     pub stopped: bool,
+    /// Figures that contradict the memory hierarchy or each other
+    /// ([`crate::anomalies::check`]).
+    #[serde(default)]
+    pub anomalies: Vec<crate::anomalies::Anomaly>,
 }
 
 impl MicroReport {
@@ -239,6 +243,19 @@ impl MicroReport {
             results: run.results.clone(),
             warnings: run.warnings.clone(),
             stopped: run.stopped,
+            anomalies: crate::anomalies::check(run),
+        }
+    }
+
+    /// "Linux KERNEL (DISTRIBUTION)" from the environment the CLI stores
+    /// (`kernel`, `distribution`), for the tables' OS column.
+    pub fn os(&self) -> Option<String> {
+        let field = |k: &str| self.environment.get(k).and_then(|v| v.as_str()).filter(|s| !s.is_empty());
+        match (field("kernel"), field("distribution")) {
+            (Some(k), Some(d)) => Some(format!("Linux {k} ({d})")),
+            (Some(k), None) => Some(format!("Linux {k}")),
+            (None, Some(d)) => Some(d.to_string()),
+            (None, None) => None,
         }
     }
 
@@ -246,7 +263,7 @@ impl MicroReport {
     pub fn to_labelled(&self) -> LabelledRun {
         LabelledRun {
             label: self.label.clone(),
-            os: None,
+            os: self.os(),
             mhz: None,
             run: MicroRun { results: self.results.clone(), wall_s: self.wall_s, warnings: self.warnings.clone(), stopped: self.stopped },
         }
@@ -286,6 +303,8 @@ pub enum MicroError {
     },
     #[error("baseline `{given}` is not among the runs compared (have: {have})")]
     UnknownBaseline { given: String, have: String },
+    #[error("baseline `{given}`: more than one run is labelled `{given}` (have: {have}); name it by run id")]
+    AmbiguousBaseline { given: String, have: String },
 }
 
 #[cfg(test)]

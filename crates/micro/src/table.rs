@@ -142,6 +142,18 @@ fn cell(v: Option<f64>) -> String {
     v.map(fmt_num).unwrap_or_else(|| "-".to_string())
 }
 
+/// Marks a figure that contradicts another (see [`crate::anomalies`]); the
+/// reasons are listed under the tables ([`anomaly_notes`]).
+pub const ANOMALY_MARK: &str = "!";
+
+/// One line per contradiction of each run, for beneath the tables:
+/// `! LABEL: message`.
+pub fn anomaly_notes(runs: &[LabelledRun]) -> Vec<String> {
+    runs.iter()
+        .flat_map(|r| crate::anomalies::check(&r.run).into_iter().map(move |a| format!("{ANOMALY_MARK} {}: {}", r.label, a.message)))
+        .collect()
+}
+
 /// The lmbench-layout tables for these runs, in lmbench's order. A run gets
 /// a row in a table when it has at least one of its figures; a table with no
 /// rows is left out. A memory-latency curve table follows when any run has one.
@@ -159,11 +171,19 @@ pub fn summary_tables(runs: &[LabelledRun]) -> Vec<Table> {
             if vals.iter().all(Option::is_none) {
                 continue;
             }
+            let flagged: Vec<String> = crate::anomalies::check(&r.run).into_iter().flat_map(|a| a.ids).collect();
             let mut row = vec![r.label.clone(), r.os.clone().unwrap_or_else(|| "-".into())];
             if lay.mhz {
                 row.push(r.mhz.map(|m| format!("{m:.0}")).unwrap_or_else(|| "-".into()));
             }
-            row.extend(vals.into_iter().map(cell));
+            row.extend(vals.into_iter().zip(lay.cols).map(|(v, (_, id))| {
+                let text = cell(v);
+                if flagged.iter().any(|f| f == id) {
+                    format!("{text}{ANOMALY_MARK}")
+                } else {
+                    text
+                }
+            }));
             rows.push(row);
         }
         if !rows.is_empty() {

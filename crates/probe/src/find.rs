@@ -7,7 +7,7 @@
 //! holders are returned and the one whose parent is not a holder is `pid`.
 
 use crate::read::{read_into, ProbeError};
-use crate::sockets::listening_inodes;
+use crate::sockets::{listening_inodes, scan_tcp, TCP_LISTEN};
 use crate::Roots;
 use std::fs;
 use std::io::ErrorKind;
@@ -109,6 +109,39 @@ pub fn find_by_port(roots: &Roots, port: u16) -> Result<ServerProcess, FindError
         return Err(FindError::NoOwner { port, skipped });
     }
     Ok(pick_main(&roots.proc, all))
+}
+
+/// The addresses `pid` listens on (TCP, IPv4 and IPv6): its socket
+/// descriptors matched against the listening rows of `net/tcp{,6}`. They
+/// are where its clients connect, so the sockets a load generator leaves in
+/// TIME_WAIT toward this server are those whose far end is one of them.
+pub fn listening_addrs(roots: &Roots, pid: u32) -> Result<Vec<std::net::SocketAddr>, FindError> {
+    let dir = roots.proc.join(pid.to_string()).join("fd");
+    let fds = fs::read_dir(&dir).map_err(|source| ProbeError::Read { path: dir.clone(), source })?;
+    let inodes: Vec<u64> = fds
+        .flatten()
+        .filter_map(|fd| {
+            let target = fs::read_link(fd.path()).ok()?;
+            target.to_str()?.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
+        })
+        .collect();
+    let mut buf = String::new();
+    let mut out = Vec::new();
+    for file in ["net/tcp", "net/tcp6"] {
+        let path = roots.proc.join(file);
+        match read_into(&path, &mut buf) {
+            Ok(()) => scan_tcp(&buf, |e| {
+                if e.state == TCP_LISTEN && e.inode != 0 && inodes.contains(&e.inode) {
+                    out.push(std::net::SocketAddr::new(e.local, e.local_port));
+                }
+            })
+            .map(|_| ())
+            .map_err(|w| ProbeError::parse(&path, w))?,
+            Err(ProbeError::Read { source, .. }) if file == "net/tcp6" && source.kind() == ErrorKind::NotFound => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(out)
 }
 
 /// Processes whose `comm` is `name`, or whose first argument's file name is

@@ -62,7 +62,7 @@ pub mod tree;
 pub mod unavailable;
 
 pub use env::{capture_environment, Roots};
-pub use find::{find_by_name, find_by_port, FindError, ServerProcess};
+pub use find::{find_by_name, find_by_port, listening_addrs, FindError, ServerProcess};
 pub use process::{ProcessSample, ProcessSampler};
 pub use rates::{process_rates, system_rates, ProcessRates, SystemRates};
 pub use syscalls::ThreadState;

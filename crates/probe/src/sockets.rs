@@ -7,6 +7,7 @@
 
 use crate::read::complete_lines;
 use serde::{Deserialize, Serialize};
+use std::net::{IpAddr, SocketAddr};
 
 /// `TCP_ESTABLISHED` in the kernel's numbering (`include/net/tcp_states.h`).
 pub const TCP_ESTABLISHED: u8 = 1;
@@ -19,13 +20,41 @@ pub const TCP_LISTEN: u8 = 10;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TcpEntry {
     pub state: u8,
+    pub local: IpAddr,
     pub local_port: u16,
+    pub remote: IpAddr,
     pub remote_port: u16,
     pub inode: u64,
 }
 
+impl TcpEntry {
+    /// Whether the far end is `to` (an IPv4-mapped IPv6 address equals its
+    /// IPv4 address; an unspecified `to` address matches any address on its port).
+    pub fn remote_is(&self, to: &SocketAddr) -> bool {
+        self.remote_port == to.port() && (to.ip().is_unspecified() || self.remote.to_canonical() == to.ip().to_canonical())
+    }
+}
+
 fn hex_port(addr: &str) -> Option<u16> {
     u16::from_str_radix(addr.rsplit_once(':')?.1, 16).ok()
+}
+
+/// The address of `ADDR:PORT` in the tables' hex: each 32-bit word is
+/// printed as a native-endian number (`0100007F` is 127.0.0.1 on x86).
+fn hex_addr(addr: &str) -> Option<IpAddr> {
+    let hex = addr.rsplit_once(':')?.0;
+    let word = |i: usize| u32::from_str_radix(hex.get(8 * i..8 * i + 8)?, 16).ok().map(u32::to_ne_bytes);
+    match hex.len() {
+        8 => Some(IpAddr::from(word(0)?)),
+        32 => {
+            let mut b = [0u8; 16];
+            for i in 0..4 {
+                b[4 * i..4 * i + 4].copy_from_slice(&word(i)?);
+            }
+            Some(IpAddr::from(b))
+        }
+        _ => None,
+    }
 }
 
 /// Calls `f` for each well-formed row of a `/proc/net/tcp{,6}` text; returns
@@ -51,7 +80,8 @@ pub fn scan_tcp(text: &str, mut f: impl FnMut(TcpEntry)) -> Result<usize, String
         else {
             continue;
         };
-        f(TcpEntry { state, local_port, remote_port, inode });
+        let (Some(local), Some(remote)) = (hex_addr(local), hex_addr(remote)) else { continue };
+        f(TcpEntry { state, local, local_port, remote, remote_port, inode });
         n += 1;
     }
     Ok(n)
@@ -179,6 +209,26 @@ mod tests {
    0: 0100007F:96C3 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 31522 1 0000 100 0 0 10 0\n\
    1: 0100007F:8A2E 0100007F:96C3 06 00000000:00000000 03:00001770 00000000     0        0 0 3 0000\n\
    2: 0100007F:8A30 0100007F:96C3 01 00000000:00000000 00:00000000 00000000     0        0 31999 1 0000\n";
+
+    #[test]
+    fn addresses_of_rows_v4_and_v6() {
+        let mut rows = Vec::new();
+        scan_tcp(TCP, |e| rows.push(e)).unwrap();
+        let lo: IpAddr = "127.0.0.1".parse().unwrap();
+        assert_eq!((rows[1].local, rows[1].remote), (lo, lo));
+        assert!(rows[1].remote_is(&SocketAddr::new(lo, 0x96C3)));
+        assert!(rows[1].remote_is(&"0.0.0.0:38595".parse().unwrap()), "unspecified matches any address");
+        assert!(!rows[1].remote_is(&SocketAddr::new(lo, 80)));
+        assert!(!rows[1].remote_is(&"10.0.0.1:38595".parse().unwrap()));
+        // /proc/net/tcp6: ::1 and an IPv4-mapped 127.0.0.1, which equals 127.0.0.1.
+        let v6 = "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
+   0: 00000000000000000000000001000000:1F90 0000000000000000FFFF00000100007F:D431 06 00000000:00000000 03:00001770 00000000     0        0 0 3 0000\n";
+        let mut e6 = Vec::new();
+        scan_tcp(v6, |e| e6.push(e)).unwrap();
+        assert_eq!(e6[0].local, "::1".parse::<IpAddr>().unwrap());
+        assert_eq!(e6[0].remote, "::ffff:127.0.0.1".parse::<IpAddr>().unwrap());
+        assert!(e6[0].remote_is(&"127.0.0.1:54321".parse().unwrap()));
+    }
 
     #[test]
     fn scans_rows() {

@@ -113,7 +113,14 @@ pub fn summarize_window(
         } else {
             missing(&mut t, "cpu", "fewer than 2 system samples in the window (window shorter than the sample interval)");
         }
-        t.tcp_time_wait = b.tcp_states.as_ref().map(|s| u64::from(s.time_wait));
+        // The last count in the window: a costly socket scan skips samples,
+        // then the kernel's own TIME_WAIT count (/proc/net/sockstat) stands in.
+        t.tcp_time_wait =
+            sys.iter().rev().find_map(|s| s.tcp_states.as_ref().map(|st| u64::from(st.time_wait))).or(b.sockstat.and_then(|s| s.tcp_tw));
+        t.tcp_time_wait_to_target = sys.iter().rev().find_map(|s| s.time_wait_to_target).map(u64::from);
+        if t.tcp_time_wait_to_target.is_none() {
+            missing(&mut t, "time_wait_to_target", "the server's listening addresses were not known (server process not found on this machine), or the socket table could not be read");
+        }
     } else {
         missing(&mut t, "system", "no system sample in the window");
     }

@@ -42,6 +42,11 @@ pub struct SystemSample {
     /// skipped to stay within its CPU budget (see `socket_scan_skipped`).
     pub tcp_states: Option<TcpStates>,
     pub ports: Option<PortUsage>,
+    /// Sockets in TIME_WAIT whose far end is one of the targets
+    /// ([`SystemSampler::set_targets`]): the ones that pin this run's
+    /// ephemeral ports. `None` when no target is set or the scan did not run.
+    #[serde(default)]
+    pub time_wait_to_target: Option<u32>,
     /// The socket scan was skipped this sample: the last one was costly
     /// (very many sockets), so it runs less often; not an error.
     pub socket_scan_skipped: bool,
@@ -146,6 +151,12 @@ impl SystemSampler {
         }
     }
 
+    /// The server addresses the load goes to: TIME_WAIT sockets toward them
+    /// are counted apart ([`SystemSample::time_wait_to_target`]).
+    pub fn set_targets(&mut self, targets: Vec<std::net::SocketAddr>) {
+        self.sockets.set_targets(targets);
+    }
+
     /// Every source currently unavailable, with its reason.
     pub fn unavailable(&self) -> Vec<Unavailable> {
         self.log.current()
@@ -194,15 +205,15 @@ impl SystemSampler {
         let range = load(buf, &p.join("sys/net/ipv4/ip_local_port_range"), parse_port_range);
         let range = settle(log, n, Source::PortRange, range, whole);
         let (buf, log) = (&mut self.buf, &mut self.log);
-        let (tcp_states, ports, socket_scan_skipped) = match self.sockets.scan(&p, buf, range) {
-            ScanOutcome::Done(states, ports) => {
+        let (tcp_states, ports, time_wait_to_target, socket_scan_skipped) = match self.sockets.scan(&p, buf, range) {
+            ScanOutcome::Done(states, ports, to_target) => {
                 log.clear(Source::TcpSockets);
-                (Some(states), ports, false)
+                (Some(states), ports, to_target, false)
             }
-            ScanOutcome::Skipped => (None, None, true),
+            ScanOutcome::Skipped(to_target) => (None, None, to_target, true),
             ScanOutcome::Failed(why) => {
                 log.note_into(n, Source::TcpSockets, why);
-                (None, None, false)
+                (None, None, None, false)
             }
         };
         let sockstat = settle(log, n, Source::Sockstat, load(buf, &p.join("net/sockstat"), parse_sockstat), whole);
@@ -224,6 +235,7 @@ impl SystemSampler {
             tcp,
             tcp_states,
             ports,
+            time_wait_to_target,
             socket_scan_skipped,
             sockstat,
             tcp_mem,

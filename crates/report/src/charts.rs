@@ -16,13 +16,17 @@ pub struct Chart {
     pub title: String,
     /// The SVG document, or why the chart cannot be drawn.
     pub svg: Result<String, String>,
+    /// The chart was left out on purpose, not for missing data: it would
+    /// only show zeros (a database that never waited). `svg` is then `Err`
+    /// with the one line that says so.
+    pub omitted: bool,
 }
 
 impl Chart {
     fn line(id: String, chart: LineChart, why_empty: &str) -> Chart {
         let title = chart.title.clone();
         let svg = if chart.is_empty() { Err(why_empty.to_string()) } else { Ok(chart.render()) };
-        Chart { id, title, svg }
+        Chart { id, title, svg, omitted: false }
     }
 }
 
@@ -37,15 +41,44 @@ fn points_of(r: &ReportRun) -> Vec<Point> {
     p
 }
 
+/// How many times the largest run peak exceeds the smallest, above which
+/// the throughput chart switches to a log axis: on a linear one a 2005
+/// series at ~300 q/s beside a run at 50,000 req/s is a line on zero.
+pub const LOG_AXIS_RATIO: f64 = 10.0;
+
+/// The smallest and largest peak throughput of the runs, when the largest
+/// is more than [`LOG_AXIS_RATIO`] times the smallest (use a log axis).
+pub fn peaks_differ(runs: &[ReportRun]) -> Option<(f64, f64)> {
+    let peaks: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| points_of(r).iter().map(|p| p.throughput).fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x)))))
+        .collect();
+    let lo = peaks.iter().copied().filter(|p| *p > 0.0).fold(f64::INFINITY, f64::min);
+    let hi = peaks.iter().copied().fold(0.0, f64::max);
+    (lo.is_finite() && hi > LOG_AXIS_RATIO * lo).then_some((lo, hi))
+}
+
 /// Throughput vs concurrency, one line per run, its knee and peak marked
-/// and its USL fit dashed.
+/// and its USL fit dashed. When the runs' peaks differ by more than
+/// [`LOG_AXIS_RATIO`], the y axis is logarithmic and the chart says so.
 pub fn throughput(runs: &[ReportRun]) -> Chart {
+    let unit = crate::model::common_unit(runs);
     let mut chart = LineChart {
         title: "Throughput vs concurrency".into(),
         x_label: "concurrency (clients)".into(),
-        y_label: "throughput (req/s)".into(),
+        y_label: format!("throughput ({unit})"),
         ..Default::default()
     };
+    if let Some((lo, hi)) = peaks_differ(runs) {
+        chart.log_y = true;
+        chart.y_label = format!("throughput ({unit}, log scale)");
+        chart.remark = Some(format!(
+            "log scale: the runs' peaks differ {:.0}× ({} to {} {unit})",
+            hi / lo,
+            crate::fmt::thousands(lo),
+            crate::fmt::thousands(hi)
+        ));
+    }
     for (i, r) in runs.iter().enumerate() {
         let color = run_color(i);
         let pts = points_of(r);
@@ -72,7 +105,7 @@ pub fn throughput(runs: &[ReportRun]) -> Chart {
                 chart.series.push(LineSeries { name: format!("{} USL fit", r.name), color, dashed: true, dots: false, points });
             }
             _ => chart.notes.push(format!(
-                "{} USL fit: unavailable ({})",
+                "{}: no usable USL fit ({})",
                 r.name,
                 r.diagnosis.usl_error.as_deref().unwrap_or("no measured step")
             )),
@@ -174,8 +207,9 @@ pub fn timeline(r: &ReportRun) -> Vec<Chart> {
         points: points.clone(),
     };
     let mut charts = Vec::new();
-    let mut c = base("Throughput per second", "throughput (req/s)");
+    let mut c = base("Throughput per second", &format!("throughput ({})", r.run.plan.throughput_unit()));
     c.series.push(one("throughput", PALETTE[0], &t.throughput_per_s));
+    c.remark = Some("nothing is recorded in warm-ups and pauses: the line joins the windows across them".into());
     charts.push(Chart::line(format!("run-{id}-timeline-throughput"), c, "unavailable: no per-second results recorded"));
 
     let mut c = base("CPU per second", "CPU (% of all cores)");
@@ -224,7 +258,7 @@ pub fn thread_states(r: &ReportRun) -> Option<Chart> {
                 s.telemetry.as_ref().and_then(|t| t.unavailable.get("thread_states").or_else(|| t.unavailable.get("threads")).cloned())
             })
             .unwrap_or_else(|| "no telemetry recorded for this run".into());
-        return Some(Chart { id, title, svg: Err(format!("unavailable: {why}")) });
+        return Some(Chart { id, title, svg: Err(format!("unavailable: {why}")), omitted: false });
     }
     let layer = |name: &str, color: &'static str, f: fn(&scalelab_core::ThreadStatesPct) -> f64| Stack {
         name: name.into(),
@@ -247,7 +281,7 @@ pub fn thread_states(r: &ReportRun) -> Option<Chart> {
         ],
         y_max: Some(100.0),
     };
-    Some(Chart { id, title, svg: Ok(bars.render()) })
+    Some(Chart { id, title, svg: Ok(bars.render()), omitted: false })
 }
 
 /// The database's own waits per step, when a database probe ran:
@@ -273,7 +307,12 @@ pub fn db_waits(r: &ReportRun) -> Option<Chart> {
         types.sort_by(|a, b| b.1.total_cmp(&a.1));
         types.truncate(5);
         if types.is_empty() {
-            return Some(Chart { id, title, svg: Err("unavailable: no pg_stat_activity poll saw an active backend".into()) });
+            return Some(Chart {
+                id,
+                title,
+                svg: Err("unavailable: no pg_stat_activity poll saw an active backend".into()),
+                omitted: false,
+            });
         }
         let present: Vec<bool> = dbs.iter().map(|d| d.is_some_and(|d| d.activity_polls.is_some() && !d.wait_types.is_empty())).collect();
         let share = |d: Option<&&scalelab_core::DbTelemetry>, ty: &str| {
@@ -303,7 +342,7 @@ pub fn db_waits(r: &ReportRun) -> Option<Chart> {
             stacks,
             y_max: Some(100.0),
         };
-        return Some(Chart { id, title, svg: Ok(bars.render()) });
+        return Some(Chart { id, title, svg: Ok(bars.render()), omitted: false });
     }
     let mut chart = LineChart {
         title: format!("Database waits per step — {}", r.name),
@@ -325,12 +364,21 @@ pub fn db_waits(r: &ReportRun) -> Option<Chart> {
             chart.series.push(LineSeries { name: name.into(), color: PALETTE[color], dashed: false, dots: true, points });
         }
     }
+    // Counters read, all zero in every step: flat lines on zero say nothing
+    // a sentence cannot, so the chart is one line instead.
+    let all_zero = chart.series.iter().flat_map(|s| s.points.iter().filter_map(|p| p.1)).all(|v| v <= 0.0);
+    if !chart.series.is_empty() && all_zero {
+        let names: Vec<&str> = chart.series.iter().map(|s| s.name.as_str()).collect();
+        let title = chart.title.clone();
+        let why = format!("none sampled above 0 in any step ({}); chart omitted", names.join(", "));
+        return Some(Chart { id, title, svg: Err(why), omitted: true });
+    }
     Some(Chart::line(id, chart, "unavailable: the database probe recorded no wait counters"))
 }
 
 /// Every chart of the report, in the order the HTML shows them.
 pub fn all(runs: &[ReportRun]) -> Vec<Chart> {
-    let mut out = vec![throughput(runs), scaling(runs)];
+    let mut out = vec![scaling(runs), throughput(runs)];
     out.extend(runs.iter().map(latency));
     for r in runs {
         out.extend(timeline(r));

@@ -1,6 +1,6 @@
 //! CSV export: one row per step, or one row per second of every window.
 
-use scalelab_core::{ErrorClass, Run};
+use scalelab_core::{ErrorClass, Run, StepTelemetry};
 
 fn opt(x: Option<f64>) -> String {
     x.map(|v| format!("{v:.6}")).unwrap_or_default()
@@ -14,7 +14,41 @@ fn quote(s: &str) -> String {
     }
 }
 
-/// Steps as CSV; an empty cell is a missing value.
+/// The step telemetry columns of [`steps_csv`]: name (with its unit as a
+/// suffix: `_pct` of all CPUs unless said, `_per_s`, `_ms`, `_mb_per_s`) and
+/// how to read it from a step's telemetry. Empty when not measured.
+type TelemetryColumn = (&'static str, fn(&StepTelemetry) -> Option<f64>);
+
+const TELEMETRY_COLUMNS: &[TelemetryColumn] = &[
+    ("cpu_busy_pct", |t| t.cpu_busy_pct),
+    ("cpu_user_pct", |t| t.cpu_user_pct),
+    ("cpu_sys_pct", |t| t.cpu_sys_pct),
+    ("cpu_iowait_pct", |t| t.cpu_iowait_pct),
+    ("cpu_softirq_pct", |t| t.cpu_softirq_pct),
+    ("cs_per_s", |t| t.cs_per_s),
+    ("server_cpu_pct_of_one_core", |t| t.server_cpu_pct),
+    ("server_cs_per_s", |t| t.server_cs_per_s),
+    ("server_cs_per_request", |t| t.cs_per_request),
+    ("threads_running_pct", |t| t.thread_states_pct.map(|s| s.running)),
+    ("threads_runnable_pct", |t| t.thread_states_pct.map(|s| s.runnable)),
+    ("threads_futex_pct", |t| t.thread_states_pct.map(|s| s.futex)),
+    ("threads_io_pct", |t| t.thread_states_pct.map(|s| s.io)),
+    ("threads_idle_pct", |t| t.thread_states_pct.map(|s| s.idle)),
+    ("hottest_thread_pct_of_one_core", |t| t.hottest_threads.first().map(|h| h.cpu_pct)),
+    ("tcp_time_wait_sockets", |t| t.tcp_time_wait.map(|v| v as f64)),
+    ("listen_overflows_per_s", |t| t.listen_overflows_per_s),
+    ("listen_drops_per_s", |t| t.listen_drops_per_s),
+    ("tcp_retrans_per_s", |t| t.retrans_per_s),
+    ("disk_iops", |t| t.disk_iops),
+    ("net_mb_per_s", |t| t.net_mb_per_s),
+    ("db_top_wait_pct_of_active", |t| t.db.as_ref().and_then(|d| d.waits.first()).map(|w| w.pct)),
+    ("db_row_lock_waits_per_s", |t| t.db.as_ref().and_then(|d| d.row_lock_waits_per_s)),
+    ("db_row_lock_time_ms_per_s", |t| t.db.as_ref().and_then(|d| d.row_lock_time_ms_per_s)),
+    ("db_table_locks_waited_per_s", |t| t.db.as_ref().and_then(|d| d.table_locks_waited_per_s)),
+    ("db_innodb_os_waits_per_s", |t| t.db.as_ref().and_then(|d| d.os_waits_per_s)),
+];
+
+/// Steps as CSV, with the step's telemetry; an empty cell is a missing value.
 pub fn steps_csv(run: &Run) -> String {
     let mut out = String::from(
         "run_id,label,concurrency,window_s,requests,throughput_per_s,mean_ms,stddev_ms,p50_ms,p90_ms,p99_ms,p999_ms,max_ms,errors",
@@ -23,7 +57,12 @@ pub fn steps_csv(run: &Run) -> String {
         out.push_str(",errors_");
         out.push_str(c.name());
     }
-    out.push_str(",client_cpu_pct,client_saturated,partial\n");
+    out.push_str(",client_cpu_pct_of_its_cores,client_saturated,partial,client_lag_ms,throughput_unit");
+    for (name, _) in TELEMETRY_COLUMNS {
+        out.push(',');
+        out.push_str(name);
+    }
+    out.push_str(",db_top_wait\n");
     for s in &run.steps {
         let l = s.latency.summary();
         let cells = [
@@ -47,7 +86,22 @@ pub fn steps_csv(run: &Run) -> String {
             out.push(',');
             out.push_str(&s.errors.get(c).to_string());
         }
-        out.push_str(&format!(",{},{},{}\n", opt(s.client_cpu_pct()), s.client_saturated(), s.partial));
+        out.push_str(&format!(
+            ",{},{},{},{},{}",
+            opt(s.client_cpu_pct()),
+            s.client_saturated(),
+            s.partial,
+            opt(s.client_lag_ms),
+            quote(run.plan.throughput_unit())
+        ));
+        for (_, get) in TELEMETRY_COLUMNS {
+            out.push(',');
+            out.push_str(&opt(s.telemetry.as_ref().and_then(get)));
+        }
+        let top_wait = s.telemetry.as_ref().and_then(|t| t.db.as_ref()).and_then(|d| d.waits.first()).map(|w| quote(&w.wait));
+        out.push(',');
+        out.push_str(&top_wait.unwrap_or_default());
+        out.push('\n');
     }
     out
 }

@@ -40,13 +40,18 @@ pub fn pct(x: Option<f64>) -> String {
 }
 
 /// Pads cells into right-aligned columns (first column left-aligned).
+///
+/// Cells are user or server text as often as figures: each is shown on one
+/// line with its control characters escaped ([`scalelab_core::escape_control`]).
 pub fn columns(rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<std::borrow::Cow<str>>> = rows.iter().map(|r| r.iter().map(|c| scalelab_core::escape_control(c)).collect()).collect();
     let n = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..n).map(|i| rows.iter().filter_map(|r| r.get(i)).map(|c| c.chars().count()).max().unwrap_or(0)).collect();
     let mut out = String::new();
     for r in rows {
         let mut line = String::new();
         for (i, c) in r.iter().enumerate() {
+            let c: &str = c;
             let pad = widths[i] - c.chars().count();
             if i == 0 {
                 line.push_str(c);
@@ -63,9 +68,116 @@ pub fn columns(rows: &[Vec<String>]) -> String {
     out
 }
 
+/// Like [`columns`], but never wider than `width` when one is given: a
+/// table that does not fit is split into blocks of whole columns, one under
+/// the other, each led by the first column (the step), so no column is
+/// dropped and no line wraps into noise on an 80-column terminal.
+pub fn columns_fit(rows: &[Vec<String>], width: Option<usize>) -> String {
+    let n = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..n).map(|i| rows.iter().filter_map(|r| r.get(i)).map(|c| c.chars().count()).max().unwrap_or(0)).collect();
+    let total: usize = widths.iter().sum::<usize>() + 2 * n.saturating_sub(1);
+    let Some(width) = width.filter(|w| total > *w && n > 1) else { return columns(rows) };
+    let mut blocks: Vec<Vec<usize>> = Vec::new();
+    let mut used = widths[0];
+    for (i, w) in widths.iter().enumerate().skip(1) {
+        if blocks.is_empty() || used + 2 + w > width {
+            blocks.push(Vec::new());
+            used = widths[0];
+        }
+        blocks.last_mut().expect("just pushed").push(i);
+        used += 2 + w;
+    }
+    let mut out = String::new();
+    for (b, cols) in blocks.iter().enumerate() {
+        if b > 0 {
+            out.push('\n');
+        }
+        let part: Vec<Vec<String>> = rows
+            .iter()
+            .map(|r| std::iter::once(0).chain(cols.iter().copied()).map(|i| r.get(i).cloned().unwrap_or_default()).collect())
+            .collect();
+        out.push_str(&columns(&part));
+    }
+    out
+}
+
+/// Wraps each line of `text` at word boundaries to `width` columns (when
+/// given), continuation lines under a hanging indent of four spaces beyond
+/// the line's own indent. A word longer than the width stays whole.
+pub fn wrap(text: &str, width: Option<usize>) -> String {
+    let Some(width) = width else { return text.to_string() };
+    let mut out = String::new();
+    for line in text.split_inclusive('\n') {
+        let (body, nl) = match line.strip_suffix('\n') {
+            Some(b) => (b, "\n"),
+            None => (line, ""),
+        };
+        if body.chars().count() <= width {
+            out.push_str(line);
+            continue;
+        }
+        let indent = body.chars().take_while(|c| *c == ' ').count();
+        let hang = " ".repeat(indent + 4);
+        let mut current = " ".repeat(indent);
+        let mut first = true;
+        for word in body.split(' ').filter(|w| !w.is_empty()) {
+            let len = current.chars().count();
+            let fresh = len == indent || (!first && len == indent + 4);
+            if !fresh && len + 1 + word.chars().count() > width {
+                out.push_str(current.trim_end());
+                out.push('\n');
+                current = hang.clone();
+                first = false;
+            }
+            if !(current.chars().count() == indent || current == hang) {
+                current.push(' ');
+            }
+            current.push_str(word);
+        }
+        out.push_str(current.trim_end());
+        out.push_str(nl);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn widest(text: &str) -> usize {
+        text.lines().map(|l| l.chars().count()).max().unwrap_or(0)
+    }
+
+    #[test]
+    fn a_wide_table_splits_into_blocks_led_by_the_first_column() {
+        let header: Vec<String> = std::iter::once("concurrency".to_string()).chain((1..=12).map(|i| format!("column {i}"))).collect();
+        let row: Vec<String> = std::iter::once("50".to_string()).chain((1..=12).map(|i| format!("{}", i * 1000))).collect();
+        let rows = vec![header, row];
+        assert_eq!(columns_fit(&rows, None), columns(&rows));
+        assert_eq!(columns_fit(&rows, Some(500)), columns(&rows), "fits: unchanged");
+        let fitted = columns_fit(&rows, Some(80));
+        assert!(widest(&fitted) <= 80, "{fitted}");
+        for i in 1..=12 {
+            assert!(fitted.contains(&format!("column {i}")), "no column dropped: {fitted}");
+        }
+        let blocks: Vec<&str> = fitted.split("\n\n").collect();
+        assert!(blocks.len() >= 2, "{fitted}");
+        for b in blocks {
+            assert!(b.starts_with("concurrency") && b.lines().nth(1).unwrap().starts_with("50 "), "{b}");
+        }
+    }
+
+    #[test]
+    fn wrap_breaks_at_words_under_a_hanging_indent() {
+        let text = "at 50 clients: LOCK CONTENTION (high) — the CPU idles while server threads sleep on futexes: CPU busy 38%, cs per request 658\n  next: look at the lock\n";
+        let w = wrap(text, Some(40));
+        assert!(widest(&w) <= 40, "{w}");
+        let lines: Vec<&str> = w.lines().collect();
+        assert!(lines[0].starts_with("at 50 clients:") && lines[1].starts_with("    ") && !lines[1].starts_with("     "), "{w}");
+        assert!(w.ends_with("  next: look at the lock\n"), "short lines stay: {w}");
+        assert_eq!(w.split_whitespace().collect::<Vec<_>>(), text.split_whitespace().collect::<Vec<_>>(), "no word lost");
+        assert_eq!(wrap(text, None), text);
+    }
 
     #[test]
     fn rounding_and_formats() {

@@ -9,8 +9,12 @@ use crate::page::{comparison, step_rows, telemetry_rows, unavailable_lines};
 use crate::summary::{environment_rows, side_by_side, verdict_detail, verdict_title};
 use std::fmt::Write as _;
 
+/// User or server text in a table cell or a line: no HTML left active
+/// ([`scalelab_core::escape_markup`]), no column break, one line, and no
+/// control character a terminal would obey when the file is `cat`.
 fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+    let one_line = scalelab_core::escape_markup(s).replace('|', "\\|").replace('\n', " ");
+    scalelab_core::escape_control(&one_line).into_owned()
 }
 
 /// A GitHub-flavoured table; the first row is the header; columns after the
@@ -38,6 +42,9 @@ pub fn render(input: &ReportInput) -> String {
     let mut out = String::from("# scalelab report\n\n");
     for r in runs {
         let _ = writeln!(out, "- run {}: **{}** — {} — {}", r.run.id, cell(&r.name), cell(&r.run.plan.target), cell(&r.run.plan.workload));
+    }
+    for (id, label) in &input.micro_runs {
+        let _ = writeln!(out, "- micro run {id}: **{}** — OS micro-benchmarks", cell(label));
     }
     if !runs.is_empty() {
         out.push_str("\n## Summary\n\n");

@@ -73,8 +73,10 @@ pub struct Timeline {
     /// Wall-clock time of x = 0, Unix milliseconds.
     pub origin_unix_ms: i64,
     pub phases: Vec<Phase>,
-    /// Successful completions per second, windows only (nothing is recorded
-    /// during warm-ups and pauses, so those stretches are gaps).
+    /// Successful completions per second, windows only, in time order.
+    /// Nothing is recorded during warm-ups and pauses; the chart joins the
+    /// windows across them (one line per run, the bands say what each
+    /// stretch was), so no point stands for those stretches.
     pub throughput_per_s: Points,
     /// CPU user, system, iowait and idle in % of all cores.
     pub cpu_user_pct: Points,
@@ -94,7 +96,8 @@ impl Timeline {
     /// when no step has a window (imported series). The warm-up and pause of
     /// each step come from the plan (matched by concurrency).
     pub fn of_run(run: &Run) -> Option<Timeline> {
-        let measured: Vec<_> = run.steps.iter().filter(|s| s.published_throughput_per_s.is_none() && s.window_s > 0.0).collect();
+        let mut measured: Vec<_> = run.steps.iter().filter(|s| s.published_throughput_per_s.is_none() && s.window_s > 0.0).collect();
+        measured.sort_by_key(|s| s.window_start_unix_ms);
         if measured.is_empty() {
             return None;
         }
@@ -128,14 +131,38 @@ impl Timeline {
                     throughput.push((start + len / 2.0, Some(sec.requests as f64 / len)));
                 }
             }
-            throughput.push((w1, None));
         }
+        close_gaps(&mut phases);
         Some(Timeline { origin_unix_ms: origin, phases, throughput_per_s: throughput, ..Default::default() })
     }
 
     /// Seconds since the origin of a wall-clock time.
     pub fn at(&self, unix_ms: i64) -> f64 {
         (unix_ms - self.origin_unix_ms) as f64 / 1000.0
+    }
+}
+
+/// Makes the phases tile the run: a stretch between one step's last phase
+/// and the next step's first (the step took longer to set up than planned,
+/// or had no pause) is time without load, shown as that step's pause band,
+/// not as a blank that reads like missing data; a pause overlapping the
+/// next step ends where that step starts.
+fn close_gaps(phases: &mut Vec<Phase>) {
+    let mut i = 0;
+    while i + 1 < phases.len() {
+        let (end, next) = (phases[i].end_s, phases[i + 1].start_s);
+        if next < end && phases[i].kind == PhaseKind::Pause {
+            // A planned pause cut short by the next step: it ended there.
+            phases[i].end_s = next.max(phases[i].start_s);
+        } else if next - end > 0.001 {
+            if phases[i].kind == PhaseKind::Pause {
+                phases[i].end_s = next;
+            } else {
+                let concurrency = phases[i].concurrency;
+                phases.insert(i + 1, Phase { kind: PhaseKind::Pause, concurrency, start_s: end, end_s: next });
+            }
+        }
+        i += 1;
     }
 }
 
@@ -154,6 +181,9 @@ pub struct ReportInput {
     pub runs: Vec<ReportRun>,
     /// Micro-benchmark summary tables (all micro runs side by side).
     pub micro: Vec<TextTable>,
+    /// The micro runs those tables hold, as `(run id, label)`, in the order
+    /// asked for: the page header lists them beside the sweeps.
+    pub micro_runs: Vec<(i64, String)>,
     /// Where the chart images are, for Markdown links (`--svg DIR` or `--png DIR`); `None`: no links.
     pub images: Option<ImageLinks>,
 }
@@ -168,13 +198,22 @@ pub struct ImageLinks {
 }
 
 impl ReportInput {
-    /// Makes run names unique (` #id` appended to repeated labels), as `compare` does.
+    /// Makes run names unique by the one rule of [`scalelab_core::display_names`], as `compare` does.
     pub fn dedup_names(&mut self) {
-        let names: Vec<String> = self.runs.iter().map(|r| r.run.plan.label.clone()).collect();
-        for r in &mut self.runs {
-            if names.iter().filter(|n| **n == r.run.plan.label).count() > 1 {
-                r.name = format!("{} #{}", r.run.plan.label, r.run.id);
-            }
+        let ids: Vec<(i64, &str)> = self.runs.iter().map(|r| (r.run.id, r.run.plan.label.as_str())).collect();
+        let names = scalelab_core::display_names(&ids);
+        for (r, name) in self.runs.iter_mut().zip(names) {
+            r.name = name;
         }
+    }
+}
+
+/// The throughput unit shared by `runs` (`req/s`, `tx/s`, `q/s`), or `/s`
+/// when they differ, for an axis or a column that holds them all.
+pub fn common_unit(runs: &[ReportRun]) -> String {
+    let mut units = runs.iter().map(|r| r.run.plan.throughput_unit());
+    match units.next() {
+        Some(u) if units.all(|v| v == u) => u.to_string(),
+        _ => "/s".to_string(),
     }
 }

@@ -104,8 +104,15 @@ pub struct LineChart {
     pub bands: Vec<Band>,
     /// Legend entries for series that could not be drawn ("iowait: unavailable (why)").
     pub notes: Vec<String>,
+    /// A line under the legend about how to read the chart ("log scale: …"), in plain grey.
+    pub remark: Option<String>,
     /// Fixed y range top (e.g. 100 for percentages); otherwise from the data.
     pub y_max: Option<f64>,
+    /// A logarithmic y axis (decades), for series whose sizes differ by more
+    /// than 10×: on a linear axis the small ones flatten onto zero. The
+    /// caller says so in the axis title. A value ≤ 0 sits on the bottom edge
+    /// (its hover text keeps the real figure).
+    pub log_y: bool,
 }
 
 /// "Nice" tick values (1, 2, 5 × 10^k steps) covering `lo..=hi`.
@@ -135,10 +142,38 @@ fn nice_max(hi: f64) -> f64 {
     (hi / step).ceil() * step
 }
 
+/// The decades `(lo, hi)` (powers of ten) a log axis spans to show every
+/// positive value in `values`; `None` when none is positive.
+fn log_range(values: impl Iterator<Item = f64>) -> Option<(i32, i32)> {
+    let (lo, hi) = values.filter(|v| *v > 0.0 && v.is_finite()).fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
+    if !lo.is_finite() {
+        return None;
+    }
+    let lo = lo.log10().floor() as i32;
+    let hi = (hi.log10().ceil() as i32).max(lo + 1);
+    Some((lo, hi))
+}
+
+/// Tick values of a log axis from 10^lo to 10^hi: every decade, and 2 and 5
+/// between them when the axis spans at most two decades (else too dense).
+pub fn log_ticks(lo: i32, hi: i32) -> Vec<f64> {
+    let mut out = Vec::new();
+    for k in lo..=hi {
+        let d = 10f64.powi(k);
+        out.push(d);
+        if hi - lo <= 2 && k < hi {
+            out.extend([2.0 * d, 5.0 * d]);
+        }
+    }
+    out
+}
+
 struct Frame {
     x0: f64,
     x1: f64,
     y1: f64,
+    /// `Some((lo, hi))`: the y axis is logarithmic from 10^lo to 10^hi.
+    log: Option<(i32, i32)>,
 }
 
 impl Frame {
@@ -147,7 +182,18 @@ impl Frame {
         LEFT + (x - self.x0) / span * (WIDTH - LEFT - RIGHT)
     }
     fn py(&self, y: f64) -> f64 {
-        TOP + PLOT_H - (y / self.y1).clamp(-0.05, 1.05) * PLOT_H
+        let frac = match self.log {
+            Some((lo, hi)) if y > 0.0 => (y.log10() - f64::from(lo)) / f64::from(hi - lo),
+            Some(_) => 0.0,
+            None => y / self.y1,
+        };
+        TOP + PLOT_H - frac.clamp(-0.05, 1.05) * PLOT_H
+    }
+    fn y_ticks(&self) -> Vec<f64> {
+        match self.log {
+            Some((lo, hi)) => log_ticks(lo, hi),
+            None => ticks(0.0, self.y1, 5),
+        }
     }
 }
 
@@ -160,7 +206,7 @@ fn open_svg(out: &mut String, height: f64, series: usize, title: &str) {
 }
 
 fn axes(out: &mut String, f: &Frame, x_label: &str, y_label: &str, x_ticks: &[f64]) {
-    for t in ticks(0.0, f.y1, 5) {
+    for t in f.y_ticks() {
         let y = f.py(t);
         let _ = write!(
             out,
@@ -196,7 +242,7 @@ fn axes(out: &mut String, f: &Frame, x_label: &str, y_label: &str, x_ticks: &[f6
 }
 
 /// Legend entries laid out in rows under the x axis; returns the rows' height.
-fn legend(out: &mut String, top: f64, items: &[(String, &'static str, bool)], notes: &[String]) -> f64 {
+fn legend(out: &mut String, top: f64, items: &[(String, &'static str, bool)], notes: &[String], remark: Option<&str>) -> f64 {
     let mut x = LEFT;
     let mut y = top + 12.0;
     let mut rows = 1.0;
@@ -218,17 +264,40 @@ fn legend(out: &mut String, top: f64, items: &[(String, &'static str, bool)], no
         );
         x += w;
     }
-    for n in notes {
-        y += LEGEND_ROW;
-        rows += 1.0;
-        let _ = write!(out, r##"<text x="{LEFT}" y="{y:.1}" fill="#8a3b00" class="unavailable">{}</text>"##, esc(n));
+    let lines = remark
+        .into_iter()
+        .map(|r| (r, r##"fill="#444" class="remark""##))
+        .chain(notes.iter().map(|n| (n.as_str(), r##"fill="#8a3b00" class="unavailable""##)));
+    for (text, look) in lines {
+        for line in wrap(text, WIDTH - RIGHT - LEFT, 12.0) {
+            y += LEGEND_ROW;
+            rows += 1.0;
+            let _ = write!(out, r##"<text x="{LEFT}" y="{y:.1}" {look}>{}</text>"##, esc(&line));
+        }
     }
     rows * LEGEND_ROW + 8.0
 }
 
-fn legend_height(items: &[(String, &'static str, bool)], notes: usize) -> f64 {
+/// `text` in lines no wider than `width` at `font_px` (by [`text_width`]),
+/// broken at spaces; a word longer than a line is a line of its own.
+pub fn wrap(text: &str, width: f64, font_px: f64) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let next = if line.is_empty() { word.to_string() } else { format!("{line} {word}") };
+        if text_width(&next, font_px) > width && !line.is_empty() {
+            out.push(std::mem::replace(&mut line, word.to_string()));
+        } else {
+            line = next;
+        }
+    }
+    out.push(line);
+    out
+}
+
+fn legend_height(items: &[(String, &'static str, bool)], notes: &[String], remark: Option<&str>) -> f64 {
     let mut tmp = String::new();
-    legend(&mut tmp, 0.0, items, &vec![String::new(); notes])
+    legend(&mut tmp, 0.0, items, notes, remark)
 }
 
 impl LineChart {
@@ -253,9 +322,10 @@ impl LineChart {
         let x0 = if x0 > 0.0 && x0 <= (x1 - x0) * 0.25 { 0.0 } else { x0 };
         let ymax = drawn.iter().flat_map(|s| s.points.iter().filter_map(|p| p.1)).fold(0.0, f64::max);
         let y1 = self.y_max.unwrap_or_else(|| nice_max(ymax * 1.05));
-        let f = Frame { x0, x1, y1 };
+        let log = if self.log_y { log_range(drawn.iter().flat_map(|s| s.points.iter().filter_map(|p| p.1))) } else { None };
+        let f = Frame { x0, x1, y1, log };
         let items: Vec<(String, &'static str, bool)> = drawn.iter().map(|s| (s.name.clone(), s.color, s.dashed)).collect();
-        let height = TOP + PLOT_H + AXIS_H + legend_height(&items, self.notes.len());
+        let height = TOP + PLOT_H + AXIS_H + legend_height(&items, &self.notes, self.remark.as_deref());
         let mut out = String::new();
         open_svg(&mut out, height, drawn.len(), &self.title);
         for b in &self.bands {
@@ -280,37 +350,27 @@ impl LineChart {
         }
         for s in &drawn {
             let _ = write!(out, r#"<g class="series" data-name="{}">"#, esc(&s.name));
-            let mut d = String::new();
-            let mut pen_down = false;
-            let mut lone: Vec<(f64, f64)> = Vec::new();
-            let mut run: Vec<(f64, f64)> = Vec::new();
-            let flush = |run: &mut Vec<(f64, f64)>, lone: &mut Vec<(f64, f64)>| {
-                if run.len() == 1 {
-                    lone.push(run[0]);
-                }
-                run.clear();
-            };
+            // One polyline per stretch of consecutive values; a None ends it.
+            let mut segments: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
             for (x, y) in &s.points {
                 match y {
-                    Some(y) => {
-                        let _ = write!(d, "{}{:.1} {:.1} ", if pen_down { "L" } else { "M" }, f.px(*x), f.py(*y));
-                        pen_down = true;
-                        run.push((*x, *y));
-                    }
-                    None => {
-                        pen_down = false;
-                        flush(&mut run, &mut lone);
-                    }
+                    Some(y) => segments.last_mut().expect("one segment").push((*x, *y)),
+                    None if segments.last().is_some_and(|l| !l.is_empty()) => segments.push(Vec::new()),
+                    None => {}
                 }
             }
-            flush(&mut run, &mut lone);
+            segments.retain(|l| !l.is_empty());
+            let lone: Vec<(f64, f64)> = segments.iter().filter(|l| l.len() == 1).map(|l| l[0]).collect();
             let dash = if s.dashed { r#" stroke-dasharray="6 4""# } else { "" };
-            let _ = write!(
-                out,
-                r#"<path d="{}" fill="none" stroke="{}" stroke-width="2.2" stroke-linejoin="round"{dash}/>"#,
-                d.trim_end(),
-                s.color
-            );
+            for l in segments.iter().filter(|l| l.len() > 1) {
+                let points: Vec<String> = l.iter().map(|(x, y)| format!("{:.1},{:.1}", f.px(*x), f.py(*y))).collect();
+                let _ = write!(
+                    out,
+                    r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="2.2" stroke-linejoin="round"{dash}/>"#,
+                    points.join(" "),
+                    s.color
+                );
+            }
             for (x, y) in &s.points {
                 let Some(y) = y else { continue };
                 let isolated = lone.iter().any(|p| p.0 == *x && p.1 == *y);
@@ -332,23 +392,66 @@ impl LineChart {
             }
             out.push_str("</g>");
         }
+        let mut placed: Vec<LabelBox> = Vec::new();
         for m in &self.markers {
             let (x, y) = (f.px(m.x), f.py(m.y));
             let tip = format!("{}: {} at {}", m.label, short(m.y), short(m.x));
+            let b = place_label(x, y, &m.label, &placed);
             let _ = write!(
                 out,
-                r##"<g class="marker"><circle cx="{x:.1}" cy="{y:.1}" r="7" fill="none" stroke="{c}" stroke-width="2" data-tip="{t}"><title>{t}</title></circle><text x="{tx:.1}" y="{ty:.1}" font-size="11" fill="{c}">{l}</text></g>"##,
+                r##"<g class="marker"><circle cx="{x:.1}" cy="{y:.1}" r="7" fill="none" stroke="{c}" stroke-width="2" data-tip="{t}"><title>{t}</title></circle><text x="{tx:.1}" y="{ty:.1}"{anchor} font-size="11" fill="{c}">{l}</text></g>"##,
                 c = m.color,
-                tx = x + 9.0,
-                ty = y - 9.0,
+                tx = if b.end { b.x1 } else { b.x0 },
+                ty = b.baseline,
+                anchor = if b.end { r#" text-anchor="end""# } else { "" },
                 t = esc(&tip),
                 l = esc(&m.label)
             );
+            placed.push(b);
         }
-        legend(&mut out, TOP + PLOT_H + AXIS_H, &items, &self.notes);
+        legend(&mut out, TOP + PLOT_H + AXIS_H, &items, &self.notes, self.remark.as_deref());
         out.push_str("</svg>");
         out
     }
+}
+
+/// Width of `text` at `font_px` in the chart's sans-serif, estimated on the
+/// wide side (0.6 em a character; Helvetica's average is ~0.55 em), so that
+/// a label placed by it stays inside the chart in any browser.
+pub fn text_width(text: &str, font_px: f64) -> f64 {
+    0.6 * font_px * text.chars().count() as f64
+}
+
+/// Where a marker's label went: its box in user units, and whether it is
+/// anchored at its end (right edge) rather than its start.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LabelBox {
+    pub x0: f64,
+    pub x1: f64,
+    pub baseline: f64,
+    pub end: bool,
+}
+
+impl LabelBox {
+    fn overlaps(&self, o: &LabelBox) -> bool {
+        self.x0 < o.x1 && o.x0 < self.x1 && (self.baseline - o.baseline).abs() < 12.0
+    }
+}
+
+/// Places the label of a marker at `(x, y)` inside the plot: up and to the
+/// right of the point, flipped to its left (anchored at the end) when it
+/// would cross the right edge, below it when it would cross the top, and
+/// moved down a line while it overlaps a label already `placed` (two runs
+/// peaking at the same concurrency).
+pub fn place_label(x: f64, y: f64, label: &str, placed: &[LabelBox]) -> LabelBox {
+    let w = text_width(label, 11.0);
+    let right = WIDTH - RIGHT;
+    let (x0, end) = if x + 9.0 + w > right { ((x - 9.0 - w).max(LEFT), true) } else { (x + 9.0, false) };
+    let mut b = LabelBox { x0, x1: x0 + w, baseline: if y - 9.0 - 11.0 < TOP { y + 20.0 } else { y - 9.0 }, end };
+    while placed.iter().any(|p| p.overlaps(&b)) && b.baseline < TOP + PLOT_H {
+        b.baseline += 13.0;
+    }
+    b
 }
 
 /// Fill of a warm-up band in timelines.
@@ -391,9 +494,9 @@ impl StackedBars {
         let totals: Vec<f64> =
             (0..self.categories.len()).map(|i| self.stacks.iter().map(|s| s.values.get(i).copied().unwrap_or(0.0)).sum()).collect();
         let y1 = self.y_max.unwrap_or_else(|| nice_max(totals.iter().copied().fold(0.0, f64::max)));
-        let f = Frame { x0: 0.0, x1: n, y1 };
+        let f = Frame { x0: 0.0, x1: n, y1, log: None };
         let items: Vec<(String, &'static str, bool)> = self.stacks.iter().map(|s| (s.name.clone(), s.color, false)).collect();
-        let height = TOP + PLOT_H + AXIS_H + legend_height(&items, 0);
+        let height = TOP + PLOT_H + AXIS_H + legend_height(&items, &[], None);
         let mut out = String::new();
         open_svg(&mut out, height, self.stacks.len(), &self.title);
         axes(&mut out, &f, &self.x_label, &self.y_label, &[]);
@@ -432,7 +535,7 @@ impl StackedBars {
             }
             out.push_str("</g>");
         }
-        legend(&mut out, TOP + PLOT_H + AXIS_H, &items, &[]);
+        legend(&mut out, TOP + PLOT_H + AXIS_H, &items, &[], None);
         out.push_str("</svg>");
         out
     }
@@ -464,11 +567,130 @@ mod tests {
             ..Default::default()
         };
         let svg = chart.render();
-        let path = svg.split("<path d=\"").nth(1).unwrap().split('"').next().unwrap();
-        assert_eq!(path.matches('M').count(), 2, "two segments: {path}");
+        assert_eq!(svg.matches("<polyline ").count(), 2, "two segments: {svg}");
         assert!(svg.contains(r#"data-series="1""#));
         let empty = LineChart { series: vec![LineSeries { points: vec![(0.0, None)], ..chart.series[0].clone() }], ..chart };
         assert!(empty.is_empty());
+    }
+
+    /// `(y, text)` of the y tick labels of a rendered chart (right-aligned at LEFT - 6).
+    fn y_tick_labels(svg: &str) -> Vec<(f64, String)> {
+        svg.split(r#"<text x="66" y=""#)
+            .skip(1)
+            .map(|t| {
+                let y: f64 = t.split('"').next().unwrap().parse().unwrap();
+                let text = t.split('>').nth(1).unwrap().split('<').next().unwrap().to_string();
+                (y, text)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn log_axis_ticks_are_decades_evenly_spaced() {
+        assert_eq!(log_ticks(2, 5), vec![100.0, 1000.0, 10_000.0, 100_000.0]);
+        assert_eq!(log_ticks(0, 1), vec![1.0, 2.0, 5.0, 10.0]);
+        assert_eq!(log_range([274.0, 47.0, 50_000.0].into_iter()), Some((1, 5)));
+        let chart = LineChart {
+            series: vec![
+                LineSeries {
+                    name: "2005".into(),
+                    color: PALETTE[0],
+                    dashed: false,
+                    dots: true,
+                    points: vec![(1.0, Some(192.0)), (2.0, Some(274.0))],
+                },
+                LineSeries {
+                    name: "now".into(),
+                    color: PALETTE[1],
+                    dashed: false,
+                    dots: true,
+                    points: vec![(1.0, Some(20_000.0)), (2.0, Some(50_000.0))],
+                },
+            ],
+            log_y: true,
+            ..Default::default()
+        };
+        let svg = chart.render();
+        let ticks = y_tick_labels(&svg);
+        let text: Vec<&str> = ticks.iter().map(|t| t.1.as_str()).collect();
+        assert_eq!(text, ["100", "1000", "10k", "100k"], "{svg}");
+        // Decades are equally far apart, the bottom one on the x axis.
+        let gaps: Vec<f64> = ticks.windows(2).map(|w| w[0].0 - w[1].0).collect();
+        assert!(gaps.iter().all(|g| (g - gaps[0]).abs() < 0.2), "{gaps:?}");
+        assert!((ticks[0].0 - (TOP + PLOT_H + 4.0)).abs() < 0.2);
+        // 274 sits between the 100 and 1000 gridlines (linear: on zero).
+        let dot = svg.split(r#"data-tip="2005: 274 at 2""#).next().unwrap().rsplit("cy=\"").next().unwrap();
+        let cy: f64 = dot.split('"').next().unwrap().parse().unwrap();
+        assert!(cy < ticks[0].0 - 4.0 && cy > ticks[1].0 - 4.0, "274 at y {cy}, ticks {ticks:?}");
+    }
+
+    /// `(x, y, anchored at end, text)` of every marker label in a rendered chart.
+    fn marker_labels(svg: &str) -> Vec<(f64, f64, bool, String)> {
+        svg.split(r#"<g class="marker">"#)
+            .skip(1)
+            .map(|g| {
+                let t = g.split("<text ").nth(1).unwrap();
+                let attr = |name: &str| t.split(&format!("{name}=\"")).nth(1).unwrap().split('"').next().unwrap().to_string();
+                let text = t.split('>').nth(1).unwrap().split('<').next().unwrap().to_string();
+                (attr("x").parse().unwrap(), attr("y").parse().unwrap(), t.contains(r#"text-anchor="end""#), text)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn marker_labels_stay_inside_the_plot() {
+        let series = |name: &str, top: f64| LineSeries {
+            name: name.into(),
+            color: PALETTE[0],
+            dashed: false,
+            dots: true,
+            points: vec![(1.0, Some(top / 2.0)), (16.0, Some(top * 0.9)), (32.0, Some(top))],
+        };
+        let marker = |x: f64, y: f64, label: &str| Marker { x, y, label: label.into(), color: PALETTE[0] };
+        // Peaks at the last step (the right edge) and at the top of the plot;
+        // two runs peaking at the same point; a knee in the middle.
+        let chart = LineChart {
+            series: vec![series("a", 1000.0), series("b", 1000.0)],
+            markers: vec![marker(32.0, 1000.0, "peak = knee"), marker(32.0, 1000.0, "peak"), marker(16.0, 900.0, "knee")],
+            notes: vec![format!("a: no usable USL fit ({})", "the curve fits worse than the mean throughput; ".repeat(4))],
+            ..Default::default()
+        };
+        let svg = chart.render();
+        let labels = marker_labels(&svg);
+        assert_eq!(labels.len(), 3);
+        let mut boxes = Vec::new();
+        for (x, y, end, text) in &labels {
+            let w = text_width(text, 11.0);
+            let (x0, x1) = if *end { (x - w, *x) } else { (*x, x + w) };
+            assert!(x0 >= LEFT && x1 <= WIDTH - RIGHT, "{text} spans {x0:.1}..{x1:.1}, outside the plot: {svg}");
+            assert!(y - 11.0 >= TOP && *y <= TOP + PLOT_H, "{text} at y {y}, outside the plot");
+            boxes.push((x0, x1, *y));
+        }
+        // The edge labels are anchored at their end, left of the point.
+        assert!(labels[0].2 && labels[1].2 && !labels[2].2, "{labels:?}");
+        // The two labels at the same point do not overlap.
+        let (a, b) = (boxes[0], boxes[1]);
+        assert!(a.0 >= b.1 || b.0 >= a.1 || (a.2 - b.2).abs() >= 12.0, "{labels:?}");
+        // A long note is wrapped into lines that fit the chart's width.
+        let notes: Vec<&str> = svg.split(r#"class="unavailable">"#).skip(1).map(|t| t.split('<').next().unwrap()).collect();
+        assert!(notes.len() > 1, "wrapped: {notes:?}");
+        for n in notes {
+            assert!(LEFT + text_width(n, 12.0) <= WIDTH - RIGHT, "{n}");
+        }
+        let height: f64 = svg.split(r#"height=""#).nth(1).unwrap().split('"').next().unwrap().parse().unwrap();
+        let last_y: f64 = svg
+            .rsplit(r#"class="unavailable""#)
+            .nth(1)
+            .unwrap()
+            .rsplit(r#"y=""#)
+            .next()
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(last_y < height, "the last note line ({last_y}) is inside the chart ({height})");
     }
 
     #[test]

@@ -46,6 +46,16 @@ pub fn header_line() -> Vec<String> {
 
 /// The whole table of a run, with AVG and MAX rows and notes under it.
 pub fn run_table(run: &Run) -> String {
+    run_table_width(run, None)
+}
+
+/// [`run_table`] no wider than `width` columns (a terminal's): the table
+/// splits into blocks of whole columns and the notes wrap at words.
+pub fn run_table_width(run: &Run, width: Option<usize>) -> String {
+    crate::fmt::wrap(&run_table_at(run, width), width)
+}
+
+fn run_table_at(run: &Run, width: Option<usize>) -> String {
     let mut rows = vec![header_line()];
     let first = run.steps.first();
     // SQL units of several statements (transactions): throughput/s counts the
@@ -78,7 +88,7 @@ pub fn run_table(run: &Run) -> String {
     if with_queries {
         rows[0].insert(2, "queries/s".to_string());
     }
-    let mut out = columns(&rows);
+    let mut out = crate::fmt::columns_fit(&rows, width);
     if with_queries {
         out.push_str("note: throughput/s counts units of work (transactions); queries/s every statement, BEGIN and COMMIT included.\n");
     }
@@ -237,6 +247,15 @@ pub fn db_summary(d: &DbTelemetry) -> String {
 /// The per-step telemetry table (CPU split, context switches, server thread
 /// states, TCP), or None when the run has no telemetry. Missing figures are "-".
 pub fn telemetry_table(run: &Run) -> Option<String> {
+    telemetry_table_width(run, None)
+}
+
+/// [`telemetry_table`] no wider than `width` columns (see [`run_table_width`]).
+pub fn telemetry_table_width(run: &Run, width: Option<usize>) -> Option<String> {
+    telemetry_table_at(run, width).map(|t| crate::fmt::wrap(&t, width))
+}
+
+fn telemetry_table_at(run: &Run, width: Option<usize>) -> Option<String> {
     if run.steps.iter().all(|s| s.telemetry.is_none()) {
         return None;
     }
@@ -294,7 +313,7 @@ pub fn telemetry_table(run: &Run) -> Option<String> {
         ]);
     }
     let mut out = String::from("telemetry (window averages; server = the target's process; thread states = share of its thread-time)\n");
-    out.push_str(&columns(&rows));
+    out.push_str(&crate::fmt::columns_fit(&rows, width));
     let mut reasons: Vec<String> = Vec::new();
     for s in &run.steps {
         if let Some(t) = &s.telemetry {

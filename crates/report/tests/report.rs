@@ -109,7 +109,10 @@ fn sweep(id: i64, label: &str, host: &str, xs: [f64; 4], thread_states: bool) ->
 }
 
 fn imported(id: i64) -> Run {
-    let pairs = [(1u32, 192.0), (2, 274.0), (4, 113.0), (8, 62.0)];
+    imported_pairs(id, &[(1u32, 192.0), (2, 274.0), (4, 113.0), (8, 62.0)])
+}
+
+fn imported_pairs(id: i64, pairs: &[(u32, f64)]) -> Run {
     Run {
         id,
         kind: RunKind::Imported,
@@ -151,7 +154,12 @@ fn input(image_dir: Option<&str>) -> ReportInput {
         columns: vec!["Host".into(), "OS".into(), "null call".into()],
         rows: vec![vec!["host-a".into(), "Linux 6.1".into(), "0.08".into()]],
     }];
-    let mut i = ReportInput { runs: vec![a, b, c], micro, images: image_dir.map(|d| ImageLinks { dir: d.into(), ext: "svg" }) };
+    let mut i = ReportInput {
+        runs: vec![a, b, c],
+        micro,
+        micro_runs: vec![(4, "host-a".into())],
+        images: image_dir.map(|d| ImageLinks { dir: d.into(), ext: "svg" }),
+    };
     i.dedup_names();
     i
 }
@@ -192,6 +200,23 @@ fn html_is_self_contained_and_draws_every_chart() {
 }
 
 #[test]
+fn an_unusable_usl_fit_is_not_drawn_and_says_why() {
+    // The whole published Tiger series: the optimum has σ 2.16, R² 0.50.
+    let tiger = [(1u32, 192.0), (2, 274.0), (5, 113.0), (10, 62.0), (20, 50.0), (35, 50.0), (50, 47.0)];
+    let runs =
+        vec![ReportRun::new(sweep(1, "lock", "host-a", [100.0, 180.0, 200.0, 150.0], true)), ReportRun::new(imported_pairs(2, &tiger))];
+    assert!(runs[1].diagnosis.usl.is_none());
+    let chart = scalelab_report::charts::throughput(&runs);
+    let svg = chart.svg.unwrap();
+    // Two runs and one fit (the lock run's), not two.
+    assert!(svg.contains(r#"data-series="3""#), "{svg}");
+    assert!(svg.contains("lock USL fit") && !svg.contains("G5 Tiger USL fit"), "{svg}");
+    assert!(svg.contains("G5 Tiger: no usable USL fit (`G5 Tiger`: σ 2.16 is outside [0, 1]"), "{svg}");
+    let md = scalelab_report::markdown::render(&ReportInput { runs, ..Default::default() });
+    assert!(md.contains("σ 2.16 is outside [0, 1]"), "the summary's USL note says why: {md}");
+}
+
+#[test]
 fn missing_data_reads_unavailable_not_zero() {
     let inp = input(None);
     let html = scalelab_report::html::render(&inp);
@@ -207,9 +232,10 @@ fn missing_data_reads_unavailable_not_zero() {
     assert!(!cpu.contains(r#"data-name="iowait""#));
     assert!(cpu.contains("iowait: unavailable: no iowait column in /proc/stat"), "{cpu}");
     // The missing CPU sample is a gap: two segments, not a dip to 0.
-    let user = cpu.split(r#"data-name="user">"#).nth(1).unwrap();
-    let path = user.split("d=\"").nth(1).unwrap().split('"').next().unwrap();
-    assert_eq!(path.matches('M').count(), 2, "{path}");
+    let user = cpu.split(r#"data-name="user">"#).nth(1).unwrap().split("</g>").next().unwrap();
+    // (0.5, 1.5) is a line, 3.5 a lone dot after the gap.
+    assert_eq!(user.matches("<polyline ").count(), 1, "{user}");
+    assert!(user.contains(r#"data-tip="user: 40 at 3.5""#) && !user.contains(r#"data-tip="user: 0"#), "{user}");
     // Run 2 recorded no per-second CPU at all: the chart is the reason.
     let cpu2 = scalelab_report::charts::timeline(&inp.runs[1]).into_iter().find(|c| c.id == "run-2-timeline-cpu").unwrap();
     assert!(cpu2.svg.unwrap_err().starts_with("unavailable"));
@@ -256,6 +282,107 @@ fn database_waits_are_drawn_per_step_and_missing_steps_say_so() {
     assert!(svg.contains("InnoDB latch OS waits/s: unavailable"), "{svg}");
     assert!(!svg.contains(r#"data-name="InnoDB latch OS waits/s""#));
 
+    // Counters read in every step and all zero: no chart of flat lines, one
+    // line saying so (a missing step stays a gap, not a reason to draw).
+    let idle = with_db(sweep(10, "idle", "host-a", [100.0, 150.0, 160.0, 120.0], true), |i| {
+        (i < 3).then(|| DbTelemetry {
+            engine: "mariadb".into(),
+            row_lock_waits_per_s: Some(0.0),
+            table_locks_waited_per_s: Some(0.0),
+            ..Default::default()
+        })
+    });
+    let chart = scalelab_report::charts::db_waits(&idle).unwrap();
+    assert!(chart.omitted);
+    let why = chart.svg.unwrap_err();
+    assert_eq!(why, "none sampled above 0 in any step (InnoDB row-lock waits/s, table-lock waits/s); chart omitted");
+    let html = scalelab_report::html::render(&ReportInput { runs: vec![idle.clone()], ..Default::default() });
+    assert!(
+        html.contains(&format!(r#"<p class="note chart-omitted" id="chart-run-10-db-waits">Database waits per step — idle: {why}</p>"#)),
+        "{html}"
+    );
+    assert!(!html.contains(r#"aria-label="Database waits per step"#), "no chart of zero lines");
+    // One waits above zero in one step: drawn.
+    let one = with_db(sweep(11, "one", "host-a", [100.0, 150.0, 160.0, 120.0], true), |i| {
+        Some(DbTelemetry { engine: "mysql".into(), row_lock_waits_per_s: Some(if i == 3 { 0.5 } else { 0.0 }), ..Default::default() })
+    });
+    let chart = scalelab_report::charts::db_waits(&one).unwrap();
+    assert!(!chart.omitted && chart.svg.is_ok());
+
     // No database probe: no chart at all.
     assert!(scalelab_report::charts::db_waits(&ReportRun::new(sweep(9, "http", "h", [1.0, 2.0, 3.0, 4.0], true))).is_none());
+}
+
+#[test]
+fn runs_of_very_different_sizes_get_a_log_axis_and_the_scaling_chart_comes_first() {
+    // Today's sweep at ~50,000 req/s beside the 2005 series at ~300 q/s.
+    let tiger = [(1u32, 192.0), (2, 274.0), (4, 113.0), (8, 62.0)];
+    let runs = vec![
+        ReportRun::new(sweep(1, "today", "host-a", [20_000.0, 38_000.0, 50_000.0, 49_000.0], true)),
+        ReportRun::new(imported_pairs(2, &tiger)),
+    ];
+    let svg = scalelab_report::charts::throughput(&runs).svg.unwrap();
+    assert!(svg.contains("log scale)</text>"), "the axis title says log scale: {svg}");
+    assert!(svg.contains("log scale: the runs&#39; peaks differ 182× (274 to 50,000 req/s)</text>"), "{svg}");
+    for tick in [">100</text>", ">1000</text>", ">10k</text>", ">100k</text>"] {
+        assert!(svg.contains(tick), "decade tick {tick}: {svg}");
+    }
+    // Runs of similar size keep a linear axis.
+    let similar = vec![runs[0].clone(), ReportRun::new(sweep(3, "other", "host-b", [9_000.0, 18_000.0, 30_000.0, 31_000.0], true))];
+    let linear = scalelab_report::charts::throughput(&similar).svg.unwrap();
+    assert!(!linear.contains("log scale"), "{linear}");
+    // The scaling chart (% of each run's first step) is the first chart of the page.
+    let html = scalelab_report::html::render(&ReportInput { runs, ..Default::default() });
+    let scaling = html.find(r#"<figure id="chart-scaling">"#).expect("scaling chart");
+    let throughput = html.find(r#"<figure id="chart-throughput">"#).expect("throughput chart");
+    assert!(scaling < throughput && html[..scaling].matches("<figure").count() == 0, "scaling is the first chart");
+}
+
+#[test]
+fn a_timeline_with_short_windows_is_one_line_over_bands_that_tile_the_run() {
+    // Windows of 0.9 s: one per-second figure each, which used to be four
+    // lone dots. From the 4-client step on, steps started 1.5 s late (a gap
+    // after the 2-client step's pause).
+    let mut run = sweep(1, "short", "host-a", [100.0, 180.0, 200.0, 150.0], true);
+    for (i, s) in run.steps.iter_mut().enumerate() {
+        // ... and the 8-client one 8 ms later still (a sliver of a gap).
+        let late = [0, 0, 1500, 1508][i];
+        s.window_start_unix_ms = 1_700_000_000_000 + 1000 + i as i64 * 4000 + late;
+        s.window_end_unix_ms = s.window_start_unix_ms + 900;
+        s.window_s = 0.9;
+        s.seconds.truncate(1);
+    }
+    let r = ReportRun::new(run);
+    let t = r.timeline.as_ref().unwrap();
+    assert_eq!(t.throughput_per_s.len(), 4);
+    assert!(t.throughput_per_s.iter().all(|p| p.1.is_some()), "no gap stands for a warm-up or a pause");
+    // The bands tile the run from the first warm-up to the last pause.
+    for w in t.phases.windows(2) {
+        assert!((w[1].start_s - w[0].end_s).abs() < 0.001, "a blank between {:?} and {:?}", w[0], w[1]);
+    }
+    let late_pause = t.phases.iter().find(|p| p.kind == scalelab_report::model::PhaseKind::Pause && p.concurrency == 2).unwrap();
+    assert!((late_pause.end_s - late_pause.start_s - (1.0 + 1.1 + 1.5)).abs() < 0.01, "{late_pause:?}");
+    let chart = scalelab_report::charts::timeline(&r).into_iter().find(|c| c.id == "run-1-timeline-throughput").unwrap();
+    let svg = chart.svg.unwrap();
+    let series = svg.split(r#"<g class="series""#).nth(1).unwrap().split("</g>").next().unwrap();
+    assert_eq!(series.matches("<polyline ").count(), 1, "one polyline for the run: {series}");
+    let points = series.split(r#"points=""#).nth(1).unwrap().split('"').next().unwrap();
+    assert_eq!(points.split(' ').count(), 4, "through every window: {points}");
+    let bands = |fill: &str| svg.matches(&format!(r#"fill="{fill}"><title>"#)).count();
+    assert_eq!(
+        (bands(scalelab_report::svg::WARMUP_FILL), bands(scalelab_report::svg::WINDOW_FILL), bands(scalelab_report::svg::PAUSE_FILL)),
+        (4, 4, 4)
+    );
+    assert!(svg.contains("the line joins the windows across them"), "{svg}");
+}
+
+#[test]
+fn the_page_header_lists_every_run_micro_runs_too() {
+    let html = scalelab_report::html::render(&input(None));
+    let header = html.split(r#"<p class="note runs">"#).nth(1).unwrap().split("</p>").next().unwrap();
+    assert!(
+        header.starts_with("run 1: lock; run 2: nolock; imported 3: G5 Tiger; micro run 4: host-a — generated by scalelab"),
+        "{header}"
+    );
+    assert!(html.contains("<title>scalelab report: lock, nolock, G5 Tiger, host-a</title>"));
 }

@@ -16,7 +16,7 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::fs::FileExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, TryLockError};
 
@@ -28,7 +28,7 @@ pub struct SpecimenConfig {
     pub mode: Mode,
     /// CPU work per request, microseconds of the serving thread's CPU time.
     pub work_us: u64,
-    /// Folder for the `disk` mode's file (a temp dir when None).
+    /// Folder for the `disk` mode's nameless file (a fresh private temp dir when None).
     pub data_dir: Option<PathBuf>,
 }
 
@@ -59,14 +59,24 @@ struct State {
     global: Mutex<u64>,
     spin: SpinLock,
     disk: Option<(File, AtomicU64)>,
-    _dir: Option<TempDir>,
 }
 
-/// A folder removed when the specimen exits.
-struct TempDir(PathBuf);
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+/// The `disk` mode's file: a file with no name (`O_TMPFILE`, or on file
+/// systems without it a random name created `O_EXCL` and unlinked at once),
+/// so no path exists that another local user could plant a symlink at, and
+/// nothing is left behind however the specimen ends (it is usually killed).
+/// Without `--data-dir` it is made in a fresh 0700 folder with an
+/// unpredictable name under `$TMPDIR`, removed as soon as the file is open:
+/// the file lives on in the same file system until the process exits.
+fn open_disk_file(data_dir: Option<&Path>) -> io::Result<File> {
+    match data_dir {
+        Some(d) => tempfile::tempfile_in(d),
+        None => {
+            let dir = tempfile::Builder::new().prefix("scalelab-specimen-").tempdir()?;
+            let file = tempfile::tempfile_in(dir.path())?;
+            dir.close()?;
+            Ok(file)
+        }
     }
 }
 
@@ -133,20 +143,15 @@ impl State {
 
 /// Binds, calls `on_bound` with the address, then serves until the process ends.
 pub fn serve(config: SpecimenConfig, on_bound: impl FnOnce(SocketAddr)) -> io::Result<()> {
-    let listener = TcpListener::bind(config.addr)?;
-    let (disk, dir) = if config.mode == Mode::Disk {
-        let (path, dir) = match &config.data_dir {
-            Some(d) => (d.join("specimen-disk.log"), None),
-            None => {
-                let d = std::env::temp_dir().join(format!("scalelab-specimen-{}", std::process::id()));
-                std::fs::create_dir_all(&d)?;
-                (d.join("specimen-disk.log"), Some(TempDir(d)))
-            }
-        };
-        let file = std::fs::OpenOptions::new().create(true).write(true).truncate(true).open(&path)?;
-        (Some((file, AtomicU64::new(0))), dir)
+    let listener =
+        TcpListener::bind(config.addr).map_err(|e| io::Error::new(e.kind(), format!("cannot listen on {}: {e}", config.addr)))?;
+    let disk = if config.mode == Mode::Disk {
+        let dir = config.data_dir.clone().unwrap_or_else(std::env::temp_dir);
+        let file = open_disk_file(config.data_dir.as_deref())
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot create the disk mode's file in {}: {e}", dir.display())))?;
+        Some((file, AtomicU64::new(0)))
     } else {
-        (None, None)
+        None
     };
     let state = Arc::new(State {
         mode: config.mode,
@@ -158,7 +163,6 @@ pub fn serve(config: SpecimenConfig, on_bound: impl FnOnce(SocketAddr)) -> io::R
         global: Mutex::new(0),
         spin: SpinLock::new(),
         disk,
-        _dir: dir,
     });
     on_bound(listener.local_addr()?);
     if config.mode == Mode::SingleThread {

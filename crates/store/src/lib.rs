@@ -35,6 +35,18 @@ pub enum StoreError {
     Sql { path: PathBuf, cause: rusqlite::Error },
     #[error("store {path}: corrupt data in run {run}: {why}")]
     Corrupt { path: PathBuf, run: i64, why: String },
+    #[error("store {path} is read-only ({why}): this command writes to it; pass --store with a writable path, or make the file and its folder writable")]
+    ReadOnly { path: PathBuf, why: String },
+    #[error("store {path} is read-only and was written by an older scalelab (schema {found}, this one reads {known}): open it once where it is writable to upgrade it")]
+    ReadOnlyOld { path: PathBuf, found: i64, known: i64 },
+    #[error("no store at {0} (run `scalelab sweep` first, or pass --store PATH)")]
+    Missing(PathBuf),
+}
+
+/// True when SQLite refused because the file, its folder or its WAL files
+/// cannot be written (as opposed to a file that is not a database).
+fn is_read_only_error(e: &rusqlite::Error) -> bool {
+    matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::CannotOpen))
 }
 
 /// An open run store.
@@ -44,13 +56,77 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens (or creates) the store at `path` and brings its schema up to date.
-    /// A file that is not a scalelab store is refused untouched.
+    /// Opens (or creates) the store at `path` for writing and brings its
+    /// schema up to date. A file that is not a scalelab store is refused
+    /// untouched; one that cannot be written is [`StoreError::ReadOnly`].
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         let conn = Connection::open(path).map_err(|e| StoreError::Open { path: path.into(), cause: e.to_string() })?;
+        // SQLite falls back to reading a file it may not write: say so now,
+        // not at the first write in the middle of a run.
+        if conn.is_readonly(rusqlite::DatabaseName::Main).unwrap_or(false) {
+            return Err(StoreError::ReadOnly { path: path.into(), why: "the file is not writable".into() });
+        }
         let mut store = Store { conn, path: path.to_path_buf() };
         schema::check_and_migrate(&mut store)?;
         Ok(store)
+    }
+
+    /// Opens an existing store for the commands that only read (`runs`,
+    /// `show`, `diagnose`, `export`, `compare`, `report`): never creates a
+    /// file, and works on a store the user may not write (a file or folder
+    /// of another user, a read-only mount). A store with an older schema is
+    /// upgraded when it is writable, as [`Store::open`] does.
+    pub fn open_for_reading(path: &Path) -> Result<Store, StoreError> {
+        if !path.exists() {
+            return Err(StoreError::Missing(path.into()));
+        }
+        let store = Store::open_read_only(path)?;
+        let found = schema::version_for_reading(&store)?;
+        if found == LATEST_VERSION {
+            return Ok(store);
+        }
+        drop(store);
+        match Store::open(path) {
+            Err(StoreError::ReadOnly { .. }) => Err(StoreError::ReadOnlyOld { path: path.into(), found, known: LATEST_VERSION }),
+            other => other,
+        }
+    }
+
+    /// A read-only connection. In WAL mode a reader needs the `-shm` file;
+    /// when it does not exist and the folder is not writable, SQLite cannot
+    /// create it, and the file is opened as immutable instead (nothing can
+    /// be writing it then: a writer would have created the `-shm` file).
+    fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        use rusqlite::OpenFlags;
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+        let open = |target: &str| {
+            let conn =
+                Connection::open_with_flags(target, flags).map_err(|e| StoreError::Open { path: path.into(), cause: e.to_string() })?;
+            let _ = conn.busy_timeout(std::time::Duration::from_secs(10));
+            // Any read reaches the WAL index: this is where an unwritable folder shows.
+            match conn.query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0)) {
+                Ok(_) => Ok(Ok(conn)),
+                Err(e) if is_read_only_error(&e) => Ok(Err(e)),
+                Err(e) => Err(StoreError::NotAStore { path: path.into(), what: format!("not an SQLite database: {e}") }),
+            }
+        };
+        let conn = match open(&file_uri(path, false))? {
+            Ok(conn) => conn,
+            Err(e) => {
+                // Immutable ignores the WAL: refuse rather than show a store
+                // without the steps only its WAL holds (a killed writer's).
+                let mut wal = path.as_os_str().to_owned();
+                wal.push("-wal");
+                if std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+                    return Err(StoreError::Open {
+                        path: path.into(),
+                        cause: format!("its write-ahead log holds steps that can only be read where the folder is writable ({e})"),
+                    });
+                }
+                open(&file_uri(path, true))?.map_err(|e| StoreError::Open { path: path.into(), cause: format!("cannot read it: {e}") })?
+            }
+        };
+        Ok(Store { conn, path: path.to_path_buf() })
     }
 
     /// The file this store lives in.
@@ -61,4 +137,22 @@ impl Store {
     fn sql(&self, cause: rusqlite::Error) -> StoreError {
         StoreError::Sql { path: self.path.clone(), cause }
     }
+}
+
+/// `file:PATH` (`?immutable=1` when asked), with the characters a URI gives
+/// a meaning to percent-encoded.
+fn file_uri(path: &Path, immutable: bool) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut uri = String::from("file:");
+    for &b in path.as_os_str().as_bytes() {
+        match b {
+            b'%' | b'?' | b'#' => uri.push_str(&format!("%{b:02X}")),
+            _ if b.is_ascii() && !b.is_ascii_control() => uri.push(b as char),
+            _ => uri.push_str(&format!("%{b:02X}")),
+        }
+    }
+    if immutable {
+        uri.push_str("?immutable=1");
+    }
+    uri
 }

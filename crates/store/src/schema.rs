@@ -26,6 +26,10 @@ fn current_version(store: &Store) -> Result<Option<i64>, StoreError> {
     let tables: Vec<String> = {
         let mut stmt = match store.conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table'") {
             Ok(s) => s,
+            // WAL mode needs the folder writable (the -shm file) even to read.
+            Err(e) if crate::is_read_only_error(&e) && store.path.exists() => {
+                return Err(StoreError::ReadOnly { path: store.path.clone(), why: format!("its folder is not writable: {e}") })
+            }
             Err(e) => return Err(not_a_store(format!("not an SQLite database: {e}"))),
         };
         let rows = stmt.query_map([], |r| r.get::<_, String>(0)).map_err(|e| not_a_store(format!("unreadable: {e}")))?;
@@ -46,6 +50,16 @@ fn current_version(store: &Store) -> Result<Option<i64>, StoreError> {
         Some(v) => Ok(Some(v)),
         None => Err(not_a_store("a scalelab_meta table without a schema version".into())),
     }
+}
+
+/// The schema version of a store opened read-only: refuses files that are
+/// not ours and stores newer than this build, as [`check_and_migrate`] does.
+pub(crate) fn version_for_reading(store: &Store) -> Result<i64, StoreError> {
+    let version = current_version(store)?.unwrap_or(0);
+    if version > LATEST_VERSION {
+        return Err(StoreError::TooNew { path: store.path.clone(), found: version, known: LATEST_VERSION });
+    }
+    Ok(version)
 }
 
 /// Checks the file is ours, then applies pending migrations.

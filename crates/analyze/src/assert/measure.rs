@@ -47,7 +47,9 @@ pub(super) fn collapse_flag(s: &Series, c: &Curve, retrograde_only: bool) -> Res
 pub(super) fn measure(metric: Metric, at: Option<u32>, s: &Series, c: &Curve, usl: Option<&UslFit>) -> Result<(f64, String), String> {
     let step = |n: u32| s.point_at(n).ok_or_else(|| format!("no step at {n} clients"));
     let usl_value = |f: fn(&UslFit) -> Option<f64>, name: &str| {
-        let fit = usl.ok_or("no USL fit (it needs at least 4 steps)")?;
+        let fit = usl.ok_or(
+            "no usable USL fit (it needs at least 4 steps, σ in [0, 1] and a curve that follows the data: `diagnose` says which failed)",
+        )?;
         f(fit).map(|v| (v, fmt_num(v))).ok_or_else(|| format!("the USL fit has no {name}"))
     };
     match metric {
@@ -98,6 +100,7 @@ pub(super) fn measure(metric: Metric, at: Option<u32>, s: &Series, c: &Curve, us
         Metric::Kappa => usl_value(|f| Some(f.kappa), "kappa"),
         Metric::R2 => usl_value(|f| f.r2, "R2 (every step has the same throughput)"),
         // With κ = 0 the optimum is at infinity: a measured value, not missing data.
+        Metric::DeltaPct => Err("delta_pct compares two runs: check it with `scalelab compare A B --assert ...`".into()),
         Metric::NOpt => match usl {
             Some(fit) if fit.kappa == 0.0 => Ok((f64::INFINITY, "infinite (kappa = 0: throughput never falls)".into())),
             _ => usl_value(|f| f.n_opt, "optimum"),

@@ -57,6 +57,9 @@ pub enum Metric {
     R2,
     /// USL optimum concurrency N*.
     NOpt,
+    /// `compare` only: the first delta column (A vs B, %) at step N, or on
+    /// the AVG row without `@N`.
+    DeltaPct,
 }
 
 /// A comparison operator.
@@ -178,6 +181,50 @@ impl Assertion {
         };
         Outcome { assertion: self.text.clone(), passed, measured, detail }
     }
+}
+
+impl Assertion {
+    /// True for an assertion about a comparison of runs (`delta_pct`),
+    /// which `compare` checks once on its table; the others are checked on
+    /// each compared run.
+    pub fn is_about_comparison(&self) -> bool {
+        matches!(self.check, Check::Compare { metric: Metric::DeltaPct, .. })
+    }
+
+    /// Checks a `delta_pct` assertion on a comparison: its first delta
+    /// column, at step N or on the AVG row. Missing cells fail as no data.
+    pub fn evaluate_comparison(&self, c: &crate::Comparison) -> Outcome {
+        let result = match &self.check {
+            Check::Compare { metric: Metric::DeltaPct, at, op, value } => {
+                delta_cell(c, *at).map(|(v, shown)| (op.holds(v, *value), v, shown))
+            }
+            _ => Err("not an assertion about a comparison".to_string()),
+        };
+        let (passed, measured, detail) = match result {
+            Ok((passed, v, detail)) => (passed, Some(v), format!("measured {detail}")),
+            Err(why) => (false, None, format!("no data: {why}")),
+        };
+        Outcome { assertion: self.text.clone(), passed, measured, detail }
+    }
+}
+
+/// The first delta column's cell at step `at`, or on the AVG row.
+fn delta_cell(c: &crate::Comparison, at: Option<u32>) -> Result<(f64, String), String> {
+    let column = c.deltas.first().ok_or("no delta column: compare two runs, or give --pair A:B or --baseline")?;
+    let (cells, place) = match at {
+        Some(n) => {
+            let row = c.rows.iter().find(|r| r.concurrency == n).ok_or_else(|| format!("no step at {n} clients"))?;
+            (&row.cells, format!("at {n} clients"))
+        }
+        None => (&c.avg, "on the AVG row".to_string()),
+    };
+    let v = cells
+        .delta_pct
+        .get(&column.name)
+        .copied()
+        .flatten()
+        .ok_or_else(|| format!("{} has no delta {place} (a run has no step there)", column.name))?;
+    Ok((v as f64, format!("{v:+}% {place} ({})", column.name)))
 }
 
 /// Parses every assertion, stopping at the first that does not parse.

@@ -43,6 +43,7 @@ const METRICS: &[(&[&str], Metric, At, &[&str])] = &[
     (&["kappa"], Metric::Kappa, At::Never, &[]),
     (&["r2"], Metric::R2, At::Never, &[]),
     (&["n_opt"], Metric::NOpt, At::Never, &[]),
+    (&["delta_pct", "delta"], Metric::DeltaPct, At::Optional, &["%"]),
 ];
 
 const FLAGS: &str = "`no collapse`, `no retrograde`, `no errors`";

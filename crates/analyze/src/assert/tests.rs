@@ -57,7 +57,7 @@ fn missing_data_fails_as_no_data() {
     let o = check("p50_ms <= 1000");
     assert_eq!((o.passed, o.detail.as_str()), (false, "no data: p50 latency not recorded at 20 clients"));
     let o = check("sigma <= 0.1");
-    assert_eq!(o.detail, "no data: no USL fit (it needs at least 4 steps)");
+    assert_eq!(o.detail, "no data: no usable USL fit (it needs at least 4 steps, σ in [0, 1] and a curve that follows the data: `diagnose` says which failed)");
 
     // Imported series know no error counts: `errors == 0` must not pass.
     let s = Series::from_pairs("imported", &[(1, 10.0), (2, 20.0)]);
@@ -114,7 +114,7 @@ fn parse_errors_say_what_was_expected() {
     assert_eq!(
         parse_err("p95_ms@50 <= 20"),
         "assertion `p95_ms@50 <= 20`: unknown metric `p95_ms`: expected one of peak, peak_concurrency, knee, \
-         knee_marginal, last_pct_of_peak, throughput, scaling, p50_ms, p99_ms, p999_ms, errors, lambda, sigma, kappa, r2, n_opt"
+         knee_marginal, last_pct_of_peak, throughput, scaling, p50_ms, p99_ms, p999_ms, errors, lambda, sigma, kappa, r2, n_opt, delta_pct"
     );
     assert_eq!(parse_err("peak = 5"), "assertion `peak = 5`: no comparison operator (`=` alone is not one: write `==`): expected `METRIC[@N] OP VALUE` with OP one of >= <= > < == !=, or one of `no collapse`, `no retrograde`, `no errors`");
     assert_eq!(parse_err("scaling >= 300%"), "assertion `scaling >= 300%`: `scaling` needs a step: write `scaling@N` (N = concurrency)");
@@ -127,7 +127,7 @@ fn parse_errors_say_what_was_expected() {
         "assertion `no crashes`: unknown flag `no crashes`: expected one of `no collapse`, `no retrograde`, `no errors`"
     );
     assert_eq!(parse_err("peak >== 4"), "assertion `peak >== 4`: unexpected `=` after `>=`");
-    assert_eq!(parse_err(">= 4"), "assertion `>= 4`: no metric before `>=`: expected one of peak, peak_concurrency, knee, knee_marginal, last_pct_of_peak, throughput, scaling, p50_ms, p99_ms, p999_ms, errors, lambda, sigma, kappa, r2, n_opt");
+    assert_eq!(parse_err(">= 4"), "assertion `>= 4`: no metric before `>=`: expected one of peak, peak_concurrency, knee, knee_marginal, last_pct_of_peak, throughput, scaling, p50_ms, p99_ms, p999_ms, errors, lambda, sigma, kappa, r2, n_opt, delta_pct");
 }
 
 #[test]
@@ -139,4 +139,12 @@ fn parses_spacing_case_units_and_separators() {
     assert_eq!(a.check, Check::Compare { metric: Metric::Scaling, at: Some(10), op: Op::Ge, value: 300.0 });
     let texts = ["peak >= 1", "no collapse"];
     assert_eq!(parse_all(&texts).unwrap().len(), 2);
+}
+
+#[test]
+fn delta_pct_is_for_compare_only() {
+    let a = Assertion::parse("delta_pct@50 >= -5").unwrap();
+    assert!(a.is_about_comparison());
+    assert!(!Assertion::parse("peak >= 5").unwrap().is_about_comparison());
+    assert!(Assertion::parse("delta >= -5%").unwrap().is_about_comparison());
 }

@@ -14,12 +14,22 @@ use serde_json::{json, Value};
 pub struct Diagnosis {
     /// The curve; `None` when the run has no usable step.
     pub curve: Option<Curve>,
-    /// The USL fit; `None` when refused or failed (see [`Diagnosis::usl_error`]).
+    /// The USL fit; `None` when refused, failed or not usable (σ outside
+    /// [0, 1], the curve not following the data: see [`crate::usl::check`]
+    /// and [`Diagnosis::usl_error`]).
     pub usl: Option<UslFit>,
     /// Why there is no fit.
     pub usl_error: Option<String>,
-    /// The bottleneck verdicts, most important first.
+    /// The bottleneck verdicts in step order (fewest clients first, as the
+    /// table reads), the most important first within a step.
     pub verdicts: Vec<Verdict>,
+    /// What the throughput counts: `req/s`, `tx/s`, `q/s` ([`scalelab_core::RunPlan::throughput_unit`]).
+    #[serde(default = "default_unit")]
+    pub unit: String,
+}
+
+fn default_unit() -> String {
+    "req/s".into()
 }
 
 /// Diagnoses `run`: its series (partial steps skipped, as the CLI does), the
@@ -32,8 +42,10 @@ pub fn diagnose(run: &Run) -> Diagnosis {
         Ok(f) => (Some(f), None),
         Err(e) => (None, Some(e.to_string())),
     };
-    let verdicts = curve.as_ref().map(|c| verdicts(run, c)).unwrap_or_default();
-    Diagnosis { curve: curve.ok(), usl, usl_error, verdicts }
+    let mut verdicts = curve.as_ref().map(|c| verdicts(run, c)).unwrap_or_default();
+    // Stable: within a step the rules' order (most important first) stays.
+    verdicts.sort_by_key(|v| v.concurrency);
+    Diagnosis { curve: curve.ok(), usl, usl_error, verdicts, unit: run.plan.throughput_unit().to_string() }
 }
 
 /// A figure for text: thousands separated from 1,000, whole from 10 (and
@@ -62,6 +74,15 @@ pub(super) fn num(v: f64) -> String {
         format!("{v:.1}")
     } else {
         format!("{v:.2}")
+    }
+}
+
+/// A throughput with its unit: "1,234 req/s", or "1,234/s" when the unit is unknown.
+pub fn per_s(v: f64, unit: &str) -> String {
+    if unit.starts_with('/') {
+        format!("{}{unit}", num(v))
+    } else {
+        format!("{} {unit}", num(v))
     }
 }
 
@@ -100,12 +121,12 @@ pub fn render_text(d: &Diagnosis, run_label: &str) -> String {
         None => out.push_str("no measured step: nothing to diagnose\n"),
         Some(c) => {
             let mut line =
-                format!("peak {} req/s at {}; knee at {}", num(c.peak), clients(c.peak_concurrency), clients(c.knee_concurrency));
+                format!("peak {} at {}; knee at {}", per_s(c.peak, &d.unit), clients(c.peak_concurrency), clients(c.knee_concurrency));
             match &c.collapse {
                 Some(col) => {
                     line.push_str(&format!(
-                        "; collapse: {} req/s at {} = {}% of peak",
-                        num(col.throughput),
+                        "; collapse: {} at {} = {}% of peak",
+                        per_s(col.throughput, &d.unit),
                         clients(col.concurrency),
                         num(col.pct_of_peak)
                     ));
@@ -131,7 +152,7 @@ pub fn render_text(d: &Diagnosis, run_label: &str) -> String {
             };
             out.push_str(&format!("USL: sigma {:.3}  kappa {:.4}  R2 {r2}  {opt}\n", u.sigma, u.kappa));
         }
-        (None, Some(e)) => out.push_str(&format!("USL: no fit: {e}\n")),
+        (None, Some(e)) => out.push_str(&format!("USL: no usable fit: {e}\n")),
         (None, None) => out.push_str("USL: no fit\n"),
     }
     if d.curve.is_some() && d.verdicts.is_empty() {

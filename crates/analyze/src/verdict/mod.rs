@@ -20,7 +20,7 @@
 mod diagnosis;
 mod rules;
 
-pub use diagnosis::{diagnose, render_text, to_json, Diagnosis};
+pub use diagnosis::{diagnose, per_s, render_text, to_json, Diagnosis};
 
 use crate::curve::Curve;
 use scalelab_core::{Run, StepResult};
@@ -50,6 +50,20 @@ pub const CPU_SPLIT_EVEN_PCT: f64 = 55.0;
 /// Share of the machine's cores (server CPU / (cores × 100 %)) from which the
 /// server process is taken to be the CPU consumer of a CPU-bound verdict.
 pub const SERVER_CPU_SHARE: f64 = 0.5;
+/// Share of the busy CPU (server cores used / cores busy) under which the
+/// server is not what keeps the machine busy: a CPU-bound verdict would blame
+/// it for a neighbour's (or the client's) work, so `cpu-busy-elsewhere` is
+/// said instead. A fifth: a server doing real work next to a loopback client
+/// uses about half of the busy CPU; a hog beside an idle server leaves it ~1 %.
+pub const SERVER_OF_BUSY_MIN: f64 = 0.2;
+/// Server CPU (% of one core) under which the server did nothing measurable.
+pub const SERVER_IDLE_CPU_PCT: f64 = 1.0;
+/// Server context switches per second under which its threads were not being
+/// woken: the design's "under ~100/s is noise". A server whose threads sit on
+/// futexes with CPU and switches both below these is frozen (SIGSTOP, a
+/// debugger) or idle, not contending: threads on a contended lock sleep and
+/// wake, which are context switches.
+pub const SERVER_IDLE_CS_PER_S: f64 = 100.0;
 /// Share of the server's thread-time blocked on futexes that points at a lock.
 pub const FUTEX_BLOCKED_PCT: f64 = 30.0;
 /// Growth of context switches per request vs the first step that counts as rising.
@@ -67,6 +81,9 @@ pub const TIME_WAIT_RANGE_SHARE: f64 = 0.7;
 /// TIME_WAIT sockets that count as exhaustion when the port range is not
 /// recorded: 70 % of Linux's default range 32768–60999 (28,232 ports) is 19,762.
 pub const TIME_WAIT_FALLBACK: u64 = 20_000;
+/// How long a socket stays in TIME_WAIT on Linux (`TCP_TIMEWAIT_LEN`), s:
+/// a run opening R connections per second holds about 60·R of them.
+pub const TIME_WAIT_S: f64 = 60.0;
 /// TCP retransmissions per second from which the network is suspected.
 pub const RETRANS_PER_S: f64 = 100.0;
 /// Softirq time of one CPU (% of that CPU) from which receive processing on
@@ -112,6 +129,8 @@ pub enum VerdictKind {
     CpuBoundKernel,
     /// All cores busy, split about evenly between user space and the kernel.
     CpuBoundMixed,
+    /// All cores busy, but not with the server: another process or the client.
+    CpuBusyElsewhere,
     /// CPU idle while threads sleep on futexes and context switches per request rise.
     LockContention,
     /// Database-internal waits: InnoDB row locks, MyISAM table locks, InnoDB
@@ -142,6 +161,7 @@ impl VerdictKind {
             VerdictKind::CpuBoundUser => "cpu-bound-user",
             VerdictKind::CpuBoundKernel => "cpu-bound-kernel",
             VerdictKind::CpuBoundMixed => "cpu-bound-mixed",
+            VerdictKind::CpuBusyElsewhere => "cpu-busy-elsewhere",
             VerdictKind::LockContention => "lock-contention",
             VerdictKind::DbContention => "db-contention",
             VerdictKind::DiskBound => "disk-bound",
@@ -161,6 +181,7 @@ impl VerdictKind {
             VerdictKind::CpuBoundUser => "CPU-BOUND (USER)",
             VerdictKind::CpuBoundKernel => "CPU-BOUND (KERNEL)",
             VerdictKind::CpuBoundMixed => "CPU-BOUND (USER + KERNEL)",
+            VerdictKind::CpuBusyElsewhere => "CPU BUSY ELSEWHERE",
             VerdictKind::LockContention => "LOCK CONTENTION",
             VerdictKind::DbContention => "DATABASE CONTENTION",
             VerdictKind::DiskBound => "DISK-BOUND",
@@ -189,8 +210,9 @@ impl VerdictKind {
             VerdictKind::CpuBoundKernel => 8,
             VerdictKind::CpuBoundMixed => 9,
             VerdictKind::CpuBoundUser => 10,
-            VerdictKind::DiskBound => 11,
-            VerdictKind::NetworkBound => 12,
+            VerdictKind::CpuBusyElsewhere => 11,
+            VerdictKind::DiskBound => 12,
+            VerdictKind::NetworkBound => 13,
         }
     }
 }

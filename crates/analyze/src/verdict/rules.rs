@@ -239,11 +239,23 @@ fn server_fills_cpu(ctx: &Ctx, t: &StepTelemetry) -> bool {
     }
 }
 
+/// The server's own figures say it did nothing: CPU under
+/// [`SERVER_IDLE_CPU_PCT`] of a core and context switches under
+/// [`SERVER_IDLE_CS_PER_S`] (both measured). Its threads may still read as
+/// blocked on futexes: a process stopped by SIGSTOP keeps the interrupted
+/// call's number in `/proc/TID/syscall`, but nothing sleeps and wakes.
+fn server_did_nothing(t: &StepTelemetry) -> bool {
+    t.server_cpu_pct.is_some_and(|c| c < SERVER_IDLE_CPU_PCT) && t.server_cs_per_s.is_some_and(|c| c < SERVER_IDLE_CS_PER_S)
+}
+
 fn lock_contention(ctx: &Ctx) -> Option<Verdict> {
     let t = ctx.t()?;
     let idle_cpu = cpu_not_saturated(Some(t));
     if server_fills_cpu(ctx, t) {
         return None; // a CPU the server itself saturates is the cpu-bound rule's
+    }
+    if server_did_nothing(t) {
+        return None; // frozen or idle: the futex share is not contention
     }
     let futex = t.thread_states_pct.map(|s| s.futex);
     let futex_high = futex.map(|f| f >= FUTEX_BLOCKED_PCT);
@@ -507,15 +519,41 @@ pub(super) fn port_range_size(range: &str) -> Option<u64> {
     }
 }
 
+/// Failed connects of this step that said EADDRNOTAVAIL (no free local
+/// address/port), from each class's first message: classes whose first
+/// failure was EADDRNOTAVAIL, counted whole.
+fn addr_not_available(step: &StepResult) -> u64 {
+    step.errors
+        .first_message
+        .iter()
+        .filter(|(_, m)| m.contains("os error 99") || m.contains("Cannot assign requested address") || m.contains("EADDRNOTAVAIL"))
+        .map(|(c, _)| step.errors.counts.get(c).copied().unwrap_or(0))
+        .sum()
+}
+
 fn port_exhaustion(ctx: &Ctx) -> Option<Verdict> {
     let t = ctx.t()?;
-    let tw = t.tcp_time_wait?;
+    // Toward the server when its addresses were known; machine-wide otherwise
+    // (then other destinations and both ends of loopback connections count too).
+    let toward = t.tcp_time_wait_to_target;
+    let tw = toward.or(t.tcp_time_wait)?;
     let range = ctx.env.ip_local_port_range.as_deref().and_then(port_range_size);
-    let fires = match range {
-        Some(r) => tw as f64 >= TIME_WAIT_RANGE_SHARE * r as f64,
-        None => tw >= TIME_WAIT_FALLBACK,
+    let threshold = match range {
+        Some(r) => TIME_WAIT_RANGE_SHARE * r as f64,
+        None => TIME_WAIT_FALLBACK as f64,
     };
-    if !fires {
+    if (tw as f64) < threshold {
+        return None;
+    }
+    // What the run itself did must account for the sockets: new connections
+    // fast enough to leave that many in TIME_WAIT within its 60 s, or
+    // connects failing for want of a port. Otherwise they are an earlier
+    // run's or another program's, and a keep-alive run cannot run out of ports.
+    let s = ctx.step;
+    let new_per_s = (s.window_s > 0.0).then(|| s.reconnects as f64 / s.window_s);
+    let churn = new_per_s.is_some_and(|r| r * TIME_WAIT_S >= threshold);
+    let refused = addr_not_available(s);
+    if !churn && refused == 0 {
         return None;
     }
     let mut d = Draft::new(
@@ -524,16 +562,25 @@ fn port_exhaustion(ctx: &Ctx) -> Option<Verdict> {
         "sockets in TIME_WAIT fill the ephemeral port range: new connections wait for a free port or fail (EADDRNOTAVAIL)",
         "keep connections alive (keep-alive, pooling) instead of one per request, widen net.ipv4.ip_local_port_range, enable net.ipv4.tcp_tw_reuse on the client; `ss -tan state time-wait | wc -l`",
     );
-    d.ev("sockets in TIME_WAIT", Some(tw as f64), "sockets");
+    if toward.is_some() {
+        d.ev("sockets in TIME_WAIT toward the server", Some(tw as f64), "sockets");
+    } else {
+        d.ev("sockets in TIME_WAIT (machine-wide)", Some(tw as f64), "sockets");
+    }
     if let Some(r) = range {
         d.ev("ephemeral ports", Some(r as f64), "ports");
         d.ev("TIME_WAIT share of the range", Some(100.0 * tw as f64 / r as f64), "%");
+    }
+    d.ev("new connections", new_per_s, "/s");
+    if refused > 0 {
+        d.ev("connects failed with EADDRNOTAVAIL", Some(refused as f64 / s.window_s.max(f64::EPSILON)), "/s");
     }
     d.check(range.map(|_| true), || {
         format!(
             "ephemeral port range: not recorded with the run (judged against {TIME_WAIT_FALLBACK} sockets, 70% of Linux's default range)"
         )
     });
+    d.check(toward.map(|_| true), || ctx.why("TIME_WAIT toward the server (counted machine-wide instead)", &["time_wait_to_target"]));
     Some(d.done())
 }
 
@@ -542,6 +589,13 @@ fn cpu_bound(ctx: &Ctx) -> Option<Verdict> {
     let busy = t.cpu_busy_pct?;
     if busy < CPU_SATURATED_PCT {
         return None;
+    }
+    let cores = ctx.env.logical_cores.filter(|c| *c > 0).map(f64::from);
+    // The server's own CPU must agree: a server using a sliver of the busy
+    // CPU is not CPU-bound, whatever else fills the machine.
+    let server_of_busy = t.server_cpu_pct.zip(cores).map(|(s, c)| (s / 100.0) / (busy / 100.0 * c));
+    if server_of_busy.is_some_and(|share| share < SERVER_OF_BUSY_MIN) {
+        return cpu_busy_elsewhere(ctx, t, busy, cores?);
     }
     // Without the user/system split the kind cannot be named: no verdict.
     let (user, sys) = (t.cpu_user_pct?, t.cpu_sys_pct?);
@@ -571,7 +625,6 @@ fn cpu_bound(ctx: &Ctx) -> Option<Verdict> {
     d.ev("CPU sys", Some(sys), "%");
     d.ev("CPU softirq", t.cpu_softirq_pct, "%");
     d.ev("server CPU", t.server_cpu_pct, "% of one core");
-    let cores = ctx.env.logical_cores.filter(|c| *c > 0).map(f64::from);
     d.ev("logical cores", cores, "cores");
     // Corroboration: the server, not a neighbour (or the client), uses the CPU.
     let server_share = t.server_cpu_pct.zip(cores).map(|(s, c)| s / (100.0 * c));
@@ -663,5 +716,35 @@ fn softirq_one_cpu(ctx: &Ctx) -> Option<Verdict> {
     d.ev(&format!("NET_RX on CPU {}", b.cpu), b.net_rx_share_pct, "% of all");
     d.ev("NET_RX softirqs", b.net_rx_per_s, "/s");
     d.check(b.net_rx_share_pct.map(|s| s >= NET_RX_ONE_CPU_SHARE_PCT), || "NET_RX per CPU: /proc/softirqs not read".to_string());
+    Some(d.done())
+}
+
+/// Every core busy while the server used under [`SERVER_OF_BUSY_MIN`] of the
+/// busy CPU: say who used it, the load generator (its own CPU time) or other
+/// processes (the rest), instead of blaming the server.
+fn cpu_busy_elsewhere(ctx: &Ctx, t: &StepTelemetry, busy: f64, cores: f64) -> Option<Verdict> {
+    let busy_cores = busy / 100.0 * cores;
+    let server_cores = t.server_cpu_pct? / 100.0;
+    let client_cores = (ctx.step.window_s > 0.0).then(|| ctx.step.client_cpu_s / ctx.step.window_s);
+    let others = (busy_cores - server_cores - client_cores.unwrap_or(0.0)).max(0.0);
+    let by_client = client_cores.is_some_and(|c| c >= others);
+    let headline = if by_client {
+        "every core is busy, but not with the server: the load generator used most of the CPU; the server was not CPU-bound"
+    } else {
+        "every core is busy, but not with the server: other processes used most of the CPU; the server was not CPU-bound, it shared the machine"
+    };
+    let next = if by_client {
+        "give the load generator its own cores or machine (`taskset`, fewer client threads) and re-run"
+    } else {
+        "find what else ran (`top`, `pidstat -u 1`), stop it or move it to other cores (`taskset`, cgroups), and re-run: this run says little about the server"
+    };
+    let mut d = Draft::new(VerdictKind::CpuBusyElsewhere, ctx, headline, next);
+    d.ev("CPU busy", Some(busy), "%");
+    d.ev("server CPU", t.server_cpu_pct, "% of one core");
+    d.ev("server share of the busy CPU", Some(100.0 * server_cores / busy_cores.max(f64::EPSILON)), "%");
+    d.ev("load generator CPU", client_cores.map(|c| 100.0 * c), "% of one core");
+    d.ev("other processes CPU", Some(100.0 * others), "% of one core");
+    d.ev("logical cores", Some(cores), "cores");
+    d.check(client_cores.map(|_| true), || "load generator CPU: not measured (all of the rest counted as other processes)".to_string());
     Some(d.done())
 }

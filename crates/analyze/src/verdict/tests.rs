@@ -25,6 +25,7 @@ fn healthy() -> StepTelemetry {
         thread_states_pct: Some(ThreadStatesPct { running: 60.0, runnable: 5.0, futex: 5.0, io: 0.0, idle: 30.0, other: 0.0 }),
         hottest_threads: vec![HotThread { tid: 101, name: "worker-0".into(), cpu_pct: 40.0, runnable_pct: Some(2.0) }],
         tcp_time_wait: Some(100),
+        tcp_time_wait_to_target: Some(100),
         listen_overflows_per_s: Some(0.0),
         listen_drops_per_s: Some(0.0),
         retrans_per_s: Some(0.0),
@@ -259,10 +260,11 @@ fn cpu_bound_without_server_cpu_is_medium_and_without_split_absent() {
     let v = only(&r, VerdictKind::CpuBoundUser);
     assert_eq!(v.confidence, Confidence::Medium);
     assert_eq!(v.missing, vec!["server CPU: no server process samples in the window".to_string()]);
-    // The server using a small share of the machine lowers it too.
+    // The server using a small share of the machine lowers it too (one
+    // core of the 3.8 busy: 26 %, above the 20 % under which it is not the server).
     let r = run_with(|n| {
         let mut t = busy(70.0, 25.0)(n);
-        t.server_cpu_pct = Some(50.0);
+        t.server_cpu_pct = Some(100.0);
         t
     });
     assert_eq!(only(&r, VerdictKind::CpuBoundUser).confidence, Confidence::Medium);
@@ -272,6 +274,63 @@ fn cpu_bound_without_server_cpu_is_medium_and_without_split_absent() {
         t
     });
     assert!(diagnose(&r).verdicts.is_empty(), "no split, no claim of user or kernel");
+}
+
+#[test]
+fn a_cpu_hog_beside_an_idle_server_is_not_the_server_being_cpu_bound() {
+    // 4 cores 98 % busy; the server at 1 % of one core, the client at 40 %.
+    let r = run_with(|n| {
+        let mut t = busy(70.0, 28.0)(n);
+        t.server_cpu_pct = Some(1.0);
+        t
+    });
+    let d = diagnose(&r);
+    assert_eq!(kinds(&d.verdicts), vec![VerdictKind::CpuBusyElsewhere], "{:?}", d.verdicts);
+    let v = &d.verdicts[0];
+    assert_eq!(v.confidence, Confidence::High);
+    assert!(v.headline.contains("not with the server") && v.headline.contains("other processes"), "{}", v.headline);
+    assert_eq!(ev(v, "server CPU"), 1.0);
+    assert!((ev(v, "load generator CPU") - 40.0).abs() < 1e-9);
+    assert!((ev(v, "other processes CPU") - 351.0).abs() < 1e-9, "{:?}", v.evidence);
+    assert!(v.next.contains("pidstat"));
+    assert_eq!(VerdictKind::CpuBusyElsewhere.name(), "cpu-busy-elsewhere");
+}
+
+#[test]
+fn a_busy_load_generator_is_named_when_it_uses_the_cpu() {
+    let mut r = run_with(|n| {
+        let mut t = busy(70.0, 28.0)(n);
+        t.server_cpu_pct = Some(1.0);
+        t
+    });
+    for s in &mut r.steps {
+        s.client_cpu_s = 35.0; // 3.5 cores of the 3.9 busy
+        s.client_cores = 4;
+    }
+    let v = only(&r, VerdictKind::CpuBusyElsewhere);
+    assert!(v.headline.contains("the load generator used most of the CPU"), "{}", v.headline);
+    assert!(!kinds(&diagnose(&r).verdicts).iter().any(|k| k.name().starts_with("cpu-bound")));
+}
+
+#[test]
+fn a_frozen_server_on_futexes_is_not_lock_contention() {
+    // SIGSTOP: its threads keep the interrupted futex call in /proc/TID/syscall,
+    // but it uses no CPU and nothing sleeps and wakes.
+    let frozen = |n: u32| {
+        let mut t = locked(n);
+        t.server_cpu_pct = Some(0.0);
+        t.server_cs_per_s = Some(0.0);
+        t.cs_per_request = None;
+        t
+    };
+    assert!(!kinds(&diagnose(&run_with(frozen)).verdicts).contains(&VerdictKind::LockContention));
+    // A real lock: a server using little CPU but switching a lot is still judged.
+    let r = run_with(|n| {
+        let mut t = locked(n);
+        t.server_cpu_pct = Some(0.5);
+        t
+    });
+    assert_eq!(only(&r, VerdictKind::LockContention).confidence, Confidence::High);
 }
 
 #[test]
@@ -432,26 +491,38 @@ fn accept_overflow_from_listen_counters() {
     assert!(diagnose(&r).verdicts.is_empty());
 }
 
+/// Every step opening `per_s` new connections per second of its window.
+fn churning(mut r: Run, per_s: f64) -> Run {
+    for s in &mut r.steps {
+        s.reconnects = (per_s * s.window_s) as u64;
+    }
+    r
+}
+
 #[test]
 fn port_exhaustion_against_the_range_or_the_fallback() {
     let tw = |n: u64| {
         move |_| {
             let mut t = healthy();
-            t.tcp_time_wait = Some(n);
+            t.tcp_time_wait = Some(n + 500);
+            t.tcp_time_wait_to_target = Some(n);
             t
         }
     };
-    let v = only(&run_with(tw(25_000)), VerdictKind::PortExhaustion);
+    // 500 new connections/s leave 30,000 in TIME_WAIT over its 60 s.
+    let v = only(&churning(run_with(tw(25_000)), 500.0), VerdictKind::PortExhaustion);
     assert_eq!(v.confidence, Confidence::High);
     assert_eq!(ev(&v, "ephemeral ports"), 28232.0);
+    assert_eq!(ev(&v, "sockets in TIME_WAIT toward the server"), 25_000.0);
+    assert_eq!(ev(&v, "new connections"), 500.0);
     // 15,000 of 28,232 is 53 %: not exhausted.
-    assert!(diagnose(&run_with(tw(15_000))).verdicts.is_empty());
+    assert!(diagnose(&churning(run_with(tw(15_000)), 500.0)).verdicts.is_empty());
     // A narrow range makes 15,000 exhaustion.
-    let mut r = run_with(tw(15_000));
+    let mut r = churning(run_with(tw(15_000)), 500.0);
     r.environment.ip_local_port_range = Some("50000 60999".into());
     assert_eq!(only(&r, VerdictKind::PortExhaustion).confidence, Confidence::High);
     // Range not recorded: judged against 20,000, medium, and said so.
-    let mut r = run_with(tw(25_000));
+    let mut r = churning(run_with(tw(25_000)), 500.0);
     r.environment.ip_local_port_range = None;
     let v = only(&r, VerdictKind::PortExhaustion);
     assert_eq!(v.confidence, Confidence::Medium);
@@ -459,6 +530,54 @@ fn port_exhaustion_against_the_range_or_the_fallback() {
     assert_eq!(port_range_size("32768\t60999"), Some(28232));
     assert_eq!(port_range_size("60999 32768"), None);
     assert_eq!(port_range_size("junk"), None);
+}
+
+#[test]
+fn time_wait_toward_other_destinations_is_no_port_exhaustion() {
+    // An earlier run's short connections to another port: 25,000 machine-wide,
+    // 100 toward this server, and a keep-alive run opening no connections.
+    let r = run_with(|_| {
+        let mut t = healthy();
+        t.tcp_time_wait = Some(25_000);
+        t.tcp_time_wait_to_target = Some(100);
+        t
+    });
+    assert!(diagnose(&r).verdicts.is_empty(), "{:?}", diagnose(&r).verdicts);
+    // Toward this server, but left by an earlier run: this one keeps its connections.
+    let r = run_with(|_| {
+        let mut t = healthy();
+        t.tcp_time_wait_to_target = Some(25_000);
+        t
+    });
+    assert!(diagnose(&r).verdicts.is_empty());
+    // The server's addresses unknown: machine-wide, believed only with the run's own churn, and lowered.
+    let unknown = |_| {
+        let mut t = healthy();
+        t.tcp_time_wait = Some(25_000);
+        t.tcp_time_wait_to_target = None;
+        t.unavailable.insert("time_wait_to_target".into(), "the server's listening addresses were not known".into());
+        t
+    };
+    assert!(diagnose(&run_with(unknown)).verdicts.is_empty());
+    let v = only(&churning(run_with(unknown), 500.0), VerdictKind::PortExhaustion);
+    assert_eq!(v.confidence, Confidence::Medium);
+    assert_eq!(ev(&v, "sockets in TIME_WAIT (machine-wide)"), 25_000.0);
+    assert!(v.missing[0].contains("counted machine-wide"), "{:?}", v.missing);
+}
+
+#[test]
+fn connects_failing_with_eaddrnotavail_corroborate_port_exhaustion() {
+    let mut r = run_with(|_| {
+        let mut t = healthy();
+        t.tcp_time_wait_to_target = Some(25_000);
+        t
+    });
+    for s in &mut r.steps {
+        with_errors(s, ErrorClass::Other, 30);
+        s.errors.first_message.insert(ErrorClass::Other, "connect to 127.0.0.1:80: Cannot assign requested address (os error 99)".into());
+    }
+    let v = only(&r, VerdictKind::PortExhaustion);
+    assert_eq!(ev(&v, "connects failed with EADDRNOTAVAIL"), 3.0);
 }
 
 fn retransmitting(_: u32) -> StepTelemetry {
@@ -611,6 +730,7 @@ fn kinds_serialize_as_documented() {
         (VerdictKind::CpuBoundUser, "cpu-bound-user"),
         (VerdictKind::CpuBoundKernel, "cpu-bound-kernel"),
         (VerdictKind::CpuBoundMixed, "cpu-bound-mixed"),
+        (VerdictKind::CpuBusyElsewhere, "cpu-busy-elsewhere"),
         (VerdictKind::LockContention, "lock-contention"),
         (VerdictKind::DbContention, "db-contention"),
         (VerdictKind::DiskBound, "disk-bound"),
@@ -650,6 +770,20 @@ fn json_has_the_documented_shape() {
     let j = to_json(&diagnose(&run(vec![step(1, 100.0, None)])));
     assert!(j["usl"].is_null());
     assert!(j["usl_error"].as_str().unwrap().contains("at least 4 steps"));
+}
+
+#[test]
+fn an_unusable_usl_fit_is_neither_in_the_json_nor_in_the_text() {
+    // Published Tiger: the least-squares optimum is σ 2.16, R² 0.50.
+    let tiger = [(1, 192.0), (2, 274.0), (5, 113.0), (10, 62.0), (20, 50.0), (35, 50.0), (50, 47.0)];
+    let d = diagnose(&run(tiger.iter().map(|&(n, x)| step(n, x, None)).collect()));
+    assert!(d.usl.is_none());
+    let j = to_json(&d);
+    assert!(j["usl"].is_null(), "{j}");
+    assert!(j["usl_error"].as_str().unwrap().contains("σ 2.16 is outside [0, 1]"), "{j}");
+    let text = super::render_text(&d, "tiger");
+    assert!(text.contains("USL: no usable fit: `test`: σ 2.16 is outside [0, 1]"), "{text}");
+    assert!(!text.contains("sigma 2.16"), "{text}");
 }
 
 #[test]

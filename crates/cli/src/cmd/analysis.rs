@@ -43,7 +43,7 @@ pub fn check(run: &Run, parsed: &[assertions::Assertion]) -> bool {
         Ok(c) => c,
         Err(e) => {
             for a in parsed {
-                eprintln!("FAIL  {}  (no data: {e})", a.text);
+                esayln!("FAIL  {}  (no data: {e})", a.text);
             }
             return false;
         }
@@ -54,7 +54,7 @@ pub fn check(run: &Run, parsed: &[assertions::Assertion]) -> bool {
         all &= o.passed;
         let measured =
             o.measured.map_or("no data".to_string(), |m| format!("{m:.4}").trim_end_matches('0').trim_end_matches('.').to_string());
-        eprintln!("{}  {}  (measured {measured}; {})", if o.passed { "PASS" } else { "FAIL" }, o.assertion, o.detail);
+        esayln!("{}  {}  (measured {measured}; {})", if o.passed { "PASS" } else { "FAIL" }, o.assertion, o.detail);
     }
     all
 }

@@ -14,6 +14,8 @@ pub fn import(store_path: &Path, a: &ImportArgs) -> anyhow::Result<ExitCode> {
     let series = scalelab_analyze::parse_import_csv(&text).map_err(|e| bad(format!("{}: {e}", a.file.display())))?;
     let mut store = Store::open(store_path)?;
     let source = a.file.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut options = serde_json::Map::new();
+    options.insert("throughput_unit".into(), scalelab_analyze::import_unit(&text).into());
     for s in &series {
         let plan = RunPlan {
             label: s.label.clone(),
@@ -25,7 +27,7 @@ pub fn import(store_path: &Path, a: &ImportArgs) -> anyhow::Result<ExitCode> {
                 .map(|p| StepPlan { concurrency: p.concurrency, warmup_s: 0.0, window_s: 0.0, pause_s: 0.0, think_time_s: 0.0 })
                 .collect(),
             client_threads: 1,
-            options: Default::default(),
+            options: options.clone(),
         };
         let env = Environment { scalelab_version: scalelab_core::VERSION.into(), ..Default::default() };
         let id = store.begin_run(RunKind::Imported, &plan, &env, Some(&a.file.display().to_string()))?;
@@ -34,7 +36,7 @@ pub fn import(store_path: &Path, a: &ImportArgs) -> anyhow::Result<ExitCode> {
             store.add_step(id, i, &step)?;
         }
         store.finish_run(id, true, &format!("imported from {source}"))?;
-        println!("run {id}: {} ({} steps) imported", s.label, s.points.len());
+        sayln!("run {id}: {} ({} steps) imported", scalelab_core::escape_control(&s.label), s.points.len());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -43,20 +45,35 @@ pub fn compare_runs(store_path: &Path, a: &CompareArgs) -> anyhow::Result<ExitCo
     if !store_path.exists() {
         return Err(bad(format!("no store at {} (pass --store PATH)", store_path.display())));
     }
-    let store = Store::open(store_path)?;
+    let assertions = super::analysis::parse_assertions(&a.asserts)?;
+    let store = super::show::open_existing(store_path)?;
     // Micro-benchmark runs compare figure by figure.
+    // Runs are compared by identity; labels only name them.
     let mut micro = Vec::new();
     for name in &a.runs {
         let id = store.resolve(&RunSelector::parse(name))?;
         if let Some(m) = super::micro::load_labelled(&store, id)? {
-            micro.push(m);
+            micro.push((id, m));
         }
     }
     if !micro.is_empty() {
         if micro.len() != a.runs.len() {
             return Err(bad("micro-benchmark runs compare only with other micro-benchmark runs"));
         }
-        return super::micro::compare(&micro, a.baseline.as_deref(), a.format == CompareFormat::Json);
+        let base = match a.baseline.as_deref() {
+            None => 0,
+            Some(name) => {
+                let id = store.resolve(&RunSelector::parse(name))?;
+                micro
+                    .iter()
+                    .position(|(i, _)| *i == id)
+                    .ok_or_else(|| bad(format!("--baseline '{name}' is not one of the compared runs")))?
+            }
+        };
+        let ids: Vec<i64> = micro.iter().map(|(id, _)| *id).collect();
+        let mut runs: Vec<_> = micro.into_iter().map(|(_, m)| m).collect();
+        disambiguate(&mut runs, &ids, |r| &mut r.label);
+        return super::micro::compare(&runs, base, a.format == CompareFormat::Json);
     }
     let mut runs = Vec::new();
     for name in &a.runs {
@@ -65,12 +82,11 @@ pub fn compare_runs(store_path: &Path, a: &CompareArgs) -> anyhow::Result<ExitCo
         crate::telemetry::attach(&store, &mut run)?;
         runs.push(run);
     }
-    // Columns are named by label; two runs with one label get their ids appended.
+    // Columns are named by label; repeated labels get their ids (one rule everywhere).
+    let ids: Vec<(i64, &str)> = runs.iter().map(|r| (r.id, r.plan.label.as_str())).collect();
     let mut series: Vec<_> = runs.iter().map(series_of).collect();
-    for i in 0..series.len() {
-        if series.iter().filter(|s| s.label == series[i].label).count() > 1 {
-            series[i].label = format!("{} #{}", series[i].label, runs[i].id);
-        }
+    for (s, name) in series.iter_mut().zip(scalelab_core::display_names(&ids)) {
+        s.label = name;
     }
     let labels: Vec<&str> = series.iter().map(|s| s.label.as_str()).collect();
     let label_of = |name: &str| -> anyhow::Result<String> {
@@ -84,7 +100,22 @@ pub fn compare_runs(store_path: &Path, a: &CompareArgs) -> anyhow::Result<ExitCo
     let baseline = a.baseline.as_deref().map(label_of).transpose()?;
     let mut pairs = Vec::new();
     for p in &a.pairs {
-        pairs.push(CompareOptions::parse_pair(p, &labels).map_err(|e| bad(format!("--pair: {e}")))?);
+        // Labels first (they may hold colons); then each side as a label, an id or `last`.
+        let pair = CompareOptions::parse_pair(p, &labels).or_else(|e| {
+            let resolved: Vec<(String, String)> = p
+                .match_indices(':')
+                .filter_map(|(i, _)| Some((label_of(p[..i].trim()).ok()?, label_of(p[i + 1..].trim()).ok()?)))
+                .collect();
+            match <[_; 1]>::try_from(resolved) {
+                Ok([pair]) => Ok(pair),
+                Err(_) => Err(bad(format!("--pair: {e}; ids work too, e.g. --pair {}:{}", runs[0].id, runs[runs.len() - 1].id))),
+            }
+        })?;
+        pairs.push(pair);
+    }
+    // Two runs: the delta of the first against the second, unless asked otherwise.
+    if pairs.is_empty() && baseline.is_none() && series.len() == 2 {
+        pairs.push((series[0].label.clone(), series[1].label.clone()));
     }
     let options = CompareOptions { baseline, pairs, avg_from: a.avg_from };
     let table = compare(&series, &options).map_err(|e| bad(e.to_string()))?;
@@ -93,17 +124,42 @@ pub fn compare_runs(store_path: &Path, a: &CompareArgs) -> anyhow::Result<ExitCo
     let curves = scalelab_report::summary::side_by_side(&side, false);
     match a.format {
         CompareFormat::Table => {
-            print!("{}", render_compare::to_text(&table));
-            println!();
-            print!("{}", scalelab_report::fmt::columns(&curves));
+            say!("{}", render_compare::to_text(&table));
+            sayln!();
+            say!("{}", scalelab_report::fmt::columns(&curves));
         }
         CompareFormat::Md => {
-            print!("{}", render_compare::to_markdown(&table));
-            println!();
-            print!("{}", scalelab_report::markdown::md_table_aligned(&curves, false));
+            say!("{}", render_compare::to_markdown(&table));
+            sayln!();
+            say!("{}", scalelab_report::markdown::md_table_aligned(&curves, false));
         }
         CompareFormat::Csv => print!("{}", render_compare::to_csv(&table)),
         CompareFormat::Json => println!("{}", serde_json::to_string_pretty(&table)?),
     }
-    Ok(ExitCode::SUCCESS)
+    // Checks: a delta on the table once, the others on every run (named by its column label).
+    let mut passed = true;
+    for assertion in &assertions {
+        if assertion.is_about_comparison() {
+            let o = assertion.evaluate_comparison(&table);
+            passed &= o.passed;
+            eprintln!("{o}");
+        } else {
+            for (run, s) in runs.iter().zip(&series) {
+                eprint!("{}: ", scalelab_core::escape_control(&s.label));
+                passed &= super::analysis::check(run, std::slice::from_ref(assertion));
+            }
+        }
+    }
+    Ok(if passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// Names runs apart: every run whose label another compared run shares gets
+/// its id appended (`host #12`, `host #15`); unique labels stay as they are.
+/// The one rule for repeated labels in `compare`, sweep and micro runs alike.
+pub(crate) fn disambiguate<T>(items: &mut [T], ids: &[i64], label: impl Fn(&mut T) -> &mut String) {
+    let labels: Vec<String> = items.iter_mut().map(|t| label(t).clone()).collect();
+    let pairs: Vec<(i64, &str)> = ids.iter().copied().zip(labels.iter().map(String::as_str)).collect();
+    for (t, name) in items.iter_mut().zip(scalelab_core::display_names(&pairs)) {
+        *label(t) = name;
+    }
 }

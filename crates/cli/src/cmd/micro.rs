@@ -37,7 +37,7 @@ pub fn run(store_path: &Path, a: &MicroArgs) -> anyhow::Result<ExitCode> {
                 (None, Some(why)) => format!("unavailable: {why}"),
                 (None, None) => "-".into(),
             };
-            eprintln!("{:<24} {value}", r.id);
+            esayln!("{:<24} {value}", r.id);
         }
     })
     .map_err(|e| anyhow::anyhow!("micro-benchmarks: {e}"))?;
@@ -65,11 +65,14 @@ pub fn run(store_path: &Path, a: &MicroArgs) -> anyhow::Result<ExitCode> {
     } else {
         let mut runs = vec![report.to_labelled()];
         runs.extend(beside);
-        print!("{}", scalelab_micro::render_tables(&scalelab_micro::summary_tables(&runs)));
-        for w in &run.warnings {
-            println!("warning: {w}");
+        say!("{}", scalelab_micro::render_tables(&scalelab_micro::summary_tables(&runs)));
+        for n in scalelab_micro::anomaly_notes(&runs) {
+            sayln!("{n}");
         }
-        println!("\nsuite wall time {:.1} s; run {id} stored in {}", run.wall_s, store_path.display());
+        for w in &run.warnings {
+            sayln!("warning: {w}");
+        }
+        sayln!("\nsuite wall time {:.1} s; run {id} stored in {}", run.wall_s, store_path.display());
     }
     Ok(if run.stopped { ExitCode::from(130) } else { ExitCode::SUCCESS })
 }
@@ -89,19 +92,23 @@ pub fn load_labelled(store: &Store, id: i64) -> anyhow::Result<Option<LabelledRu
 pub fn show(run: &LabelledRun, json: Option<&str>) -> anyhow::Result<ExitCode> {
     match json {
         Some(j) => println!("{j}"),
-        None => print!("{}", scalelab_micro::render_tables(&scalelab_micro::summary_tables(std::slice::from_ref(run)))),
+        None => {
+            say!("{}", scalelab_micro::render_tables(&scalelab_micro::summary_tables(std::slice::from_ref(run))));
+            for n in scalelab_micro::anomaly_notes(std::slice::from_ref(run)) {
+                sayln!("{n}");
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// `compare` of micro runs: side by side with % deltas vs the baseline.
-pub fn compare(runs: &[LabelledRun], baseline: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
-    let base = baseline.unwrap_or(&runs[0].label);
-    let c = scalelab_micro::compare(runs, base).map_err(|e| bad(e.to_string()))?;
+pub fn compare(runs: &[LabelledRun], base: usize, json: bool) -> anyhow::Result<ExitCode> {
+    let c = scalelab_micro::compare_with(runs, base).map_err(|e| bad(e.to_string()))?;
     if json {
         println!("{}", serde_json::to_string_pretty(&c)?);
     } else {
-        print!("{}", c.render());
+        say!("{}", c.render());
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -3,10 +3,11 @@
 pub mod analysis;
 mod compare;
 mod fd_limit;
+mod install;
 mod micro;
 mod prepare;
 mod report;
-mod show;
+pub mod show;
 mod specimen;
 mod sql_sweep;
 mod sweep;
@@ -40,5 +41,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Import(a) => compare::import(&cli.store, &a),
         Command::Compare(a) => compare::compare_runs(&cli.store, &a),
         Command::Prepare(a) => prepare::run(&a),
+        Command::Completions(a) => install::completions(&a),
+        Command::Man(a) => install::man(&a),
     }
 }

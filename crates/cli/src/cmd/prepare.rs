@@ -38,12 +38,12 @@ pub fn run(a: &PrepareArgs) -> anyhow::Result<ExitCode> {
     }
     if a.drop {
         if summary.tables.is_empty() {
-            println!("no {} table in {}", a.dataset, url.redacted());
+            sayln!("no {} table in {}", a.dataset, url.redacted());
         } else {
-            println!("dropped {} from {}", summary.tables.join(", "), url.redacted());
+            sayln!("dropped {} from {}", summary.tables.join(", "), url.redacted());
         }
     } else {
-        println!(
+        sayln!(
             "prepared {} in {}: {} table(s) ({}), {} rows in {:.1}s",
             a.dataset,
             url.redacted(),

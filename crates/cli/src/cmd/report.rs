@@ -15,28 +15,34 @@ use std::process::ExitCode;
 /// Runs `scalelab report`: bad input (unknown run, no store, a watch run, an
 /// unwritable output) exits 2 with one line and writes no report.
 pub fn run(store_path: &Path, a: &ReportArgs) -> anyhow::Result<ExitCode> {
-    if !store_path.exists() {
-        return Err(bad(format!("no store at {} (run `scalelab sweep` first, or pass --store PATH)", store_path.display())));
-    }
     let out = a.output.clone().unwrap_or_else(|| PathBuf::from(if a.format == ReportFormat::Md { "report.md" } else { "report.html" }));
+    refuse_link(&out)?;
     if out.is_dir() {
         return Err(bad(format!("-o {}: is a directory; give a file name", out.display())));
     }
-    let store = Store::open(store_path)?;
+    let store = super::show::open_existing(store_path)?;
     let mut input = ReportInput::default();
     let mut micro = Vec::new();
     for name in &a.runs {
         let id = store.resolve(&RunSelector::parse(name))?;
         if let Some(m) = super::micro::load_labelled(&store, id)? {
+            input.micro_runs.push((id, m.label.clone()));
             micro.push(m);
             continue;
         }
-        let mut run = store.load_run(id)?;
+        let run = store.load_run(id)?;
+        // A watch recording has no steps: its report is its timeline (CPU
+        // split, context switches, power), with no curve and no verdicts.
         if run.kind == RunKind::Watch {
-            return Err(bad(format!(
-                "run {id} is a watch recording (telemetry, no steps): it has no curve to report; see `scalelab show {id}`"
-            )));
+            let origin = crate::telemetry::load_samples(&store, id)?.0.first().map_or(run.started_unix_ms, |s| s.at.unix_ms);
+            let mut r = ReportRun::new(run);
+            let mut t = Timeline { origin_unix_ms: origin, ..Default::default() };
+            add_system_series(&store, id, &mut t)?;
+            r.timeline = Some(t);
+            input.runs.push(r);
+            continue;
         }
+        let mut run = run;
         if run.steps.is_empty() {
             return Err(bad(format!("run {id} ({}) has no finished step to report", run.plan.label)));
         }
@@ -70,7 +76,7 @@ pub fn run(store_path: &Path, a: &ReportArgs) -> anyhow::Result<ExitCode> {
     let replaced = out.exists();
     write_atomically(&out, text.as_bytes())?;
     let note = if replaced { ", replaced the previous file" } else { "" };
-    println!("report written to {} ({} KiB{note})", out.display(), text.len().div_ceil(1024));
+    sayln!("report written to {} ({} KiB{note})", out.display(), text.len().div_ceil(1024));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -195,19 +201,41 @@ impl Rasterizer {
 
 /// Writes `bytes` to a temporary file beside `path`, then renames it into
 /// place, so a failure leaves the old file (or none), never a partial one.
+/// The temporary file has an unpredictable name and is created `O_EXCL`
+/// (`tempfile`), so nothing planted beside the output is followed. A
+/// symbolic link at `path` is refused (docs/report.md): scalelab often runs
+/// as root, and writing through a link someone else placed would overwrite
+/// whatever it points to; renaming over it would silently drop a link the
+/// user made on purpose.
 fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    refuse_link(path)?;
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().ok_or_else(|| bad(format!("{}: not a file name", path.display())))?;
-    let tmp = dir.join(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));
     let result = (|| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
+        // 0666 less the umask, as File::create would give the report.
+        let mut f = tempfile::Builder::new()
+            .prefix(&format!(".{}.", name.to_string_lossy()))
+            .suffix(".tmp")
+            .permissions(std::fs::Permissions::from_mode(0o666))
+            .tempfile_in(dir)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
+        f.as_file().sync_all()?;
+        // rename(2) replaces the name itself, never what a link there points to.
+        f.persist(path).map_err(|e| e.error)?;
+        Ok(())
     })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(bad(format!("cannot write {}: {e}", path.display())));
+    result.map_err(|e| bad(format!("cannot write {}: {e}", path.display())))
+}
+
+/// Bad input when `path` is a symbolic link (checked before anything is
+/// written, and again at each file).
+fn refuse_link(path: &Path) -> anyhow::Result<()> {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(bad(format!(
+            "{} is a symbolic link: scalelab does not write through links; remove it or give the real path",
+            path.display()
+        )));
     }
     Ok(())
 }

@@ -1,17 +1,17 @@
 //! `scalelab runs`, `show` and `export`: reading the store back.
 
 use crate::args::{ExportArgs, ExportFormat, ShowArgs};
-use scalelab_report::fmt::{columns, thousands};
+use scalelab_core::escape_control as line;
+use scalelab_report::fmt::thousands;
 use scalelab_report::{csv, table};
 use scalelab_store::{RunSelector, Store};
 use std::path::Path;
 use std::process::ExitCode;
 
-fn open_existing(path: &Path) -> anyhow::Result<Store> {
-    if !path.exists() {
-        return Err(crate::error::bad(format!("no store at {} (run `scalelab sweep` first, or pass --store PATH)", path.display())));
-    }
-    Ok(Store::open(path)?)
+/// The store of a command that only reads: never created, opened
+/// read-only when the user may not write it.
+pub fn open_existing(path: &Path) -> anyhow::Result<Store> {
+    Ok(Store::open_for_reading(path)?)
 }
 
 pub fn runs(path: &Path) -> anyhow::Result<ExitCode> {
@@ -34,7 +34,7 @@ pub fn runs(path: &Path) -> anyhow::Result<ExitCode> {
             status,
         ]);
     }
-    print!("{}", columns(&rows));
+    say!("{}", scalelab_report::fmt::columns_fit(&rows, crate::term::width()));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -46,7 +46,11 @@ pub fn show(path: &Path, a: &ShowArgs) -> anyhow::Result<ExitCode> {
         return super::micro::show(&micro, json.as_deref());
     }
     let mut run = store.load_run(id)?;
-    if run.kind == scalelab_core::RunKind::Watch && !a.json {
+    if run.kind == scalelab_core::RunKind::Watch {
+        if a.json {
+            println!("{}", serde_json::to_string_pretty(&super::watch::watch_json(&store, &run)?)?);
+            return Ok(ExitCode::SUCCESS);
+        }
         return super::watch::show(&store, &run);
     }
     crate::telemetry::attach(&store, &mut run)?;
@@ -60,13 +64,23 @@ pub fn show(path: &Path, a: &ShowArgs) -> anyhow::Result<ExitCode> {
     } else {
         format!("incomplete ({})", run.outcome.as_deref().unwrap_or("killed or still running"))
     };
-    println!("run {}: {} — {} — {}", run.id, run.plan.label, run.plan.workload, status);
-    println!("target {}, client threads {}, started {}", run.plan.target, run.plan.client_threads_text(), utc(run.started_unix_ms));
-    print!("{}", table::run_table(&run));
-    if let Some(t) = table::telemetry_table(&run) {
-        print!("{t}");
+    let width = crate::term::width();
+    let head = format!(
+        "run {}: {} — {} — {}\ntarget {}, client threads {}, started {}\n",
+        run.id,
+        line(&run.plan.label),
+        line(&run.plan.workload),
+        status,
+        line(&run.plan.target),
+        run.plan.client_threads_text(),
+        utc(run.started_unix_ms)
+    );
+    say!("{}", scalelab_report::fmt::wrap(&head, width));
+    say!("{}", table::run_table_width(&run, width));
+    if let Some(t) = table::telemetry_table_width(&run, width) {
+        say!("{t}");
     }
-    print!("{}", super::analysis::diagnosis_text(&run));
+    say!("{}", scalelab_report::fmt::wrap(&super::analysis::diagnosis_text(&run), width));
     let parsed = super::analysis::parse_assertions(&a.asserts)?;
     Ok(if super::analysis::check(&run, &parsed) { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
@@ -80,23 +94,42 @@ pub fn diagnose(path: &Path, a: &ShowArgs) -> anyhow::Result<ExitCode> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&scalelab_analyze::verdict::to_json(&d))?);
     } else {
-        println!("run {}: {}", run.id, run.plan.label);
-        print!("{}", scalelab_analyze::render_text(&d, &run.plan.label));
+        sayln!("run {}: {}", run.id, line(&run.plan.label));
+        say!("{}", scalelab_report::fmt::wrap(&scalelab_analyze::render_text(&d, &line(&run.plan.label)), crate::term::width()));
     }
     let parsed = super::analysis::parse_assertions(&a.asserts)?;
     Ok(if super::analysis::check(&run, &parsed) { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 pub fn export(path: &Path, a: &ExportArgs) -> anyhow::Result<ExitCode> {
+    let format = match (a.format, a.series) {
+        (Some(ExportFormat::Json), true) => {
+            return Err(crate::error::bad("--series is a CSV of the per-second series: use --format csv (or leave --format out)"))
+        }
+        (Some(f), _) => f,
+        (None, true) => ExportFormat::Csv,
+        (None, false) => ExportFormat::Json,
+    };
     let store = open_existing(path)?;
     let id = store.resolve(&RunSelector::parse(&a.run))?;
     if let Some(json) = store.load_micro_report(id)? {
+        if format == ExportFormat::Csv {
+            return Err(crate::error::bad(format!("run {id} is a micro-benchmark run: it exports as JSON only (`scalelab export {id}`)")));
+        }
         println!("{json}");
         return Ok(ExitCode::SUCCESS);
     }
     let mut run = store.load_run(id)?;
+    // A watch recording has no steps: its table is the per-interval series.
+    if run.kind == scalelab_core::RunKind::Watch {
+        match format {
+            ExportFormat::Json => println!("{}", serde_json::to_string_pretty(&super::watch::watch_json(&store, &run)?)?),
+            ExportFormat::Csv => print!("{}", super::watch::intervals_csv(run.id, &super::watch::intervals(&store, &run)?)),
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     crate::telemetry::attach(&store, &mut run)?;
-    match (a.format, a.series) {
+    match (format, a.series) {
         (ExportFormat::Json, _) => println!("{}", serde_json::to_string_pretty(&super::analysis::run_json_with_diagnosis(&run))?),
         (ExportFormat::Csv, false) => print!("{}", csv::steps_csv(&run)),
         (ExportFormat::Csv, true) => print!("{}", csv::seconds_csv(&run)),

@@ -20,6 +20,6 @@ pub fn run(a: SpecimenArgs) -> anyhow::Result<ExitCode> {
         let _ = writeln!(out, "listening on {addr} mode {mode} work_us {}", a.work_us);
         let _ = out.flush();
     })
-    .map_err(|e| bad(format!("specimen cannot listen on {ip}:{}: {e}", a.port)))?;
+    .map_err(|e| bad(format!("specimen: {e}")))?;
     Ok(ExitCode::SUCCESS)
 }

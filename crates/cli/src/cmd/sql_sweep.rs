@@ -36,6 +36,8 @@ pub fn prepare_sql(a: &SweepArgs, target: &str) -> anyhow::Result<Prepared<SqlDr
     let description = workload.describe();
     let mut options = serde_json::Map::new();
     options.insert("workload".into(), workload.name.clone().into());
+    let unit = if workload.units.iter().any(|u| u.transaction) { "tx/s" } else { "q/s" };
+    options.insert("throughput_unit".into(), unit.into());
     options.insert("prepared_statements".into(), (!a.no_prepare).into());
     let config = SqlConfig { url, workload, prepare: !a.no_prepare, connect_timeout: timeout };
     let driver = SqlDriver::new(config);

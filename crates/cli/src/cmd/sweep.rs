@@ -5,7 +5,7 @@ use crate::args::SweepArgs;
 use crate::error::bad;
 use crate::live::LiveView;
 use crate::specimen_child::SpecimenChild;
-use scalelab_core::{parse_concurrency_list, parse_duration, Run, RunKind, RunPlan, StepPlan};
+use scalelab_core::{escape_control, parse_concurrency_list, parse_duration, Run, RunKind, RunPlan, StepPlan};
 use scalelab_drive::http::{parse_url_file, HttpConfig, HttpDriver, RequestSpec, StatusMatch};
 use scalelab_drive::{cpu, run_sweep, EngineOptions, SweepEnd, SweepEvent};
 use scalelab_report::table;
@@ -38,12 +38,16 @@ fn http_config(a: &SweepArgs, url: &str) -> anyhow::Result<HttpConfig> {
             let text = std::fs::read_to_string(path).map_err(|e| bad(format!("--url-file {}: {e}", path.display())))?;
             parse_url_file(&path.display().to_string(), &text).map_err(|e| bad(e.to_string()))?
         }
-        None => vec![RequestSpec { method: a.method.to_ascii_uppercase(), url: url.to_string(), weight: 1 }],
+        None => vec![RequestSpec { method: a.method.as_deref().unwrap_or("GET").to_ascii_uppercase(), url: url.to_string(), weight: 1 }],
     };
     let mut headers = Vec::new();
     for h in &a.headers {
         let (k, v) = h.split_once(':').ok_or_else(|| bad(format!("invalid header '{h}': use 'Name: value'")))?;
         headers.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    scalelab_drive::http::check_headers(&headers).map_err(|e| bad(e.to_string()))?;
+    for r in &requests {
+        scalelab_drive::http::check_method(&r.method).map_err(|e| bad(e.to_string()))?;
     }
     let body = match (&a.body, &a.body_file) {
         (Some(b), _) => Some(b.clone().into_bytes()),
@@ -63,6 +67,7 @@ fn http_config(a: &SweepArgs, url: &str) -> anyhow::Result<HttpConfig> {
         connect_timeout: timeout.min(Duration::from_secs(5)),
         expect: StatusMatch::parse(&a.expect_status).map_err(|e| bad(e.to_string()))?,
         insecure: a.insecure,
+        source_addrs: a.source_address.clone(),
     })
 }
 
@@ -104,6 +109,65 @@ fn url_file_target(path: &Path) -> anyhow::Result<String> {
     Ok(format!("{}://{authority}/", scheme.to_ascii_lowercase()))
 }
 
+/// The specimen's CPU work per request.
+fn specimen_work_us(a: &SweepArgs) -> u64 {
+    a.work_us.unwrap_or(100)
+}
+
+/// Options that do not apply to this kind of target are refused rather
+/// than silently ignored: a user who gave them expected them to act.
+fn refuse_options_that_do_not_apply(a: &SweepArgs, sql: bool) -> anyhow::Result<()> {
+    let given = |name: &str, set: bool| set.then(|| name.to_string());
+    let (kind, fix, wrong): (&str, &str, Vec<Option<String>>) = match (&a.target, sql) {
+        (Some(_), true) => (
+            "a SQL target",
+            "they are for HTTP targets",
+            vec![
+                given("-H/--header", !a.headers.is_empty()),
+                given("-X/--method", a.method.is_some()),
+                given("--body", a.body.is_some()),
+                given("--body-file", a.body_file.is_some()),
+                given("--no-keepalive", a.no_keepalive),
+                given("--url-file", a.url_file.is_some()),
+                given("--insecure", a.insecure),
+                given("--specimen", a.specimen.is_some()),
+                given("--work-us", a.work_us.is_some()),
+            ],
+        ),
+        (Some(_), false) => (
+            "an HTTP target",
+            "--workload, --workload-file and --no-prepare are for SQL targets, --specimen and --work-us for a sweep without a target",
+            vec![
+                given("--workload", a.workload.is_some()),
+                given("--workload-file", a.workload_file.is_some()),
+                given("--no-prepare", a.no_prepare),
+                given("--specimen", a.specimen.is_some()),
+                given("--work-us", a.work_us.is_some()),
+            ],
+        ),
+        (None, _) => (
+            "the specimen (no target)",
+            "they are for SQL targets",
+            vec![
+                given("--workload", a.workload.is_some()),
+                given("--workload-file", a.workload_file.is_some()),
+                given("--no-prepare", a.no_prepare),
+            ],
+        ),
+    };
+    let wrong: Vec<String> = wrong.into_iter().flatten().collect();
+    if !wrong.is_empty() {
+        let (verb, them) = if wrong.len() == 1 { ("does", "it") } else { ("do", "them") };
+        return Err(bad(format!("{} {verb} not apply to {kind} ({fix}): drop {them}", wrong.join(", "))));
+    }
+    if let Some(pid) = a.server_pid {
+        if pid == 0 || !Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(bad(format!("--server-pid {pid}: no such process (`pgrep -a NAME` finds a server's pid)")));
+        }
+    }
+    Ok(())
+}
+
 pub fn run(store_path: &Path, mut a: SweepArgs) -> anyhow::Result<ExitCode> {
     // 1. Everything the user gave is checked before any load.
     if let (None, Some(path)) = (&a.target, &a.url_file) {
@@ -111,13 +175,19 @@ pub fn run(store_path: &Path, mut a: SweepArgs) -> anyhow::Result<ExitCode> {
     }
     let concurrency = parse_concurrency_list(&a.concurrency).map_err(|e| bad(format!("--concurrency: {e}")))?;
     let specimen_mode = match &a.target {
-        None => Some(a.specimen.parse::<scalelab_specimen::Mode>().map_err(|e| bad(format!("--specimen: {e}")))?),
+        None => Some(
+            a.specimen.as_deref().unwrap_or("scales").parse::<scalelab_specimen::Mode>().map_err(|e| bad(format!("--specimen: {e}")))?,
+        ),
         Some(_) => None,
     };
     let scheme = a.target.as_deref().map(|t| t.split("://").next().unwrap_or("").to_ascii_lowercase());
+    refuse_options_that_do_not_apply(&a, matches!(scheme.as_deref(), Some("postgres" | "postgresql" | "mysql" | "mariadb")))?;
     if let Some(t) = &a.target {
         if !t.contains("://") {
-            return Err(bad(format!("invalid target '{t}': give a URL such as http://127.0.0.1:8080/, or no target for the specimen")));
+            return Err(bad(format!(
+                "invalid target '{}': give a URL such as http://127.0.0.1:8080/, or no target for the specimen",
+                scalelab_core::redact_url(t)
+            )));
         }
     }
     let (warmup, window, pause, think) = schedule(&a, specimen_mode.is_some())?;
@@ -142,48 +212,63 @@ pub fn run(store_path: &Path, mut a: SweepArgs) -> anyhow::Result<ExitCode> {
     if let Some(u) = &a.db_probe {
         crate::db_probe::parse_url(u).map_err(bad)?;
     }
+    check_sampling(&a)?;
     // Before the store or the target: every client needs a descriptor.
     let probe_fds = super::fd_limit::check(concurrency.iter().copied().max().unwrap_or(1), threads)?;
     crate::server_tree::set_root_fd_budget(probe_fds);
     let common = Common { steps, threads, assertions };
     if let (Some(t), Some("postgres" | "postgresql" | "mysql" | "mariadb")) = (&a.target, scheme.as_deref()) {
+        if !a.source_address.is_empty() {
+            return Err(bad("--source-address applies to HTTP targets only"));
+        }
         let prepared = super::sql_sweep::prepare_sql(&a, t)?;
         let store = Store::open(store_path)?;
         return execute(store, store_path, &a, common, prepared);
     }
     // A placeholder URL validates the HTTP options before the specimen starts.
     http_config(&a, a.target.as_deref().unwrap_or("http://127.0.0.1/"))?;
-    // 2. The store must be usable before load starts.
-    let store = Store::open(store_path)?;
-    // 3. The target: start the specimen, or check the URL answers.
+    // 2. The target: start the specimen, or check the URL parses and answers.
     let prepared = prepare_http(&a, specimen_mode)?;
+    // 3. Only now, with every input known good, the store is opened (or
+    // created), and it must be usable before load starts.
+    let store = Store::open(store_path)?;
     execute(store, store_path, &a, common, prepared)
 }
 
 /// Starts the specimen if asked, builds the HTTP driver and sends the preflight request.
 fn prepare_http(a: &SweepArgs, specimen_mode: Option<scalelab_specimen::Mode>) -> anyhow::Result<Prepared<HttpDriver>> {
     let specimen = match specimen_mode {
-        Some(mode) => Some(SpecimenChild::spawn(mode.name(), a.work_us)?),
+        Some(mode) => Some(SpecimenChild::spawn(mode.name(), specimen_work_us(a))?),
         None => None,
     };
     let (url, target_name) = match (&specimen, &a.target) {
-        (Some(s), _) => (format!("http://{}/", s.addr), format!("specimen:{}", a.specimen)),
-        (None, Some(t)) => (t.clone(), t.clone()),
+        (Some(s), _) => (format!("http://{}/", s.addr), format!("specimen:{}", specimen_mode.map_or("scales", |m| m.name()))),
+        // Credentials in the URL are sent (Basic auth) but never recorded or shown.
+        (None, Some(t)) => (t.clone(), scalelab_core::redact_url(t)),
         (None, None) => unreachable!("no target means the specimen"),
     };
     let config = http_config(a, &url)?;
     let driver = Arc::new(HttpDriver::new(&config).map_err(|e| bad(e.to_string()))?);
     let preflight = driver.preflight().map_err(|f| bad(format!("cannot reach {target_name}: {}", f.message)))?;
     if !preflight.accepted {
-        eprintln!(
+        esayln!(
             "warning: {} answered status {} to the first request, which --expect-status {} does not accept: such responses count as errors",
-            target_name, preflight.status, a.expect_status
+            target_name,
+            preflight.status,
+            a.expect_status
         );
     }
     let workload = config
         .requests
         .iter()
-        .map(|r| format!("{} {}{}", r.method, r.url, if config.requests.len() > 1 { format!(" x{}", r.weight) } else { String::new() }))
+        .map(|r| {
+            format!(
+                "{} {}{}",
+                r.method,
+                scalelab_core::redact_url(&r.url),
+                if config.requests.len() > 1 { format!(" x{}", r.weight) } else { String::new() }
+            )
+        })
         .collect::<Vec<_>>()
         .join(", ");
     let mut options = serde_json::Map::new();
@@ -192,9 +277,18 @@ fn prepare_http(a: &SweepArgs, specimen_mode: Option<scalelab_specimen::Mode>) -
     options.insert("expect_status".into(), a.expect_status.clone().into());
     if let Some(m) = specimen_mode {
         options.insert("specimen_mode".into(), m.name().into());
-        options.insert("specimen_work_us".into(), a.work_us.into());
+        options.insert("specimen_work_us".into(), specimen_work_us(a).into());
     }
     Ok(Prepared { driver, target_name, workload, server: preflight.server, options, specimen })
+}
+
+/// The sample interval, or bad input (checked before anything is created).
+fn check_sampling(a: &SweepArgs) -> anyhow::Result<Duration> {
+    let sample_interval = parse_duration(&a.sample_interval).map_err(|e| bad(format!("--sample-interval: {e}")))?;
+    if sample_interval < Duration::from_millis(100) || !(0.0..=1000.0).contains(&a.thread_sample_hz) {
+        return Err(bad("--sample-interval must be at least 100ms and --thread-sample-hz between 0 and 1000"));
+    }
+    Ok(sample_interval)
 }
 
 /// Runs the sweep on a prepared target, committing each step as it finishes,
@@ -227,10 +321,7 @@ pub fn execute<D: scalelab_drive::Driver>(
         options,
     };
 
-    let sample_interval = parse_duration(&a.sample_interval).map_err(|e| bad(format!("--sample-interval: {e}")))?;
-    if sample_interval < Duration::from_millis(100) || !(0.0..=1000.0).contains(&a.thread_sample_hz) {
-        return Err(bad("--sample-interval must be at least 100ms and --thread-sample-hz between 0 and 1000"));
-    }
+    let sample_interval = check_sampling(a)?;
     let server_pid = crate::telemetry::server_pid(&target_name, specimen.as_ref().map(|s| s.pid()), a.server_pid);
 
     // 4. Load. SIGINT/SIGTERM finish the current second and keep what was measured.
@@ -243,14 +334,16 @@ pub fn execute<D: scalelab_drive::Driver>(
     let specimen_addr = specimen.as_ref().map(|s| s.addr);
     let telemetry = crate::telemetry::Telemetry::start(server_pid.ok(), sample_interval, a.thread_sample_hz, db_url, specimen_addr);
     let opts = EngineOptions { threads: common.threads, pin_cpus, slice_us, stop: stop.clone() };
-    let mut view = LiveView::start(a.quiet, a.no_tui, plan.label.clone(), &plan.steps, stop.clone());
-    // Rows stream to stdout as steps finish, unless the live view owns the terminal.
-    let print_rows = !a.json && !view.is_screen();
-    let mut steps: Vec<scalelab_core::StepResult> = Vec::new();
-    let mut store_error = None;
-    if !a.json {
-        println!("run {run_id}: {} ({}), store {}", plan.label, plan.workload, store_path.display());
+    // Progress (the live view, or a line per step) goes to stderr; stdout
+    // gets the table once, at the end.
+    if !a.json && !a.quiet {
+        sayln!("run {run_id}: {} ({}), store {}", escape_control(&plan.label), escape_control(&plan.workload), store_path.display());
     }
+    let mut view = LiveView::start(a.quiet, a.no_tui, escape_control(&plan.label).into_owned(), &plan.steps, stop.clone());
+    let mut store_error = None;
+    // The first step where nothing succeeded or errors dominate: it measured
+    // no working server, so the run failed, whatever --max-failed-steps allowed.
+    let mut failed_step: Option<String> = None;
     let keep = |store: &mut Store, view: &mut LiveView, records: Vec<crate::telemetry::Record>| {
         view.telemetry(&records);
         crate::telemetry::store_records(store, run_id, records);
@@ -263,33 +356,28 @@ pub fn execute<D: scalelab_drive::Driver>(
         }
         SweepEvent::StepFinished { index, result } => {
             keep(&mut store, &mut view, telemetry.drain());
-            view.step_finished(&result);
+            view.step_finished(&result, plan.throughput_unit());
+            if failed_step.is_none() {
+                failed_step = result.failure().map(|why| format!("step {} ({} clients): {why}", index + 1, result.concurrency));
+            }
             if let Err(e) = store.add_step(run_id, index, &result) {
-                store_error.get_or_insert(e);
+                store_error.get_or_insert((index, e));
                 stop.store(true, std::sync::atomic::Ordering::Relaxed);
             }
-            if print_rows {
-                let mut rows = Vec::new();
-                if index == 0 {
-                    rows.push(table::header_line());
-                }
-                rows.push(table::step_row(&result, steps.first().or(Some(&result))));
-                print!("{}", columns_like_header(&rows));
-            }
-            steps.push(*result);
         }
     });
     view.finish();
     crate::telemetry::store_records(&mut store, run_id, telemetry.stop());
     drop(specimen);
-    if let Some(e) = store_error {
+    if let Some((index, e)) = store_error {
         let _ = store.finish_run(run_id, false, "store error");
-        return Err(anyhow::Error::new(e).context("saving a finished step"));
+        // The run had started and its earlier steps are stored: a failed run
+        // (exit 1), not bad input (exit 2, which promises nothing was stored).
+        return Err(anyhow::anyhow!(
+            "run {run_id} stopped: saving step {} failed ({e}); its {index} earlier step(s) are kept (`scalelab show {run_id}`)",
+            index + 1
+        ));
     }
-    // A step where nothing succeeded or errors dominate measured no working
-    // server: the run failed, whatever --max-failed-steps allowed.
-    let failed_step =
-        steps.iter().enumerate().find_map(|(i, s)| s.failure().map(|why| format!("step {} ({} clients): {why}", i + 1, s.concurrency)));
     let (complete, outcome, code) = match (&end, &failed_step) {
         (SweepEnd::Completed, Some(why)) => (false, format!("failed: {why}"), ExitCode::from(1)),
         (SweepEnd::Completed, None) => (true, "completed".to_string(), ExitCode::SUCCESS),
@@ -302,23 +390,29 @@ pub fn execute<D: scalelab_drive::Driver>(
     if a.json {
         println!("{}", serde_json::to_string_pretty(&super::analysis::run_json_with_diagnosis(&run))?);
     } else {
-        println!();
-        print!("{}", table::run_table(&run));
-        if let Some(t) = table::telemetry_table(&run) {
-            print!("{t}");
+        if !a.quiet {
+            sayln!();
         }
-        print!("{}", super::analysis::diagnosis_text(&run));
-        println!("run {run_id} {outcome}; stored in {}", store_path.display());
+        let width = crate::term::width();
+        say!("{}", table::run_table_width(&run, width));
+        // --quiet: the step table and the outcome line only.
+        if !a.quiet {
+            if let Some(t) = table::telemetry_table_width(&run, width) {
+                say!("{t}");
+            }
+            say!("{}", scalelab_report::fmt::wrap(&super::analysis::diagnosis_text(&run), width));
+        }
+        sayln!("run {run_id} {outcome}; stored in {}", store_path.display());
     }
     let passed = super::analysis::check(&run, &common.assertions);
     match end {
         SweepEnd::TargetFailed { step } => {
-            eprintln!("error: target failed at step {step} (nothing succeeded for {} step(s) in a row)", a.max_failed_steps)
+            esayln!("error: target failed at step {step} (nothing succeeded for {} step(s) in a row)", a.max_failed_steps)
         }
-        SweepEnd::Interrupted => eprintln!("interrupted: run {run_id} kept {} finished step(s), marked incomplete", run.steps.len()),
+        SweepEnd::Interrupted => esayln!("interrupted: run {run_id} kept {} finished step(s), marked incomplete", run.steps.len()),
         SweepEnd::Completed => {
             if let Some(why) = &failed_step {
-                eprintln!("error: run {run_id} failed: {why}");
+                esayln!("error: run {run_id} failed: {why}");
             }
         }
     }
@@ -326,25 +420,4 @@ pub fn execute<D: scalelab_drive::Driver>(
         return Ok(ExitCode::from(1));
     }
     Ok(code)
-}
-
-/// Formats rows printed one at a time with fixed column widths wide enough
-/// for typical figures, so the streamed rows line up under the header.
-fn columns_like_header(rows: &[Vec<String>]) -> String {
-    const WIDTHS: [usize; 11] = [11, 12, 7, 8, 7, 7, 7, 7, 7, 8, 6];
-    let mut out = String::new();
-    for r in rows {
-        let mut line = String::new();
-        for (i, c) in r.iter().enumerate() {
-            let w = WIDTHS.get(i).copied().unwrap_or(8);
-            if i == 0 {
-                line.push_str(&format!("{c:<w$}"));
-            } else {
-                line.push_str(&format!("  {c:>w$}"));
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
 }

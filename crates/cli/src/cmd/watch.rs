@@ -31,13 +31,15 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         (None, Some(port), _) => {
             Some(scalelab_probe::find_by_port(&Default::default(), port).map_err(|e| bad(format!("--port {port}: {e}")))?.pid)
         }
-        (None, None, Some(t)) => Some(crate::telemetry::server_pid(t, None, None).map_err(|e| bad(format!("{t}: {e}")))?),
+        (None, None, Some(t)) => {
+            Some(crate::telemetry::server_pid(t, None, None).map_err(|e| bad(format!("{}: {e}", scalelab_core::redact_url(t))))?)
+        }
         (None, None, None) => None,
     };
     let db_url = crate::db_probe::for_target(a.target.as_deref(), a.db_probe.as_deref()).map_err(bad)?;
     let mut store = if a.record { Some(Store::open(store_path)?) } else { None };
     let stop = super::stop_on_signals()?;
-    let target = a.target.clone().unwrap_or_else(|| pid.map_or("this machine".into(), |p| format!("pid {p}")));
+    let target = a.target.as_deref().map(scalelab_core::redact_url).unwrap_or_else(|| pid.map_or("this machine".into(), named));
     let run_id = match &store {
         Some(s) => {
             let env = scalelab_probe::capture_environment(&Default::default(), None, scalelab_drive::cpu::open_files_limit());
@@ -54,38 +56,19 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     match pid {
-        Some(p) if !target.ends_with(&p.to_string()) => println!("watching {target} (pid {p}); Ctrl-C to stop"),
-        Some(_) => println!("watching {target}; Ctrl-C to stop"),
-        None => println!("watching this machine (no server process given: machine-wide figures only); Ctrl-C to stop"),
+        Some(p) if a.target.is_some() => sayln!("watching {target} ({}); Ctrl-C to stop", named(p)),
+        Some(_) => sayln!("watching {target}; Ctrl-C to stop"),
+        None => sayln!("watching this machine (no server process given: machine-wide figures only); Ctrl-C to stop"),
     }
     let telemetry = Telemetry::start(pid, interval, if pid.is_some() { a.thread_sample_hz } else { 0.0 }, db_url, None);
     let start = Instant::now();
+    let start_ms = now_unix_ms();
     let mut last_sys: Option<SystemSample> = None;
     let mut prev_proc: Option<ProcessSample> = None;
     let mut cur_proc: Option<ProcessSample> = None;
     let mut last_threads: Option<ThreadSecond> = None;
     // The last two seconds of database readings: the "DB waits" column is their last second.
     let mut db_recent: Vec<DbSample> = Vec::new();
-    let header = [
-        "time",
-        "cpu busy",
-        "usr",
-        "sys",
-        "iowait",
-        "cs/s",
-        "server cpu",
-        "server cs/s",
-        "running",
-        "runnable",
-        "futex",
-        "io",
-        "idle",
-        "time_wait",
-        "drops/s",
-        "disk iops",
-        "net MB/s",
-        "DB waits",
-    ];
     let mut printed = 0usize;
     let mut notes = Vec::new();
     while !stop.load(Ordering::Relaxed) && duration.is_none_or(|d| start.elapsed() < d) {
@@ -116,65 +99,24 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
             crate::telemetry::store_records(store, id, records);
         }
         for n in notes.drain(..) {
-            eprintln!("unavailable: {n}");
+            esayln!("unavailable: {n}");
         }
         let Some(sys) = new_sys else { continue };
         if let Some(prev) = last_sys.replace(sys.clone()) {
-            let r = system_rates(&prev, &sys);
-            let p = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.0}%"));
-            let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.0}"));
-            let ts = last_threads.as_ref().and_then(|t| t.time.shares());
-            let server = match (&prev_proc, &cur_proc) {
-                (Some(a), Some(b)) => Some(process_rates(a, b)),
-                _ => None,
-            };
-            let row = vec![
-                format!("{:.0}s", start.elapsed().as_secs_f64()),
-                p(r.cpu.map(|c| c.busy)),
-                p(r.cpu.map(|c| c.user + c.nice)),
-                p(r.cpu.map(|c| c.system + c.irq + c.softirq)),
-                p(r.cpu.map(|c| c.iowait)),
-                f(r.ctxt_per_s),
-                p(server.as_ref().and_then(|r| r.cpu_pct())),
-                f(server.as_ref().and_then(|r| Some(r.voluntary_cs_per_s? + r.nonvoluntary_cs_per_s?))),
-                p(ts.map(|s| s.running_pct)),
-                p(ts.map(|s| s.runnable_pct)),
-                p(ts.map(|s| s.futex_pct)),
-                p(ts.map(|s| s.io_pct)),
-                p(ts.map(|s| s.idle_pct)),
-                sys.tcp_states.as_ref().map_or("-".into(), |s| s.time_wait.to_string()),
-                f(r.tcp.as_ref().and_then(|t| t.listen_drops_per_s)),
-                f(if r.disks.is_empty() { None } else { r.disks.iter().map(|d| Some(d.read_iops? + d.write_iops?)).sum() }),
-                if r.net.is_empty() {
-                    "-".into()
-                } else {
-                    r.net
-                        .iter()
-                        .map(|n| Some((n.rx_bytes_per_s? + n.tx_bytes_per_s?) / 1e6))
-                        .sum::<Option<f64>>()
-                        .map_or("-".into(), |v| format!("{v:.2}"))
-                },
-                match db_recent.last() {
-                    Some(last) => scalelab_probe::db::summarize_db(&db_recent, last.unix_ms - 1000, last.unix_ms)
-                        .map_or("-".into(), |d| scalelab_report::table::db_waits_cell(&d)),
-                    None => "-".into(),
-                },
-            ];
-            let rows = vec![header.map(String::from).to_vec(), row];
-            let text = columns(&rows);
-            let mut lines = text.lines();
-            let head = lines.next().unwrap_or_default();
+            let db_last = db_recent.last().map(|l| l.unix_ms);
+            let db_second: Vec<DbSample> = db_recent.iter().filter(|d| db_last.is_some_and(|l| d.unix_ms >= l - 1000)).cloned().collect();
+            let iv = Interval::of(start_ms, &prev, &sys, (prev_proc.as_ref(), cur_proc.as_ref()), last_threads.as_ref(), &db_second);
             if printed.is_multiple_of(20) {
-                println!("{head}");
+                sayln!("{}", aligned(&HEADER.map(String::from)));
             }
-            println!("{}", lines.next().unwrap_or_default());
+            sayln!("{}", aligned(&iv.cells()));
             printed += 1;
         }
     }
     if let (Some(mut store), Some(id)) = (store, run_id) {
         crate::telemetry::store_records(&mut store, id, telemetry.stop());
         store.finish_run(id, true, "recorded")?;
-        println!("recorded as run {id} in {}", store_path.display());
+        sayln!("recorded as run {id} in {}", store_path.display());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -182,9 +124,15 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
 /// `show` of a recorded watch: the whole recording summarized like a step.
 pub fn show(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<ExitCode> {
     let (system, process, threads, db) = crate::telemetry::load_samples(store, run.id)?;
-    println!("run {}: {} — {} — recorded {} system samples", run.id, run.plan.label, run.plan.target, system.len());
+    sayln!(
+        "run {}: {} — {} — recorded {} system samples",
+        run.id,
+        scalelab_core::escape_control(&run.plan.label),
+        scalelab_core::escape_control(&run.plan.target),
+        system.len()
+    );
     let (Some(first), Some(last)) = (system.first(), system.last()) else {
-        println!("no samples recorded");
+        sayln!("no samples recorded");
         return Ok(ExitCode::SUCCESS);
     };
     let mut t = scalelab_probe::summary::summarize_window(&system, &process, &threads, first.at.unix_ms, last.at.unix_ms, 0);
@@ -224,9 +172,263 @@ pub fn show(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<ExitCode>
     if let Some(d) = &t.db {
         rows.push(vec!["database".into(), scalelab_report::table::db_summary(d)]);
     }
-    print!("{}", columns(&rows));
+    say!("{}", columns(&rows));
     for (k, why) in &t.unavailable {
-        println!("unavailable: {k}: {why}");
+        sayln!("unavailable: {k}: {why}");
+    }
+    let series = intervals(store, run)?;
+    if !series.is_empty() {
+        println!("per interval ({} rows; `scalelab export {} --series` for all of them as CSV):", series.len(), run.id);
+        println!("{}", aligned(&HEADER.map(String::from)));
+        let shown = 20;
+        for iv in series.iter().take(shown) {
+            sayln!("{}", aligned(&iv.cells()));
+        }
+        if series.len() > shown {
+            println!("... {} more", series.len() - shown);
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The columns of `watch`, live and in `show`.
+const HEADER: [&str; 18] = [
+    "time",
+    "cpu busy",
+    "usr",
+    "sys",
+    "iowait",
+    "cs/s",
+    "server cpu",
+    "server cs/s",
+    "running",
+    "runnable",
+    "futex",
+    "io",
+    "idle",
+    "time_wait",
+    "drops/s",
+    "disk iops",
+    "net MB/s",
+    "DB waits",
+];
+
+/// Column widths fixed up front, so rows printed one at a time line up
+/// under the header (a figure wider than its column pushes only its own row).
+const WIDTHS: [usize; 18] = [6, 8, 4, 4, 6, 9, 10, 11, 7, 8, 5, 4, 4, 9, 7, 9, 8, 0];
+
+/// One row of cells padded to [`WIDTHS`]: the time left-aligned, figures
+/// right-aligned, the last column (text) as it is.
+fn aligned(cells: &[String]) -> String {
+    let mut line = String::new();
+    for (i, c) in cells.iter().enumerate() {
+        let w = WIDTHS.get(i).copied().unwrap_or(0).max(HEADER.get(i).map_or(0, |h| h.chars().count()));
+        if i == 0 {
+            line.push_str(&format!("{c:<w$}"));
+        } else if i + 1 == cells.len() {
+            line.push_str("  ");
+            line.push_str(c);
+        } else {
+            line.push_str(&format!("  {c:>w$}"));
+        }
+    }
+    line.trim_end().to_string()
+}
+
+fn now_unix_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// One interval of a watch: the rates between two consecutive system
+/// samples, the server process over the same stretch, its thread states and
+/// the database's last second. A figure not measured is `None`, never 0.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Interval {
+    /// End of the interval, Unix milliseconds.
+    pub unix_ms: i64,
+    /// Seconds since the watch started.
+    pub elapsed_s: f64,
+    pub cpu_busy_pct: Option<f64>,
+    pub cpu_user_pct: Option<f64>,
+    pub cpu_sys_pct: Option<f64>,
+    pub cpu_iowait_pct: Option<f64>,
+    pub cs_per_s: Option<f64>,
+    /// The server's CPU in % of one core.
+    pub server_cpu_pct: Option<f64>,
+    pub server_cs_per_s: Option<f64>,
+    pub threads_running_pct: Option<f64>,
+    pub threads_runnable_pct: Option<f64>,
+    pub threads_futex_pct: Option<f64>,
+    pub threads_io_pct: Option<f64>,
+    pub threads_idle_pct: Option<f64>,
+    pub tcp_time_wait: Option<u64>,
+    pub listen_drops_per_s: Option<f64>,
+    pub disk_iops: Option<f64>,
+    pub net_mb_per_s: Option<f64>,
+    /// The top database wait (or lock counter) of the last second, in words.
+    pub db_waits: Option<String>,
+}
+
+impl Interval {
+    /// The interval from `prev` to `sys`; `procs` are the server's two
+    /// latest samples, `threads` its latest thread second, `db` the database
+    /// readings of about the last second.
+    pub fn of(
+        origin_ms: i64,
+        prev: &SystemSample,
+        sys: &SystemSample,
+        procs: (Option<&ProcessSample>, Option<&ProcessSample>),
+        threads: Option<&ThreadSecond>,
+        db: &[DbSample],
+    ) -> Interval {
+        let r = system_rates(prev, sys);
+        let ts = threads.and_then(|t| t.time.shares());
+        let server = match procs {
+            (Some(a), Some(b)) => Some(process_rates(a, b)),
+            _ => None,
+        };
+        let db_waits = db.last().and_then(|last| scalelab_probe::db::summarize_db(db, last.unix_ms - 1000, last.unix_ms).ok());
+        Interval {
+            unix_ms: sys.at.unix_ms,
+            elapsed_s: (sys.at.unix_ms - origin_ms).max(0) as f64 / 1000.0,
+            cpu_busy_pct: r.cpu.map(|c| c.busy),
+            cpu_user_pct: r.cpu.map(|c| c.user + c.nice),
+            cpu_sys_pct: r.cpu.map(|c| c.system + c.irq + c.softirq),
+            cpu_iowait_pct: r.cpu.map(|c| c.iowait),
+            cs_per_s: r.ctxt_per_s,
+            server_cpu_pct: server.as_ref().and_then(|r| r.cpu_pct()),
+            server_cs_per_s: server.as_ref().and_then(|r| Some(r.voluntary_cs_per_s? + r.nonvoluntary_cs_per_s?)),
+            threads_running_pct: ts.map(|s| s.running_pct),
+            threads_runnable_pct: ts.map(|s| s.runnable_pct),
+            threads_futex_pct: ts.map(|s| s.futex_pct),
+            threads_io_pct: ts.map(|s| s.io_pct),
+            threads_idle_pct: ts.map(|s| s.idle_pct),
+            tcp_time_wait: sys.tcp_states.as_ref().map(|s| u64::from(s.time_wait)),
+            listen_drops_per_s: r.tcp.as_ref().and_then(|t| t.listen_drops_per_s),
+            disk_iops: if r.disks.is_empty() { None } else { r.disks.iter().map(|d| Some(d.read_iops? + d.write_iops?)).sum() },
+            net_mb_per_s: if r.net.is_empty() {
+                None
+            } else {
+                r.net.iter().map(|n| Some((n.rx_bytes_per_s? + n.tx_bytes_per_s?) / 1e6)).sum()
+            },
+            db_waits: db_waits.map(|d| scalelab_report::table::db_waits_cell(&d)),
+        }
+    }
+
+    /// The row's cells, as [`HEADER`] names them.
+    fn cells(&self) -> Vec<String> {
+        let p = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.0}%"));
+        let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.0}"));
+        vec![
+            format!("{:.1}s", self.elapsed_s),
+            p(self.cpu_busy_pct),
+            p(self.cpu_user_pct),
+            p(self.cpu_sys_pct),
+            p(self.cpu_iowait_pct),
+            f(self.cs_per_s),
+            p(self.server_cpu_pct),
+            f(self.server_cs_per_s),
+            p(self.threads_running_pct),
+            p(self.threads_runnable_pct),
+            p(self.threads_futex_pct),
+            p(self.threads_io_pct),
+            p(self.threads_idle_pct),
+            self.tcp_time_wait.map_or("-".into(), |v| v.to_string()),
+            f(self.listen_drops_per_s),
+            f(self.disk_iops),
+            self.net_mb_per_s.map_or("-".into(), |v| format!("{v:.2}")),
+            self.db_waits.clone().unwrap_or_else(|| "-".into()),
+        ]
+    }
+}
+
+/// Every interval of a recorded watch, from its stored samples.
+pub fn intervals(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<Vec<Interval>> {
+    let (system, process, threads, db) = crate::telemetry::load_samples(store, run.id)?;
+    let origin = system.first().map_or(run.started_unix_ms, |s| s.at.unix_ms);
+    let mut out = Vec::new();
+    for pair in system.windows(2) {
+        let (prev, sys) = (&pair[0], &pair[1]);
+        let at = sys.at.unix_ms;
+        // The server's two samples nearest before this system sample, taken in the same sampler pass.
+        let upto: Vec<&ProcessSample> = process.iter().filter(|p| p.at.unix_ms <= at + 50).collect();
+        let procs = (upto.len().checked_sub(2).map(|i| upto[i]), upto.last().copied());
+        let th = threads.iter().rev().find(|t| t.unix_ms <= at + 500);
+        let db_here: Vec<DbSample> = db.iter().filter(|d| d.unix_ms > prev.at.unix_ms - 1000 && d.unix_ms <= at).cloned().collect();
+        out.push(Interval::of(origin, prev, sys, procs, th, &db_here));
+    }
+    Ok(out)
+}
+
+/// The per-second series of a recorded watch as CSV (units in the column names).
+pub fn intervals_csv(run_id: i64, rows: &[Interval]) -> String {
+    let mut out = String::from(
+        "run_id,unix_ms,elapsed_s,cpu_busy_pct,cpu_user_pct,cpu_sys_pct,cpu_iowait_pct,cs_per_s,server_cpu_pct_of_one_core,\
+         server_cs_per_s,threads_running_pct,threads_runnable_pct,threads_futex_pct,threads_io_pct,threads_idle_pct,\
+         tcp_time_wait_sockets,listen_drops_per_s,disk_iops,net_mb_per_s,db_waits\n",
+    );
+    let o = |x: Option<f64>| x.map(|v| format!("{v:.6}")).unwrap_or_default();
+    for r in rows {
+        let db = r.db_waits.as_deref().map(|w| format!("\"{}\"", w.replace('"', "\"\""))).unwrap_or_default();
+        out.push_str(&format!(
+            "{run_id},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{db}\n",
+            r.unix_ms,
+            r.elapsed_s,
+            o(r.cpu_busy_pct),
+            o(r.cpu_user_pct),
+            o(r.cpu_sys_pct),
+            o(r.cpu_iowait_pct),
+            o(r.cs_per_s),
+            o(r.server_cpu_pct),
+            o(r.server_cs_per_s),
+            o(r.threads_running_pct),
+            o(r.threads_runnable_pct),
+            o(r.threads_futex_pct),
+            o(r.threads_io_pct),
+            o(r.threads_idle_pct),
+            r.tcp_time_wait.map(|v| v.to_string()).unwrap_or_default(),
+            o(r.listen_drops_per_s),
+            o(r.disk_iops),
+            o(r.net_mb_per_s),
+        ));
+    }
+    out
+}
+
+/// A recorded watch as JSON: the run's fields, the summary of the whole
+/// recording (`summary`, the shape of a step's `telemetry`) and every
+/// interval (`samples`).
+pub fn watch_json(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<serde_json::Value> {
+    let mut doc = scalelab_report::json::run_json(run);
+    let rows = intervals(store, run)?;
+    let summary = summary(store, run)?;
+    if let serde_json::Value::Object(m) = &mut doc {
+        m.insert("summary".into(), serde_json::to_value(summary)?);
+        m.insert("samples".into(), serde_json::to_value(rows)?);
+    }
+    Ok(doc)
+}
+
+/// The whole recording summarized like a step's telemetry; `None` with fewer than two system samples.
+fn summary(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<Option<scalelab_core::StepTelemetry>> {
+    let (system, process, threads, db) = crate::telemetry::load_samples(store, run.id)?;
+    let (Some(first), Some(last)) = (system.first(), system.last()) else { return Ok(None) };
+    if system.len() < 2 {
+        return Ok(None);
+    }
+    let mut t = scalelab_probe::summary::summarize_window(&system, &process, &threads, first.at.unix_ms, last.at.unix_ms, 0);
+    if !db.is_empty() {
+        t.db = scalelab_probe::db::summarize_db(&db, first.at.unix_ms, last.at.unix_ms).ok();
+    }
+    Ok(Some(t))
+}
+
+/// `pid 1234 (nginx)`: the process's name from /proc, when it can be read.
+fn named(pid: u32) -> String {
+    match std::fs::read_to_string(format!("/proc/{pid}/comm")) {
+        Ok(comm) if !comm.trim().is_empty() => {
+            format!("pid {pid} ({})", scalelab_core::escape_control(comm.trim()))
+        }
+        _ => format!("pid {pid}"),
+    }
 }

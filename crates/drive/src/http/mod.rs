@@ -13,7 +13,7 @@ pub use response::{read_response, ReadError, ResponseHead};
 
 use crate::driver::{Client, Driver};
 use scalelab_core::result::Failure;
-use scalelab_core::ErrorClass;
+use scalelab_core::{redact_url, ErrorClass};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -33,6 +33,10 @@ pub enum HttpConfigError {
     MixedHosts(String),
     #[error("invalid header '{0}': use 'Name: value'")]
     Header(String),
+    #[error("header '{0}': the value holds a CR or LF character, which would inject headers; give it on one line")]
+    HeaderValue(String),
+    #[error("invalid method '{0}': use one word such as GET, POST or PUT")]
+    Method(String),
     #[error("{file}:{line}: {why}")]
     UrlFile { file: String, line: usize, why: String },
     #[error("invalid expected status '{0}': use a code (200), a class (2xx), or a list (200,301)")]
@@ -61,6 +65,11 @@ pub struct HttpConfig {
     pub expect: StatusMatch,
     /// Accept any TLS certificate.
     pub insecure: bool,
+    /// Local addresses the connections are made from, in turn (empty: the
+    /// kernel's choice). One source address has ~28k ephemeral ports toward
+    /// one server address; 50k connections need two or more (127.0.0.0/8 on
+    /// loopback).
+    pub source_addrs: Vec<std::net::IpAddr>,
 }
 
 /// Which response statuses count as success.
@@ -159,6 +168,8 @@ struct Inner {
     timeout: Duration,
     connect_timeout: Duration,
     expect: StatusMatch,
+    source_addrs: Vec<std::net::IpAddr>,
+    next_source: std::sync::atomic::AtomicUsize,
 }
 
 /// Drives an HTTP/1.1 server: each client holds one keep-alive connection
@@ -187,25 +198,22 @@ impl HttpDriver {
             use std::net::ToSocketAddrs;
             (host.trim_start_matches('[').trim_end_matches(']'), port)
                 .to_socket_addrs()
-                .map_err(|_| HttpConfigError::Resolve(first.url.clone()))?
+                .map_err(|_| HttpConfigError::Resolve(redact_url(&first.url)))?
                 .next()
-                .ok_or_else(|| HttpConfigError::Resolve(first.url.clone()))?
+                .ok_or_else(|| HttpConfigError::Resolve(redact_url(&first.url)))?
         };
         let host_header = match base.port() {
             Some(p) => format!("{host}:{p}"),
             None => host.clone(),
         };
-        for (name, _) in &config.headers {
-            if name.is_empty() || name.contains(|c: char| c.is_whitespace() || c == ':') {
-                return Err(HttpConfigError::Header(name.clone()));
-            }
-        }
+        check_headers(&config.headers)?;
         let mut prepared = Vec::new();
         let mut cumulative = 0u32;
         for spec in &config.requests {
+            check_method(&spec.method)?;
             let url = parse_url(&spec.url)?;
             if url.scheme() != base.scheme() || url.host_str() != base.host_str() || url.port_or_known_default() != Some(port) {
-                return Err(HttpConfigError::MixedHosts(spec.url.clone()));
+                return Err(HttpConfigError::MixedHosts(redact_url(&spec.url)));
             }
             cumulative += spec.weight;
             prepared.push(Prepared {
@@ -229,6 +237,8 @@ impl HttpDriver {
                 timeout: config.timeout,
                 connect_timeout: config.connect_timeout,
                 expect: config.expect.clone(),
+                source_addrs: config.source_addrs.clone(),
+                next_source: std::sync::atomic::AtomicUsize::new(0),
             }),
         })
     }
@@ -257,15 +267,55 @@ impl HttpDriver {
     }
 }
 
+/// Refuses header names that are not one token and values holding CR or LF
+/// (they would end the header, or the whole request head, early: header
+/// injection). Called before anything is stored or sent.
+pub fn check_headers(headers: &[(String, String)]) -> Result<(), HttpConfigError> {
+    for (name, value) in headers {
+        if name.is_empty() || name.contains(|c: char| c.is_whitespace() || c.is_control() || c == ':') {
+            return Err(HttpConfigError::Header(name.escape_debug().to_string()));
+        }
+        if value.contains(['\r', '\n']) {
+            return Err(HttpConfigError::HeaderValue(name.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a method that is not one HTTP token (`-X 'GET / HTTP/1.1\r\n…'`
+/// would inject a request line).
+pub fn check_method(method: &str) -> Result<(), HttpConfigError> {
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if method.is_empty() || !method.chars().all(token) {
+        return Err(HttpConfigError::Method(method.escape_debug().to_string()));
+    }
+    Ok(())
+}
+
 fn parse_url(text: &str) -> Result<Url, HttpConfigError> {
-    let url = Url::parse(text).map_err(|e| HttpConfigError::Url { url: text.to_string(), why: e.to_string() })?;
+    let err = |why: String| HttpConfigError::Url { url: redact_url(text), why };
+    let url = Url::parse(text).map_err(|e| err(e.to_string()))?;
     if url.scheme() != "http" && url.scheme() != "https" {
-        return Err(HttpConfigError::Url { url: text.to_string(), why: "scheme must be http or https".into() });
+        return Err(err("scheme must be http or https".into()));
     }
     if url.host_str().is_none_or(str::is_empty) {
-        return Err(HttpConfigError::Url { url: text.to_string(), why: "no host".into() });
+        return Err(err("no host".into()));
     }
     Ok(url)
+}
+
+/// `Authorization: Basic …` from the URL's `user:password@` (percent-decoded),
+/// as curl sends it; None without credentials in the URL.
+fn basic_auth(url: &Url) -> Option<String> {
+    use base64::Engine as _;
+    if url.username().is_empty() && url.password().is_none() {
+        return None;
+    }
+    let decode = |s: &str| percent_encoding::percent_decode_str(s).collect::<Vec<u8>>();
+    let mut pair = decode(url.username());
+    pair.push(b':');
+    pair.extend(decode(url.password().unwrap_or("")));
+    Some(format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(pair)))
 }
 
 fn serialize_request(method: &str, url: &Url, host: &str, config: &HttpConfig) -> Vec<u8> {
@@ -281,6 +331,10 @@ fn serialize_request(method: &str, url: &Url, host: &str, config: &HttpConfig) -
     }
     if !config.keepalive && !has("connection") {
         s.push_str("Connection: close\r\n");
+    }
+    // An Authorization header given with -H wins over the URL's credentials, as with curl.
+    if let Some(auth) = basic_auth(url).filter(|_| !has("authorization")) {
+        s.push_str(&format!("Authorization: {auth}\r\n"));
     }
     for (k, v) in &config.headers {
         s.push_str(&format!("{k}: {v}\r\n"));
@@ -352,8 +406,37 @@ impl AsyncWrite for Conn {
     }
 }
 
+/// A TCP connection to the target, from the next source address when some were given.
+async fn tcp_connect(inner: &Inner) -> io::Result<TcpStream> {
+    if inner.source_addrs.is_empty() {
+        return TcpStream::connect(inner.addr).await;
+    }
+    let i = inner.next_source.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % inner.source_addrs.len();
+    let source = SocketAddr::new(inner.source_addrs[i], 0);
+    let socket = if source.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    // The port is chosen at connect time, per destination, not at bind
+    // (IP_BIND_ADDRESS_NO_PORT), so one source address serves every
+    // destination port range. Best effort: without it bind picks the port.
+    if source.is_ipv4() {
+        use std::os::fd::AsRawFd;
+        let one: libc::c_int = 1;
+        // SAFETY: setsockopt reads one c_int from a live local for this socket's fd.
+        unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                libc::IPPROTO_IP,
+                libc::IP_BIND_ADDRESS_NO_PORT,
+                (&one as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+    }
+    socket.bind(source)?;
+    socket.connect(inner.addr).await
+}
+
 async fn connect(inner: &Inner) -> Result<Conn, Failure> {
-    let tcp = match tokio::time::timeout(inner.connect_timeout, TcpStream::connect(inner.addr)).await {
+    let tcp = match tokio::time::timeout(inner.connect_timeout, tcp_connect(inner)).await {
         Err(_) => return Err(Failure::new(ErrorClass::ConnectTimeout, format!("connect to {} timed out", inner.addr))),
         Ok(Err(e)) => {
             let class = match e.kind() {

@@ -82,7 +82,7 @@ pub enum SqlTls {
 impl SqlUrl {
     /// Parses `postgres://user:pass@host:port/db` or `mysql://user:pass@host:port/db[?socket=/path]`.
     pub fn parse(text: &str) -> Result<SqlUrl, String> {
-        let url = url::Url::parse(text).map_err(|e| format!("invalid URL '{}': {e}", redact_text(text)))?;
+        let url = url::Url::parse(text).map_err(|e| format!("invalid URL '{}': {e}", scalelab_core::redact_url(text)))?;
         let engine = match url.scheme() {
             "postgres" | "postgresql" => Engine::Postgres,
             "mysql" | "mariadb" => Engine::Mysql,
@@ -97,7 +97,7 @@ impl SqlUrl {
         };
         let database = url.path().trim_start_matches('/').to_string();
         if database.is_empty() {
-            return Err(format!("no database in '{}': add /DBNAME", redact_text(text)));
+            return Err(format!("no database in '{}': add /DBNAME", scalelab_core::redact_url(text)));
         }
         let mut socket = None;
         let (mut mode, mut root_cert) = (None::<String>, None::<String>);
@@ -175,20 +175,6 @@ fn parse_tls(engine: Engine, mode: Option<&str>, root_cert: Option<String>) -> R
         (SqlTls::VerifyFull { .. }, root_cert) => Ok(SqlTls::VerifyFull { root_cert }),
         (tls, None) => Ok(tls),
         (_, Some(_)) => Err(format!("{ca}= needs {opt}={}", if engine == Engine::Postgres { "verify-full" } else { "VERIFY_IDENTITY" })),
-    }
-}
-
-/// Removes the password from a URL-looking text for messages.
-fn redact_text(text: &str) -> String {
-    match (text.find("://"), text.find('@')) {
-        (Some(s), Some(at)) if at > s => {
-            let creds = &text[s + 3..at];
-            match creds.split_once(':') {
-                Some((u, _)) => format!("{}{u}:***{}", &text[..s + 3], &text[at..]),
-                None => text.to_string(),
-            }
-        }
-        _ => text.to_string(),
     }
 }
 
@@ -472,7 +458,7 @@ mod tests {
         assert!(!m.redacted().contains("***"));
         assert!(SqlUrl::parse("mysql://root@localhost/").is_err());
         assert!(SqlUrl::parse("mysql://u:pw@h/db?bogus=1").unwrap_err().contains("bogus"));
-        assert_eq!(redact_text("mysql://u:pw@h/db"), "mysql://u:***@h/db");
+        assert_eq!(scalelab_core::redact_url("mysql://u:pw@h/db"), "mysql://u:***@h/db");
     }
 
     #[test]

@@ -96,11 +96,15 @@ fn worker(sh: &Shared, spin: bool) -> (u64, u64) {
 
 /// Samples of (Mops/s, CPU ns per acquisition), one per fixed window.
 fn contention(ctx: &Ctx, threads: usize, spin: bool) -> Result<(Vec<f64>, Vec<f64>), Skip> {
-    let window = Duration::from_millis(if ctx.quick { 10 } else { 20 });
+    let base = Duration::from_millis(if ctx.quick { 10 } else { 20 });
     let mut mops = Vec::new();
     let mut cpu = Vec::new();
-    // One warm-up window, then the measured ones.
-    for i in 0..=ctx.repeats {
+    // One warm-up window, then the measured ones. A window in which no
+    // worker got a CPU (a busy neighbour) is measured again, twice as long,
+    // up to 8 times the window, before the figure is called unavailable.
+    let mut i = 0;
+    let mut window = base;
+    while i <= ctx.repeats {
         ctx.check()?;
         let sh = Shared {
             spin: AtomicBool::new(false),
@@ -133,14 +137,19 @@ fn contention(ctx: &Ctx, threads: usize, spin: bool) -> Result<(Vec<f64>, Vec<f6
             }
             (ops, cpu_ns, el)
         });
-        if i == 0 {
-            continue;
-        }
         if ops == 0 {
+            if window < base * 8 {
+                window *= 2;
+                continue;
+            }
             return Err(Skip::Unavailable(format!("no lock acquisition completed in a {} ms window", window.as_millis())));
         }
-        mops.push(ops as f64 / el / 1e6);
-        cpu.push(cpu_ns as f64 / ops as f64);
+        window = base;
+        if i > 0 {
+            mops.push(ops as f64 / el / 1e6);
+            cpu.push(cpu_ns as f64 / ops as f64);
+        }
+        i += 1;
     }
     Ok((mops, cpu))
 }

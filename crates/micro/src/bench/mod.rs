@@ -7,7 +7,7 @@ mod fpu;
 mod latency;
 mod locks;
 mod memlat;
-mod procs;
+pub(crate) mod procs;
 mod signals;
 mod threads;
 

@@ -1,6 +1,7 @@
 //! lmbench's "Processor, Processes" table: null call, null I/O, stat,
 //! open+close, select, process creation. Signals live in `signals.rs`.
 
+use crate::helper::Helper;
 use crate::measure::{scale, secs, Ctx, Out, Skip, Stopped, Values};
 use crate::sys::{os_skip, Child, TempFile};
 use std::ffi::CString;
@@ -25,9 +26,12 @@ pub(crate) fn run(ctx: &Ctx, out: &mut Out) -> Result<(), Stopped> {
     out.put(ctx, "select_file_100", sel_v)?;
     out.put(ctx, "select_tcp_100", select_tcp(ctx))?;
     super::signals::run(ctx, out)?;
-    out.put(ctx, "fork_exit", fork_exit(ctx))?;
-    out.put(ctx, "fork_exec", fork_exec(ctx, "/bin/true", &["true"]))?;
-    out.put(ctx, "fork_sh", fork_exec(ctx, "/bin/sh", &["sh", "-c", "/bin/true"]))?;
+    let (v, at) = fork_exit(ctx);
+    out.put_forked(ctx, "fork_exit", v, at)?;
+    let (v, at) = fork_exec(ctx, "/bin/true", &["true"]);
+    out.put_forked(ctx, "fork_exec", v, at)?;
+    let (v, at) = fork_exec(ctx, "/bin/sh", &["sh", "-c", "/bin/true"]);
+    out.put_forked(ctx, "fork_sh", v, at)?;
     Ok(())
 }
 
@@ -164,8 +168,30 @@ fn select_tcp(ctx: &Ctx) -> Values {
     select_on(ctx, &raw)
 }
 
-/// fork, child `_exit`s at once, parent waits.
-fn fork_exit(ctx: &Ctx) -> Values {
+/// Where a process-creation figure was measured: from the helper (the
+/// OS's cost), or in this process when there is none (then it includes
+/// this process's address space, and the figure's warning says so).
+pub(crate) enum Forker {
+    Helper,
+    InProcess(String),
+}
+
+/// Samples from the helper in `mode`, or `None` (with why) when there is none.
+fn from_helper(ctx: &Ctx, mode: &[&str]) -> Result<Values, String> {
+    let mut h = Helper::start(mode)?;
+    Ok(ctx.per_iter(|n| h.measure(n).map_err(Skip::Unavailable)).map(|v| scale(v, 1e6)))
+}
+
+/// fork, child `_exit`s at once, parent waits: from the helper process
+/// (as lmbench's `lat_proc fork` forks itself, a small program).
+pub(crate) fn fork_exit(ctx: &Ctx) -> (Values, Forker) {
+    match from_helper(ctx, &["exit"]) {
+        Ok(v) => (v, Forker::Helper),
+        Err(why) => (fork_exit_here(ctx), Forker::InProcess(why)),
+    }
+}
+
+fn fork_exit_here(ctx: &Ctx) -> Values {
     let v = ctx.per_iter(|n| {
         let t = Instant::now();
         for _ in 0..n {
@@ -176,12 +202,21 @@ fn fork_exit(ctx: &Ctx) -> Values {
     Ok(scale(v, 1e6))
 }
 
-/// fork, child `execv`s `path` with `args`, parent waits. lmbench execs a
-/// tiny "hello" program; /bin/true is the closest thing every system has.
-fn fork_exec(ctx: &Ctx, path: &str, args: &[&str]) -> Values {
+/// fork, child `execv`s `path` with `args`, parent waits; from the helper
+/// process. lmbench execs a tiny "hello" program; /bin/true is the closest
+/// thing every system has.
+pub(crate) fn fork_exec(ctx: &Ctx, path: &str, args: &[&str]) -> (Values, Forker) {
     if !std::path::Path::new(path).exists() {
-        return Err(Skip::Unavailable(format!("{path} missing")));
+        return (Err(Skip::Unavailable(format!("{path} missing"))), Forker::Helper);
     }
+    let mode: Vec<&str> = ["exec", path].into_iter().chain(args.iter().copied()).collect();
+    match from_helper(ctx, &mode) {
+        Ok(v) => (v, Forker::Helper),
+        Err(why) => (fork_exec_here(ctx, path, args), Forker::InProcess(why)),
+    }
+}
+
+fn fork_exec_here(ctx: &Ctx, path: &str, args: &[&str]) -> Values {
     let c_path = CString::new(path).expect("static path");
     let c_args: Vec<CString> = args.iter().map(|a| CString::new(*a).expect("static arg")).collect();
     let mut argv: Vec<*const libc::c_char> = c_args.iter().map(|a| a.as_ptr()).collect();
