@@ -493,8 +493,17 @@ async fn control_loop(shared: Arc<Shared>, local: Rc<RefCell<Local>>, sec_tx: mp
             local.borrow_mut().stats.runq_wait_ns = Some(end.saturating_sub(start));
         }
     }
+    // Let responses that arrived by now be read first (their completions are
+    // past the window, not recorded): a client thread that was itself
+    // stalled at the window's end (a busy machine) must not count its
+    // unread answers as a server that stopped answering.
+    tokio::time::sleep(UNFINISHED_GRACE).await;
     count_unfinished(&mut local.borrow_mut(), &shared);
 }
+
+/// How long the event loop reads pending responses after the window before
+/// counting what is still unanswered as unfinished.
+const UNFINISHED_GRACE: Duration = Duration::from_millis(20);
 
 /// Counts the requests still waiting for their response at the window's
 /// end as `unfinished`, when they had waited at least [`UNFINISHED_AFTER`]
