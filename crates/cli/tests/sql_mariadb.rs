@@ -154,7 +154,8 @@ fn lock_wait_timeouts_are_classified() {
     let wl = dir.path().join("hold.toml");
     std::fs::write(&wl, "[[unit]]\ntransaction = true\nsql = [\"UPDATE sbtest1 SET k = k + 1 WHERE id = 1\", \"SELECT SLEEP(1.5)\"]\n")
         .unwrap();
-    let doc = sweep_with_errors(&store, &url, "3", "2500ms", &["--workload-file", wl.to_str().unwrap()]);
+    // A window long enough for a lock wait timeout to complete even on a busy machine.
+    let doc = sweep_with_errors(&store, &url, "3", "5s", &["--workload-file", wl.to_str().unwrap()]);
     let s = &steps(&doc)[0];
     assert!(s["errors"]["lock_wait_timeout"].as_u64().unwrap_or(0) > 0, "no lock wait timeout: {s}");
     assert!(s["error_messages"]["lock_wait_timeout"].as_str().unwrap().contains("1205"), "{s}");
