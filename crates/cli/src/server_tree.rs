@@ -12,6 +12,16 @@ use std::collections::BTreeMap;
 /// share and the sampler raises its stride rather than its cost.
 const MEMBER_THREAD_BUDGET: f64 = 0.005;
 
+/// Per-thread files each of the server's own two samplers may keep open; 0:
+/// their default (a quarter of the soft limit). `sweep` sets it from its
+/// open-file check so the probes never take the clients' descriptors.
+static ROOT_FD_BUDGET: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Sets [`ROOT_FD_BUDGET`] for the server trees made from now on.
+pub fn set_root_fd_budget(fds: usize) {
+    ROOT_FD_BUDGET.store(fds, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// One descendant: its samplers and its counters at the last sample
 /// (user ticks, system ticks, voluntary and involuntary context switches).
 struct Member {
@@ -39,8 +49,14 @@ impl ServerTree {
         let mut t = ServerTree {
             roots: roots.clone(),
             pid,
-            process: ProcessSampler::new(roots, pid),
-            threads: thread_states.then(|| ThreadSampler::new(roots, pid)),
+            process: match ROOT_FD_BUDGET.load(std::sync::atomic::Ordering::Relaxed) {
+                0 => ProcessSampler::new(roots, pid),
+                fds => ProcessSampler::new(roots, pid).with_fd_budget(fds),
+            },
+            threads: thread_states.then(|| match ROOT_FD_BUDGET.load(std::sync::atomic::Ordering::Relaxed) {
+                0 => ThreadSampler::new(roots, pid),
+                fds => ThreadSampler::new(roots, pid).with_fd_budget(fds),
+            }),
             members: BTreeMap::new(),
             extra: [0; 4],
             thread_states,

@@ -23,6 +23,17 @@ fn sweep(store: &Path, url: &str, conc: &str, window: &str, extra: &[&str]) -> V
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
 }
 
+/// A sweep whose point is its errors: exit 0, or exit 1 when errors
+/// dominate a step (the run failed, its document still printed).
+fn sweep_with_errors(store: &Path, url: &str, conc: &str, window: &str, extra: &[&str]) -> Value {
+    let mut args = vec!["sweep", url, "-c", conc, "--warmup", "0", "--pause", "0", "-d", window, "--json", "-q", "--threads", "2"];
+    args.extend_from_slice(extra);
+    let out = run(store, &args);
+    let err = stderr(&out);
+    assert!(out.status.code() == Some(0) || (out.status.code() == Some(1) && err.contains("failed: step")), "{args:?}: {err}");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {err}"))
+}
+
 fn steps(run: &Value) -> &Vec<Value> {
     run["steps"].as_array().expect("steps[]")
 }
@@ -158,7 +169,7 @@ fn lock_wait_timeouts_are_classified() {
     let wl = dir.path().join("hold.toml");
     std::fs::write(&wl, "[[unit]]\ntransaction = true\nsql = [\"UPDATE sbtest1 SET k = k + 1 WHERE id = 1\", \"SELECT pg_sleep(0.3)\"]\n")
         .unwrap();
-    let doc = sweep(&store, &url, "4", "1s", &["--workload-file", wl.to_str().unwrap()]);
+    let doc = sweep_with_errors(&store, &url, "4", "1s", &["--workload-file", wl.to_str().unwrap()]);
     let s = &steps(&doc)[0];
     assert!(s["errors"]["lock_wait_timeout"].as_u64().unwrap_or(0) > 0, "no lock wait timeout: {s}");
     assert!(s["error_messages"]["lock_wait_timeout"].as_str().unwrap().contains("55P03"), "{s}");
@@ -173,7 +184,7 @@ fn lock_wait_timeouts_are_classified() {
     for extra in [vec![], vec!["--no-prepare"]] {
         let mut args = vec!["--workload-file", copy.to_str().unwrap(), "--timeout", "5s"];
         args.extend(extra.iter().copied());
-        let doc = sweep(&store, &url, "2", "500ms", &args);
+        let doc = sweep_with_errors(&store, &url, "2", "500ms", &args);
         let s = &steps(&doc)[0];
         let failed = s["errors"]["sql_error"].as_u64().unwrap_or(0);
         assert!(failed >= 20, "{extra:?}: COPY should fail fast, {failed} errors in 0.5 s: {s}");
@@ -202,7 +213,7 @@ params.a = { kind = "pick", values = [1, 2] }
 "#,
     )
     .unwrap();
-    let doc = sweep(&store, &url, "8", "1500ms", &["--workload-file", wl.to_str().unwrap()]);
+    let doc = sweep_with_errors(&store, &url, "8", "1500ms", &["--workload-file", wl.to_str().unwrap()]);
     let s = &steps(&doc)[0];
     assert!(s["errors"]["deadlock"].as_u64().unwrap_or(0) > 0, "no deadlock: {s}");
     assert!(s["error_messages"]["deadlock"].as_str().unwrap().contains("deadlock detected"), "{s}");

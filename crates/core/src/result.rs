@@ -38,13 +38,22 @@ pub enum ErrorClass {
     SqlError,
     /// SQL: the connection was lost mid-query.
     ConnectionLost,
+    /// Still waiting for its response at the end of the window, after at
+    /// least [`UNFINISHED_AFTER`] (or half the window, if shorter): the
+    /// server stopped answering. Without this class a hung server would show
+    /// 0 req/s and no error, since a request that never finishes is never
+    /// counted by its completion.
+    Unfinished,
+    /// The client ran out of file descriptors (EMFILE/ENFILE) opening a
+    /// connection: a limit of this machine, not the server's doing.
+    FdLimit,
     /// Anything else (protocol error, local resource exhaustion, ...).
     Other,
 }
 
 impl ErrorClass {
     /// Every class, in display order.
-    pub const ALL: [ErrorClass; 13] = [
+    pub const ALL: [ErrorClass; 15] = [
         ErrorClass::ConnectRefused,
         ErrorClass::ConnectTimeout,
         ErrorClass::Reset,
@@ -57,6 +66,8 @@ impl ErrorClass {
         ErrorClass::TooManyConnections,
         ErrorClass::SqlError,
         ErrorClass::ConnectionLost,
+        ErrorClass::Unfinished,
+        ErrorClass::FdLimit,
         ErrorClass::Other,
     ];
 
@@ -75,6 +86,8 @@ impl ErrorClass {
             ErrorClass::TooManyConnections => "too_many_connections",
             ErrorClass::SqlError => "sql_error",
             ErrorClass::ConnectionLost => "connection_lost",
+            ErrorClass::Unfinished => "unfinished",
+            ErrorClass::FdLimit => "fd_limit",
             ErrorClass::Other => "other",
         }
     }
@@ -84,6 +97,12 @@ impl ErrorClass {
         Self::ALL.into_iter().find(|c| c.name() == name)
     }
 }
+
+/// How long a request must have been waiting for its response at the end of
+/// a window to count as [`ErrorClass::Unfinished`] (half the window when that
+/// is shorter). Shorter waits are ordinary requests caught mid-flight by the
+/// window's end (not counted, as wrk does).
+pub const UNFINISHED_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A failed request: its class and a message for the first of its kind.
 #[derive(Clone, Debug, PartialEq)]
@@ -256,4 +275,38 @@ impl StepResult {
     pub fn failed(&self) -> bool {
         self.requests == 0
     }
+
+    /// Why this step's figures are not a measurement of a working server:
+    /// nothing succeeded, or failed requests are at least
+    /// [`ERRORS_DOMINATE_SHARE`] of all (one line, naming the most common
+    /// class). `None` for a step that mostly worked, and for a partial step
+    /// (cut short by a signal: the interruption is the news).
+    pub fn failure(&self) -> Option<String> {
+        if self.partial || self.published_throughput_per_s.is_some() {
+            return None;
+        }
+        let errors = self.errors.total();
+        let mostly = || {
+            self.errors
+                .counts
+                .iter()
+                .max_by_key(|(c, n)| (**n, std::cmp::Reverse(**c)))
+                .map(|(c, n)| format!(", mostly {} ({n})", c.name()))
+                .unwrap_or_default()
+        };
+        if self.requests == 0 {
+            return Some(if errors == 0 {
+                "nothing succeeded and nothing failed in the window (no request finished)".to_string()
+            } else {
+                format!("nothing succeeded: all {errors} requests failed{}", mostly())
+            });
+        }
+        let share = errors as f64 / (errors + self.requests) as f64;
+        (share >= ERRORS_DOMINATE_SHARE)
+            .then(|| format!("errors dominate: {:.0}% of {} requests failed{}", 100.0 * share, errors + self.requests, mostly()))
+    }
 }
+
+/// Share of failed requests from which errors dominate a step: its
+/// throughput then says little about the server, and the run fails (exit 1).
+pub const ERRORS_DOMINATE_SHARE: f64 = 0.5;

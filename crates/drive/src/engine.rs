@@ -8,12 +8,16 @@
 //!
 //! Timeline of a step: all clients connect → barrier → warm-up (load on,
 //! nothing recorded) → window (completions recorded by completion time) →
-//! clients are dropped at the window's end (in-flight requests are not
-//! counted, as wrk does).
+//! clients are dropped at the window's end. In-flight requests are not
+//! counted (as wrk does) unless they had waited longer than any completion
+//! of the window and at least [`UNFINISHED_AFTER`] (half the window if
+//! shorter): those count as `unfinished` errors, so a server that stopped
+//! answering never shows as a clean 0 req/s with no error.
 
 use crate::cpu;
 use crate::driver::{Client, Driver};
-use scalelab_core::result::{ErrorCounts, Failure, SecondResult, StatementLatency, StepResult};
+use scalelab_core::result::{ErrorCounts, Failure, SecondResult, StatementLatency, StepResult, UNFINISHED_AFTER};
+use scalelab_core::ErrorClass;
 use scalelab_core::{LatencyHistogram, StepPlan};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -337,10 +341,30 @@ fn unix_ms_at(t: Instant) -> i64 {
 /// Per-thread state shared by the thread's client tasks (single-threaded: RefCell).
 struct Local {
     stats: WorkerStats,
+    /// Per client of this thread: when its request in flight was sent (None: none in flight).
+    in_flight: Vec<Option<Instant>>,
+    /// When the control loop's timer is due: a client whose calls never
+    /// wait in the event loop (a blocking socket answered in time) yields
+    /// to it once this has passed, so the timer still fires.
+    timer_due: Option<Instant>,
 }
 
 thread_local! {
     static SOLE_CONNECTION: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Time this thread spent waiting in a blocking socket (see
+    /// [`note_blocked`]), ns: idle time, not event-loop lateness.
+    static BLOCKED_NS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Records that this client thread waited `d` in a blocking `recv` (a
+/// thread that owns one connection): the control loop's timer may fire that
+/// much later without the thread having been busy.
+pub(crate) fn note_blocked(d: Duration) {
+    BLOCKED_NS.with(|b| b.set(b.get().saturating_add(d.as_nanos() as u64)));
+}
+
+fn blocked_ns() -> u64 {
+    BLOCKED_NS.with(|b| b.get())
 }
 
 /// True on a client thread that owns exactly one connection (one client per
@@ -378,6 +402,8 @@ fn worker<D: Driver>(
             runq_wait_ns: None,
             statements: Vec::new(),
         },
+        in_flight: vec![None; ids.len()],
+        timer_due: None,
     }));
 
     SOLE_CONNECTION.with(|c| c.set(ids.len() == 1));
@@ -408,9 +434,9 @@ fn worker<D: Driver>(
     go.wait();
 
     let set = tokio::task::LocalSet::new();
-    for client in clients {
+    for (slot, client) in clients.into_iter().enumerate() {
         let (local, shared) = (local.clone(), shared.clone());
-        set.spawn_local(client_loop(client, local, shared, think));
+        set.spawn_local(client_loop(client, slot, local, shared, think));
     }
     rt.block_on(set.run_until(control_loop(shared.clone(), local.clone(), sec_tx)));
     // Dropping the LocalSet drops every client (and its in-flight request).
@@ -448,9 +474,15 @@ async fn control_loop(shared: Arc<Shared>, local: Rc<RefCell<Local>>, sec_tx: mp
             }
         }
         let wait = end.saturating_duration_since(now).min(Duration::from_millis(50));
+        local.borrow_mut().timer_due = Some(now + wait);
+        let blocked_before = blocked_ns();
         tokio::time::sleep(wait).await;
-        // How late the timer fired: the loop was busy with client work.
+        // How late the timer fired: the loop was busy with client work. Time
+        // spent blocked in a socket past the due time was idle, not busy
+        // (blocked time up to `wait` may have been before it: not counted).
+        let blocked = Duration::from_nanos(blocked_ns() - blocked_before);
         let late = now.elapsed().saturating_sub(wait);
+        let late = late.saturating_sub(blocked.saturating_sub(wait));
         if now >= warm_end && now + wait <= end {
             let mut l = local.borrow_mut();
             l.stats.max_lag = Some(l.stats.max_lag.map_or(late, |m| m.max(late)));
@@ -461,9 +493,51 @@ async fn control_loop(shared: Arc<Shared>, local: Rc<RefCell<Local>>, sec_tx: mp
             local.borrow_mut().stats.runq_wait_ns = Some(end.saturating_sub(start));
         }
     }
+    // Let responses that arrived by now be read first (their completions are
+    // past the window, not recorded): a client thread that was itself
+    // stalled at the window's end (a busy machine) must not count its
+    // unread answers as a server that stopped answering.
+    tokio::time::sleep(UNFINISHED_GRACE).await;
+    count_unfinished(&mut local.borrow_mut(), &shared);
 }
 
-async fn client_loop<C: Client>(mut client: C, local: Rc<RefCell<Local>>, shared: Arc<Shared>, think: Duration) {
+/// How long the event loop reads pending responses after the window before
+/// counting what is still unanswered as unfinished.
+const UNFINISHED_GRACE: Duration = Duration::from_millis(20);
+
+/// Counts the requests still waiting for their response at the window's
+/// end as `unfinished`, when they had waited at least [`UNFINISHED_AFTER`]
+/// (half the window if shorter) and longer than this thread's slowest
+/// completion of the window: a server that stopped answering, not a slow
+/// one whose requests the window's end caught mid-flight. Counted in the
+/// window's last second.
+fn count_unfinished(l: &mut Local, shared: &Shared) {
+    let (warm_end, end) = (shared.warm_end(), shared.window_end());
+    let window = end.saturating_duration_since(warm_end);
+    if window.is_zero() {
+        return;
+    }
+    let slowest = l.stats.seconds.iter().filter_map(|s| s.latency.quantile_ms(1.0)).fold(0.0, f64::max);
+    let after = UNFINISHED_AFTER.min(window / 2).max(Duration::from_secs_f64(slowest / 1e3));
+    let ages: Vec<Duration> =
+        l.in_flight.iter().flatten().map(|t0| end.saturating_duration_since(*t0)).filter(|age| *age >= after).collect();
+    if ages.is_empty() {
+        return;
+    }
+    let last = (window.as_secs_f64().ceil() as usize).clamp(1, l.stats.seconds.len()) - 1;
+    let oldest = ages.iter().max().copied().unwrap_or_default();
+    let f = Failure::new(
+        ErrorClass::Unfinished,
+        format!("no response after {:.1} s when the window ended (the server stopped answering?)", oldest.as_secs_f64()),
+    );
+    for _ in &ages {
+        l.stats.errors.add(&f);
+    }
+    l.stats.seconds[last].errors += ages.len() as u64;
+    shared.errors.fetch_add(ages.len() as u64, Ordering::Relaxed);
+}
+
+async fn client_loop<C: Client>(mut client: C, slot: usize, local: Rc<RefCell<Local>>, shared: Arc<Shared>, think: Duration) {
     let mut backoff = Duration::ZERO;
     let mut reconnects = client.reconnects();
     loop {
@@ -471,8 +545,15 @@ async fn client_loop<C: Client>(mut client: C, local: Rc<RefCell<Local>>, shared
         if t0 >= shared.window_end() {
             break;
         }
+        local.borrow_mut().in_flight[slot] = Some(t0);
         let outcome = client.call().await;
         let t1 = Instant::now();
+        local.borrow_mut().in_flight[slot] = None;
+        // A call answered without ever waiting in the event loop (a blocking
+        // socket) would keep the timers from firing for the whole window.
+        if local.borrow().timer_due.is_some_and(|due| t1 >= due) {
+            tokio::task::yield_now().await;
+        }
         let warm_end = shared.warm_end();
         let recorded = t1 >= warm_end && t1 < shared.window_end();
         let mut failed_connect = false;
@@ -530,7 +611,9 @@ async fn client_loop<C: Client>(mut client: C, local: Rc<RefCell<Local>>, shared
 
 fn is_connect_failure(f: &Failure) -> bool {
     use scalelab_core::ErrorClass::*;
-    matches!(f.class, ConnectRefused | ConnectTimeout | TooManyConnections)
+    // FdLimit: an EMFILE storm would otherwise spin at 300k+ errors/s and
+    // starve the probes.
+    matches!(f.class, ConnectRefused | ConnectTimeout | TooManyConnections | FdLimit)
 }
 
 /// Awaits every future of an iterator concurrently on the current task.
@@ -651,6 +734,65 @@ mod tests {
             assert!(r.requests > 0, "the clients ran");
             assert_eq!(*blocking.lock().unwrap(), vec![blocks; clients as usize], "{clients} clients on {threads} threads");
         }
+    }
+
+    /// Clients whose calls take `delay`, or never finish after the first `answered` calls.
+    struct SlowDriver {
+        delay: Duration,
+        answered: u64,
+    }
+
+    struct SlowClient {
+        delay: Duration,
+        left: u64,
+    }
+
+    impl Driver for SlowDriver {
+        type Client = SlowClient;
+        fn client(&self, _id: u32) -> SlowClient {
+            SlowClient { delay: self.delay, left: self.answered }
+        }
+    }
+
+    impl Client for SlowClient {
+        async fn connect(&mut self) -> Result<(), Failure> {
+            Ok(())
+        }
+        async fn call(&mut self) -> Result<u32, Failure> {
+            if self.left == 0 {
+                std::future::pending::<()>().await;
+            }
+            self.left -= 1;
+            tokio::time::sleep(self.delay).await;
+            Ok(1)
+        }
+        fn reconnects(&self) -> u64 {
+            0
+        }
+    }
+
+    fn slow_step(delay_ms: u64, answered: u64) -> StepResult {
+        let driver = Arc::new(SlowDriver { delay: Duration::from_millis(delay_ms), answered });
+        let plan = StepPlan { concurrency: 3, warmup_s: 0.0, window_s: 1.0, pause_s: 0.0, think_time_s: 0.0 };
+        let opts = EngineOptions { threads: 2, pin_cpus: Vec::new(), slice_us: None, stop: Arc::new(AtomicBool::new(false)) };
+        run_step(&driver, &plan, &opts, &mut |_| {})
+    }
+
+    #[test]
+    fn requests_left_waiting_at_the_end_of_the_window_are_unfinished_only_when_hung() {
+        // Hung from the start: every client's request is unfinished, in the last second.
+        let r = slow_step(1, 0);
+        assert_eq!((r.requests, r.errors.get(ErrorClass::Unfinished)), (0, 3));
+        assert_eq!(r.seconds.last().unwrap().errors, 3);
+        // Hung after 20 answers each (about 0.2 s): completions, then 3 unfinished.
+        let r = slow_step(10, 20);
+        assert!(r.requests > 0);
+        assert_eq!(r.errors.get(ErrorClass::Unfinished), 3);
+        // Slow but answering (150 ms a call): the requests the window's end
+        // catches mid-flight are not errors.
+        let r = slow_step(150, u64::MAX);
+        assert!(r.requests > 0);
+        assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
     }
 
     #[test]

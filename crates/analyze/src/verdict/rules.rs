@@ -171,7 +171,10 @@ fn errors(ctx: &Ctx) -> Option<Verdict> {
         return None;
     }
     let share = total as f64 / attempts as f64;
-    if share < ERRORS_NOTABLE_SHARE {
+    // A request left unanswered is notable at any share: the server (or
+    // some of its connections) stopped answering.
+    let unfinished = s.errors.get(ErrorClass::Unfinished);
+    if share < ERRORS_NOTABLE_SHARE && unfinished == 0 {
         return None;
     }
     let (top, top_n) = s.errors.counts.iter().max_by_key(|(c, n)| (**n, std::cmp::Reverse(**c))).map(|(c, n)| (*c, *n))?;
@@ -192,13 +195,22 @@ fn errors(ctx: &Ctx) -> Option<Verdict> {
             "transactions collide on the same rows: look at the database's lock waits (SHOW ENGINE INNODB STATUS, pg_locks) and the workload's hot rows"
         }
         ErrorClass::TooManyConnections => "the database refuses clients: raise max_connections or put a pool in front",
+        ErrorClass::Unfinished => {
+            "the server stopped answering (hung, stopped, deadlocked or overloaded past the window): look at its state (`top -H -p PID`, a stack dump, `ps -o stat`) and its log; the requests are counted as unfinished, not as completions"
+        }
+        ErrorClass::FdLimit => {
+            "the client ran out of file descriptors: raise the hard limit (`ulimit -Hn`, LimitNOFILE= in a unit, /etc/security/limits.conf) or use fewer clients"
+        }
         ErrorClass::SqlError | ErrorClass::Other => "read the first error message of each class and the server's log at this load",
     };
     let mut d = Draft::new(VerdictKind::Errors, ctx, format!("requests fail, mostly {}{message}", top.name()), next);
-    d.cap = if share >= ERRORS_HIGH_SHARE { Confidence::High } else { Confidence::Medium };
+    d.cap = if share >= ERRORS_HIGH_SHARE || unfinished > 0 { Confidence::High } else { Confidence::Medium };
     d.ev("failed", Some(100.0 * share), "% of requests");
     d.ev("errors", Some(total as f64 / s.window_s), "/s");
     d.ev(top.name(), Some(top_n as f64 / s.window_s), "/s");
+    if unfinished > 0 && top != ErrorClass::Unfinished {
+        d.ev("unfinished", Some(unfinished as f64), "requests at the window's end");
+    }
     Some(d.done())
 }
 

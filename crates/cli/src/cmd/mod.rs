@@ -2,6 +2,7 @@
 
 pub mod analysis;
 mod compare;
+mod fd_limit;
 mod install;
 mod micro;
 mod prepare;

@@ -93,6 +93,22 @@ pub struct Common {
     pub assertions: Vec<scalelab_analyze::Assertion>,
 }
 
+/// The target of a URL file given without a positional target: the origin
+/// (`scheme://host:port/`) of its URLs, which share one (the HTTP driver
+/// refuses mixed hosts). Without it the run would be recorded as the
+/// specimen's and observe the idle specimen instead of the server.
+fn url_file_target(path: &Path) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("--url-file {}: {e}", path.display())))?;
+    let requests = parse_url_file(&path.display().to_string(), &text).map_err(|e| bad(e.to_string()))?;
+    let first = requests.first().ok_or_else(|| bad(format!("--url-file {}: no URL in the file", path.display())))?;
+    let (scheme, rest) =
+        first.url.split_once("://").ok_or_else(|| bad(format!("--url-file {}: '{}' is not a URL", path.display(), first.url)))?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    // Credentials stay in the file's URLs (sent from there), not in the target's name.
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    Ok(format!("{}://{authority}/", scheme.to_ascii_lowercase()))
+}
+
 /// The specimen's CPU work per request.
 fn specimen_work_us(a: &SweepArgs) -> u64 {
     a.work_us.unwrap_or(100)
@@ -152,8 +168,11 @@ fn refuse_options_that_do_not_apply(a: &SweepArgs, sql: bool) -> anyhow::Result<
     Ok(())
 }
 
-pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
+pub fn run(store_path: &Path, mut a: SweepArgs) -> anyhow::Result<ExitCode> {
     // 1. Everything the user gave is checked before any load.
+    if let (None, Some(path)) = (&a.target, &a.url_file) {
+        a.target = Some(url_file_target(path)?);
+    }
     let concurrency = parse_concurrency_list(&a.concurrency).map_err(|e| bad(format!("--concurrency: {e}")))?;
     let specimen_mode = match &a.target {
         None => Some(
@@ -194,6 +213,9 @@ pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
         crate::db_probe::parse_url(u).map_err(bad)?;
     }
     check_sampling(&a)?;
+    // Before the store or the target: every client needs a descriptor.
+    let probe_fds = super::fd_limit::check(concurrency.iter().copied().max().unwrap_or(1), threads)?;
+    crate::server_tree::set_root_fd_budget(probe_fds);
     let common = Common { steps, threads, assertions };
     if let (Some(t), Some("postgres" | "postgresql" | "mysql" | "mariadb")) = (&a.target, scheme.as_deref()) {
         if !a.source_address.is_empty() {
@@ -279,7 +301,6 @@ pub fn execute<D: scalelab_drive::Driver>(
     prepared: Prepared<D>,
 ) -> anyhow::Result<ExitCode> {
     let Prepared { driver, target_name, workload, server, mut options, specimen } = prepared;
-    cpu::raise_open_files_limit();
     let env = scalelab_probe::capture_environment(&Default::default(), server, cpu::open_files_limit());
     let pin_cpus = scalelab_drive::engine::pin_plan(common.threads, a.no_pin);
     options.insert("client_threads_bound".into(), (!pin_cpus.is_empty()).into());
@@ -320,6 +341,9 @@ pub fn execute<D: scalelab_drive::Driver>(
     }
     let mut view = LiveView::start(a.quiet, a.no_tui, escape_control(&plan.label).into_owned(), &plan.steps, stop.clone());
     let mut store_error = None;
+    // The first step where nothing succeeded or errors dominate: it measured
+    // no working server, so the run failed, whatever --max-failed-steps allowed.
+    let mut failed_step: Option<String> = None;
     let keep = |store: &mut Store, view: &mut LiveView, records: Vec<crate::telemetry::Record>| {
         view.telemetry(&records);
         crate::telemetry::store_records(store, run_id, records);
@@ -333,6 +357,9 @@ pub fn execute<D: scalelab_drive::Driver>(
         SweepEvent::StepFinished { index, result } => {
             keep(&mut store, &mut view, telemetry.drain());
             view.step_finished(&result, plan.throughput_unit());
+            if failed_step.is_none() {
+                failed_step = result.failure().map(|why| format!("step {} ({} clients): {why}", index + 1, result.concurrency));
+            }
             if let Err(e) = store.add_step(run_id, index, &result) {
                 store_error.get_or_insert((index, e));
                 stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -351,10 +378,11 @@ pub fn execute<D: scalelab_drive::Driver>(
             index + 1
         ));
     }
-    let (complete, outcome, code) = match &end {
-        SweepEnd::Completed => (true, "completed".to_string(), ExitCode::SUCCESS),
-        SweepEnd::Interrupted => (false, "interrupted".to_string(), ExitCode::from(130)),
-        SweepEnd::TargetFailed { step } => (false, format!("target failed at step {step}"), ExitCode::from(1)),
+    let (complete, outcome, code) = match (&end, &failed_step) {
+        (SweepEnd::Completed, Some(why)) => (false, format!("failed: {why}"), ExitCode::from(1)),
+        (SweepEnd::Completed, None) => (true, "completed".to_string(), ExitCode::SUCCESS),
+        (SweepEnd::Interrupted, _) => (false, "interrupted".to_string(), ExitCode::from(130)),
+        (SweepEnd::TargetFailed { step }, _) => (false, format!("target failed at step {step}"), ExitCode::from(1)),
     };
     store.finish_run(run_id, complete, &outcome)?;
     let mut run: Run = store.load_run(run_id)?;
@@ -382,7 +410,11 @@ pub fn execute<D: scalelab_drive::Driver>(
             esayln!("error: target failed at step {step} (nothing succeeded for {} step(s) in a row)", a.max_failed_steps)
         }
         SweepEnd::Interrupted => esayln!("interrupted: run {run_id} kept {} finished step(s), marked incomplete", run.steps.len()),
-        SweepEnd::Completed => {}
+        SweepEnd::Completed => {
+            if let Some(why) = &failed_step {
+                esayln!("error: run {run_id} failed: {why}");
+            }
+        }
     }
     if !passed && code == ExitCode::SUCCESS {
         return Ok(ExitCode::from(1));

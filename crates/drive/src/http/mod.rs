@@ -440,6 +440,7 @@ async fn connect(inner: &Inner) -> Result<Conn, Failure> {
         Err(_) => return Err(Failure::new(ErrorClass::ConnectTimeout, format!("connect to {} timed out", inner.addr))),
         Ok(Err(e)) => {
             let class = match e.kind() {
+                _ if crate::cpu::is_fd_limit(&e) => ErrorClass::FdLimit,
                 io::ErrorKind::ConnectionRefused => ErrorClass::ConnectRefused,
                 io::ErrorKind::TimedOut => ErrorClass::ConnectTimeout,
                 _ => ErrorClass::Other,

@@ -428,6 +428,7 @@ impl Client for SqlClient {
 /// Classifies an I/O error met while connecting.
 pub(crate) fn connect_io_class(e: &std::io::Error) -> ErrorClass {
     match e.kind() {
+        _ if crate::cpu::is_fd_limit(e) => ErrorClass::FdLimit,
         std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound => ErrorClass::ConnectRefused,
         std::io::ErrorKind::TimedOut => ErrorClass::ConnectTimeout,
         std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::UnexpectedEof => {

@@ -194,7 +194,10 @@ impl Stream {
             Stream::Unix(s) => s.read(buf).await,
             Stream::Tls(s) => s.read(buf).await,
             Stream::Blocking(fd) => loop {
-                match sys_recv(fd.as_raw_fd(), buf, 0) {
+                let t0 = std::time::Instant::now();
+                let got = sys_recv(fd.as_raw_fd(), buf, 0);
+                crate::engine::note_blocked(t0.elapsed());
+                match got {
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => tokio::task::yield_now().await,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                     r => return r,
