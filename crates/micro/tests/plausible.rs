@@ -22,6 +22,17 @@ fn min(id: &str) -> f64 {
     run().get(id).and_then(|r| r.min).unwrap_or_else(|| panic!("{id} has no min"))
 }
 
+/// The median of a figure that is a difference of two measurements, or
+/// `None` when it says the difference was below what the method resolves
+/// (any other reason for a missing figure fails).
+fn med_or_unresolved(id: &str) -> Option<f64> {
+    let r = run().get(id).unwrap_or_else(|| panic!("{id} missing"));
+    if r.median.is_none() {
+        assert!(r.unavailable.as_deref().is_some_and(|w| w.contains("below what this method resolves")), "{id}: {:?}", r.unavailable);
+    }
+    r.median
+}
+
 fn med(id: &str) -> f64 {
     let r = run().get(id).unwrap_or_else(|| panic!("{id} missing"));
     match r.median {
@@ -77,10 +88,8 @@ fn process_costs_are_ordered_and_plausible() {
     // prot_fault is a difference (a faulting access minus a plain one): on a
     // busy machine the noise can exceed it, and then it must say so rather
     // than print a figure.
-    let r = run().get("prot_fault").expect("prot_fault reported");
-    match r.median {
-        Some(v) => assert!(v > 0.0 && v < 1000.0, "prot_fault = {v} us"),
-        None => assert!(r.unavailable.as_deref().is_some_and(|w| w.contains("below what this method resolves")), "{:?}", r.unavailable),
+    if let Some(v) = med_or_unresolved("prot_fault") {
+        assert!(v > 0.0 && v < 1000.0, "prot_fault = {v} us");
     }
     assert!(med("open_close") > null_call);
 }
@@ -110,9 +119,13 @@ fn context_switches_and_local_latencies_are_plausible() {
     // an unoptimized (debug) build makes ~50 µs of noisy work: there the
     // difference may drop below resolution, so only optimized builds must
     // produce most of them.
+    // On a busy machine (other builds, a CPU hog) the noise can exceed the
+    // difference; then the figure must say so instead of printing one.
     for p in [2, 4, 8, 16] {
-        let v = med(&format!("ctx_{p}p_0k"));
-        assert!(v > 0.0 && v < 1000.0, "ctx_{p}p_0k = {v} us");
+        match med_or_unresolved(&format!("ctx_{p}p_0k")) {
+            Some(v) => assert!(v > 0.0 && v < 1000.0, "ctx_{p}p_0k = {v} us"),
+            None => eprintln!("note: ctx_{p}p_0k below resolution on this busy machine"),
+        }
     }
     let with_data = run().results.iter().filter(|r| r.id.starts_with("ctx_") && !r.id.ends_with("_0k"));
     let present: Vec<f64> = with_data.filter_map(|r| r.median).collect();
