@@ -101,9 +101,10 @@ pub(crate) struct MyConn {
 
 impl MyConn {
     /// Connects and prepares every statement of the workload (unless
-    /// `prepare` is off); a statement the server rejects is named.
-    pub(crate) async fn open(inner: &Inner, prepare: bool) -> Result<MyConn, Failure> {
-        let mut wire = mywire::connect(&inner.config.url, inner.config.connect_timeout).await?;
+    /// `prepare` is off); a statement the server rejects is named. `sole`:
+    /// the calling thread owns only this connection.
+    pub(crate) async fn open(inner: &Inner, prepare: bool, sole: bool) -> Result<MyConn, Failure> {
+        let mut wire = mywire::connect(&inner.config.url, inner.config.connect_timeout, sole).await?;
         let mut stmts = Vec::new();
         if prepare {
             for unit in &inner.units {

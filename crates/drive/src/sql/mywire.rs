@@ -4,17 +4,9 @@
 //!
 //! Why by hand: the load tool's client shares the machine with the server
 //! under test, so every instruction it spends per query is taken from the
-//! server. Measured with callgrind (user-space instructions of the client
-//! worker thread per query, point-select, MariaDB 10.11, 1 client, 3 s;
-//! 2026-11): with mysql_async 15 700 (its `exec_drop` alone about 12 200:
-//! column definitions re-parsed into an `Arc<[Column]>` per execution, a
-//! `Row` built per row, boxed futures, pooled buffers); sysbench
-//! (libmysqlclient plus its Lua) 4 670; with this client 4 320, of which the
-//! round trip itself (build, write, read, walk the reply) is about 1 430 and
-//! the rest the engine, tokio's scheduler, parameters and histograms. A first
-//! version that awaited each packet (an async call per header) cost 5 050:
-//! hence [`Reply::scan`], which walks the buffered reply synchronously.
-//! Syscalls per query (strace): one send, one epoll_wait, one recv.
+//! server; mysql_async cost 3.6 times this client's instructions per query
+//! (figures: `bench/notes/mywire-cost.md`). [`Reply::scan`] walks the
+//! buffered reply synchronously rather than awaiting each packet.
 //!
 //! A query is one COM_STMT_EXECUTE serialized into one reused buffer, one
 //! write, and the reply framed in the [`Inbox`]: OK, or column count,
@@ -304,15 +296,16 @@ pub(crate) struct MyWire {
 
 /// Opens a connection (TCP, or the unix socket of `?socket=`), with TLS if
 /// the URL asks for it, and authenticates; the whole within `timeout`.
-pub(crate) async fn connect(url: &SqlUrl, timeout: Duration) -> Result<MyWire, Failure> {
+/// `sole`: the calling thread owns only this connection ([`Stream::settle`]).
+pub(crate) async fn connect(url: &SqlUrl, timeout: Duration, sole: bool) -> Result<MyWire, Failure> {
     let addr = url.socket.clone().unwrap_or_else(|| format!("{}:{}", url.host, url.port));
-    match tokio::time::timeout(timeout, handshake(url, timeout, &addr)).await {
+    match tokio::time::timeout(timeout, handshake(url, timeout, &addr, sole)).await {
         Err(_) => Err(Failure::new(ErrorClass::ConnectTimeout, format!("connect to {addr} timed out"))),
         Ok(r) => r,
     }
 }
 
-async fn handshake(url: &SqlUrl, timeout: Duration, addr: &str) -> Result<MyWire, Failure> {
+async fn handshake(url: &SqlUrl, timeout: Duration, addr: &str, sole: bool) -> Result<MyWire, Failure> {
     let stream = match &url.socket {
         Some(path) => Stream::unix(path, timeout).await?,
         None => Stream::tcp(&url.host, url.port, timeout).await?,
@@ -372,7 +365,7 @@ async fn handshake(url: &SqlUrl, timeout: Duration, addr: &str) -> Result<MyWire
     c.send().await.map_err(|e| e.at_connect(addr))?;
     c.authenticate(plugin, g.nonce, url.password.as_deref(), secure).await.map_err(|e| e.at_connect(addr))?;
     let MyWire { stream, inbox, out, deprecate_eof, seq } = c;
-    let stream = stream.settle().map_err(|e| Error::Io(e).at_connect(addr))?;
+    let stream = stream.settle(sole).map_err(|e| Error::Io(e).at_connect(addr))?;
     Ok(MyWire { stream, inbox, out, deprecate_eof, seq })
 }
 

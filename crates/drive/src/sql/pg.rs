@@ -133,9 +133,9 @@ impl PgConn {
     /// Connects and, with `prepare`, prepares every statement of the
     /// workload plus BEGIN and COMMIT (each its own Parse + Describe + Sync,
     /// all sent in one write); a statement the server rejects is reported
-    /// with its text.
-    pub(crate) async fn open(inner: &Inner, prepare: bool) -> Result<PgConn, Failure> {
-        let mut wire = PgWire::connect(&inner.config.url, inner.config.connect_timeout, "scalelab").await?;
+    /// with its text. `sole`: the calling thread owns only this connection.
+    pub(crate) async fn open(inner: &Inner, prepare: bool, sole: bool) -> Result<PgConn, Failure> {
+        let mut wire = PgWire::connect(&inner.config.url, inner.config.connect_timeout, "scalelab", sole).await?;
         let names: Vec<Vec<String>> =
             inner.units.iter().enumerate().map(|(u, unit)| (0..unit.len()).map(|i| format!("s{u}_{i}")).collect()).collect();
         if prepare {

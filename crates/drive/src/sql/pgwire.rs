@@ -223,15 +223,16 @@ async fn next(stream: &mut Stream, inbox: &mut Inbox) -> io::Result<(u8, usize)>
 
 impl PgWire {
     /// Connects, negotiates TLS if the URL asks for it, authenticates and
-    /// waits for the server to be ready, all within `timeout`.
-    pub(crate) async fn connect(url: &SqlUrl, timeout: Duration, application_name: &str) -> Result<PgWire, Failure> {
-        match tokio::time::timeout(timeout, Self::connect_inner(url, timeout, application_name)).await {
+    /// waits for the server to be ready, all within `timeout`. `sole`: the
+    /// calling thread owns only this connection ([`Stream::settle`]).
+    pub(crate) async fn connect(url: &SqlUrl, timeout: Duration, application_name: &str, sole: bool) -> Result<PgWire, Failure> {
+        match tokio::time::timeout(timeout, Self::connect_inner(url, timeout, application_name, sole)).await {
             Err(_) => Err(at(url, ErrorClass::ConnectTimeout, "timed out")),
             Ok(r) => r,
         }
     }
 
-    async fn connect_inner(url: &SqlUrl, timeout: Duration, application_name: &str) -> Result<PgWire, Failure> {
+    async fn connect_inner(url: &SqlUrl, timeout: Duration, application_name: &str, sole: bool) -> Result<PgWire, Failure> {
         let mut stream = match &url.socket {
             Some(dir) => Stream::unix(&format!("{}/.s.PGSQL.{}", dir.trim_end_matches('/'), url.port), timeout).await?,
             None => Stream::tcp(&url.host, url.port, timeout).await?,
@@ -336,7 +337,7 @@ impl PgWire {
                 break;
             }
         }
-        let stream = stream.settle().map_err(|e| io_at(url, e))?;
+        let stream = stream.settle(sole).map_err(|e| io_at(url, e))?;
         Ok(PgWire { stream, inbox, out, broken: false, extended: false })
     }
 
