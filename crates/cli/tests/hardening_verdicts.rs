@@ -109,9 +109,7 @@ fn time_wait_toward_another_port_is_no_port_exhaustion_of_a_keepalive_run() {
     // would have held before the fix too, so say so.
     let machine_wide = step["tcp_time_wait"].as_u64().unwrap() as f64;
     if machine_wide < 0.7 * size as f64 {
-        eprintln!(
-            "note: only {machine_wide} TIME_WAIT sockets machine-wide (< 70 % of {size}): a busy machine; the test is weaker this time"
-        );
+        eprintln!("note: only {machine_wide} TIME_WAIT sockets machine-wide (< 70 % of {size}): a busy machine; the test is weaker this time");
     }
     // ... toward this run's server, none of them.
     assert!(step["tcp_time_wait_to_target"].as_u64().unwrap() < 100, "{step}");
