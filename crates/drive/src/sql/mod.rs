@@ -22,6 +22,7 @@ mod pg;
 mod pgwire;
 pub(crate) mod stream;
 mod tls;
+mod unit;
 pub mod workload;
 
 use crate::driver::{Client, ClientCtx, Driver};

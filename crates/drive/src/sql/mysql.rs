@@ -4,12 +4,13 @@
 //! probe, inspection), where the cost per query does not matter.
 
 use super::mywire::{self, MyWire, Prepared};
+use super::unit::{run_unit, Control, UnitConn};
 use super::workload::{Unit, Value};
 use super::{connect_io_class, with_statement, Compiled, Inner, SqlTls, SqlUrl, Timed};
 use mysql_async::{Conn, OptsBuilder, SslOpts};
 use scalelab_core::result::Failure;
 use scalelab_core::ErrorClass;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Opens a connection (TCP, or the unix socket of `?socket=`).
 pub(crate) async fn connect(url: &SqlUrl, timeout: Duration) -> Result<Conn, Failure> {
@@ -131,31 +132,28 @@ impl MyConn {
         stmts: &[Compiled],
         values: &[Value],
         prepare: bool,
-        mut timed: Timed<'_>,
+        timed: Timed<'_>,
     ) -> Result<(), Failure> {
-        if unit.transaction {
-            self.wire.query("BEGIN").await?;
-        }
-        for (i, s) in stmts.iter().enumerate() {
-            let t0 = timed.is_some().then(Instant::now);
-            if prepare {
-                self.wire.execute(&self.stmts[u][i], &s.order, values).await?;
-            } else {
-                self.wire.query(&s.text(unit, values, true)).await?;
-            }
-            if let (Some(t0), Some((base, times))) = (t0, timed.as_mut()) {
-                times.push((*base + i as u32, t0.elapsed()));
-            }
-        }
-        if unit.transaction {
-            self.wire.query("COMMIT").await?;
-        }
-        Ok(())
+        run_unit(self, u, unit, stmts, values, prepare, timed).await
     }
 
     /// Ends a failed transaction; false when the connection is unusable.
     pub(crate) async fn rollback(&mut self) -> bool {
         self.wire.query("ROLLBACK").await.is_ok()
+    }
+}
+
+impl UnitConn for MyConn {
+    async fn control(&mut self, c: Control, _prepare: bool) -> Result<(), Failure> {
+        self.wire.query(c.sql()).await
+    }
+
+    async fn statement(&mut self, u: usize, i: usize, s: &Compiled, unit: &Unit, values: &[Value], prepare: bool) -> Result<(), Failure> {
+        if prepare {
+            self.wire.execute(&self.stmts[u][i], &s.order, values).await
+        } else {
+            self.wire.query(&s.text(unit, values, true)).await
+        }
     }
 }
 
