@@ -3,7 +3,7 @@
 //! doc); mysql_async for everything else (dataset loading, the telemetry
 //! probe, inspection), where the cost per query does not matter.
 
-use super::mywire::{self, MyWire, Prepared};
+use super::mywire::{self, server_failure, MyWire, Prepared};
 use super::unit::{run_unit, Control, UnitConn};
 use super::workload::{Unit, Value};
 use super::{connect_io_class, with_statement, Compiled, Inner, SqlTls, SqlUrl, Timed};
@@ -79,18 +79,6 @@ pub(crate) fn classify(e: &mysql_async::Error) -> Failure {
         }
         _ => Failure::new(ErrorClass::Other, e.to_string()),
     }
-}
-
-/// A server error (ERR packet) by class, as `ERROR code (sqlstate): message`.
-pub(crate) fn server_failure(code: u16, state: &str, message: &str) -> Failure {
-    let class = match code {
-        1213 => ErrorClass::Deadlock,
-        1205 => ErrorClass::LockWaitTimeout,
-        1040 | 1203 => ErrorClass::TooManyConnections,
-        2006 | 2013 | 1927 | 1053 => ErrorClass::ConnectionLost,
-        _ => ErrorClass::SqlError,
-    };
-    Failure::new(class, format!("ERROR {code} ({state}): {message}"))
 }
 
 /// A MySQL connection with the workload prepared on it.
