@@ -2,8 +2,9 @@
 
 /// User + system CPU seconds this process has used so far (all threads).
 pub fn process_cpu_s() -> f64 {
-    // SAFETY: getrusage writes into the zeroed struct we own.
+    // SAFETY: rusage is plain old data; all zeroes is a valid value.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes into `ru`, a live local.
     let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
     if rc != 0 {
         return f64::NAN;
@@ -70,9 +71,11 @@ pub fn set_thread_slice_us(us: u64) -> Option<u64> {
 
 /// The calling thread's scheduling attributes, as the kernel reports them.
 fn thread_sched_attr() -> Option<libc::sched_attr> {
-    // SAFETY: the kernel fills at most `size` bytes of the struct we own.
+    // SAFETY: sched_attr is plain old data; all zeroes is a valid value.
     let mut attr: libc::sched_attr = unsafe { std::mem::zeroed() };
     let size = std::mem::size_of::<libc::sched_attr>() as libc::c_uint;
+    // SAFETY: SYS_sched_getattr writes at most `size` bytes into `attr`, a live local of that size;
+    // pid 0 is the calling thread.
     let r = unsafe { libc::syscall(libc::SYS_sched_getattr, 0, &mut attr as *mut libc::sched_attr, size, 0) };
     (r == 0).then_some(attr)
 }
@@ -97,15 +100,17 @@ pub fn is_fd_limit(e: &std::io::Error) -> bool {
 
 /// Hard limit of open files of this process (what the soft limit can be raised to).
 pub fn open_files_hard_limit() -> Option<u64> {
-    // SAFETY: getrlimit writes into the struct we own.
+    // SAFETY: rlimit is plain old data; all zeroes is a valid value.
     let mut rl: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: getrlimit writes into `rl`, a live local.
     (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } == 0).then_some(rl.rlim_max)
 }
 
 /// Soft limit of open files of this process.
 pub fn open_files_limit() -> Option<u64> {
-    // SAFETY: getrlimit writes into the struct we own.
+    // SAFETY: rlimit is plain old data; all zeroes is a valid value.
     let mut rl: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: getrlimit writes into `rl`, a live local.
     (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } == 0).then_some(rl.rlim_cur)
 }
 
@@ -131,8 +136,10 @@ mod tests {
         std::thread::spawn(|| {
             // SAFETY: plain syscalls on the calling thread (gettid, its nice value).
             let tid = unsafe { libc::syscall(libc::SYS_gettid) } as libc::id_t;
+            // SAFETY: sets the nice value of the calling thread (`tid`) only.
             assert_eq!(unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, 7) }, 0, "raising one's own nice value is allowed");
             let granted = set_thread_slice_us(300);
+            // SAFETY: reads the nice value of the calling thread (`tid`).
             assert_eq!(unsafe { libc::getpriority(libc::PRIO_PROCESS, tid) }, 7, "nice kept (slice {granted:?})");
             assert_eq!(granted, thread_slice_now_us());
         })

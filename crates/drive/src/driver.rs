@@ -8,13 +8,42 @@ pub trait Driver: Send + Sync + 'static {
     /// One virtual client: owns its connection, lives on one worker thread.
     type Client: Client;
 
-    /// Makes client number `id` (no I/O yet; [`Client::connect`] opens it).
-    fn client(&self, id: u32) -> Self::Client;
+    /// Makes the client `ctx` describes (no I/O yet; [`Client::connect`]
+    /// opens it).
+    fn client(&self, ctx: ClientCtx) -> Self::Client;
 
     /// Names of the statements whose latency clients report on their own
     /// (see [`Client::statement_times`]); empty for protocols without them.
     fn statement_names(&self) -> Vec<String> {
         Vec::new()
+    }
+}
+
+/// What the engine tells a driver about a client it makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClientCtx {
+    /// The client's number in the step, 0-based (seeds its random draws).
+    pub id: u32,
+    /// The client's worker thread runs this client alone: it has nothing
+    /// else to do while a request is out, so the driver may wait for the
+    /// reply in a blocking `recv` rather than the event loop's
+    /// `epoll_wait` (the kernel's sync wake-up hint reaches socket waiters,
+    /// not epoll waiters; see `sql::stream::Stream::settle`). False outside
+    /// the engine's worker threads.
+    pub owns_one_connection: bool,
+}
+
+impl ClientCtx {
+    /// Client `id` on a thread that may run other work too (a preflight, a
+    /// check, or a worker thread with several clients).
+    pub fn new(id: u32) -> ClientCtx {
+        ClientCtx { id, owns_one_connection: false }
+    }
+
+    /// The same client, on a thread whose only connection is its own (`sole`).
+    pub fn with_sole_connection(self, sole: bool) -> ClientCtx {
+        ClientCtx { owns_one_connection: sole, ..self }
     }
 }
 

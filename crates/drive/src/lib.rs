@@ -18,6 +18,6 @@ pub mod http;
 pub mod sql;
 pub mod sweep;
 
-pub use driver::{Client, Driver};
-pub use engine::{run_step, EngineOptions, LiveTick};
+pub use driver::{Client, ClientCtx, Driver};
+pub use engine::{run_step, EngineOptions, LiveTick, Schedule};
 pub use sweep::{run_sweep, SweepEnd, SweepEvent};

@@ -42,6 +42,8 @@ pub fn serve_if_helper() {
 /// What the helper forks: `exit` (the child exits at once) or `exec PATH ARGS...`.
 fn serve(mode: &[String]) -> i32 {
     // Die with the parent.
+    // SAFETY: prctl(PR_SET_PDEATHSIG) takes plain integers and only changes this process's
+    // settings.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
     let exec: Option<(CString, Vec<CString>)> = match mode.first().map(String::as_str) {
         Some("exit") => None,
@@ -68,6 +70,8 @@ fn serve(mode: &[String]) -> i32 {
         let mut failure = None;
         for _ in 0..n {
             let child = match (&exec, &argv) {
+                // SAFETY: in the forked child: `path` and `argv` (NUL-terminated, with a null last
+                // pointer) live until execv replaces the process.
                 (Some((path, _)), Some(argv)) => Child::fork(|| unsafe {
                     libc::execv(path.as_ptr(), argv.as_ptr());
                     127

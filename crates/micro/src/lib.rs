@@ -86,6 +86,7 @@ pub fn run_suite(opts: &SuiteOptions, progress: &mut dyn FnMut(&MicroResult)) ->
 /// a CPU more than 10 % of the time per /proc/pressure/cpu): every figure
 /// then includes time spent waiting to run.
 fn busy_warning(proc_root: &std::path::Path) -> Option<String> {
+    // SAFETY: sysconf takes a plain integer and has no other precondition.
     let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as f64;
     let load = std::fs::read_to_string(proc_root.join("loadavg")).ok().and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok());
     let pressure = std::fs::read_to_string(proc_root.join("pressure/cpu")).ok().and_then(|s| {

@@ -35,6 +35,7 @@ impl Default for Machine {
 impl Machine {
     /// Reads the live machine (`/sys`, `/proc`).
     pub fn detect() -> Machine {
+        // SAFETY: sysconf takes a plain integer and has no other precondition.
         let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
         Machine::detect_at(Path::new("/sys"), Path::new("/proc"), cpus.max(1) as usize)
     }
@@ -99,9 +100,14 @@ impl Child {
     /// execv, ...) and must not allocate: the parent may be multithreaded.
     /// The child also asks the kernel to kill it if the parent dies.
     pub fn fork(body: impl FnOnce() -> i32) -> io::Result<Child> {
+        // SAFETY: getpid takes no arguments and cannot fail.
         let parent = unsafe { libc::getpid() };
+        // SAFETY: the child runs only `body`, which the caller keeps to async-signal-safe calls
+        // without allocation (see above), then `_exit`.
         match unsafe { libc::fork() } {
             -1 => Err(io::Error::last_os_error()),
+            // SAFETY: in the child: prctl, getppid and _exit are async-signal-safe; `body` is kept
+            // so by the caller.
             0 => unsafe {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
                 if libc::getppid() != parent {
@@ -126,6 +132,7 @@ impl Child {
 fn wait_pid(pid: libc::pid_t) -> io::Result<i32> {
     let mut status = 0;
     loop {
+        // SAFETY: `status` is a live local; `pid` is a child of this process.
         if unsafe { libc::waitpid(pid, &mut status, 0) } == pid {
             return Ok(status);
         }
@@ -139,6 +146,7 @@ fn wait_pid(pid: libc::pid_t) -> io::Result<i32> {
 impl Drop for Child {
     fn drop(&mut self) {
         if !self.reaped {
+            // SAFETY: `pid` is our child, not yet reaped, so the id cannot have been reused.
             unsafe { libc::kill(self.pid, libc::SIGKILL) };
             let _ = wait_pid(self.pid);
         }
@@ -148,9 +156,11 @@ impl Drop for Child {
 /// A pipe (read end, write end), close-on-exec.
 pub(crate) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as RawFd; 2];
+    // SAFETY: pipe2 writes two descriptors into `fds`, a live local array of two.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return Err(io::Error::last_os_error());
     }
+    // SAFETY: both descriptors were just created and nothing else owns them.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
@@ -158,9 +168,11 @@ pub(crate) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 pub(crate) fn unix_pair() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as RawFd; 2];
     let kind = libc::SOCK_STREAM | libc::SOCK_CLOEXEC;
+    // SAFETY: socketpair writes two descriptors into `fds`, a live local array of two.
     if unsafe { libc::socketpair(libc::AF_UNIX, kind, 0, fds.as_mut_ptr()) } != 0 {
         return Err(io::Error::last_os_error());
     }
+    // SAFETY: both descriptors were just created and nothing else owns them.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
@@ -169,6 +181,8 @@ pub(crate) fn unix_pair() -> io::Result<(OwnedFd, OwnedFd)> {
 pub(crate) fn read_full(fd: RawFd, buf: &mut [u8]) -> bool {
     let mut got = 0;
     while got < buf.len() {
+        // SAFETY: reads at most `buf.len() - got` bytes into the unread tail of `buf`, borrowed
+        // mutably.
         let r = unsafe { libc::read(fd, buf[got..].as_mut_ptr().cast(), buf.len() - got) };
         if r <= 0 {
             if r < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
@@ -185,6 +199,7 @@ pub(crate) fn read_full(fd: RawFd, buf: &mut [u8]) -> bool {
 pub(crate) fn write_full(fd: RawFd, buf: &[u8]) -> bool {
     let mut put = 0;
     while put < buf.len() {
+        // SAFETY: writes at most `buf.len() - put` bytes from the unwritten tail of `buf`.
         let r = unsafe { libc::write(fd, buf[put..].as_ptr().cast(), buf.len() - put) };
         if r <= 0 {
             if r < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
@@ -201,6 +216,7 @@ pub(crate) fn write_full(fd: RawFd, buf: &[u8]) -> bool {
 /// with an error instead of hanging the suite. Costs nothing per read.
 pub(crate) fn set_recv_timeout(fd: RawFd, secs: i64) {
     let tv = libc::timeval { tv_sec: secs, tv_usec: 0 };
+    // SAFETY: setsockopt reads one timeval from `tv`, a live local of that size.
     unsafe {
         libc::setsockopt(
             fd,
@@ -221,6 +237,8 @@ pub(crate) struct PinGuard {
 
 impl PinGuard {
     pub fn pin_first_cpu() -> io::Result<(PinGuard, usize)> {
+        // SAFETY: cpu_set_t values we own (zeroed, then filled by the kernel or CPU_SET); only the
+        // calling thread's affinity changes.
         unsafe {
             let mut saved: libc::cpu_set_t = std::mem::zeroed();
             let size = std::mem::size_of::<libc::cpu_set_t>();
@@ -243,6 +261,7 @@ impl PinGuard {
 impl Drop for PinGuard {
     fn drop(&mut self) {
         let size = std::mem::size_of::<libc::cpu_set_t>();
+        // SAFETY: restores the calling thread's affinity from the cpu_set_t saved in this guard.
         unsafe { libc::sched_setaffinity(0, size, &self.saved) };
     }
 }
@@ -298,6 +317,7 @@ impl Region {
     /// kernel is asked for huge pages.
     pub fn new(len: usize, huge: bool) -> io::Result<Region> {
         let map_len = if huge { len.div_ceil(HUGE) * HUGE + HUGE } else { len };
+        // SAFETY: a new private anonymous mapping; the result is checked below.
         let map = unsafe {
             libc::mmap(std::ptr::null_mut(), map_len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
         };
@@ -306,31 +326,41 @@ impl Region {
         }
         let mut ptr = map.cast::<u8>();
         if huge {
+            // SAFETY: madvise on the whole mapping just made.
             unsafe { libc::madvise(map, map_len, libc::MADV_HUGEPAGE) };
             let misalign = ptr as usize % HUGE;
             if misalign != 0 {
+                // SAFETY: HUGE - misalign < HUGE, and the mapping has HUGE bytes to spare past
+                // `len`.
                 ptr = unsafe { ptr.add(HUGE - misalign) };
             }
         }
         let r = Region { map, map_len, ptr, len };
         // Touch every page so the timed passes never fault.
         for off in (0..len).step_by(4096) {
+            // SAFETY: `off` < `len`, inside the writable mapping.
             unsafe { r.ptr.add(off).write_volatile(1) };
         }
         Ok(r)
     }
 
     pub fn as_mut_slice<T: Copy>(&mut self) -> &mut [T] {
+        // SAFETY: `ptr` is page-aligned (so aligned for any T) with `len` initialized bytes
+        // (touched above), borrowed mutably through `self`.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.cast(), self.len / std::mem::size_of::<T>()) }
     }
 
     pub fn as_slice<T: Copy>(&self) -> &[T] {
+        // SAFETY: `ptr` is page-aligned (so aligned for any T) with `len` initialized bytes,
+        // borrowed through `self`.
         unsafe { std::slice::from_raw_parts(self.ptr.cast(), self.len / std::mem::size_of::<T>()) }
     }
 }
 
 impl Drop for Region {
     fn drop(&mut self) {
+        // SAFETY: unmaps the mapping this Region owns, once; slices borrowed from it cannot outlive
+        // it.
         unsafe { libc::munmap(self.map, self.map_len) };
     }
 }
@@ -366,6 +396,7 @@ mod tests {
     #[test]
     fn child_is_reaped_on_drop() {
         let c = Child::fork(|| {
+            // SAFETY: pause takes no arguments; it returns when a signal arrives.
             unsafe { libc::pause() };
             0
         })
@@ -373,6 +404,7 @@ mod tests {
         let pid = c.pid;
         drop(c);
         // Reaped: waitpid on it now fails with ECHILD.
+        // SAFETY: a null status pointer is allowed; on a reaped pid waitpid only fails (ECHILD).
         let r = unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
         assert_eq!(r, -1);
     }

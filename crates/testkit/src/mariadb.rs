@@ -56,6 +56,7 @@ impl MariaDb {
         let d = dir.path();
         fs::create_dir_all(d.join("tmp")).expect("tmp dir");
         crate::set_mode_bits(d, 0o755);
+        // SAFETY: geteuid has no preconditions.
         let root = unsafe { libc::geteuid() } == 0;
         let user = if root { "mysql".to_string() } else { std::env::var("USER").unwrap_or_else(|_| "nobody".into()) };
         if root {

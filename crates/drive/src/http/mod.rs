@@ -11,7 +11,7 @@ pub(crate) mod tls;
 
 pub use response::{read_response, ReadError, ResponseHead};
 
-use crate::driver::{Client, Driver};
+use crate::driver::{Client, ClientCtx, Driver};
 use scalelab_core::result::Failure;
 use scalelab_core::{redact_url, ErrorClass};
 use std::io;
@@ -355,7 +355,8 @@ fn serialize_request(method: &str, url: &Url, host: &str, config: &HttpConfig) -
 impl Driver for HttpDriver {
     type Client = HttpClient;
 
-    fn client(&self, id: u32) -> HttpClient {
+    fn client(&self, ctx: ClientCtx) -> HttpClient {
+        let id = ctx.id;
         HttpClient {
             inner: self.inner.clone(),
             conn: None,

@@ -22,9 +22,10 @@ mod pg;
 mod pgwire;
 pub(crate) mod stream;
 mod tls;
+mod unit;
 pub mod workload;
 
-use crate::driver::{Client, Driver};
+use crate::driver::{Client, ClientCtx, Driver};
 use scalelab_core::result::Failure;
 use scalelab_core::ErrorClass;
 use std::sync::Arc;
@@ -304,7 +305,7 @@ impl SqlDriver {
     /// a statement the server rejects is reported with its text.
     pub fn check_statements(&self) -> Result<(), Failure> {
         runtime().block_on(async {
-            let mut c = self.client(0);
+            let mut c = self.client(ClientCtx::new(0));
             c.open(true).await
         })
     }
@@ -313,7 +314,8 @@ impl SqlDriver {
 impl Driver for SqlDriver {
     type Client = SqlClient;
 
-    fn client(&self, id: u32) -> SqlClient {
+    fn client(&self, ctx: ClientCtx) -> SqlClient {
+        let id = ctx.id;
         let gens = self.inner.config.workload.units.iter().map(|u| u.params.iter().map(|(_, g)| GenState::new(g, id)).collect()).collect();
         SqlClient {
             inner: self.inner.clone(),
@@ -323,6 +325,7 @@ impl Driver for SqlDriver {
             values: Vec::new(),
             times: Vec::new(),
             opened: 0,
+            sole: ctx.owns_one_connection,
         }
     }
 
@@ -347,14 +350,16 @@ pub struct SqlClient {
     /// Statement latencies of the last transaction unit, for the engine.
     times: Vec<(u32, Duration)>,
     opened: u64,
+    /// This client's thread owns only its connection (see [`ClientCtx`]).
+    sole: bool,
 }
 
 impl SqlClient {
     async fn open(&mut self, always_prepare: bool) -> Result<(), Failure> {
         let prepare = always_prepare || self.inner.config.prepare;
         let conn = match self.inner.config.url.engine {
-            Engine::Postgres => Conn::Pg(pg::PgConn::open(&self.inner, prepare).await?),
-            Engine::Mysql => Conn::My(mysql::MyConn::open(&self.inner, prepare).await?),
+            Engine::Postgres => Conn::Pg(pg::PgConn::open(&self.inner, prepare, self.sole).await?),
+            Engine::Mysql => Conn::My(mysql::MyConn::open(&self.inner, prepare, self.sole).await?),
         };
         self.conn = Some(conn);
         self.opened += 1;

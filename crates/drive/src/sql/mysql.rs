@@ -3,13 +3,14 @@
 //! doc); mysql_async for everything else (dataset loading, the telemetry
 //! probe, inspection), where the cost per query does not matter.
 
-use super::mywire::{self, MyWire, Prepared};
+use super::mywire::{self, server_failure, MyWire, Prepared};
+use super::unit::{run_unit, Control, UnitConn};
 use super::workload::{Unit, Value};
 use super::{connect_io_class, with_statement, Compiled, Inner, SqlTls, SqlUrl, Timed};
 use mysql_async::{Conn, OptsBuilder, SslOpts};
 use scalelab_core::result::Failure;
 use scalelab_core::ErrorClass;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Opens a connection (TCP, or the unix socket of `?socket=`).
 pub(crate) async fn connect(url: &SqlUrl, timeout: Duration) -> Result<Conn, Failure> {
@@ -80,18 +81,6 @@ pub(crate) fn classify(e: &mysql_async::Error) -> Failure {
     }
 }
 
-/// A server error (ERR packet) by class, as `ERROR code (sqlstate): message`.
-pub(crate) fn server_failure(code: u16, state: &str, message: &str) -> Failure {
-    let class = match code {
-        1213 => ErrorClass::Deadlock,
-        1205 => ErrorClass::LockWaitTimeout,
-        1040 | 1203 => ErrorClass::TooManyConnections,
-        2006 | 2013 | 1927 | 1053 => ErrorClass::ConnectionLost,
-        _ => ErrorClass::SqlError,
-    };
-    Failure::new(class, format!("ERROR {code} ({state}): {message}"))
-}
-
 /// A MySQL connection with the workload prepared on it.
 pub(crate) struct MyConn {
     wire: MyWire,
@@ -101,9 +90,10 @@ pub(crate) struct MyConn {
 
 impl MyConn {
     /// Connects and prepares every statement of the workload (unless
-    /// `prepare` is off); a statement the server rejects is named.
-    pub(crate) async fn open(inner: &Inner, prepare: bool) -> Result<MyConn, Failure> {
-        let mut wire = mywire::connect(&inner.config.url, inner.config.connect_timeout).await?;
+    /// `prepare` is off); a statement the server rejects is named. `sole`:
+    /// the calling thread owns only this connection.
+    pub(crate) async fn open(inner: &Inner, prepare: bool, sole: bool) -> Result<MyConn, Failure> {
+        let mut wire = mywire::connect(&inner.config.url, inner.config.connect_timeout, sole).await?;
         let mut stmts = Vec::new();
         if prepare {
             for unit in &inner.units {
@@ -130,31 +120,28 @@ impl MyConn {
         stmts: &[Compiled],
         values: &[Value],
         prepare: bool,
-        mut timed: Timed<'_>,
+        timed: Timed<'_>,
     ) -> Result<(), Failure> {
-        if unit.transaction {
-            self.wire.query("BEGIN").await?;
-        }
-        for (i, s) in stmts.iter().enumerate() {
-            let t0 = timed.is_some().then(Instant::now);
-            if prepare {
-                self.wire.execute(&self.stmts[u][i], &s.order, values).await?;
-            } else {
-                self.wire.query(&s.text(unit, values, true)).await?;
-            }
-            if let (Some(t0), Some((base, times))) = (t0, timed.as_mut()) {
-                times.push((*base + i as u32, t0.elapsed()));
-            }
-        }
-        if unit.transaction {
-            self.wire.query("COMMIT").await?;
-        }
-        Ok(())
+        run_unit(self, u, unit, stmts, values, prepare, timed).await
     }
 
     /// Ends a failed transaction; false when the connection is unusable.
     pub(crate) async fn rollback(&mut self) -> bool {
         self.wire.query("ROLLBACK").await.is_ok()
+    }
+}
+
+impl UnitConn for MyConn {
+    async fn control(&mut self, c: Control, _prepare: bool) -> Result<(), Failure> {
+        self.wire.query(c.sql()).await
+    }
+
+    async fn statement(&mut self, u: usize, i: usize, s: &Compiled, unit: &Unit, values: &[Value], prepare: bool) -> Result<(), Failure> {
+        if prepare {
+            self.wire.execute(&self.stmts[u][i], &s.order, values).await
+        } else {
+            self.wire.query(&s.text(unit, values, true)).await
+        }
     }
 }
 

@@ -5,12 +5,13 @@
 
 use super::pgwire::PgWire;
 use super::tls::{self, PgTls};
+use super::unit::{run_unit, Control, UnitConn};
 use super::workload::{Unit, Value};
 use super::{connect_io_class, with_statement, Compiled, Inner, SqlTls, SqlUrl, Timed};
 use scalelab_core::result::Failure;
 use scalelab_core::ErrorClass;
 use std::error::Error as StdError;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::NoTls;
 
@@ -114,17 +115,6 @@ pub(crate) struct PgConn {
     names: Vec<Vec<String>>,
 }
 
-/// Sends BEGIN or COMMIT: the statement prepared as `name`, or its text
-/// without prepare.
-async fn transaction_control(wire: &mut PgWire, prepare: bool, name: &str, sql: &str) -> Result<(), Failure> {
-    if prepare {
-        wire.queue_execute(name, std::iter::empty())?;
-    } else {
-        wire.queue_query(sql)?;
-    }
-    wire.round_trip().await
-}
-
 /// Names of the prepared BEGIN and COMMIT.
 const BEGIN: &str = "begin";
 const COMMIT: &str = "commit";
@@ -133,9 +123,9 @@ impl PgConn {
     /// Connects and, with `prepare`, prepares every statement of the
     /// workload plus BEGIN and COMMIT (each its own Parse + Describe + Sync,
     /// all sent in one write); a statement the server rejects is reported
-    /// with its text.
-    pub(crate) async fn open(inner: &Inner, prepare: bool) -> Result<PgConn, Failure> {
-        let mut wire = PgWire::connect(&inner.config.url, inner.config.connect_timeout, "scalelab").await?;
+    /// with its text. `sole`: the calling thread owns only this connection.
+    pub(crate) async fn open(inner: &Inner, prepare: bool, sole: bool) -> Result<PgConn, Failure> {
+        let mut wire = PgWire::connect(&inner.config.url, inner.config.connect_timeout, "scalelab", sole).await?;
         let names: Vec<Vec<String>> =
             inner.units.iter().enumerate().map(|(u, unit)| (0..unit.len()).map(|i| format!("s{u}_{i}")).collect()).collect();
         if prepare {
@@ -166,37 +156,6 @@ impl PgConn {
         Ok(PgConn { wire, names })
     }
 
-    async fn run_inner(
-        &mut self,
-        u: usize,
-        unit: &Unit,
-        stmts: &[Compiled],
-        values: &[Value],
-        prepare: bool,
-        mut timed: Timed<'_>,
-    ) -> Result<(), Failure> {
-        let wire = &mut self.wire;
-        if unit.transaction {
-            transaction_control(wire, prepare, BEGIN, "BEGIN").await?;
-        }
-        for (i, s) in stmts.iter().enumerate() {
-            let t0 = timed.is_some().then(Instant::now);
-            if prepare {
-                wire.queue_execute(&self.names[u][i], s.order.iter().map(|&p| &values[p]))?;
-            } else {
-                wire.queue_query(&s.text(unit, values, false))?;
-            }
-            wire.round_trip().await?;
-            if let (Some(t0), Some((base, times))) = (t0, timed.as_mut()) {
-                times.push((*base + i as u32, t0.elapsed()));
-            }
-        }
-        if unit.transaction {
-            transaction_control(wire, prepare, COMMIT, "COMMIT").await?;
-        }
-        Ok(())
-    }
-
     /// Runs one unit.
     pub(crate) async fn run(
         &mut self,
@@ -207,7 +166,7 @@ impl PgConn {
         prepare: bool,
         timed: Timed<'_>,
     ) -> Result<(), Failure> {
-        let r = self.run_inner(u, unit, stmts, values, prepare, timed).await;
+        let r = run_unit(self, u, unit, stmts, values, prepare, timed).await;
         match r {
             Err(mut f) if self.wire.broken() => {
                 f.class = ErrorClass::ConnectionLost;
@@ -224,5 +183,29 @@ impl PgConn {
         }
         let _ = self.wire.round_trip().await;
         !self.wire.broken()
+    }
+}
+
+impl UnitConn for PgConn {
+    async fn control(&mut self, c: Control, prepare: bool) -> Result<(), Failure> {
+        if prepare {
+            let name = match c {
+                Control::Begin => BEGIN,
+                Control::Commit => COMMIT,
+            };
+            self.wire.queue_execute(name, std::iter::empty())?;
+        } else {
+            self.wire.queue_query(c.sql())?;
+        }
+        self.wire.round_trip().await
+    }
+
+    async fn statement(&mut self, u: usize, i: usize, s: &Compiled, unit: &Unit, values: &[Value], prepare: bool) -> Result<(), Failure> {
+        if prepare {
+            self.wire.queue_execute(&self.names[u][i], s.order.iter().map(|&p| &values[p]))?;
+        } else {
+            self.wire.queue_query(&s.text(unit, values, false))?;
+        }
+        self.wire.round_trip().await
     }
 }

@@ -5,18 +5,9 @@
 //! Why not tokio-postgres (still used for `prepare`, the preflight and the
 //! telemetry probe): it splits each query between the caller and a
 //! connection task (the request and the response each cross a channel, two
-//! task wake-ups per query), which made scalelab's client cost more than the
-//! peers it is compared with. Measured with callgrind, user-space
-//! instructions per query on the client thread, 1 client, PostgreSQL 15 on
-//! loopback (the difference between a 5 s and a 10 s window, divided by the
-//! difference in queries, so connecting and start-up cancel out):
-//!
-//! | client                        | point-select | pgbench -S |
-//! |-------------------------------|-------------:|-----------:|
-//! | scalelab with tokio-postgres  |       12 800 |     13 100 |
-//! | scalelab with this client     |        5 000 |      5 000 |
-//! | sysbench (libpq plus its Lua) |        5 700 |          - |
-//! | pgbench -M prepared (libpq)   |            - |      6 500 |
+//! task wake-ups per query), which cost about 2.6 times the
+//! instructions per query of the hand-written one (figures:
+//! `bench/notes/pgwire-cost.md`).
 //!
 //! System calls per query: one `sendto`, then one `recvfrom` tried at once
 //! (libpq's `PQconsumeInput` after a send; [`Inbox::sent`] says why and
@@ -34,11 +25,8 @@
 //! Frontend messages are encoded with `postgres-protocol`. Backend messages are
 //! parsed here, on the inbox bytes: the crate's parser wants a `BytesMut` and
 //! hands out a reference-counted `Bytes` for every message, while the load
-//! path needs only the tag of most messages. Measured (callgrind, a
-//! point-select reply: BindComplete, a 120-byte DataRow, CommandComplete,
-//! ReadyForQuery): `backend::Message::parse` costs about 1 000 instructions per
-//! reply (60 of them copying it into a `BytesMut`), the loop here about 70,
-//! i.e. the crate's parser would add a fifth to this client's cost per query.
+//! path needs only the tag of most messages: it would add about a fifth to
+//! this client's cost per query (`bench/notes/pgwire-cost.md`).
 //! The few messages whose content matters (ErrorResponse, the
 //! authentication requests) are small and parsed here too.
 
@@ -223,15 +211,16 @@ async fn next(stream: &mut Stream, inbox: &mut Inbox) -> io::Result<(u8, usize)>
 
 impl PgWire {
     /// Connects, negotiates TLS if the URL asks for it, authenticates and
-    /// waits for the server to be ready, all within `timeout`.
-    pub(crate) async fn connect(url: &SqlUrl, timeout: Duration, application_name: &str) -> Result<PgWire, Failure> {
-        match tokio::time::timeout(timeout, Self::connect_inner(url, timeout, application_name)).await {
+    /// waits for the server to be ready, all within `timeout`. `sole`: the
+    /// calling thread owns only this connection ([`Stream::settle`]).
+    pub(crate) async fn connect(url: &SqlUrl, timeout: Duration, application_name: &str, sole: bool) -> Result<PgWire, Failure> {
+        match tokio::time::timeout(timeout, Self::connect_inner(url, timeout, application_name, sole)).await {
             Err(_) => Err(at(url, ErrorClass::ConnectTimeout, "timed out")),
             Ok(r) => r,
         }
     }
 
-    async fn connect_inner(url: &SqlUrl, timeout: Duration, application_name: &str) -> Result<PgWire, Failure> {
+    async fn connect_inner(url: &SqlUrl, timeout: Duration, application_name: &str, sole: bool) -> Result<PgWire, Failure> {
         let mut stream = match &url.socket {
             Some(dir) => Stream::unix(&format!("{}/.s.PGSQL.{}", dir.trim_end_matches('/'), url.port), timeout).await?,
             None => Stream::tcp(&url.host, url.port, timeout).await?,
@@ -336,7 +325,7 @@ impl PgWire {
                 break;
             }
         }
-        let stream = stream.settle().map_err(|e| io_at(url, e))?;
+        let stream = stream.settle(sole).map_err(|e| io_at(url, e))?;
         Ok(PgWire { stream, inbox, out, broken: false, extended: false })
     }
 

@@ -73,36 +73,18 @@ impl Stream {
     }
 
     /// Once the connection is set up: on a client thread that owns only this
-    /// connection, a plain socket leaves the event loop and is switched to
-    /// blocking mode, so that waiting for a reply is the `recv` itself; any
-    /// other stream is returned as it is.
+    /// connection (`sole`, from the engine's `ClientCtx`), a plain socket
+    /// leaves the event loop and is switched to blocking mode, so that
+    /// waiting for a reply is the `recv` itself; any other stream is
+    /// returned as it is.
     ///
-    /// Why: such a thread has nothing else to do while its request is out.
-    /// A blocking `recv` waits on the socket's own wait queue, where the
-    /// server's reply wakes it with the kernel's sync hint (the scheduler runs
-    /// the client on the CPU the server thread is leaving), while an epoll
-    /// waiter (tokio) is woken without it, on its own CPU, with an IPI and
-    /// cold caches, all paid in the server's send path. Measured on the
-    /// 2-vCPU VM (kernel 6.18), MariaDB point-select, 10 clients,
-    /// `--threads 10`, 3 rounds of 10 s (same binary, alternated): 57-62k q/s
-    /// waiting in epoll against 70-78k in a blocking `poll(2)` then a `recv`.
-    /// Blocking in the `recv` itself saves the poll and its wait-queue set-up:
-    /// `bench/sql_vs_peers` with `--threads N` beside sysbench's N threads,
-    /// 3 rounds of 8 s, the two builds alternated on the same servers, client
-    /// CPU seconds per 100k queries (poll then recv -> blocking recv):
-    /// MariaDB at 10 clients 1.20-1.35 -> 0.99-1.19 (sysbench 1.19-1.33),
-    /// q/s 46-54k -> 51-63k (sysbench 48-56k); PostgreSQL at 10 clients
-    /// 1.02-1.03 -> 0.94-1.02 (sysbench 1.04-1.06); at 50 clients MariaDB
-    /// 1.22-1.31 -> 1.10-1.17 and PostgreSQL 1.25-1.37 -> 1.17-1.18; at 1
-    /// client PostgreSQL 3.04-3.63 -> 2.80-2.99. Under the default two event
-    /// loops, MariaDB's `_raw_spin_unlock_irqrestore` (the wake-up) was
-    /// 14.5 % of all CPU samples against 4 % under sysbench's blocking
-    /// threads. Tried and not kept: a poll over all of a thread's sockets
-    /// just before tokio parks (runtime `on_thread_park`), for threads with
-    /// several connections; 4 alternated rounds at 10 clients gave 47-66k q/s
-    /// with it and 55-68k without.
-    pub(crate) fn settle(self) -> io::Result<Stream> {
-        if !crate::engine::owns_one_connection() {
+    /// Why: such a thread has nothing else to do while its request is out,
+    /// and a blocking `recv` is woken with the kernel's sync hint (the client
+    /// runs on the CPU the server thread is leaving) while an epoll waiter
+    /// is woken on its own CPU, with an IPI and cold caches. Figures and what
+    /// was tried and not kept: `bench/notes/blocking-socket.md`.
+    pub(crate) fn settle(self, sole: bool) -> io::Result<Stream> {
+        if !sole {
             return Ok(self);
         }
         match self {
@@ -252,24 +234,12 @@ impl Inbox {
     /// each send (`PQconsumeInput`), before waiting through the event loop.
     ///
     /// Why: on a thread that serves many connections, a reply is often there
-    /// already, because the server process the send woke preempted the
-    /// client on its own CPU and answered. Taking it at once keeps that
-    /// connection's next query on the CPU where its server process is warm;
-    /// leaving it to the next epoll round lets the thread turn to other
-    /// connections first and the server processes' wake-ups scatter over
-    /// the CPUs. Measured on the 2-vCPU VM (kernel 6.18), PostgreSQL 15,
-    /// pgbench-select, 8 s rounds alternated with `pgbench -S -M prepared`
-    /// (medians of 4): at 50 clients 80.7k q/s with it against 69.8k
-    /// without (pgbench 76.2k), the server's CPU per 100k queries 1.77 s
-    /// against 2.09 s (pgbench 1.87 s), the client's 0.72 s against 0.80 s;
-    /// at 10 clients 82.8k against 72.4k (pgbench 78.6k). The read found
-    /// the reply 69 % of the time at 50 clients, 54 % at 10. MariaDB gained
-    /// nothing from it (point-select 67.3k against 65.6k at 50 clients,
-    /// 68.3k against 68.9k at 10, sysbench 73.7-75.5k) and at 10 clients its
-    /// misses (69 %) raised the client's CPU per 100k queries from 0.95 s to
-    /// 1.14 s, so `mywire` does not call this. A blocking socket (see
-    /// [`Stream::settle`]) skips the extra read: its `recv` returns at once
-    /// for a reply that is there.
+    /// already (the server process the send woke preempted the client and
+    /// answered); taking it at once keeps that connection's next query on
+    /// the CPU where its server process is warm. PostgreSQL gained from it,
+    /// MariaDB did not, so `mywire` does not call this; a blocking socket
+    /// (see [`Stream::settle`]) skips the extra read. Figures:
+    /// `bench/notes/eager-read-after-send.md`.
     pub(crate) fn sent(&mut self) {
         self.eager = true;
     }
@@ -347,6 +317,7 @@ impl Inbox {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::driver::ClientCtx;
     use std::io::{Read, Write};
     use std::time::Instant;
 
@@ -450,7 +421,7 @@ mod tests {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async {
             let (_ours, theirs) = UnixStream::pair().unwrap();
-            let stream = Stream::Unix(theirs).settle().unwrap();
+            let stream = Stream::Unix(theirs).settle(ClientCtx::new(0).owns_one_connection).unwrap();
             assert!(matches!(stream, Stream::Unix(_)), "a thread outside the engine (prepare, preflight) keeps the event loop");
         });
     }

@@ -75,6 +75,8 @@ fn bw_pipe(ctx: &Ctx) -> Values {
     let buf = vec![3u8; CHUNK];
     let (rr, wr) = (r.as_raw_fd(), w.as_raw_fd());
     let child = Child::fork(|| {
+        // SAFETY: in the forked child, closing its copy of the read end; nothing else in the child
+        // uses that descriptor.
         unsafe { libc::close(rr) };
         writer(wr, &buf)
     })?;
@@ -90,6 +92,8 @@ fn bw_unix(ctx: &Ctx) -> Values {
     let buf = vec![3u8; CHUNK];
     let (m, t) = (mine.as_raw_fd(), theirs.as_raw_fd());
     let child = Child::fork(|| {
+        // SAFETY: in the forked child, closing its copy of the parent's end; nothing else in the
+        // child uses that descriptor.
         unsafe { libc::close(m) };
         writer(t, &buf)
     })?;
@@ -106,10 +110,13 @@ fn bw_tcp(ctx: &Ctx) -> Values {
     let l = listener.as_raw_fd();
     let buf = vec![3u8; CHUNK];
     let child = Child::fork(|| {
+        // SAFETY: accept4 on the listener's descriptor, which the parent keeps open; null address
+        // pointers are allowed.
         let fd = unsafe { libc::accept4(l, std::ptr::null_mut(), std::ptr::null_mut(), 0) };
         if fd < 0 {
             return 1;
         }
+        // SAFETY: in the forked child, closing its copy of the listener, unused from here on.
         unsafe { libc::close(l) };
         writer(fd, &buf)
     })?;
@@ -162,9 +169,12 @@ fn file_reread(ctx: &Ctx, f: &TempFile, len: usize) -> Values {
     let v = ctx.per_iter(|n| {
         let t = Instant::now();
         for _ in 0..n {
+            // SAFETY: lseek on a descriptor `fd` keeps open.
             unsafe { libc::lseek(fd.as_raw_fd(), 0, libc::SEEK_SET) };
             let mut left = len;
             while left > 0 {
+                // SAFETY: `buf` holds CHUNK / 4 u32s, i.e. CHUNK initialized bytes, borrowed
+                // mutably for the slice's life.
                 let bytes = unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast(), CHUNK) };
                 if !read_full(fd.as_raw_fd(), bytes) {
                     return Err(os_skip("read"));
@@ -182,13 +192,17 @@ fn file_reread(ctx: &Ctx, f: &TempFile, len: usize) -> Values {
 /// the first pass faults it in), as lmbench's `bw_mmap_rd mmap_only`.
 fn mmap_reread(ctx: &Ctx, f: &TempFile, len: usize) -> Values {
     let fd = std::fs::File::open(&f.path)?;
+    // SAFETY: a new read-only shared mapping of an open file; the result is checked below.
     let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, fd.as_raw_fd(), 0) };
     if p == libc::MAP_FAILED {
         return Err(os_skip("mmap"));
     }
+    // SAFETY: unmaps the mapping made above, once, after its last use (`words` is dropped first).
     let _unmap = super::threads::OnDrop(|| unsafe {
         libc::munmap(p, len);
     });
+    // SAFETY: `p` maps `len` readable bytes, page-aligned, until `_unmap` runs at the end of this
+    // function.
     let words = unsafe { std::slice::from_raw_parts(p.cast::<u32>(), len / 4) };
     black_box(rd(words));
     let v = ctx.per_iter(|n| {

@@ -70,6 +70,8 @@ fn pipe_rt(ctx: &Ctx) -> Values {
     let (cr, cw) = (to_child_r.as_raw_fd(), to_parent_w.as_raw_fd());
     let (pw, pr) = (to_child_w.as_raw_fd(), to_parent_r.as_raw_fd());
     let child = Child::fork(|| {
+        // SAFETY: in the forked child, closing its copies of the parent's ends; nothing else in the
+        // child uses them.
         unsafe {
             libc::close(pw);
             libc::close(pr);
@@ -88,6 +90,8 @@ fn unix_rt(ctx: &Ctx) -> Values {
     let (m, t) = (mine.as_raw_fd(), theirs.as_raw_fd());
     set_recv_timeout(m, 5);
     let child = Child::fork(|| {
+        // SAFETY: in the forked child, closing its copy of the parent's end; nothing else in the
+        // child uses it.
         unsafe { libc::close(m) };
         echo(t, t)
     })?;
@@ -107,6 +111,8 @@ fn udp_rt(ctx: &Ctx) -> Values {
     // A lost datagram would otherwise block us forever.
     set_recv_timeout(m, 5);
     let child = Child::fork(|| {
+        // SAFETY: in the forked child, closing its copy of the parent's end; nothing else in the
+        // child uses it.
         unsafe { libc::close(m) };
         echo(t, t)
     })?;
@@ -120,6 +126,8 @@ fn tcp_rt(ctx: &Ctx) -> Values {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let addr = listener.local_addr()?;
     let l = listener.as_raw_fd();
+    // SAFETY: in the forked child: accept4 on the listener the parent keeps open (null address
+    // pointers are allowed), and descriptors the child owns.
     let child = Child::fork(|| unsafe {
         let fd = libc::accept4(l, std::ptr::null_mut(), std::ptr::null_mut(), 0);
         if fd < 0 {
@@ -155,8 +163,10 @@ fn tcp_connect(ctx: &Ctx) -> Values {
     // A deep accept queue: pinned to one CPU, we connect for a whole time
     // slice before the child runs to accept; with std's default backlog the
     // queue overflows and the kernel drops SYNs (1 s retransmit).
+    // SAFETY: listen on the descriptor `listener` keeps open.
     unsafe { libc::listen(l, 4096) };
     let child = Child::fork(|| loop {
+        // SAFETY: accept4 on the listener the parent keeps open; null address pointers are allowed.
         let fd = unsafe { libc::accept4(l, std::ptr::null_mut(), std::ptr::null_mut(), 0) };
         if fd < 0 {
             if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
@@ -164,6 +174,7 @@ fn tcp_connect(ctx: &Ctx) -> Values {
             }
             return 1;
         }
+        // SAFETY: closing the connection this child just accepted and owns.
         unsafe { libc::close(fd) };
     })?;
     let v = ctx.per_iter(|n| {

@@ -55,6 +55,7 @@ fn spin_lock(l: &AtomicBool, done: &AtomicBool) -> bool {
 /// CPU time of the calling thread in nanoseconds.
 fn thread_cpu_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes into the timespec we own.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }

@@ -94,6 +94,8 @@ fn chase(ctx: &Ctx, bytes: u64) -> Values {
     let mut p = base;
     // Warm-up: bring the buffer into whatever cache level holds it.
     for _ in 0..lines.min(1 << 22) {
+        // SAFETY: `p` starts at `base` and every word read holds the address of another line of the
+        // same live buffer (the chain built above), aligned for usize.
         p = unsafe { *(p as *const usize) };
     }
     let v = ctx.per_iter(|n| {

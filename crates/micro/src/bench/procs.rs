@@ -41,6 +41,7 @@ fn null_call(ctx: &Ctx) -> Values {
     let v = ctx.per_iter(|n| {
         let t = Instant::now();
         for _ in 0..n {
+            // SAFETY: getppid takes no arguments and cannot fail.
             unsafe { libc::syscall(libc::SYS_getppid) };
         }
         Ok(secs(t))
@@ -50,10 +51,12 @@ fn null_call(ctx: &Ctx) -> Values {
 
 fn open_raw(path: &str, flags: i32) -> Result<OwnedFd, Skip> {
     let c = CString::new(path).expect("static path");
+    // SAFETY: `c` is a NUL-terminated path that outlives the call.
     let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC) };
     if fd < 0 {
         return Err(os_skip(&format!("open {path}")));
     }
+    // SAFETY: `fd` was just opened (>= 0) and nothing else owns it.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
@@ -66,6 +69,8 @@ fn null_io(ctx: &Ctx) -> Values {
     let rd = ctx.per_iter(|n| {
         let t = Instant::now();
         for _ in 0..n {
+            // SAFETY: reads one byte into `byte`, a live local of one byte, from a descriptor
+            // `zero` keeps open.
             if unsafe { libc::read(zero.as_raw_fd(), byte.as_mut_ptr().cast(), 1) } != 1 {
                 return Err(os_skip("read /dev/zero"));
             }
@@ -75,6 +80,7 @@ fn null_io(ctx: &Ctx) -> Values {
     let wr = ctx.per_iter(|n| {
         let t = Instant::now();
         for _ in 0..n {
+            // SAFETY: writes one byte from `byte`, a live local, to a descriptor `null` keeps open.
             if unsafe { libc::write(null.as_raw_fd(), byte.as_ptr().cast(), 1) } != 1 {
                 return Err(os_skip("write /dev/null"));
             }
@@ -85,10 +91,13 @@ fn null_io(ctx: &Ctx) -> Values {
 }
 
 fn stat(ctx: &Ctx, f: &TempFile) -> Values {
+    // SAFETY: libc::stat is plain old data; all zeroes is a valid value.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     let v = ctx.per_iter(|n| {
         let t = Instant::now();
         for _ in 0..n {
+            // SAFETY: a NUL-terminated path `f` keeps alive, and a stat struct we own for the
+            // kernel to fill.
             if unsafe { libc::stat(f.c_path.as_ptr(), &mut st) } != 0 {
                 return Err(os_skip("stat"));
             }
@@ -102,10 +111,12 @@ fn open_close(ctx: &Ctx, f: &TempFile) -> Values {
     let v = ctx.per_iter(|n| {
         let t = Instant::now();
         for _ in 0..n {
+            // SAFETY: a NUL-terminated path `f` keeps alive.
             let fd = unsafe { libc::open(f.c_path.as_ptr(), libc::O_RDONLY) };
             if fd < 0 {
                 return Err(os_skip("open"));
             }
+            // SAFETY: closing the descriptor just opened, owned by nothing else.
             unsafe { libc::close(fd) };
         }
         Ok(secs(t))
@@ -120,9 +131,12 @@ fn select_on(ctx: &Ctx, fds: &[RawFd]) -> Values {
         return Err(Skip::Unavailable(format!("descriptor {big} is beyond select()'s FD_SETSIZE")));
     }
     let maxfd = fds.iter().copied().max().unwrap_or(0);
+    // SAFETY: fd_set is plain old data; all zeroes is a valid value.
     let mut set: libc::fd_set = unsafe { std::mem::zeroed() };
+    // SAFETY: FD_ZERO on a live local fd_set.
     unsafe { libc::FD_ZERO(&mut set) };
     for &fd in fds {
+        // SAFETY: `fd` is below FD_SETSIZE (checked above); `set` is a live local.
         unsafe { libc::FD_SET(fd, &mut set) };
     }
     let v = ctx.per_iter(|n| {
@@ -130,6 +144,8 @@ fn select_on(ctx: &Ctx, fds: &[RawFd]) -> Values {
         for _ in 0..n {
             let mut w = set;
             let mut tv = libc::timeval { tv_sec: 0, tv_usec: 0 };
+            // SAFETY: `w` and `tv` are live locals; every descriptor in `w` is below maxfd + 1 and
+            // open.
             let r = unsafe { libc::select(maxfd + 1, std::ptr::null_mut(), &mut w, std::ptr::null_mut(), &mut tv) };
             if r < 0 {
                 return Err(os_skip("select"));
@@ -143,10 +159,12 @@ fn select_on(ctx: &Ctx, fds: &[RawFd]) -> Values {
 fn select_file(ctx: &Ctx, f: &TempFile) -> Values {
     let mut fds = Vec::with_capacity(100);
     for _ in 0..100 {
+        // SAFETY: a NUL-terminated path `f` keeps alive.
         let fd = unsafe { libc::open(f.c_path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
         if fd < 0 {
             return Err(os_skip("open for select"));
         }
+        // SAFETY: `fd` was just opened (>= 0) and nothing else owns it.
         fds.push(unsafe { OwnedFd::from_raw_fd(fd) });
     }
     let raw: Vec<RawFd> = fds.iter().map(|f| f.as_raw_fd()).collect();
@@ -224,6 +242,8 @@ fn fork_exec_here(ctx: &Ctx, path: &str, args: &[&str]) -> Values {
     let v = ctx.per_iter(|n| {
         let t = Instant::now();
         for _ in 0..n {
+            // SAFETY: in the forked child: `c_path` and `argv` (NUL-terminated strings, a null last
+            // pointer) live until execv replaces the process.
             let child = Child::fork(|| unsafe {
                 libc::execv(c_path.as_ptr(), argv.as_ptr());
                 127

@@ -27,15 +27,19 @@ impl PMutex {
         PMutex(UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER))
     }
     pub fn lock(&self) {
+        // SAFETY: the mutex was initialized by PTHREAD_MUTEX_INITIALIZER and lives in this struct,
+        // which is not moved while shared.
         unsafe { libc::pthread_mutex_lock(self.0.get()) };
     }
     pub fn unlock(&self) {
+        // SAFETY: unlocks the initialized mutex this thread locked in `lock`.
         unsafe { libc::pthread_mutex_unlock(self.0.get()) };
     }
 }
 
 impl Drop for PMutex {
     fn drop(&mut self) {
+        // SAFETY: dropped: nobody holds or waits on the mutex any more.
         unsafe { libc::pthread_mutex_destroy(self.0.get()) };
     }
 }
@@ -50,15 +54,19 @@ impl PCond {
         PCond(UnsafeCell::new(libc::PTHREAD_COND_INITIALIZER))
     }
     fn wait(&self, m: &PMutex) {
+        // SAFETY: both objects are initialized and live; the caller holds `m`, as pthread_cond_wait
+        // requires.
         unsafe { libc::pthread_cond_wait(self.0.get(), m.0.get()) };
     }
     fn signal(&self) {
+        // SAFETY: an initialized condition variable that lives in this struct.
         unsafe { libc::pthread_cond_signal(self.0.get()) };
     }
 }
 
 impl Drop for PCond {
     fn drop(&mut self) {
+        // SAFETY: dropped: no thread waits on the condition variable any more.
         unsafe { libc::pthread_cond_destroy(self.0.get()) };
     }
 }
@@ -73,10 +81,13 @@ fn thread_create(ctx: &Ctx) -> Values {
         let t = Instant::now();
         for _ in 0..n {
             let mut th: libc::pthread_t = 0;
+            // SAFETY: `nothing` is an extern "C" fn that ignores its argument; `th` is a local the
+            // call fills.
             let r = unsafe { libc::pthread_create(&mut th, std::ptr::null(), nothing, std::ptr::null_mut()) };
             if r != 0 {
                 return Err(Skip::Unavailable(format!("pthread_create failed: {r}")));
             }
+            // SAFETY: `th` is the thread just created and not joined or detached yet.
             unsafe { libc::pthread_join(th, std::ptr::null_mut()) };
         }
         Ok(secs(t))
@@ -158,6 +169,7 @@ impl<F: FnMut()> Drop for OnDrop<F> {
 fn futex(word: &AtomicU32, op: libc::c_int, val: u32) {
     // The timeout only bounds a wait if a wake-up were ever lost.
     let ts = libc::timespec { tv_sec: 0, tv_nsec: 100_000_000 };
+    // SAFETY: `word` is a live AtomicU32 (a valid futex word) and `ts` a live local timespec.
     unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), op, val, &ts as *const libc::timespec) };
 }
 

@@ -1,0 +1,95 @@
+//! One virtual client's request loop: send, wait for the reply, record it
+//! by its completion time, pause as the schedule says, again until the
+//! window's end.
+
+use super::schedule::Schedule;
+use super::state::{Local, Shared};
+use crate::driver::Client;
+use scalelab_core::result::Failure;
+use scalelab_core::LatencyHistogram;
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Runs `client` (slot `slot` of its thread) until the window's end.
+pub(super) async fn client_loop<C: Client>(mut client: C, slot: usize, local: Rc<RefCell<Local>>, shared: Arc<Shared>, schedule: Schedule) {
+    let think = schedule.pause_after_reply();
+    let mut backoff = Duration::ZERO;
+    let mut reconnects = client.reconnects();
+    loop {
+        let t0 = Instant::now();
+        if t0 >= shared.window_end() {
+            break;
+        }
+        local.borrow_mut().in_flight[slot] = Some(t0);
+        let outcome = client.call().await;
+        let t1 = Instant::now();
+        local.borrow_mut().in_flight[slot] = None;
+        // A call answered without ever waiting in the event loop (a blocking
+        // socket) would keep the timers from firing for the whole window.
+        if local.borrow().timer_due.is_some_and(|due| t1 >= due) {
+            tokio::task::yield_now().await;
+        }
+        let warm_end = shared.warm_end();
+        let recorded = t1 >= warm_end && t1 < shared.window_end();
+        let mut failed_connect = false;
+        {
+            let mut l = local.borrow_mut();
+            let sec = if recorded { ((t1 - warm_end).as_secs() as usize).min(l.stats.seconds.len() - 1) } else { 0 };
+            match &outcome {
+                Ok(statements) => {
+                    shared.completions.fetch_add(1, Ordering::Relaxed);
+                    if recorded {
+                        let s = &mut l.stats.seconds[sec];
+                        s.requests += 1;
+                        s.latency.record(t1 - t0);
+                        l.stats.queries += u64::from(*statements);
+                        if let Some(times) = client.statement_times() {
+                            for &(i, d) in times.iter() {
+                                let i = i as usize;
+                                if l.stats.statements.len() <= i {
+                                    l.stats.statements.resize_with(i + 1, LatencyHistogram::new);
+                                }
+                                l.stats.statements[i].record(d);
+                            }
+                        }
+                    }
+                    backoff = Duration::ZERO;
+                }
+                Err(f) => {
+                    shared.errors.fetch_add(1, Ordering::Relaxed);
+                    if recorded {
+                        l.stats.seconds[sec].errors += 1;
+                        l.stats.errors.add(f);
+                    }
+                    failed_connect = is_connect_failure(f);
+                }
+            }
+            if let Some(times) = client.statement_times() {
+                times.clear();
+            }
+            let r = client.reconnects();
+            if recorded {
+                l.stats.reconnects += r - reconnects;
+            }
+            reconnects = r;
+        }
+        if failed_connect {
+            // A target that refuses connections is not hammered in a tight loop:
+            // back off 1 ms, doubling to 250 ms, while it stays down.
+            backoff = (backoff * 2).clamp(Duration::from_millis(1), Duration::from_millis(250));
+            tokio::time::sleep(backoff).await;
+        } else if !think.is_zero() {
+            tokio::time::sleep(think).await;
+        }
+    }
+}
+
+fn is_connect_failure(f: &Failure) -> bool {
+    use scalelab_core::ErrorClass::*;
+    // FdLimit: an EMFILE storm would otherwise spin at 300k+ errors/s and
+    // starve the probes.
+    matches!(f.class, ConnectRefused | ConnectTimeout | TooManyConnections | FdLimit)
+}

@@ -1,0 +1,100 @@
+//! One closed-loop step: N virtual clients, each with exactly one request in
+//! flight, spread round-robin over T worker threads.
+//!
+//! Each worker thread runs its own single-threaded tokio runtime, so a client
+//! never migrates between threads and its stats live in plain (non-atomic)
+//! memory; the only cross-thread traffic per request is one relaxed counter
+//! increment read by the live progress display.
+//!
+//! Timeline of a step: all clients connect → barrier → warm-up (load on,
+//! nothing recorded) → window (completions recorded by completion time) →
+//! clients are dropped at the window's end. In-flight requests are not
+//! counted (as wrk does) unless they had waited longer than any completion
+//! of the window and at least [`UNFINISHED_AFTER`](scalelab_core::result::UNFINISHED_AFTER) (half the window if
+//! shorter): those count as `unfinished` errors, so a server that stopped
+//! answering never shows as a clean 0 req/s with no error.
+//!
+//! The parts, each using only those listed after it:
+//! - this file: [`run_step`], which wires the others together;
+//! - `merge`: the workers' statistics folded into one [`StepResult`];
+//! - `controller`: the calling thread's part (deadlines, progress, stop);
+//! - `worker`: one worker thread (connect, run, per-second hand-over,
+//!   unfinished requests), and `client_loop`, one client's request loop;
+//! - [`Schedule`]: which clients exist and when they send;
+//! - `state`: what the controller and workers share;
+//! - `placement`: CPU binding and time slice of the worker threads.
+
+mod client_loop;
+mod controller;
+mod merge;
+mod placement;
+mod schedule;
+mod state;
+#[cfg(test)]
+mod tests;
+mod worker;
+
+use crate::cpu;
+use crate::driver::Driver;
+pub use controller::LiveTick;
+use merge::Merge;
+pub use placement::{pin_plan, SHORT_CLIENT_SLICE_US};
+use scalelab_core::{LatencyHistogram, StepPlan, StepResult};
+pub use schedule::Schedule;
+pub(crate) use state::note_blocked;
+use state::{Gates, Shared};
+use std::sync::atomic::AtomicBool;
+use std::sync::{mpsc, Arc};
+use worker::{worker, WorkerPlan};
+
+/// Settings of the engine that are not part of a step's plan.
+#[derive(Clone, Debug)]
+pub struct EngineOptions {
+    /// Worker threads (event loops) of the client.
+    pub threads: u32,
+    /// CPUs to bind the worker threads to, one each (thread t on
+    /// `pin_cpus[t]`); empty: the scheduler places them. See [`pin_plan`].
+    pub pin_cpus: Vec<usize>,
+    /// Time slice asked for each worker thread, µs (None: the kernel's
+    /// default). See [`SHORT_CLIENT_SLICE_US`].
+    pub slice_us: Option<u64>,
+    /// Set from a signal handler: the window ends at the next whole second.
+    pub stop: Arc<AtomicBool>,
+}
+
+/// Runs one step and returns its merged result. `live` is called from the
+/// calling thread about every 250 ms.
+pub fn run_step<D: Driver>(driver: &Arc<D>, plan: &StepPlan, opts: &EngineOptions, live: &mut dyn FnMut(&LiveTick)) -> StepResult {
+    let schedule = Schedule::from_plan(plan);
+    let threads = schedule.threads(opts.threads);
+    let n_seconds = plan.window_s.ceil().max(1.0) as usize;
+    let shared = Arc::new(Shared::new());
+    let gates = Arc::new(Gates::new(threads));
+    let (sec_tx, sec_rx) = mpsc::channel::<(u32, LatencyHistogram)>();
+
+    let mut handles = Vec::new();
+    for t in 0..threads {
+        let work = WorkerPlan {
+            ids: schedule.clients_of(t, threads),
+            schedule: schedule.clone(),
+            n_seconds,
+            cpu: opts.pin_cpus.get(t as usize).copied(),
+            slice_us: opts.slice_us,
+        };
+        let (driver, shared, gates, sec_tx) = (driver.clone(), shared.clone(), gates.clone(), sec_tx.clone());
+        handles.push(
+            std::thread::Builder::new()
+                .name(format!("scalelab-client-{t}"))
+                .spawn(move || worker(&*driver, work, &shared, &gates, sec_tx))
+                .expect("spawning a client thread"),
+        );
+    }
+    drop(sec_tx);
+
+    let window = controller::control(&shared, plan.warmup(), plan.window(), &gates, &opts.stop, &sec_rx, live);
+    let mut merge = Merge::new(n_seconds);
+    for h in handles {
+        merge.add(&h.join().expect("a client thread panicked"));
+    }
+    merge.finish(plan.concurrency, threads.min(cpu::allowed_cpus()), &window, &driver.statement_names())
+}

@@ -1,0 +1,123 @@
+//! What the controller and the workers share (deadlines and live counters)
+//! and what one worker thread keeps for its own clients.
+
+use scalelab_core::result::{ErrorCounts, SecondResult};
+use scalelab_core::LatencyHistogram;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+/// Deadlines shared by the controller and the workers, as nanoseconds since `base`.
+pub(super) struct Shared {
+    pub(super) base: Instant,
+    pub(super) warm_end_ns: AtomicU64,
+    pub(super) window_end_ns: AtomicU64,
+    /// Completions so far (warm-up included), for the live progress.
+    pub(super) completions: AtomicU64,
+    /// Failed requests so far, for the live progress.
+    pub(super) errors: AtomicU64,
+}
+
+impl Shared {
+    /// Deadlines not set yet (far in the future).
+    pub(super) fn new() -> Shared {
+        Shared {
+            base: Instant::now(),
+            warm_end_ns: AtomicU64::new(u64::MAX / 4),
+            window_end_ns: AtomicU64::new(u64::MAX / 4),
+            completions: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+        }
+    }
+    fn at(&self, ns: u64) -> Instant {
+        self.base + Duration::from_nanos(ns)
+    }
+    pub(super) fn warm_end(&self) -> Instant {
+        self.at(self.warm_end_ns.load(Ordering::Relaxed))
+    }
+    pub(super) fn window_end(&self) -> Instant {
+        self.at(self.window_end_ns.load(Ordering::Relaxed))
+    }
+    pub(super) fn set_warm_end(&self, t: Instant) {
+        self.warm_end_ns.store((t - self.base).as_nanos() as u64, Ordering::Relaxed);
+    }
+    pub(super) fn set_window_end(&self, t: Instant) {
+        self.window_end_ns.store((t - self.base).as_nanos() as u64, Ordering::Relaxed);
+    }
+}
+
+/// The two points where the controller and every worker meet: all clients
+/// are connected; the deadlines are set and the load may start.
+pub(super) struct Gates {
+    pub(super) connected: Barrier,
+    pub(super) go: Barrier,
+}
+
+impl Gates {
+    /// Gates for `workers` worker threads and the controller.
+    pub(super) fn new(workers: u32) -> Gates {
+        Gates { connected: Barrier::new(workers as usize + 1), go: Barrier::new(workers as usize + 1) }
+    }
+}
+
+/// What one worker thread measured.
+pub(super) struct WorkerStats {
+    pub(super) seconds: Vec<SecondResult>,
+    pub(super) errors: ErrorCounts,
+    pub(super) queries: u64,
+    pub(super) reconnects: u64,
+    pub(super) connect_total: Duration,
+    pub(super) connects: u32,
+    /// Worst event-loop lateness seen in the window.
+    pub(super) max_lag: Option<Duration>,
+    /// This thread's run-queue wait (schedstat run delay) over the window, ns.
+    pub(super) runq_wait_ns: Option<u64>,
+    /// Per-statement latencies of the window, by index into the driver's statement names.
+    pub(super) statements: Vec<LatencyHistogram>,
+}
+
+impl WorkerStats {
+    /// Nothing measured yet, with room for `n_seconds` window seconds.
+    pub(super) fn new(n_seconds: usize) -> WorkerStats {
+        WorkerStats {
+            seconds: (0..n_seconds as u32).map(|s| SecondResult { second: s, ..Default::default() }).collect(),
+            errors: ErrorCounts::default(),
+            queries: 0,
+            reconnects: 0,
+            connect_total: Duration::ZERO,
+            connects: 0,
+            max_lag: None,
+            runq_wait_ns: None,
+            statements: Vec::new(),
+        }
+    }
+}
+
+/// Per-thread state shared by the thread's client tasks (single-threaded: RefCell).
+pub(super) struct Local {
+    pub(super) stats: WorkerStats,
+    /// Per client of this thread: when its request in flight was sent (None: none in flight).
+    pub(super) in_flight: Vec<Option<Instant>>,
+    /// When the control loop's timer is due: a client whose calls never
+    /// wait in the event loop (a blocking socket answered in time) yields
+    /// to it once this has passed, so the timer still fires.
+    pub(super) timer_due: Option<Instant>,
+}
+
+thread_local! {
+    /// Time this thread spent waiting in a blocking socket (see
+    /// [`note_blocked`]), ns: idle time, not event-loop lateness.
+    static BLOCKED_NS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Records that this client thread waited `d` in a blocking `recv` (a
+/// thread that owns one connection): the control loop's timer may fire that
+/// much later without the thread having been busy.
+pub(crate) fn note_blocked(d: Duration) {
+    BLOCKED_NS.with(|b| b.set(b.get().saturating_add(d.as_nanos() as u64)));
+}
+
+/// Time this thread has spent blocked in sockets so far, ns.
+pub(super) fn blocked_ns() -> u64 {
+    BLOCKED_NS.with(|b| b.get())
+}

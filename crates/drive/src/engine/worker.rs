@@ -1,0 +1,198 @@
+//! One worker thread: its own single-threaded event loop, which opens its
+//! clients' connections, runs their request loops through the window, and
+//! keeps their statistics in plain (non-atomic) memory.
+
+use super::client_loop::client_loop;
+use super::placement::place_current_thread;
+use super::schedule::Schedule;
+use super::state::{blocked_ns, Gates, Local, Shared, WorkerStats};
+use crate::driver::{Client, ClientCtx, Driver};
+use scalelab_core::result::{Failure, UNFINISHED_AFTER};
+use scalelab_core::{ErrorClass, LatencyHistogram};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+/// Where a worker thread runs and what it runs.
+pub(super) struct WorkerPlan {
+    /// The ids of this thread's clients.
+    pub(super) ids: Vec<u32>,
+    pub(super) schedule: Schedule,
+    /// Seconds of the window (the per-second histograms to keep).
+    pub(super) n_seconds: usize,
+    /// The CPU to bind the thread to (None: the scheduler places it).
+    pub(super) cpu: Option<usize>,
+    /// The time slice to ask for, µs (None: the kernel's default).
+    pub(super) slice_us: Option<u64>,
+}
+
+/// Runs on a new worker thread: places it, connects its clients, meets the
+/// controller at the gates, then runs the load until the window's end.
+pub(super) fn worker<D: Driver>(
+    driver: &D,
+    plan: WorkerPlan,
+    shared: &Arc<Shared>,
+    gates: &Gates,
+    sec_tx: mpsc::Sender<(u32, LatencyHistogram)>,
+) -> WorkerStats {
+    place_current_thread(plan.cpu, plan.slice_us);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("building a tokio runtime");
+    let local =
+        Rc::new(RefCell::new(Local { stats: WorkerStats::new(plan.n_seconds), in_flight: vec![None; plan.ids.len()], timer_due: None }));
+
+    // A thread with one client has nothing else to do while its request is
+    // out: the driver may wait for replies in a blocking socket.
+    let sole = plan.ids.len() == 1;
+    let mut clients: Vec<D::Client> = plan.ids.iter().map(|&id| driver.client(ClientCtx::new(id).with_sole_connection(sole))).collect();
+    // Open every connection before the window.
+    rt.block_on(async {
+        let set = tokio::task::LocalSet::new();
+        set.run_until(async {
+            let futs = clients.iter_mut().map(|c| {
+                let local = local.clone();
+                async move {
+                    let t0 = Instant::now();
+                    let r = c.connect().await;
+                    let mut l = local.borrow_mut();
+                    // A client that could not connect retries inside the window,
+                    // where its failures are counted as errors.
+                    if r.is_ok() {
+                        l.stats.connect_total += t0.elapsed();
+                        l.stats.connects += 1;
+                    }
+                }
+            });
+            join_all(futs).await;
+        })
+        .await;
+    });
+    gates.connected.wait();
+    gates.go.wait();
+
+    let set = tokio::task::LocalSet::new();
+    for (slot, client) in clients.into_iter().enumerate() {
+        let (local, shared) = (local.clone(), shared.clone());
+        set.spawn_local(client_loop(client, slot, local, shared, plan.schedule.clone()));
+    }
+    rt.block_on(set.run_until(control_loop(shared.clone(), local.clone(), sec_tx)));
+    // Dropping the LocalSet drops every client (and its in-flight request).
+    drop(set);
+    drop(rt);
+    Rc::try_unwrap(local).ok().expect("client tasks were dropped").into_inner().stats
+}
+
+/// Ends the worker's load at the (possibly moved) window end and forwards each
+/// finished second's histogram to the controller for live p99.
+async fn control_loop(shared: Arc<Shared>, local: Rc<RefCell<Local>>, sec_tx: mpsc::Sender<(u32, LatencyHistogram)>) {
+    let mut sent = 0u32;
+    let mut runq_at_window_start = None;
+    loop {
+        let now = Instant::now();
+        let (warm_end, end) = (shared.warm_end(), shared.window_end());
+        if now >= end {
+            break;
+        }
+        if now >= warm_end && runq_at_window_start.is_none() {
+            runq_at_window_start = Some(crate::cpu::thread_run_delay_ns());
+        }
+        if now > warm_end {
+            let done = (now - warm_end).as_secs() as u32;
+            while sent < done {
+                let mut l = local.borrow_mut();
+                if let Some(s) = l.stats.seconds.get_mut(sent as usize) {
+                    let _ = sec_tx.send((sent, s.latency.clone()));
+                    // A closed second is only read from now on: packed, it
+                    // takes hundreds of bytes instead of ~100 KB, so a long
+                    // window does not grow the client (bench/soak).
+                    s.latency.pack();
+                }
+                sent += 1;
+            }
+        }
+        let wait = end.saturating_duration_since(now).min(Duration::from_millis(50));
+        local.borrow_mut().timer_due = Some(now + wait);
+        let blocked_before = blocked_ns();
+        tokio::time::sleep(wait).await;
+        // How late the timer fired: the loop was busy with client work. Time
+        // spent blocked in a socket past the due time was idle, not busy
+        // (blocked time up to `wait` may have been before it: not counted).
+        let blocked = Duration::from_nanos(blocked_ns() - blocked_before);
+        let late = now.elapsed().saturating_sub(wait);
+        let late = late.saturating_sub(blocked.saturating_sub(wait));
+        if now >= warm_end && now + wait <= end {
+            let mut l = local.borrow_mut();
+            l.stats.max_lag = Some(l.stats.max_lag.map_or(late, |m| m.max(late)));
+        }
+    }
+    if let Some(Some(start)) = runq_at_window_start {
+        if let Some(end) = crate::cpu::thread_run_delay_ns() {
+            local.borrow_mut().stats.runq_wait_ns = Some(end.saturating_sub(start));
+        }
+    }
+    // Let responses that arrived by now be read first (their completions are
+    // past the window, not recorded): a client thread that was itself
+    // stalled at the window's end (a busy machine) must not count its
+    // unread answers as a server that stopped answering.
+    tokio::time::sleep(UNFINISHED_GRACE).await;
+    count_unfinished(&mut local.borrow_mut(), &shared);
+}
+
+/// How long the event loop reads pending responses after the window before
+/// counting what is still unanswered as unfinished.
+const UNFINISHED_GRACE: Duration = Duration::from_millis(20);
+
+/// Counts the requests still waiting for their response at the window's
+/// end as `unfinished`, when they had waited at least [`UNFINISHED_AFTER`]
+/// (half the window if shorter) and longer than this thread's slowest
+/// completion of the window: a server that stopped answering, not a slow
+/// one whose requests the window's end caught mid-flight. Counted in the
+/// window's last second.
+fn count_unfinished(l: &mut Local, shared: &Shared) {
+    let (warm_end, end) = (shared.warm_end(), shared.window_end());
+    let window = end.saturating_duration_since(warm_end);
+    if window.is_zero() {
+        return;
+    }
+    let slowest = l.stats.seconds.iter().filter_map(|s| s.latency.quantile_ms(1.0)).fold(0.0, f64::max);
+    let after = UNFINISHED_AFTER.min(window / 2).max(Duration::from_secs_f64(slowest / 1e3));
+    let ages: Vec<Duration> =
+        l.in_flight.iter().flatten().map(|t0| end.saturating_duration_since(*t0)).filter(|age| *age >= after).collect();
+    if ages.is_empty() {
+        return;
+    }
+    let last = (window.as_secs_f64().ceil() as usize).clamp(1, l.stats.seconds.len()) - 1;
+    let oldest = ages.iter().max().copied().unwrap_or_default();
+    let f = Failure::new(
+        ErrorClass::Unfinished,
+        format!("no response after {:.1} s when the window ended (the server stopped answering?)", oldest.as_secs_f64()),
+    );
+    for _ in &ages {
+        l.stats.errors.add(&f);
+    }
+    l.stats.seconds[last].errors += ages.len() as u64;
+    shared.errors.fetch_add(ages.len() as u64, Ordering::Relaxed);
+}
+
+/// Awaits every future of an iterator concurrently on the current task.
+async fn join_all<F: std::future::Future<Output = ()>>(futs: impl Iterator<Item = F>) {
+    let mut set = Vec::new();
+    for f in futs {
+        set.push(Box::pin(f));
+    }
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        set.retain_mut(|f| {
+            let done = f.as_mut().poll(cx).is_ready();
+            pending |= !done;
+            !done
+        });
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await
+}
