@@ -328,7 +328,7 @@ pub fn execute<D: scalelab_drive::Driver>(
     let stop = super::stop_on_signals()?;
     let run_id = store.begin_run(RunKind::Sweep, &plan, &env, None)?;
     if let Err(why) = &server_pid {
-        store.add_probe_note(run_id, "Process", &format!("server process not found: {why}"))?;
+        store.add_probe_note(run_id, scalelab_core::Source::Process.name(), &format!("server process not found: {why}"))?;
     }
     let db_url = crate::db_probe::for_target(a.target.as_deref(), a.db_probe.as_deref()).map_err(bad)?;
     let specimen_addr = specimen.as_ref().map(|s| s.addr);

@@ -7,7 +7,7 @@ use crate::telemetry::{Record, Telemetry};
 use scalelab_core::{RunKind, RunPlan};
 use scalelab_probe::db::DbSample;
 use scalelab_probe::summary::ThreadSecond;
-use scalelab_probe::{process_rates, system_rates, ProcessSample, SystemSample};
+use scalelab_probe::{process_rates, system_rates, ProcessSample, RunSamples, Sample, SystemSample};
 use scalelab_report::fmt::columns;
 use scalelab_store::Store;
 use std::path::Path;
@@ -77,22 +77,16 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         let mut new_sys = None;
         for r in &records {
             match r {
-                Record::Sample(_, "system", j) => new_sys = serde_json::from_str::<SystemSample>(j).ok(),
-                Record::Sample(_, "process", j) => {
-                    if let Ok(p) = serde_json::from_str::<ProcessSample>(j) {
-                        prev_proc = cur_proc.replace(p);
-                    }
+                Record::Sample(Sample::System(s)) => new_sys = Some((**s).clone()),
+                Record::Sample(Sample::Process(p)) => prev_proc = cur_proc.replace(p.clone()),
+                Record::Sample(Sample::Threads(t)) => last_threads = Some(t.clone()),
+                Record::Sample(Sample::Db(d)) => {
+                    let newest = d.unix_ms;
+                    db_recent.push((**d).clone());
+                    db_recent.retain(|s| s.unix_ms >= newest - 2000);
                 }
-                Record::Sample(_, "threads", j) => last_threads = serde_json::from_str(j).ok(),
-                Record::Sample(_, "db", j) => {
-                    if let Ok(d) = serde_json::from_str::<DbSample>(j) {
-                        let newest = d.unix_ms;
-                        db_recent.push(d);
-                        db_recent.retain(|s| s.unix_ms >= newest - 2000);
-                    }
-                }
-                Record::Unavailable(src, why) => notes.push(format!("{src}: {why}")),
-                _ => {}
+                Record::Unavailable(src, why) => notes.push(format!("{}: {why}", src.name())),
+                Record::Sample(Sample::Specimen(_)) => {}
             }
         }
         if let (Some(store), Some(id)) = (store.as_mut(), run_id) {
@@ -123,7 +117,7 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
 
 /// `show` of a recorded watch: the whole recording summarized like a step.
 pub fn show(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<ExitCode> {
-    let (system, process, threads, db) = crate::telemetry::load_samples(store, run.id)?;
+    let RunSamples { system, process, threads, db, .. } = crate::telemetry::load_samples(store, run.id)?;
     sayln!(
         "run {}: {} — {} — recorded {} system samples",
         run.id,
@@ -344,7 +338,7 @@ impl Interval {
 
 /// Every interval of a recorded watch, from its stored samples.
 pub fn intervals(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<Vec<Interval>> {
-    let (system, process, threads, db) = crate::telemetry::load_samples(store, run.id)?;
+    let RunSamples { system, process, threads, db, .. } = crate::telemetry::load_samples(store, run.id)?;
     let origin = system.first().map_or(run.started_unix_ms, |s| s.at.unix_ms);
     let mut out = Vec::new();
     for pair in system.windows(2) {
@@ -411,7 +405,7 @@ pub fn watch_json(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<ser
 
 /// The whole recording summarized like a step's telemetry; `None` with fewer than two system samples.
 fn summary(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<Option<scalelab_core::StepTelemetry>> {
-    let (system, process, threads, db) = crate::telemetry::load_samples(store, run.id)?;
+    let RunSamples { system, process, threads, db, .. } = crate::telemetry::load_samples(store, run.id)?;
     let (Some(first), Some(last)) = (system.first(), system.last()) else { return Ok(None) };
     if system.len() < 2 {
         return Ok(None);
