@@ -42,17 +42,14 @@ pub fn parse_url(text: &str) -> Result<SqlUrl, String> {
     SqlUrl::parse(text).map_err(|e| format!("--db-probe: {e}"))
 }
 
-/// The database to probe: `--db-probe` when given, else a SQL target.
-pub fn for_target(target: Option<&str>, db_probe: Option<&str>) -> Result<Option<SqlUrl>, String> {
+/// The database to probe: `--db-probe` when given, else a SQL target
+/// (its full URL parsed for the connection: user, password, database).
+pub fn for_target(target: Option<&scalelab_core::Target>, db_probe: Option<&str>) -> Result<Option<SqlUrl>, String> {
     if let Some(u) = db_probe {
         return parse_url(u).map(Some);
     }
-    let sql = target.is_some_and(|t| {
-        let scheme = t.split("://").next().unwrap_or("").to_ascii_lowercase();
-        matches!(scheme.as_str(), "postgres" | "postgresql" | "mysql" | "mariadb")
-    });
     match target {
-        Some(t) if sql => SqlUrl::parse(t).map(Some),
+        Some(t) if t.kind().is_sql() => SqlUrl::parse(t.as_given()).map(Some),
         _ => Ok(None),
     }
 }

@@ -192,7 +192,7 @@ pub fn attach(store: &scalelab_store::Store, run: &mut scalelab_core::Run) -> an
         return Ok(());
     }
     let notes = load_notes(store, run.id)?;
-    let is_specimen = run.plan.target.starts_with("specimen");
+    let is_specimen = scalelab_core::Target::parse(&run.plan.target).is_ok_and(|t| t.kind() == scalelab_core::TargetKind::Specimen);
     let last_db = db.iter().map(|s| s.unix_ms).max().unwrap_or(i64::MIN);
     for step in &mut run.steps {
         if step.published_throughput_per_s.is_some() || step.window_s <= 0.0 {
@@ -239,30 +239,14 @@ pub fn attach(store: &scalelab_store::Store, run: &mut scalelab_core::Run) -> an
 /// The server process of a target on this machine: the specimen child, the
 /// `--server-pid` given, or the owner of the target's listening port when
 /// the target is on loopback. `Err` says why none was found.
-pub fn server_pid(target: &str, specimen_pid: Option<u32>, given: Option<u32>) -> Result<u32, String> {
+pub fn server_pid(target: Option<&scalelab_core::Target>, specimen_pid: Option<u32>, given: Option<u32>) -> Result<u32, String> {
     if let Some(p) = given.or(specimen_pid) {
         return Ok(p);
     }
-    let (scheme, rest) = target.split_once("://").ok_or("the target is not a URL")?;
-    let authority = rest.split(['/', '?']).next().unwrap_or("");
-    let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let (host, port) = match hostport.rsplit_once(':') {
-        Some((h, p)) if !h.ends_with(':') && p.chars().all(|c| c.is_ascii_digit()) && !p.is_empty() => (h, p.parse::<u16>().ok()),
-        _ => (hostport, None),
-    };
-    let port = port
-        .or(match scheme {
-            "http" => Some(80),
-            "https" => Some(443),
-            "postgres" | "postgresql" => Some(5432),
-            "mysql" => Some(3306),
-            _ => None,
-        })
-        .ok_or("no port in the target")?;
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    let loopback = host == "localhost" || host.starts_with("127.") || host == "::1";
-    if !loopback {
-        return Err(format!("{host} is not this machine: pass --server-pid to observe a local server"));
+    let target = target.ok_or("the target is not a URL")?;
+    let port = target.port().ok_or("no port in the target")?;
+    if !target.is_loopback() {
+        return Err(format!("{} is not this machine: pass --server-pid to observe a local server", target.host()));
     }
     scalelab_probe::find_by_port(&Roots::default(), port).map(|s| s.pid).map_err(|e| e.to_string())
 }

@@ -21,7 +21,9 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         return Err(bad("--interval must be at least 100ms"));
     }
     let duration = a.duration.as_deref().map(scalelab_core::parse_duration).transpose().map_err(|e| bad(format!("--duration: {e}")))?;
-    let pid = match (a.pid, a.port, &a.target) {
+    // Parsed once; a target that does not parse matters only where it is used.
+    let target = a.target.as_deref().map(scalelab_core::Target::parse);
+    let pid = match (a.pid, a.port, &target) {
         (Some(p), _, _) => {
             if !Path::new(&format!("/proc/{p}")).exists() {
                 return Err(bad(format!("no process {p}")));
@@ -31,12 +33,14 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         (None, Some(port), _) => {
             Some(scalelab_probe::find_by_port(&Default::default(), port).map_err(|e| bad(format!("--port {port}: {e}")))?.pid)
         }
-        (None, None, Some(t)) => {
-            Some(crate::telemetry::server_pid(t, None, None).map_err(|e| bad(format!("{}: {e}", scalelab_core::redact_url(t))))?)
+        (None, None, Some(parsed)) => {
+            let named = |e: String| bad(format!("{}: {e}", scalelab_core::redact_url(a.target.as_deref().unwrap_or_default())));
+            let t = parsed.as_ref().map_err(|e| named(e.to_string()))?;
+            Some(crate::telemetry::server_pid(Some(t), None, None).map_err(named)?)
         }
         (None, None, None) => None,
     };
-    let db_url = crate::db_probe::for_target(a.target.as_deref(), a.db_probe.as_deref()).map_err(bad)?;
+    let db_url = crate::db_probe::for_target(target.as_ref().and_then(|t| t.as_ref().ok()), a.db_probe.as_deref()).map_err(bad)?;
     let mut store = if a.record { Some(Store::open(store_path)?) } else { None };
     let stop = super::stop_on_signals()?;
     let target = a.target.as_deref().map(scalelab_core::redact_url).unwrap_or_else(|| pid.map_or("this machine".into(), named));
