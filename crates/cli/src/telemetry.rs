@@ -310,6 +310,26 @@ mod tests {
         assert_eq!(keys, [("db_semaphores", "no counters"), ("future_probe", "x"), ("pressurecpu", "psi off"), ("threads", "exited")]);
     }
 
+    /// The server of a parsed target: the given pid first, a remote host
+    /// refused with the fix, a loopback port found through its listener.
+    #[test]
+    fn server_pid_from_a_parsed_target() {
+        use scalelab_core::Target;
+        let remote = Target::parse("http://u:pw@10.1.2.3:8080/").unwrap();
+        assert_eq!(server_pid(Some(&remote), None, Some(7)), Ok(7));
+        assert_eq!(server_pid(Some(&remote), Some(9), None), Ok(9));
+        let e = server_pid(Some(&remote), None, None).unwrap_err();
+        assert_eq!(e, "10.1.2.3 is not this machine: pass --server-pid to observe a local server");
+        assert_eq!(server_pid(None, None, None).unwrap_err(), "the target is not a URL");
+        assert_eq!(server_pid(Some(&Target::specimen("scales")), None, None).unwrap_err(), "no port in the target");
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        for url in [format!("http://127.0.0.1:{port}/"), format!("postgres://u:pw@localhost:{port}/db")] {
+            let local = Target::parse(&url).unwrap();
+            assert_eq!(server_pid(Some(&local), None, None), Ok(std::process::id()), "{url}");
+        }
+    }
+
     /// The store writer turns typed records into exactly the rows earlier versions wrote.
     #[test]
     fn typed_records_are_stored_as_before() {
