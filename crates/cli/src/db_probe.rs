@@ -13,10 +13,10 @@
 //! PostgreSQL wait profile goes in records of its own every 250 ms, so a
 //! step's profile holds only the polls made inside its window. A connection
 //! that cannot be opened, or is lost (server killed), is one
-//! `unavailable` note (source `Db`) and the probe ends; the sweep goes on.
+//! `unavailable` note ([`Source::Db`]) and the probe ends; the sweep goes on.
 
 use crate::telemetry::Record;
-use scalelab_core::ErrorClass;
+use scalelab_core::{ErrorClass, Source};
 use scalelab_drive::sql::monitor::{Monitor, TextRows};
 use scalelab_drive::sql::{Engine, SqlUrl};
 use scalelab_probe::db::perf_schema::{PERF_SCHEMA_ENABLED_QUERY, PERF_SCHEMA_INSTRUMENTS_QUERY, PERF_SCHEMA_WAITS_QUERY};
@@ -42,17 +42,14 @@ pub fn parse_url(text: &str) -> Result<SqlUrl, String> {
     SqlUrl::parse(text).map_err(|e| format!("--db-probe: {e}"))
 }
 
-/// The database to probe: `--db-probe` when given, else a SQL target.
-pub fn for_target(target: Option<&str>, db_probe: Option<&str>) -> Result<Option<SqlUrl>, String> {
+/// The database to probe: `--db-probe` when given, else a SQL target
+/// (its full URL parsed for the connection: user, password, database).
+pub fn for_target(target: Option<&scalelab_core::Target>, db_probe: Option<&str>) -> Result<Option<SqlUrl>, String> {
     if let Some(u) = db_probe {
         return parse_url(u).map(Some);
     }
-    let sql = target.is_some_and(|t| {
-        let scheme = t.split("://").next().unwrap_or("").to_ascii_lowercase();
-        matches!(scheme.as_str(), "postgres" | "postgresql" | "mysql" | "mariadb")
-    });
     match target {
-        Some(t) if sql => SqlUrl::parse(t).map(Some),
+        Some(t) if t.kind().is_sql() => SqlUrl::parse(t.as_given()).map(Some),
         _ => Ok(None),
     }
 }
@@ -70,7 +67,7 @@ pub fn start(url: SqlUrl, tx: Sender<Record>, stop: Arc<AtomicBool>) -> JoinHand
             let mut mon = match Monitor::connect(&url, TIMEOUT) {
                 Ok(m) => m,
                 Err(f) => {
-                    p.note("Db", format!("cannot connect to {}: {}", url.redacted(), f.message));
+                    p.note(Source::Db, format!("cannot connect to {}: {}", url.redacted(), f.message));
                     return;
                 }
             };
@@ -79,7 +76,7 @@ pub fn start(url: SqlUrl, tx: Sender<Record>, stop: Arc<AtomicBool>) -> JoinHand
                 Engine::Mysql => p.mysql(&mut mon, &stop),
             };
             if let Some(why) = why {
-                p.note("Db", why);
+                p.note(Source::Db, why);
             }
         })
         .expect("spawning the database probe thread")
@@ -99,21 +96,19 @@ fn lost(message: &str) -> String {
 
 struct Probe {
     tx: Sender<Record>,
-    notes: BTreeSet<String>,
+    notes: BTreeSet<Source>,
 }
 
 impl Probe {
     /// Sends an `unavailable` note once per source.
-    fn note(&mut self, source: &str, why: String) {
-        if self.notes.insert(source.to_string()) {
-            let _ = self.tx.send(Record::Unavailable(source.to_string(), why));
+    fn note(&mut self, source: Source, why: String) {
+        if self.notes.insert(source) {
+            let _ = self.tx.send(Record::Unavailable(source, why));
         }
     }
 
-    fn send(&self, s: &DbSample) {
-        if let Ok(j) = serde_json::to_string(s) {
-            let _ = self.tx.send(Record::Sample(s.unix_ms, "db", j));
-        }
+    fn send(&self, s: DbSample) {
+        let _ = self.tx.send(Record::Sample(scalelab_probe::Sample::Db(Box::new(s))));
     }
 
     /// Sleeps until `until` in short slices, so a stop is seen quickly; false when stopped.
@@ -162,25 +157,25 @@ impl Probe {
                             // MariaDB 10.6+ prints no counters: say so once and stop asking.
                             Some(Ok(s)) if s.format == SemaphoreFormat::NoCounters => {
                                 let why = s.unavailable.unwrap_or_else(|| "the SEMAPHORES section has no counters".into());
-                                self.note("Db_semaphores", why);
+                                self.note(Source::DbSemaphores, why);
                                 innodb = false;
                             }
                             Some(Ok(s)) => {
                                 if let Some(why) = &s.unavailable {
-                                    self.note("Db_semaphores", why.clone());
+                                    self.note(Source::DbSemaphores, why.clone());
                                 }
                                 sample.innodb = Some(s);
                             }
-                            Some(Err(why)) => self.note("Db_semaphores", format!("SHOW ENGINE INNODB STATUS: {why}")),
+                            Some(Err(why)) => self.note(Source::DbSemaphores, format!("SHOW ENGINE INNODB STATUS: {why}")),
                             None => {
-                                self.note("Db_semaphores", "SHOW ENGINE INNODB STATUS returned no status text".into());
+                                self.note(Source::DbSemaphores, "SHOW ENGINE INNODB STATUS returned no status text".into());
                                 innodb = false;
                             }
                         }
                     }
                     Err(f) if is_lost(f.class) => return Some(lost(&f.message)),
                     Err(f) => {
-                        self.note("Db_semaphores", format!("SHOW ENGINE INNODB STATUS: {}", f.message));
+                        self.note(Source::DbSemaphores, format!("SHOW ENGINE INNODB STATUS: {}", f.message));
                         innodb = false;
                     }
                 }
@@ -192,16 +187,16 @@ impl Probe {
                             w.instrumented = instrumented.clone();
                             sample.perf_schema = Some(w);
                         }
-                        Err(why) => self.note("Db_perf_schema", why),
+                        Err(why) => self.note(Source::DbPerfSchema, why),
                     },
                     Err(f) if is_lost(f.class) => return Some(lost(&f.message)),
                     Err(f) => {
-                        self.note("Db_perf_schema", format!("performance_schema wait summaries: {}", f.message));
+                        self.note(Source::DbPerfSchema, format!("performance_schema wait summaries: {}", f.message));
                         perf_schema = None;
                     }
                 }
             }
-            self.send(&sample);
+            self.send(sample);
         }
     }
 
@@ -213,18 +208,18 @@ impl Probe {
             Ok(rows) => rows.rows.first().and_then(|r| r.first().cloned().flatten()),
             Err(f) if is_lost(f.class) => return Err(lost(&f.message)),
             Err(f) => {
-                self.note("Db_perf_schema", format!("cannot tell whether performance_schema is on: {}", f.message));
+                self.note(Source::DbPerfSchema, format!("cannot tell whether performance_schema is on: {}", f.message));
                 return Ok(None);
             }
         };
         match on.as_deref().map(str::trim) {
             Some("1" | "ON") => {}
             Some("0" | "OFF") => {
-                self.note("Db_perf_schema", "performance_schema is off (start the server with --performance-schema=ON)".into());
+                self.note(Source::DbPerfSchema, "performance_schema is off (start the server with --performance-schema=ON)".into());
                 return Ok(None);
             }
             other => {
-                self.note("Db_perf_schema", format!("@@performance_schema returned {other:?}, not 0 or 1"));
+                self.note(Source::DbPerfSchema, format!("@@performance_schema returned {other:?}, not 0 or 1"));
                 return Ok(None);
             }
         }
@@ -232,13 +227,13 @@ impl Probe {
             Ok(rows) => parse_instrumented(rows.rows.iter().map(|r| r.iter().map(|v| v.as_deref()).collect())),
             Err(f) if is_lost(f.class) => return Err(lost(&f.message)),
             Err(f) => {
-                self.note("Db_perf_schema", format!("performance_schema.setup_instruments: {}", f.message));
+                self.note(Source::DbPerfSchema, format!("performance_schema.setup_instruments: {}", f.message));
                 return Ok(None);
             }
         };
         if !off.is_empty() {
             self.note(
-                "Db_perf_schema_instruments",
+                Source::DbPerfSchemaInstruments,
                 format!(
                     "not instrumented (their waits cannot show): {}; enable with --performance-schema-instrument='wait/synch/%=ON' (or UPDATE performance_schema.setup_instruments)",
                     off.join(", ")
@@ -276,7 +271,7 @@ impl Probe {
                 next_chunk = Instant::now() + chunk;
                 let at = unix_ms();
                 let waits = std::mem::take(&mut profile);
-                self.send(&DbSample {
+                self.send(DbSample {
                     unix_ms: at,
                     engine: "postgres".into(),
                     pg_waits: Some(waits),
@@ -298,15 +293,15 @@ impl Probe {
                 match mon.query(&db_query) {
                     Ok(rows) => match rows.named().first().map(|r| PgDatabaseStats::from_named(r.iter().copied())) {
                         Some(Ok(s)) => sample.pg_database = Some(s),
-                        Some(Err(why)) => self.note("Db_stats", why),
+                        Some(Err(why)) => self.note(Source::DbStats, why),
                         None => {
-                            self.note("Db_stats", format!("database {} is not in pg_stat_database", mon.target_database()));
+                            self.note(Source::DbStats, format!("database {} is not in pg_stat_database", mon.target_database()));
                             stats = false;
                         }
                     },
                     Err(f) if is_lost(f.class) => return Some(lost(&f.message)),
                     Err(f) => {
-                        self.note("Db_stats", format!("pg_stat_database: {}", f.message));
+                        self.note(Source::DbStats, format!("pg_stat_database: {}", f.message));
                         stats = false;
                     }
                 }
@@ -316,8 +311,8 @@ impl Probe {
                     Ok(rows) => {
                         match rows.named().first().map(|r| PgCheckpoints::from_named(r.iter().copied())) {
                             Some(Ok(c)) => sample.pg_checkpoints = Some(c),
-                            Some(Err(why)) => self.note("Db_checkpoints", why),
-                            None => self.note("Db_checkpoints", "no checkpoint counters returned".into()),
+                            Some(Err(why)) => self.note(Source::DbCheckpoints, why),
+                            None => self.note(Source::DbCheckpoints, "no checkpoint counters returned".into()),
                         }
                         break;
                     }
@@ -325,12 +320,12 @@ impl Probe {
                     // PostgreSQL 17 moved the counters to pg_stat_checkpointer.
                     Err(_) if q == PG_BGWRITER_QUERY => checkpoint_query = Some(PG_CHECKPOINTER_QUERY),
                     Err(f) => {
-                        self.note("Db_checkpoints", format!("checkpoint counters: {}", f.message));
+                        self.note(Source::DbCheckpoints, format!("checkpoint counters: {}", f.message));
                         checkpoint_query = None;
                     }
                 }
             }
-            self.send(&sample);
+            self.send(sample);
         }
     }
 }

@@ -23,7 +23,7 @@ use ratatui::{Frame, Terminal};
 use scalelab_core::{StepPlan, StepResult};
 use scalelab_drive::LiveTick;
 use scalelab_probe::summary::ThreadSecond;
-use scalelab_probe::{process_rates, system_rates, ProcessSample, SystemSample};
+use scalelab_probe::{process_rates, system_rates, ProcessSample, Sample, SystemSample};
 use scalelab_report::fmt::thousands;
 use std::collections::VecDeque;
 use std::io::{IsTerminal, Stderr};
@@ -169,26 +169,22 @@ impl ViewState {
     fn telemetry(&mut self, records: &[Record]) {
         for r in records {
             match r {
-                Record::Sample(_, "system", j) => {
-                    if let Ok(s) = serde_json::from_str::<SystemSample>(j) {
-                        if let Some(prev) = self.last_system.replace(s) {
-                            let r = system_rates(&prev, self.last_system.as_ref().expect("just set"));
-                            self.cpu = r.cpu.map(|c| (c.user + c.nice, c.system + c.irq + c.softirq, c.iowait, c.idle));
-                            self.cs_per_s = r.ctxt_per_s;
-                        }
+                Record::Sample(Sample::System(s)) => {
+                    if let Some(prev) = self.last_system.replace((**s).clone()) {
+                        let r = system_rates(&prev, self.last_system.as_ref().expect("just set"));
+                        self.cpu = r.cpu.map(|c| (c.user + c.nice, c.system + c.irq + c.softirq, c.iowait, c.idle));
+                        self.cs_per_s = r.ctxt_per_s;
                     }
                 }
-                Record::Sample(_, "process", j) => {
-                    if let Ok(p) = serde_json::from_str::<ProcessSample>(j) {
-                        self.process = (self.process.1.take(), Some(p));
-                        if let (Some(a), Some(b)) = &self.process {
-                            self.server_cpu_pct = process_rates(a, b).cpu_pct();
-                        }
+                Record::Sample(Sample::Process(p)) => {
+                    self.process = (self.process.1.take(), Some(p.clone()));
+                    if let (Some(a), Some(b)) = &self.process {
+                        self.server_cpu_pct = process_rates(a, b).cpu_pct();
                     }
                 }
-                Record::Sample(_, "threads", j) => self.threads = serde_json::from_str(j).ok(),
-                Record::Unavailable(source, why) => self.warn(format!("probe unavailable: {}: {why}", source.to_lowercase())),
-                Record::Sample(..) => {}
+                Record::Sample(Sample::Threads(t)) => self.threads = Some(t.clone()),
+                Record::Unavailable(source, why) => self.warn(format!("probe unavailable: {}: {why}", source.key())),
+                Record::Sample(Sample::Db(_) | Sample::Specimen(_)) => {}
             }
         }
     }
@@ -507,7 +503,7 @@ mod tests {
     #[test]
     fn warnings_are_listed_once() {
         let mut s = ViewState::new("x".into(), &plan());
-        let notes = [Record::Unavailable("Threads".into(), "the server process exited".into())];
+        let notes = [Record::Unavailable(scalelab_core::Source::Threads, "the server process exited".into())];
         s.telemetry(&notes);
         s.telemetry(&notes);
         assert_eq!(s.warnings, vec!["probe unavailable: threads: the server process exited".to_string()]);

@@ -5,19 +5,21 @@
 //! own ([`crate::db_probe`]) and sends on the same channel.
 
 use crate::server_tree::ServerTree;
-use scalelab_probe::db::{summarize_db, DbSample};
-use scalelab_probe::summary::ThreadSecond;
-use scalelab_probe::{Roots, SystemSampler};
+use scalelab_core::Source;
+use scalelab_probe::db::summarize_db;
+use scalelab_probe::{Roots, RunSamples, Sample, SampleKind, SystemSampler};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// One stored record: `(unix_ms, kind, json)`, or a note that a probe is unavailable.
+/// What the probes send: a typed reading, or a note that a source is
+/// unavailable and why. Turned into rows only by [`store_records`].
+#[derive(Clone, Debug, PartialEq)]
 pub enum Record {
-    Sample(i64, &'static str, String),
-    Unavailable(String, String),
+    Sample(Sample),
+    Unavailable(Source, String),
 }
 
 /// A running telemetry thread; stopped by [`Telemetry::stop`] or on drop.
@@ -65,18 +67,17 @@ impl Telemetry {
                 let tick = if thread_hz > 0.0 { Duration::from_secs_f64(1.0 / thread_hz) } else { interval };
                 let mut next_sample = Instant::now();
                 let mut reported = std::collections::BTreeSet::new();
-                let send_notes = |notes: Vec<scalelab_probe::Unavailable>, reported: &mut std::collections::BTreeSet<String>| {
+                let send_notes = |notes: Vec<scalelab_probe::Unavailable>, reported: &mut std::collections::BTreeSet<(Source, String)>| {
                     for n in notes {
-                        let key = format!("{:?}", n.source);
-                        if reported.insert(format!("{key}:{}", n.why)) {
-                            let _ = tx.send(Record::Unavailable(key, n.why));
+                        if reported.insert((n.source, n.why.clone())) {
+                            let _ = tx.send(Record::Unavailable(n.source, n.why));
                         }
                     }
                 };
                 while !flag.load(Ordering::Relaxed) {
                     if let Some(t) = tree.as_mut().filter(|t| t.samples_threads()) {
                         if !t.tick() {
-                            let _ = tx.send(Record::Unavailable("Threads".into(), "the server process exited".into()));
+                            let _ = tx.send(Record::Unavailable(Source::Threads, "the server process exited".into()));
                             t.stop_threads();
                         }
                     }
@@ -89,33 +90,25 @@ impl Telemetry {
                         let at = unix_ms();
                         let s = system.sample();
                         send_notes(system.unavailable(), &mut reported);
-                        if let Ok(j) = serde_json::to_string(&s) {
-                            let _ = tx.send(Record::Sample(s.at.unix_ms, "system", j));
-                        }
+                        let _ = tx.send(Record::Sample(Sample::System(Box::new(s))));
                         if let Some(t) = tree.as_mut() {
                             let ps = t.sample();
                             send_notes(t.unavailable(), &mut reported);
-                            if let Ok(j) = serde_json::to_string(&ps) {
-                                let _ = tx.send(Record::Sample(ps.at.unix_ms, "process", j));
-                            }
+                            let _ = tx.send(Record::Sample(Sample::Process(ps)));
                             if let Some((second, notes)) = t.take_threads(at) {
                                 send_notes(notes, &mut reported);
-                                if let Ok(j) = serde_json::to_string(&second) {
-                                    let _ = tx.send(Record::Sample(at, "threads", j));
-                                }
+                                let _ = tx.send(Record::Sample(Sample::Threads(second)));
                             }
                         }
                         if let Some(addr) = specimen {
                             // Bounded well under the interval, so the thread sampler keeps its pace.
                             match scalelab_probe::specimen::fetch_specimen_stats(addr, at, Duration::from_millis(200)) {
                                 Ok(s) => {
-                                    if let Ok(j) = serde_json::to_string(&s) {
-                                        let _ = tx.send(Record::Sample(at, "specimen", j));
-                                    }
+                                    let _ = tx.send(Record::Sample(Sample::Specimen(s)));
                                 }
                                 Err(why) => {
-                                    if reported.insert(format!("Specimen:{why}")) {
-                                        let _ = tx.send(Record::Unavailable("Specimen".into(), why));
+                                    if reported.insert((Source::Specimen, why.clone())) {
+                                        let _ = tx.send(Record::Unavailable(Source::Specimen, why));
                                     }
                                 }
                             }
@@ -153,45 +146,53 @@ impl Drop for Telemetry {
 }
 
 /// Writes records to the store; a failure to store telemetry never stops the run.
+/// The store boundary: here a sample becomes a row (`unix_ms`, kind name,
+/// the reading as JSON) and a note's source its stored name.
 pub fn store_records(store: &mut scalelab_store::Store, run_id: i64, records: Vec<Record>) {
     let mut samples = Vec::new();
     for r in records {
         match r {
-            Record::Sample(at, kind, json) => samples.push((at, kind, json)),
+            Record::Sample(s) => {
+                if let Ok(json) = s.to_json() {
+                    samples.push((s.unix_ms(), s.kind().name(), json));
+                }
+            }
             Record::Unavailable(source, why) => {
-                let _ = store.add_probe_note(run_id, &source, &why);
+                let _ = store.add_probe_note(run_id, source.name(), &why);
             }
         }
     }
     let _ = store.add_samples(run_id, &samples);
 }
 
-/// The stored samples of a run, decoded: system, server process, thread states, database.
-pub type Samples = (Vec<scalelab_probe::SystemSample>, Vec<scalelab_probe::ProcessSample>, Vec<ThreadSecond>, Vec<DbSample>);
-
-/// Loads and decodes every sample of a run (sweep or recorded watch).
-pub fn load_samples(store: &scalelab_store::Store, run_id: i64) -> anyhow::Result<Samples> {
-    fn decode<T: serde::de::DeserializeOwned>(rows: Vec<(i64, String)>) -> Vec<T> {
-        rows.into_iter().filter_map(|(_, j)| serde_json::from_str(&j).ok()).collect()
+/// Loads and decodes every sample of a run (sweep or recorded watch); a
+/// row that does not decode is skipped, as it always was.
+pub fn load_samples(store: &scalelab_store::Store, run_id: i64) -> anyhow::Result<RunSamples> {
+    let mut all = RunSamples::default();
+    for kind in SampleKind::ALL {
+        for (_, json) in store.load_samples(run_id, kind.name())? {
+            if let Ok(s) = Sample::from_json(kind, &json) {
+                all.push(s);
+            }
+        }
     }
-    Ok((
-        decode(store.load_samples(run_id, "system")?),
-        decode(store.load_samples(run_id, "process")?),
-        decode(store.load_samples(run_id, "threads")?),
-        decode(store.load_samples(run_id, "db")?),
-    ))
+    Ok(all)
+}
+
+/// The probe notes of a run keyed as `unavailable` maps key them
+/// ([`Source::key`]; a source this version does not know, lowercased).
+pub fn load_notes(store: &scalelab_store::Store, run_id: i64) -> anyhow::Result<Vec<(String, String)>> {
+    Ok(store.load_probe_notes(run_id)?.into_iter().map(|(source, why)| (Source::key_of_stored(&source), why)).collect())
 }
 
 /// Fills each step's telemetry from the run's stored samples.
 pub fn attach(store: &scalelab_store::Store, run: &mut scalelab_core::Run) -> anyhow::Result<()> {
-    let (system, process, threads, db) = load_samples(store, run.id)?;
+    let RunSamples { system, process, threads, db, specimen } = load_samples(store, run.id)?;
     if system.is_empty() {
         return Ok(());
     }
-    let notes = store.load_probe_notes(run.id)?;
-    let specimen: Vec<scalelab_probe::specimen::SpecimenSample> =
-        store.load_samples(run.id, "specimen")?.into_iter().filter_map(|(_, j)| serde_json::from_str(&j).ok()).collect();
-    let is_specimen = run.plan.target.starts_with("specimen");
+    let notes = load_notes(store, run.id)?;
+    let is_specimen = scalelab_core::Target::parse(&run.plan.target).is_ok_and(|t| t.kind() == scalelab_core::TargetKind::Specimen);
     let last_db = db.iter().map(|s| s.unix_ms).max().unwrap_or(i64::MIN);
     for step in &mut run.steps {
         if step.published_throughput_per_s.is_some() || step.window_s <= 0.0 {
@@ -208,11 +209,12 @@ pub fn attach(store: &scalelab_store::Store, run: &mut scalelab_core::Run) -> an
         if is_specimen {
             t.specimen = scalelab_probe::specimen::summarize_specimen(&specimen, step.window_start_unix_ms, step.window_end_unix_ms);
             if t.specimen.is_none() {
-                t.unavailable.insert("specimen".into(), "fewer than two readings of the specimen's /__stats in the window".into());
+                t.unavailable
+                    .insert(Source::Specimen.key().into(), "fewer than two readings of the specimen's /__stats in the window".into());
             }
         }
         for (source, why) in &notes {
-            t.unavailable.entry(source.to_lowercase()).or_insert_with(|| why.clone());
+            t.unavailable.entry(source.clone()).or_insert_with(|| why.clone());
         }
         // The probe's own note (lost connection, ...) says more than "no reading";
         // a step the probe outlived (a reading after its window) keeps its figures without the note.
@@ -220,12 +222,12 @@ pub fn attach(store: &scalelab_store::Store, run: &mut scalelab_core::Run) -> an
             match summarize_db(&db, step.window_start_unix_ms, step.window_end_unix_ms) {
                 Ok(d) => {
                     if last_db >= step.window_end_unix_ms {
-                        t.unavailable.remove("db");
+                        t.unavailable.remove(Source::Db.key());
                     }
                     t.db = Some(d);
                 }
                 Err(why) => {
-                    t.unavailable.entry("db".into()).or_insert(why);
+                    t.unavailable.entry(Source::Db.key().into()).or_insert(why);
                 }
             }
         }
@@ -237,30 +239,121 @@ pub fn attach(store: &scalelab_store::Store, run: &mut scalelab_core::Run) -> an
 /// The server process of a target on this machine: the specimen child, the
 /// `--server-pid` given, or the owner of the target's listening port when
 /// the target is on loopback. `Err` says why none was found.
-pub fn server_pid(target: &str, specimen_pid: Option<u32>, given: Option<u32>) -> Result<u32, String> {
+pub fn server_pid(target: Option<&scalelab_core::Target>, specimen_pid: Option<u32>, given: Option<u32>) -> Result<u32, String> {
     if let Some(p) = given.or(specimen_pid) {
         return Ok(p);
     }
-    let (scheme, rest) = target.split_once("://").ok_or("the target is not a URL")?;
-    let authority = rest.split(['/', '?']).next().unwrap_or("");
-    let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let (host, port) = match hostport.rsplit_once(':') {
-        Some((h, p)) if !h.ends_with(':') && p.chars().all(|c| c.is_ascii_digit()) && !p.is_empty() => (h, p.parse::<u16>().ok()),
-        _ => (hostport, None),
-    };
-    let port = port
-        .or(match scheme {
-            "http" => Some(80),
-            "https" => Some(443),
-            "postgres" | "postgresql" => Some(5432),
-            "mysql" => Some(3306),
-            _ => None,
-        })
-        .ok_or("no port in the target")?;
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    let loopback = host == "localhost" || host.starts_with("127.") || host == "::1";
-    if !loopback {
-        return Err(format!("{host} is not this machine: pass --server-pid to observe a local server"));
+    let target = target.ok_or("the target is not a URL")?;
+    let port = target.port().ok_or("no port in the target")?;
+    if !target.is_loopback() {
+        return Err(format!("{} is not this machine: pass --server-pid to observe a local server", target.host()));
     }
     scalelab_probe::find_by_port(&Roots::default(), port).map(|s| s.pid).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scalelab_core::{RunKind, RunPlan};
+    use scalelab_probe::db::DbSample;
+    use scalelab_probe::summary::ThreadSecond;
+    use scalelab_probe::{SystemSample, Timestamp};
+    use scalelab_store::Store;
+
+    fn store() -> (tempfile::TempDir, Store, i64) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("runs.db")).unwrap();
+        let plan = RunPlan {
+            label: "old".into(),
+            target: "specimen:scales".into(),
+            workload: "GET /".into(),
+            steps: vec![],
+            client_threads: 1,
+            options: Default::default(),
+        };
+        let id = store.begin_run(RunKind::Watch, &plan, &Default::default(), None).unwrap();
+        (dir, store, id)
+    }
+
+    /// Rows as versions before typed samples wrote them (kind strings by
+    /// hand, the reading serialized alone, sources as `{:?}` or by hand) load typed.
+    #[test]
+    fn a_store_written_the_old_way_loads() {
+        let (_dir, mut store, id) = store();
+        let system = r#"{"at":{"monotonic_ns":1,"unix_ms":1000},"user_hz":100,"cpu":null,"pressure":{"cpu":null,"io":null,"memory":null},"socket_scan_skipped":false,"newly_unavailable":[{"source":"pressure_cpu","why":"psi off"}]}"#;
+        let specimen = r#"{"unix_ms":1200,"requests":500,"lock_waits":7,"spin_rounds":0,"fsyncs":0,"connections":3}"#;
+        let threads = serde_json::to_string(&ThreadSecond { unix_ms: 1500, wall_ns: 9, ..Default::default() }).unwrap();
+        let db = serde_json::to_string(&DbSample { unix_ms: 1300, engine: "mysql".into(), ..Default::default() }).unwrap();
+        let rows = [
+            (1000, "system", system.to_string()),
+            (2000, "system", system.replace("\"unix_ms\":1000", "\"unix_ms\":2000")),
+            (1200, "specimen", specimen.to_string()),
+            (1500, "threads", threads),
+            (1300, "db", db),
+            (1400, "a_future_kind", "{}".to_string()),
+            (1600, "system", "{not json".to_string()),
+        ];
+        store.add_samples(id, &rows).unwrap();
+        for (source, why) in [("PressureCpu", "psi off"), ("Db_semaphores", "no counters"), ("Threads", "exited"), ("Future_probe", "x")] {
+            store.add_probe_note(id, source, why).unwrap();
+        }
+        let s = load_samples(&store, id).unwrap();
+        let at: Vec<i64> = s.system.iter().map(|x| x.at.unix_ms).collect();
+        assert_eq!(at, [1000, 2000], "undecodable rows skipped, order kept");
+        assert_eq!(s.system[0].newly_unavailable[0].source, Source::PressureCpu);
+        assert_eq!((s.specimen.len(), s.specimen[0].requests, s.specimen[0].lock_waits), (1, 500, 7));
+        assert_eq!((s.threads.len(), s.threads[0].wall_ns), (1, 9));
+        assert_eq!((s.db.len(), s.db[0].engine.as_str()), (1, "mysql"));
+        assert!(s.process.is_empty());
+        let keys: Vec<(String, String)> = load_notes(&store, id).unwrap();
+        let keys: Vec<(&str, &str)> = keys.iter().map(|(k, w)| (k.as_str(), w.as_str())).collect();
+        assert_eq!(keys, [("db_semaphores", "no counters"), ("future_probe", "x"), ("pressurecpu", "psi off"), ("threads", "exited")]);
+    }
+
+    /// The server of a parsed target: the given pid first, a remote host
+    /// refused with the fix, a loopback port found through its listener.
+    #[test]
+    fn server_pid_from_a_parsed_target() {
+        use scalelab_core::Target;
+        let remote = Target::parse("http://u:pw@10.1.2.3:8080/").unwrap();
+        assert_eq!(server_pid(Some(&remote), None, Some(7)), Ok(7));
+        assert_eq!(server_pid(Some(&remote), Some(9), None), Ok(9));
+        let e = server_pid(Some(&remote), None, None).unwrap_err();
+        assert_eq!(e, "10.1.2.3 is not this machine: pass --server-pid to observe a local server");
+        assert_eq!(server_pid(None, None, None).unwrap_err(), "the target is not a URL");
+        assert_eq!(server_pid(Some(&Target::specimen("scales")), None, None).unwrap_err(), "no port in the target");
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        for url in [format!("http://127.0.0.1:{port}/"), format!("postgres://u:pw@localhost:{port}/db")] {
+            let local = Target::parse(&url).unwrap();
+            assert_eq!(server_pid(Some(&local), None, None), Ok(std::process::id()), "{url}");
+        }
+    }
+
+    /// The store writer turns typed records into exactly the rows earlier versions wrote.
+    #[test]
+    fn typed_records_are_stored_as_before() {
+        let (_dir, mut store, id) = store();
+        let sys = SystemSample { at: Timestamp { monotonic_ns: 3, unix_ms: 4000 }, user_hz: 100, ..Default::default() };
+        let th = ThreadSecond { unix_ms: 4100, wall_ns: 1_000_000_000, ..Default::default() };
+        let records = vec![
+            Record::Sample(Sample::System(Box::new(sys.clone()))),
+            Record::Sample(Sample::Threads(th.clone())),
+            Record::Unavailable(Source::DbSemaphores, "the SEMAPHORES section has no counters".into()),
+            Record::Unavailable(Source::ThreadRunDelay, "no schedstat".into()),
+        ];
+        store_records(&mut store, id, records);
+        assert_eq!(store.load_samples(id, "system").unwrap(), [(4000, serde_json::to_string(&sys).unwrap())]);
+        assert_eq!(store.load_samples(id, "threads").unwrap(), [(4100, serde_json::to_string(&th).unwrap())]);
+        let notes = store.load_probe_notes(id).unwrap();
+        assert_eq!(
+            notes,
+            [
+                ("Db_semaphores".to_string(), "the SEMAPHORES section has no counters".to_string()),
+                ("ThreadRunDelay".to_string(), "no schedstat".to_string())
+            ]
+        );
+        let back = load_samples(&store, id).unwrap();
+        assert_eq!((back.system, back.threads), (vec![sys], vec![th]));
+    }
 }

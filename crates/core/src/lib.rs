@@ -5,6 +5,8 @@
 //! - [`histogram`]: [`LatencyHistogram`], the mergeable HDR histogram every engine returns.
 //! - [`run`]: [`Run`], a run loaded in memory (plan, environment, steps).
 //! - [`telemetry`]: [`StepTelemetry`], what the machine and server did in a step's window.
+//! - [`source`]: [`Source`], a telemetry source, with its stored name and `unavailable` key.
+//! - [`target`]: [`Target`], what is measured, parsed once (kind, host, port, loopback, redacted).
 //! - [`env`]: [`Environment`], the "benchmark configuration" recorded with each run.
 //! - [`text`]: user and server text made safe to keep and show ([`redact_url`],
 //!   [`escape_control`] for terminals, [`escape_markup`] for Markdown).
@@ -16,6 +18,8 @@ pub mod histogram;
 pub mod plan;
 pub mod result;
 pub mod run;
+pub mod source;
+pub mod target;
 pub mod telemetry;
 pub mod text;
 
@@ -24,6 +28,8 @@ pub use histogram::{LatencyHistogram, LatencySummary};
 pub use plan::{parse_concurrency_list, parse_duration, RunPlan, StepPlan};
 pub use result::{ErrorClass, ErrorCounts, Failure, SecondResult, StepResult};
 pub use run::{display_names, Run, RunKind};
+pub use source::Source;
+pub use target::{Target, TargetError, TargetKind};
 pub use telemetry::{DbTelemetry, DbWait, HotThread, PerfSchemaWait, SoftirqCpu, SpecimenTelemetry, StepTelemetry, ThreadStatesPct};
 pub use text::{escape_control, escape_control_lines, escape_markup, redact_url};
 

@@ -25,6 +25,9 @@
 //! - [`tasks`]: a process's thread list kept across scans.
 //! - [`read`]: buffered and kept-descriptor file reads, shared helpers.
 //!
+//! - [`sample`]: [`Sample`], one typed reading of any probe (what travels on the
+//!   channel), its stored kind and JSON form, and [`RunSamples`] (a run's, by kind).
+//!
 //! Derived and database figures:
 //! - [`rates`]: rates and percentages from two samples.
 //! - [`db`]: InnoDB SEMAPHORES, `SHOW GLOBAL STATUS`, `pg_stat_activity` wait profiles.
@@ -44,6 +47,7 @@ pub mod pressure;
 pub mod process;
 pub mod rates;
 pub mod read;
+pub mod sample;
 pub mod sockdiag;
 pub mod socket_scan;
 pub mod sockets;
@@ -65,6 +69,7 @@ pub use env::{capture_environment, Roots};
 pub use find::{find_by_name, find_by_port, listening_addrs, FindError, ServerProcess};
 pub use process::{ProcessSample, ProcessSampler};
 pub use rates::{process_rates, system_rates, ProcessRates, SystemRates};
+pub use sample::{RunSamples, Sample, SampleKind};
 pub use syscalls::ThreadState;
 pub use system::{SystemSample, SystemSampler};
 pub use thread_report::{StateShares, StateTimes, ThreadInterval, ThreadStats};

@@ -8,59 +8,9 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// One telemetry source, the unit at which unavailability is reported.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Source {
-    /// `/proc/stat`: CPU ticks, context switches, interrupts, forks, tasks.
-    Stat,
-    /// `/proc/loadavg`.
-    Loadavg,
-    /// `/proc/pressure/cpu`.
-    PressureCpu,
-    /// `/proc/pressure/io`.
-    PressureIo,
-    /// `/proc/pressure/memory`.
-    PressureMemory,
-    /// `/proc/meminfo`.
-    Meminfo,
-    /// `/proc/softirqs`.
-    Softirqs,
-    /// `/proc/interrupts`.
-    Interrupts,
-    /// `/proc/diskstats`.
-    Diskstats,
-    /// `/proc/net/dev`.
-    NetDev,
-    /// `/proc/net/snmp` and `/proc/net/netstat` (TCP MIB counters).
-    TcpMib,
-    /// `/proc/net/tcp` and `/proc/net/tcp6` (sockets by state, ports in use).
-    TcpSockets,
-    /// `/proc/net/sockstat`.
-    Sockstat,
-    /// `net.ipv4.tcp_mem`.
-    TcpMem,
-    /// `net.ipv4.ip_local_port_range`.
-    PortRange,
-    /// `fs.file-nr`.
-    FileHandles,
-    /// RAPL powercap zones and hwmon power sensors.
-    Power,
-    /// `/proc/PID/{stat,status}` of the server process.
-    Process,
-    /// `/proc/PID/io` (needs ptrace-level access to another user's process).
-    ProcessIo,
-    /// `/proc/PID/fd` (open descriptor count).
-    ProcessFds,
-    /// Per-thread context switches summed from `/proc/PID/task/*/status`.
-    ProcessCtxSwitches,
-    /// Per-thread `stat`/`schedstat` of the thread-state sampler.
-    Threads,
-    /// Per-thread `syscall`/`wchan`: why a sleeping thread sleeps.
-    ThreadWaitReason,
-    /// `schedstat` run delay: running vs waiting for a CPU.
-    ThreadRunDelay,
-}
+/// The source enum lives in `scalelab_core` (the binary, `report` and
+/// `analyze` name it too); re-exported here where the probes report it.
+pub use scalelab_core::Source;
 
 /// A source that could not be read, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,6 +7,7 @@
 use crate::model::{PhaseKind, Points, ReportRun, Timeline};
 use crate::svg::{Band, LineChart, LineSeries, Marker, Stack, StackedBars, PALETTE, PAUSE_FILL, WARMUP_FILL, WINDOW_FILL};
 use scalelab_analyze::Point;
+use scalelab_core::Source;
 
 /// One chart of the report.
 #[derive(Clone, Debug)]
@@ -255,7 +256,10 @@ pub fn thread_states(r: &ReportRun) -> Option<Chart> {
         let why = steps
             .iter()
             .find_map(|s| {
-                s.telemetry.as_ref().and_then(|t| t.unavailable.get("thread_states").or_else(|| t.unavailable.get("threads")).cloned())
+                // The summary's figure key first, then the thread sampler's own note.
+                s.telemetry
+                    .as_ref()
+                    .and_then(|t| t.unavailable.get("thread_states").or_else(|| t.unavailable.get(Source::Threads.key())).cloned())
             })
             .unwrap_or_else(|| "no telemetry recorded for this run".into());
         return Some(Chart { id, title, svg: Err(format!("unavailable: {why}")), omitted: false });

@@ -296,18 +296,7 @@ pub struct Verdict {
 /// True when the target is on this machine's loopback (or the built-in
 /// specimen): no link lies between client and server.
 fn is_loopback(target: &str) -> bool {
-    if target.starts_with("specimen") {
-        return true;
-    }
-    let Some((_, rest)) = target.split_once("://") else { return false };
-    let authority = rest.split(['/', '?']).next().unwrap_or("");
-    let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host = if let Some(v6) = hostport.strip_prefix('[') {
-        v6.split(']').next().unwrap_or("")
-    } else {
-        hostport.rsplit_once(':').map_or(hostport, |(h, _)| h)
-    };
-    host == "localhost" || host.starts_with("127.") || host == "::1"
+    scalelab_core::Target::parse(target).is_ok_and(|t| t.is_loopback())
 }
 
 pub fn verdicts(run: &Run, curve: &Curve) -> Vec<Verdict> {

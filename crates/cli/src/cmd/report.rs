@@ -34,7 +34,7 @@ pub fn run(store_path: &Path, a: &ReportArgs) -> anyhow::Result<ExitCode> {
         // A watch recording has no steps: its report is its timeline (CPU
         // split, context switches, power), with no curve and no verdicts.
         if run.kind == RunKind::Watch {
-            let origin = crate::telemetry::load_samples(&store, id)?.0.first().map_or(run.started_unix_ms, |s| s.at.unix_ms);
+            let origin = crate::telemetry::load_samples(&store, id)?.system.first().map_or(run.started_unix_ms, |s| s.at.unix_ms);
             let mut r = ReportRun::new(run);
             let mut t = Timeline { origin_unix_ms: origin, ..Default::default() };
             add_system_series(&store, id, &mut t)?;
@@ -85,9 +85,9 @@ pub fn run(store_path: &Path, a: &ReportArgs) -> anyhow::Result<ExitCode> {
 /// midpoint). A pair with a figure missing is a gap; so is a hole of more
 /// than 3 s between samples. Probe notes give the reasons.
 fn add_system_series(store: &Store, run_id: i64, t: &mut Timeline) -> anyhow::Result<()> {
-    let (system, _, _, _) = crate::telemetry::load_samples(store, run_id)?;
-    for (source, why) in store.load_probe_notes(run_id)? {
-        t.unavailable.entry(source.to_lowercase()).or_insert(why);
+    let system = crate::telemetry::load_samples(store, run_id)?.system;
+    for (key, why) in crate::telemetry::load_notes(store, run_id)? {
+        t.unavailable.entry(key).or_insert(why);
     }
     if system.len() < 2 {
         t.unavailable.entry("system".into()).or_insert_with(|| "no per-second system samples were recorded for this run".into());

@@ -5,7 +5,7 @@ use crate::args::SweepArgs;
 use crate::error::bad;
 use crate::live::LiveView;
 use crate::specimen_child::SpecimenChild;
-use scalelab_core::{escape_control, parse_concurrency_list, parse_duration, Run, RunKind, RunPlan, StepPlan};
+use scalelab_core::{escape_control, parse_concurrency_list, parse_duration, Run, RunKind, RunPlan, StepPlan, Target};
 use scalelab_drive::http::{parse_url_file, HttpConfig, HttpDriver, RequestSpec, StatusMatch};
 use scalelab_drive::{cpu, run_sweep, EngineOptions, SweepEnd, SweepEvent};
 use scalelab_report::table;
@@ -88,6 +88,8 @@ pub struct Prepared<D> {
 
 /// The schedule and checks shared by every kind of target.
 pub struct Common {
+    /// The target, parsed once here; the probes and the server search get it from this.
+    pub target: Target,
     pub steps: Vec<StepPlan>,
     pub threads: u32,
     pub assertions: Vec<scalelab_analyze::Assertion>,
@@ -180,8 +182,11 @@ pub fn run(store_path: &Path, mut a: SweepArgs) -> anyhow::Result<ExitCode> {
         ),
         Some(_) => None,
     };
-    let scheme = a.target.as_deref().map(|t| t.split("://").next().unwrap_or("").to_ascii_lowercase());
-    refuse_options_that_do_not_apply(&a, matches!(scheme.as_deref(), Some("postgres" | "postgresql" | "mysql" | "mariadb")))?;
+    // Parsed once; a parse error is reported where the driver reported a bad URL
+    // before (after the checks of the HTTP options), so the first error shown is unchanged.
+    let target = a.target.as_deref().map(Target::parse);
+    let sql = matches!(&target, Some(Ok(t)) if t.kind().is_sql());
+    refuse_options_that_do_not_apply(&a, sql)?;
     if let Some(t) = &a.target {
         if !t.contains("://") {
             return Err(bad(format!(
@@ -216,17 +221,22 @@ pub fn run(store_path: &Path, mut a: SweepArgs) -> anyhow::Result<ExitCode> {
     // Before the store or the target: every client needs a descriptor.
     let probe_fds = super::fd_limit::check(concurrency.iter().copied().max().unwrap_or(1), threads)?;
     crate::server_tree::set_root_fd_budget(probe_fds);
-    let common = Common { steps, threads, assertions };
-    if let (Some(t), Some("postgres" | "postgresql" | "mysql" | "mariadb")) = (&a.target, scheme.as_deref()) {
+    if let Some(Ok(t)) = target.as_ref().filter(|_| sql) {
         if !a.source_address.is_empty() {
             return Err(bad("--source-address applies to HTTP targets only"));
         }
-        let prepared = super::sql_sweep::prepare_sql(&a, t)?;
+        let prepared = super::sql_sweep::prepare_sql(&a, t.as_given())?;
         let store = Store::open(store_path)?;
+        let common = Common { target: t.clone(), steps, threads, assertions };
         return execute(store, store_path, &a, common, prepared);
     }
     // A placeholder URL validates the HTTP options before the specimen starts.
     http_config(&a, a.target.as_deref().unwrap_or("http://127.0.0.1/"))?;
+    let target = match (target, specimen_mode) {
+        (Some(parsed), _) => parsed.map_err(|e| bad(e.to_string()))?,
+        (None, mode) => Target::specimen(mode.map_or("scales", |m| m.name())),
+    };
+    let common = Common { target, steps, threads, assertions };
     // 2. The target: start the specimen, or check the URL parses and answers.
     let prepared = prepare_http(&a, specimen_mode)?;
     // 3. Only now, with every input known good, the store is opened (or
@@ -322,15 +332,15 @@ pub fn execute<D: scalelab_drive::Driver>(
     };
 
     let sample_interval = check_sampling(a)?;
-    let server_pid = crate::telemetry::server_pid(&target_name, specimen.as_ref().map(|s| s.pid()), a.server_pid);
+    let server_pid = crate::telemetry::server_pid(Some(&common.target), specimen.as_ref().map(|s| s.pid()), a.server_pid);
 
     // 4. Load. SIGINT/SIGTERM finish the current second and keep what was measured.
     let stop = super::stop_on_signals()?;
     let run_id = store.begin_run(RunKind::Sweep, &plan, &env, None)?;
     if let Err(why) = &server_pid {
-        store.add_probe_note(run_id, "Process", &format!("server process not found: {why}"))?;
+        store.add_probe_note(run_id, scalelab_core::Source::Process.name(), &format!("server process not found: {why}"))?;
     }
-    let db_url = crate::db_probe::for_target(a.target.as_deref(), a.db_probe.as_deref()).map_err(bad)?;
+    let db_url = crate::db_probe::for_target(Some(&common.target), a.db_probe.as_deref()).map_err(bad)?;
     let specimen_addr = specimen.as_ref().map(|s| s.addr);
     let telemetry = crate::telemetry::Telemetry::start(server_pid.ok(), sample_interval, a.thread_sample_hz, db_url, specimen_addr);
     let opts = EngineOptions { threads: common.threads, pin_cpus, slice_us, stop: stop.clone() };

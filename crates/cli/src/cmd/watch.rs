@@ -7,7 +7,7 @@ use crate::telemetry::{Record, Telemetry};
 use scalelab_core::{RunKind, RunPlan};
 use scalelab_probe::db::DbSample;
 use scalelab_probe::summary::ThreadSecond;
-use scalelab_probe::{process_rates, system_rates, ProcessSample, SystemSample};
+use scalelab_probe::{process_rates, system_rates, ProcessSample, RunSamples, Sample, SystemSample};
 use scalelab_report::fmt::columns;
 use scalelab_store::Store;
 use std::path::Path;
@@ -21,7 +21,9 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         return Err(bad("--interval must be at least 100ms"));
     }
     let duration = a.duration.as_deref().map(scalelab_core::parse_duration).transpose().map_err(|e| bad(format!("--duration: {e}")))?;
-    let pid = match (a.pid, a.port, &a.target) {
+    // Parsed once; a target that does not parse matters only where it is used.
+    let target = a.target.as_deref().map(scalelab_core::Target::parse);
+    let pid = match (a.pid, a.port, &target) {
         (Some(p), _, _) => {
             if !Path::new(&format!("/proc/{p}")).exists() {
                 return Err(bad(format!("no process {p}")));
@@ -31,12 +33,14 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         (None, Some(port), _) => {
             Some(scalelab_probe::find_by_port(&Default::default(), port).map_err(|e| bad(format!("--port {port}: {e}")))?.pid)
         }
-        (None, None, Some(t)) => {
-            Some(crate::telemetry::server_pid(t, None, None).map_err(|e| bad(format!("{}: {e}", scalelab_core::redact_url(t))))?)
+        (None, None, Some(parsed)) => {
+            let named = |e: String| bad(format!("{}: {e}", scalelab_core::redact_url(a.target.as_deref().unwrap_or_default())));
+            let t = parsed.as_ref().map_err(|e| named(e.to_string()))?;
+            Some(crate::telemetry::server_pid(Some(t), None, None).map_err(named)?)
         }
         (None, None, None) => None,
     };
-    let db_url = crate::db_probe::for_target(a.target.as_deref(), a.db_probe.as_deref()).map_err(bad)?;
+    let db_url = crate::db_probe::for_target(target.as_ref().and_then(|t| t.as_ref().ok()), a.db_probe.as_deref()).map_err(bad)?;
     let mut store = if a.record { Some(Store::open(store_path)?) } else { None };
     let stop = super::stop_on_signals()?;
     let target = a.target.as_deref().map(scalelab_core::redact_url).unwrap_or_else(|| pid.map_or("this machine".into(), named));
@@ -77,22 +81,16 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         let mut new_sys = None;
         for r in &records {
             match r {
-                Record::Sample(_, "system", j) => new_sys = serde_json::from_str::<SystemSample>(j).ok(),
-                Record::Sample(_, "process", j) => {
-                    if let Ok(p) = serde_json::from_str::<ProcessSample>(j) {
-                        prev_proc = cur_proc.replace(p);
-                    }
+                Record::Sample(Sample::System(s)) => new_sys = Some((**s).clone()),
+                Record::Sample(Sample::Process(p)) => prev_proc = cur_proc.replace(p.clone()),
+                Record::Sample(Sample::Threads(t)) => last_threads = Some(t.clone()),
+                Record::Sample(Sample::Db(d)) => {
+                    let newest = d.unix_ms;
+                    db_recent.push((**d).clone());
+                    db_recent.retain(|s| s.unix_ms >= newest - 2000);
                 }
-                Record::Sample(_, "threads", j) => last_threads = serde_json::from_str(j).ok(),
-                Record::Sample(_, "db", j) => {
-                    if let Ok(d) = serde_json::from_str::<DbSample>(j) {
-                        let newest = d.unix_ms;
-                        db_recent.push(d);
-                        db_recent.retain(|s| s.unix_ms >= newest - 2000);
-                    }
-                }
-                Record::Unavailable(src, why) => notes.push(format!("{src}: {why}")),
-                _ => {}
+                Record::Unavailable(src, why) => notes.push(format!("{}: {why}", src.name())),
+                Record::Sample(Sample::Specimen(_)) => {}
             }
         }
         if let (Some(store), Some(id)) = (store.as_mut(), run_id) {
@@ -123,7 +121,7 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
 
 /// `show` of a recorded watch: the whole recording summarized like a step.
 pub fn show(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<ExitCode> {
-    let (system, process, threads, db) = crate::telemetry::load_samples(store, run.id)?;
+    let RunSamples { system, process, threads, db, .. } = crate::telemetry::load_samples(store, run.id)?;
     sayln!(
         "run {}: {} — {} — recorded {} system samples",
         run.id,
@@ -344,7 +342,7 @@ impl Interval {
 
 /// Every interval of a recorded watch, from its stored samples.
 pub fn intervals(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<Vec<Interval>> {
-    let (system, process, threads, db) = crate::telemetry::load_samples(store, run.id)?;
+    let RunSamples { system, process, threads, db, .. } = crate::telemetry::load_samples(store, run.id)?;
     let origin = system.first().map_or(run.started_unix_ms, |s| s.at.unix_ms);
     let mut out = Vec::new();
     for pair in system.windows(2) {
@@ -411,7 +409,7 @@ pub fn watch_json(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<ser
 
 /// The whole recording summarized like a step's telemetry; `None` with fewer than two system samples.
 fn summary(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<Option<scalelab_core::StepTelemetry>> {
-    let (system, process, threads, db) = crate::telemetry::load_samples(store, run.id)?;
+    let RunSamples { system, process, threads, db, .. } = crate::telemetry::load_samples(store, run.id)?;
     let (Some(first), Some(last)) = (system.first(), system.last()) else { return Ok(None) };
     if system.len() < 2 {
         return Ok(None);

@@ -1,0 +1,235 @@
+//! [`Target`]: what is measured, parsed once (kind, host, port, loopback or
+//! not, a display without the password) and handed to everything that needs
+//! to know where the server is: the database probe, the search for the
+//! server's process, the verdicts' "is there a link between client and
+//! server". The drivers still parse the full URL for what only they use
+//! (paths, credentials, TLS options).
+
+use crate::text::redact_url;
+
+/// The kind of a target, from its URL scheme.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TargetKind {
+    Http,
+    Https,
+    /// `postgres://` or `postgresql://`.
+    Postgres,
+    /// `mysql://` or `mariadb://`.
+    Mysql,
+    /// The built-in specimen (`specimen` or `specimen:MODE`).
+    Specimen,
+}
+
+impl TargetKind {
+    /// A database target (`postgres://`, `mysql://`).
+    pub fn is_sql(self) -> bool {
+        matches!(self, TargetKind::Postgres | TargetKind::Mysql)
+    }
+
+    /// The port a URL of this kind means when it names none.
+    pub fn default_port(self) -> Option<u16> {
+        match self {
+            TargetKind::Http => Some(80),
+            TargetKind::Https => Some(443),
+            TargetKind::Postgres => Some(5432),
+            TargetKind::Mysql => Some(3306),
+            TargetKind::Specimen => None,
+        }
+    }
+
+    fn of_scheme(scheme: &str) -> Option<TargetKind> {
+        match scheme.to_ascii_lowercase().as_str() {
+            "http" => Some(TargetKind::Http),
+            "https" => Some(TargetKind::Https),
+            "postgres" | "postgresql" => Some(TargetKind::Postgres),
+            "mysql" | "mariadb" => Some(TargetKind::Mysql),
+            _ => None,
+        }
+    }
+}
+
+/// Why a target does not parse; the message names the fix.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TargetError {
+    #[error("the target is not a URL")]
+    NotUrl,
+    #[error("invalid URL '{0}': scheme must be http or https (or postgres://, mysql:// for a database)")]
+    Scheme(String),
+    #[error("invalid URL '{0}': no host")]
+    NoHost(String),
+    #[error("invalid URL '{0}': '[' without ']' around an IPv6 address")]
+    Bracket(String),
+    #[error("invalid URL '{0}': the port must be a number from 1 to 65535")]
+    Port(String),
+}
+
+/// A parsed target. `Debug` and `Display` show it without a password.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Target {
+    kind: TargetKind,
+    host: String,
+    port: Option<u16>,
+    loopback: bool,
+    given: String,
+    redacted: String,
+}
+
+impl Target {
+    /// Parses `scheme://[user[:password]@]host[:port][/...]` (IPv6 hosts in
+    /// brackets), `specimen` or `specimen:MODE`. A database URL without a host
+    /// (a unix socket given as an option) means 127.0.0.1, as its driver reads it.
+    pub fn parse(text: &str) -> Result<Target, TargetError> {
+        if text == "specimen" || text.starts_with("specimen:") {
+            return Ok(Target::specimen(text.strip_prefix("specimen:").unwrap_or("")));
+        }
+        let (scheme, rest) = text.split_once("://").ok_or(TargetError::NotUrl)?;
+        let redacted = redact_url(text);
+        let kind = TargetKind::of_scheme(scheme).ok_or_else(|| TargetError::Scheme(redacted.clone()))?;
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+        let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+        let (host, port) = if let Some(v6) = hostport.strip_prefix('[') {
+            let (host, after) = v6.split_once(']').ok_or_else(|| TargetError::Bracket(redacted.clone()))?;
+            match after {
+                "" => (host, None),
+                p => (host, Some(p.strip_prefix(':').ok_or_else(|| TargetError::Port(redacted.clone()))?)),
+            }
+        } else {
+            match hostport.rsplit_once(':') {
+                Some((h, p)) => (h, Some(p)),
+                None => (hostport, None),
+            }
+        };
+        let port = match port {
+            None | Some("") => kind.default_port(),
+            Some(p) => Some(p.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| TargetError::Port(redacted.clone()))?),
+        };
+        let host = match host {
+            "" if kind.is_sql() => "127.0.0.1",
+            "" => return Err(TargetError::NoHost(redacted)),
+            h => h,
+        };
+        let loopback = host == "localhost" || host.starts_with("127.") || host == "::1";
+        Ok(Target { kind, host: host.to_string(), port, loopback, given: text.to_string(), redacted })
+    }
+
+    /// The built-in specimen in `mode` (`specimen:MODE`; `specimen` without one):
+    /// on this machine, its port chosen when it starts.
+    pub fn specimen(mode: &str) -> Target {
+        let name = if mode.is_empty() { "specimen".to_string() } else { format!("specimen:{mode}") };
+        Target { kind: TargetKind::Specimen, host: "127.0.0.1".into(), port: None, loopback: true, given: name.clone(), redacted: name }
+    }
+
+    pub fn kind(&self) -> TargetKind {
+        self.kind
+    }
+
+    /// The host as written, without IPv6 brackets.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The port given or the kind's default; `None` for the specimen (chosen when it starts).
+    pub fn port(&self) -> Option<u16> {
+        self.port
+    }
+
+    /// On this machine's loopback (or the specimen): no link between client and server.
+    pub fn is_loopback(&self) -> bool {
+        self.loopback
+    }
+
+    /// The text as given, credentials included: for the driver that connects with it, never to show or record.
+    pub fn as_given(&self) -> &str {
+        &self.given
+    }
+
+    /// The text to show and record: a password replaced by `***`.
+    pub fn redacted(&self) -> &str {
+        &self.redacted
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.redacted)
+    }
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Target")
+            .field("kind", &self.kind)
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("loopback", &self.loopback)
+            .field("url", &self.redacted)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hp(text: &str) -> (TargetKind, String, Option<u16>, bool) {
+        let t = Target::parse(text).unwrap();
+        (t.kind(), t.host().to_string(), t.port(), t.is_loopback())
+    }
+
+    #[test]
+    fn kinds_hosts_and_default_ports() {
+        assert_eq!(hp("http://127.0.0.1:8080/x?y=1"), (TargetKind::Http, "127.0.0.1".into(), Some(8080), true));
+        assert_eq!(hp("http://example.com/"), (TargetKind::Http, "example.com".into(), Some(80), false));
+        assert_eq!(hp("HTTPS://localhost"), (TargetKind::Https, "localhost".into(), Some(443), true));
+        assert_eq!(hp("postgresql://u@10.0.0.5/db"), (TargetKind::Postgres, "10.0.0.5".into(), Some(5432), false));
+        assert_eq!(hp("postgres://u@127.0.0.1:5433/bench"), (TargetKind::Postgres, "127.0.0.1".into(), Some(5433), true));
+        assert_eq!(hp("mariadb://root@db.lan/x"), (TargetKind::Mysql, "db.lan".into(), Some(3306), false));
+        assert_eq!(hp("mysql://root@/db?socket=/tmp/my.sock"), (TargetKind::Mysql, "127.0.0.1".into(), Some(3306), true));
+        assert_eq!(hp("http://h:/"), (TargetKind::Http, "h".into(), Some(80), false), "an empty port is the default");
+        assert!(TargetKind::Mysql.is_sql() && !TargetKind::Https.is_sql());
+    }
+
+    #[test]
+    fn ipv6_hosts() {
+        assert_eq!(hp("http://[::1]:8080/"), (TargetKind::Http, "::1".into(), Some(8080), true));
+        assert_eq!(hp("http://[::1]/"), (TargetKind::Http, "::1".into(), Some(80), true));
+        assert_eq!(hp("postgres://u:p@[fe80::2]:6432/db"), (TargetKind::Postgres, "fe80::2".into(), Some(6432), false));
+    }
+
+    #[test]
+    fn credentials_are_never_shown() {
+        let t = Target::parse("mysql://u:s3cr@t@127.0.0.1:3307/db").unwrap();
+        assert_eq!(t.redacted(), "mysql://u:***@127.0.0.1:3307/db");
+        assert_eq!(t.to_string(), "mysql://u:***@127.0.0.1:3307/db");
+        assert!(!format!("{t:?}").contains("s3cr"), "{t:?}");
+        assert_eq!((t.host(), t.port()), ("127.0.0.1", Some(3307)), "the last @ ends the credentials");
+        assert_eq!(t.as_given(), "mysql://u:s3cr@t@127.0.0.1:3307/db", "the driver still gets them");
+        let e = Target::parse("ftp://u:pw@h/").unwrap_err().to_string();
+        assert!(!e.contains("pw") && e.contains("u:***@h"), "{e}");
+    }
+
+    #[test]
+    fn the_specimen() {
+        let t = Target::parse("specimen:global-lock").unwrap();
+        assert_eq!((t.kind(), t.port(), t.is_loopback(), t.redacted()), (TargetKind::Specimen, None, true, "specimen:global-lock"));
+        assert_eq!(Target::parse("specimen").unwrap(), Target::specimen(""));
+        assert_eq!(Target::specimen("scales").to_string(), "specimen:scales");
+    }
+
+    #[test]
+    fn bad_input_is_an_error_naming_the_fix() {
+        assert_eq!(Target::parse("127.0.0.1:8080"), Err(TargetError::NotUrl));
+        assert_eq!(Target::parse(""), Err(TargetError::NotUrl));
+        assert!(Target::parse("ftp://127.0.0.1/").unwrap_err().to_string().contains("scheme must be http or https"));
+        assert!(matches!(Target::parse("http://"), Err(TargetError::NoHost(_))));
+        assert!(matches!(Target::parse("http://user@/x"), Err(TargetError::NoHost(_))));
+        assert!(matches!(Target::parse("http://[::1/"), Err(TargetError::Bracket(_))));
+        assert!(matches!(Target::parse("http://[::1]x/"), Err(TargetError::Port(_))));
+        for port in ["99999", "0", "8o", "-1"] {
+            assert!(matches!(Target::parse(&format!("http://h:{port}/")), Err(TargetError::Port(_))), "{port}");
+        }
+        for e in [Target::parse("http://").unwrap_err(), Target::parse("http://[::1/").unwrap_err()] {
+            assert!(e.to_string().starts_with("invalid URL"), "{e}");
+        }
+    }
+}
