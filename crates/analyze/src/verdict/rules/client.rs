@@ -1,0 +1,107 @@
+//! Rules about the client and the requests themselves: a client that was
+//! the bottleneck, and errors.
+
+use super::*;
+
+pub(super) fn client_bound(ctx: &Ctx) -> Option<Verdict> {
+    let pct = ctx.step.client_cpu_pct();
+    let lag = ctx.step.client_lag_ms;
+    let by_cpu = pct.is_some_and(|p| p > CLIENT_SATURATED_PCT) || ctx.step.client_saturated();
+    // A client starved of CPU (a busy neighbour, a taskset to a shared core)
+    // can stay under 90 % of its cores yet answer its timers late.
+    let by_lag = lag.is_some_and(|l| l >= CLIENT_LAG_MS);
+    let wait = ctx.step.client_runq_wait_pct;
+    // The client queued for a CPU while the server's threads did not: the
+    // client is starved by something else (a neighbour, a taskset). When
+    // both queue, the machine is simply CPU-bound (that verdict says so).
+    // A server that itself fills most of the cores makes the client queue as
+    // a matter of course on a shared machine: that is cpu-bound, not a starved client.
+    let server_runnable = ctx.step.telemetry.as_ref().and_then(|t| t.thread_states_pct).map(|s| s.runnable);
+    let server_share = match (ctx.t().and_then(|t| t.server_cpu_pct), ctx.env.logical_cores.filter(|c| *c > 0)) {
+        (Some(p), Some(c)) => Some(p / (100.0 * f64::from(c))),
+        _ => None,
+    };
+    let by_wait = match (wait, server_runnable, server_share) {
+        (Some(w), Some(r), Some(share)) => w >= CLIENT_RUNQ_WAIT_PCT && r < w / 2.0 && share < SERVER_CPU_SHARE,
+        _ => false,
+    };
+    if !by_cpu && !by_lag && !by_wait {
+        return None;
+    }
+    let headline = if by_cpu {
+        "THE LOAD GENERATOR WAS SATURATED: this result measures the client, not the server"
+    } else if by_wait {
+        "THE LOAD GENERATOR WAS STARVED OF CPU (its threads waited to run): this result measures the client, not the server"
+    } else {
+        "THE LOAD GENERATOR FELL BEHIND (its event loop ran late): this result measures the client, not the server"
+    };
+    let mut d = Draft::new(
+        VerdictKind::ClientBound,
+        ctx,
+        headline,
+        "give the client more cores or another machine (more client threads, no busy neighbours, `taskset` it away from the server) and re-run; do not compare servers on this run",
+    );
+    if let Some(p) = pct {
+        d.ev("client CPU", Some(p), "% of its cores");
+    }
+    if let Some(l) = lag {
+        d.ev("client event-loop lag", Some(l), "ms");
+    }
+    if let Some(w) = wait {
+        d.ev("client run-queue wait", Some(w), "% of the window");
+    }
+    d.ev("client cores", Some(f64::from(ctx.step.client_cores)), "cores");
+    d.ev("throughput", Some(ctx.step.throughput_per_s()), "req/s");
+    Some(d.done())
+}
+
+pub(super) fn errors(ctx: &Ctx) -> Option<Verdict> {
+    let s = ctx.step;
+    let total = s.errors.total();
+    let attempts = s.requests + total;
+    if total == 0 || attempts == 0 {
+        return None;
+    }
+    let share = total as f64 / attempts as f64;
+    // A request left unanswered is notable at any share: the server (or
+    // some of its connections) stopped answering.
+    let unfinished = s.errors.get(ErrorClass::Unfinished);
+    if share < ERRORS_NOTABLE_SHARE && unfinished == 0 {
+        return None;
+    }
+    let (top, top_n) = s.errors.counts.iter().max_by_key(|(c, n)| (**n, std::cmp::Reverse(**c))).map(|(c, n)| (*c, *n))?;
+    let message = s.errors.first_message.get(&top).map(|m| format!(" ({m})")).unwrap_or_default();
+    let next = match top {
+        ErrorClass::ConnectRefused | ErrorClass::ConnectTimeout => {
+            "connections are refused or time out: check the listen backlog and accept rate (nstat ListenOverflows/ListenDrops, ss -lnt), file-descriptor limits and the server's connection limit"
+        }
+        ErrorClass::Reset | ErrorClass::ConnectionLost => {
+            "the server closes connections mid-request: read its error log, its connection and keep-alive limits, and dmesg for OOM kills"
+        }
+        ErrorClass::ReadTimeout => {
+            "responses time out: the server queues beyond the timeout; look at its worker/pool limits and the latency histogram of this step"
+        }
+        ErrorClass::Http4xx => "the server rejects requests: check the workload's URLs and the server's rate limits",
+        ErrorClass::Http5xx => "the server fails requests: read its error log at this load (upstream timeouts, pool exhaustion)",
+        ErrorClass::Deadlock | ErrorClass::LockWaitTimeout | ErrorClass::SerializationFailure => {
+            "transactions collide on the same rows: look at the database's lock waits (SHOW ENGINE INNODB STATUS, pg_locks) and the workload's hot rows"
+        }
+        ErrorClass::TooManyConnections => "the database refuses clients: raise max_connections or put a pool in front",
+        ErrorClass::Unfinished => {
+            "the server stopped answering (hung, stopped, deadlocked or overloaded past the window): look at its state (`top -H -p PID`, a stack dump, `ps -o stat`) and its log; the requests are counted as unfinished, not as completions"
+        }
+        ErrorClass::FdLimit => {
+            "the client ran out of file descriptors: raise the hard limit (`ulimit -Hn`, LimitNOFILE= in a unit, /etc/security/limits.conf) or use fewer clients"
+        }
+        ErrorClass::SqlError | ErrorClass::Other => "read the first error message of each class and the server's log at this load",
+    };
+    let mut d = Draft::new(VerdictKind::Errors, ctx, format!("requests fail, mostly {}{message}", top.name()), next);
+    d.cap = if share >= ERRORS_HIGH_SHARE || unfinished > 0 { Confidence::High } else { Confidence::Medium };
+    d.ev("failed", Some(100.0 * share), "% of requests");
+    d.ev("errors", Some(total as f64 / s.window_s), "/s");
+    d.ev(top.name(), Some(top_n as f64 / s.window_s), "/s");
+    if unfinished > 0 && top != ErrorClass::Unfinished {
+        d.ev("unfinished", Some(unfinished as f64), "requests at the window's end");
+    }
+    Some(d.done())
+}
