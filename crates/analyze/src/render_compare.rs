@@ -31,20 +31,10 @@ pub fn fmt_throughput(x: f64) -> String {
 /// and with thousands separators (60,006); below, as [`fmt_throughput`].
 pub fn fmt_throughput_text(x: f64) -> String {
     if x.abs() < 1000.0 {
-        return fmt_throughput(x);
+        fmt_throughput(x)
+    } else {
+        crate::verdict::num(x)
     }
-    let digits = format!("{:.0}", x.abs());
-    let mut out = String::new();
-    for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    if x < 0.0 {
-        out.insert(0, '-');
-    }
-    out
 }
 
 fn fmt_scaling(p: Option<i64>) -> String {

@@ -2,11 +2,13 @@
 
 use scalelab_core::{ErrorClass, Run, StepTelemetry};
 
-fn opt(x: Option<f64>) -> String {
+/// A figure as a CSV cell: six decimals, empty when missing (never 0).
+pub fn opt(x: Option<f64>) -> String {
     x.map(|v| format!("{v:.6}")).unwrap_or_default()
 }
 
-fn quote(s: &str) -> String {
+/// Text as a CSV cell, quoted when it holds a comma, a quote or a line break.
+pub fn quote(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {

@@ -50,7 +50,7 @@ pub fn diagnose(run: &Run) -> Diagnosis {
 
 /// A figure for text: thousands separated from 1,000, whole from 10 (and
 /// whole numbers always), one decimal from 1, two below.
-pub(super) fn num(v: f64) -> String {
+pub(crate) fn num(v: f64) -> String {
     if !v.is_finite() {
         return "?".into();
     }

@@ -20,6 +20,7 @@
 mod diagnosis;
 mod rules;
 
+pub(crate) use diagnosis::num;
 pub use diagnosis::{diagnose, per_s, render_text, to_json, Diagnosis};
 
 use crate::curve::Curve;

@@ -124,7 +124,10 @@ pub fn export(path: &Path, a: &ExportArgs) -> anyhow::Result<ExitCode> {
     if run.kind == scalelab_core::RunKind::Watch {
         match format {
             ExportFormat::Json => println!("{}", serde_json::to_string_pretty(&super::watch::watch_json(&store, &run)?)?),
-            ExportFormat::Csv => print!("{}", super::watch::intervals_csv(run.id, &super::watch::intervals(&store, &run)?)),
+            ExportFormat::Csv => {
+                let samples = crate::telemetry::load_samples(&store, run.id)?;
+                print!("{}", super::watch::intervals_csv(run.id, &super::watch::intervals(&samples, &run)))
+            }
         }
         return Ok(ExitCode::SUCCESS);
     }

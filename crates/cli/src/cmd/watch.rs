@@ -121,22 +121,18 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
 
 /// `show` of a recorded watch: the whole recording summarized like a step.
 pub fn show(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<ExitCode> {
-    let RunSamples { system, process, threads, db, .. } = crate::telemetry::load_samples(store, run.id)?;
+    let samples = crate::telemetry::load_samples(store, run.id)?;
     sayln!(
         "run {}: {} — {} — recorded {} system samples",
         run.id,
         scalelab_core::escape_control(&run.plan.label),
         scalelab_core::escape_control(&run.plan.target),
-        system.len()
+        samples.system.len()
     );
-    let (Some(first), Some(last)) = (system.first(), system.last()) else {
+    let Some(t) = summarize(&samples) else {
         sayln!("no samples recorded");
         return Ok(ExitCode::SUCCESS);
     };
-    let mut t = scalelab_probe::summary::summarize_window(&system, &process, &threads, first.at.unix_ms, last.at.unix_ms, 0);
-    if !db.is_empty() {
-        t.db = scalelab_probe::db::summarize_db(&db, first.at.unix_ms, last.at.unix_ms).ok();
-    }
     let p = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1}%"));
     let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.0}"));
     let ts = t.thread_states_pct;
@@ -174,7 +170,7 @@ pub fn show(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<ExitCode>
     for (k, why) in &t.unavailable {
         sayln!("unavailable: {k}: {why}");
     }
-    let series = intervals(store, run)?;
+    let series = intervals(&samples, run);
     if !series.is_empty() {
         println!("per interval ({} rows; `scalelab export {} --series` for all of them as CSV):", series.len(), run.id);
         println!("{}", aligned(&HEADER.map(String::from)));
@@ -341,8 +337,8 @@ impl Interval {
 }
 
 /// Every interval of a recorded watch, from its stored samples.
-pub fn intervals(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<Vec<Interval>> {
-    let RunSamples { system, process, threads, db, .. } = crate::telemetry::load_samples(store, run.id)?;
+pub fn intervals(samples: &RunSamples, run: &scalelab_core::Run) -> Vec<Interval> {
+    let RunSamples { system, process, threads, db, .. } = samples;
     let origin = system.first().map_or(run.started_unix_ms, |s| s.at.unix_ms);
     let mut out = Vec::new();
     for pair in system.windows(2) {
@@ -355,7 +351,7 @@ pub fn intervals(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<Vec<
         let db_here: Vec<DbSample> = db.iter().filter(|d| d.unix_ms > prev.at.unix_ms - 1000 && d.unix_ms <= at).cloned().collect();
         out.push(Interval::of(origin, prev, sys, procs, th, &db_here));
     }
-    Ok(out)
+    out
 }
 
 /// The per-second series of a recorded watch as CSV (units in the column names).
@@ -365,9 +361,9 @@ pub fn intervals_csv(run_id: i64, rows: &[Interval]) -> String {
          server_cs_per_s,threads_running_pct,threads_runnable_pct,threads_futex_pct,threads_io_pct,threads_idle_pct,\
          tcp_time_wait_sockets,listen_drops_per_s,disk_iops,net_mb_per_s,db_waits\n",
     );
-    let o = |x: Option<f64>| x.map(|v| format!("{v:.6}")).unwrap_or_default();
+    let o = scalelab_report::csv::opt;
     for r in rows {
-        let db = r.db_waits.as_deref().map(|w| format!("\"{}\"", w.replace('"', "\"\""))).unwrap_or_default();
+        let db = r.db_waits.as_deref().map(scalelab_report::csv::quote).unwrap_or_default();
         out.push_str(&format!(
             "{run_id},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{db}\n",
             r.unix_ms,
@@ -398,8 +394,9 @@ pub fn intervals_csv(run_id: i64, rows: &[Interval]) -> String {
 /// interval (`samples`).
 pub fn watch_json(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<serde_json::Value> {
     let mut doc = scalelab_report::json::run_json(run);
-    let rows = intervals(store, run)?;
-    let summary = summary(store, run)?;
+    let samples = crate::telemetry::load_samples(store, run.id)?;
+    let rows = intervals(&samples, run);
+    let summary = summarize(&samples).filter(|_| samples.system.len() >= 2);
     if let serde_json::Value::Object(m) = &mut doc {
         m.insert("summary".into(), serde_json::to_value(summary)?);
         m.insert("samples".into(), serde_json::to_value(rows)?);
@@ -407,18 +404,16 @@ pub fn watch_json(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<ser
     Ok(doc)
 }
 
-/// The whole recording summarized like a step's telemetry; `None` with fewer than two system samples.
-fn summary(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<Option<scalelab_core::StepTelemetry>> {
-    let RunSamples { system, process, threads, db, .. } = crate::telemetry::load_samples(store, run.id)?;
-    let (Some(first), Some(last)) = (system.first(), system.last()) else { return Ok(None) };
-    if system.len() < 2 {
-        return Ok(None);
-    }
-    let mut t = scalelab_probe::summary::summarize_window(&system, &process, &threads, first.at.unix_ms, last.at.unix_ms, 0);
+/// The whole recording summarized like a step's telemetry; `None` when no
+/// system sample was recorded.
+fn summarize(samples: &RunSamples) -> Option<scalelab_core::StepTelemetry> {
+    let RunSamples { system, process, threads, db, .. } = samples;
+    let (first, last) = (system.first()?, system.last()?);
+    let mut t = scalelab_probe::summary::summarize_window(system, process, threads, first.at.unix_ms, last.at.unix_ms, 0);
     if !db.is_empty() {
-        t.db = scalelab_probe::db::summarize_db(&db, first.at.unix_ms, last.at.unix_ms).ok();
+        t.db = scalelab_probe::db::summarize_db(db, first.at.unix_ms, last.at.unix_ms).ok();
     }
-    Ok(Some(t))
+    Some(t)
 }
 
 /// `pid 1234 (nginx)`: the process's name from /proc, when it can be read.
