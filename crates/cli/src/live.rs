@@ -10,6 +10,7 @@
 //! per tick) is added; `bench/http_vs_wrk` measures the cost.
 
 use crate::progress::Progress;
+use crate::session::Observer;
 use crate::telemetry::Record;
 use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
@@ -50,9 +51,18 @@ impl LiveView {
         LiveView::Lines(Progress::new(quiet, steps.len()))
     }
 
-    pub fn step_started(&mut self, index: usize, concurrency: u32) {
+    /// Gives the terminal back (the screen is left as it was before the sweep).
+    pub fn finish(self) {
+        if let LiveView::Screen(s) = self {
+            drop(s);
+        }
+    }
+}
+
+impl Observer for LiveView {
+    fn step_started(&mut self, index: usize, plan: &StepPlan) {
         match self {
-            LiveView::Lines(p) => p.step_started(index, concurrency),
+            LiveView::Lines(p) => p.step_started(index, plan.concurrency),
             LiveView::Screen(s) => {
                 s.state.step_started(index);
                 s.draw();
@@ -60,9 +70,9 @@ impl LiveView {
         }
     }
 
-    pub fn tick(&mut self, index: usize, concurrency: u32, tick: &LiveTick) {
+    fn tick(&mut self, index: usize, plan: &StepPlan, tick: &LiveTick) {
         match self {
-            LiveView::Lines(p) => p.tick(index, concurrency, tick),
+            LiveView::Lines(p) => p.tick(index, plan.concurrency, tick),
             LiveView::Screen(s) => {
                 s.state.tick(index, tick);
                 s.draw();
@@ -72,28 +82,21 @@ impl LiveView {
 
     /// Telemetry records on their way to the store: the view reads the CPU,
     /// server and thread-state figures and the probe notes from them.
-    pub fn telemetry(&mut self, records: &[Record]) {
+    fn telemetry(&mut self, records: &[Record]) {
         if let LiveView::Screen(s) = self {
             s.state.telemetry(records);
         }
     }
 
     /// A finished step: a line of its own in the plain view, a curve point
-    /// and warnings in the live view. `unit` names the throughput (req/s, tx/s).
-    pub fn step_finished(&mut self, result: &StepResult, unit: &str) {
+    /// and warnings in the live view.
+    fn step_finished(&mut self, _index: usize, result: &StepResult, unit: &str) {
         match self {
             LiveView::Lines(p) => p.step_finished(result, unit),
             LiveView::Screen(s) => {
                 s.state.step_finished(result);
                 s.draw();
             }
-        }
-    }
-
-    /// Gives the terminal back (the screen is left as it was before the sweep).
-    pub fn finish(self) {
-        if let LiveView::Screen(s) = self {
-            drop(s);
         }
     }
 }

@@ -4,10 +4,11 @@
 use crate::args::SweepArgs;
 use crate::error::bad;
 use crate::live::LiveView;
+use crate::session::{Probes, Session, Silent, SweepOutcome};
 use crate::specimen_child::SpecimenChild;
 use scalelab_core::{escape_control, parse_concurrency_list, parse_duration, Run, RunKind, RunPlan, StepPlan, Target};
 use scalelab_drive::http::{parse_url_file, HttpConfig, HttpDriver, RequestSpec, StatusMatch};
-use scalelab_drive::{cpu, run_sweep, EngineOptions, SweepEnd, SweepEvent};
+use scalelab_drive::{cpu, EngineOptions, SweepEnd};
 use scalelab_report::table;
 use scalelab_store::Store;
 use std::path::Path;
@@ -304,7 +305,7 @@ fn check_sampling(a: &SweepArgs) -> anyhow::Result<Duration> {
 /// Runs the sweep on a prepared target, committing each step as it finishes,
 /// then prints the table (or JSON), the analysis and the assertions.
 pub fn execute<D: scalelab_drive::Driver>(
-    mut store: Store,
+    store: Store,
     store_path: &Path,
     a: &SweepArgs,
     common: Common,
@@ -333,54 +334,37 @@ pub fn execute<D: scalelab_drive::Driver>(
 
     let sample_interval = check_sampling(a)?;
     let server_pid = crate::telemetry::server_pid(Some(&common.target), specimen.as_ref().map(|s| s.pid()), a.server_pid);
+    let db = crate::db_probe::for_target(Some(&common.target), a.db_probe.as_deref()).map_err(bad)?;
 
     // 4. Load. SIGINT/SIGTERM finish the current second and keep what was measured.
     let stop = super::stop_on_signals()?;
-    let run_id = store.begin_run(RunKind::Sweep, &plan, &env, None)?;
-    if let Err(why) = &server_pid {
-        store.add_probe_note(run_id, scalelab_core::Source::Process.name(), &format!("server process not found: {why}"))?;
-    }
-    let db_url = crate::db_probe::for_target(Some(&common.target), a.db_probe.as_deref()).map_err(bad)?;
-    let specimen_addr = specimen.as_ref().map(|s| s.addr);
-    let telemetry = crate::telemetry::Telemetry::start(server_pid.ok(), sample_interval, a.thread_sample_hz, db_url, specimen_addr);
+    let probes = Probes {
+        why_no_server: server_pid.as_ref().err().cloned(),
+        server_pid: server_pid.ok(),
+        interval: sample_interval,
+        thread_hz: a.thread_sample_hz,
+        db,
+        specimen: specimen.as_ref().map(|s| s.addr),
+    };
+    let label = escape_control(&plan.label).into_owned();
+    let workload = escape_control(&plan.workload).into_owned();
+    let steps = plan.steps.clone();
+    let mut session = Session::begin(store, RunKind::Sweep, plan, &env, probes)?;
+    let run_id = session.run_id().expect("a sweep is recorded");
     let opts = EngineOptions { threads: common.threads, pin_cpus, slice_us, stop: stop.clone() };
     // Progress (the live view, or a line per step) goes to stderr; stdout
     // gets the table once, at the end.
     if !a.json && !a.quiet {
-        sayln!("run {run_id}: {} ({}), store {}", escape_control(&plan.label), escape_control(&plan.workload), store_path.display());
+        sayln!("run {run_id}: {label} ({workload}), store {}", store_path.display());
     }
-    let mut view = LiveView::start(a.quiet, a.no_tui, escape_control(&plan.label).into_owned(), &plan.steps, stop.clone());
-    let mut store_error = None;
-    // The first step where nothing succeeded or errors dominate: it measured
-    // no working server, so the run failed, whatever --max-failed-steps allowed.
-    let mut failed_step: Option<String> = None;
-    let keep = |store: &mut Store, view: &mut LiveView, records: Vec<crate::telemetry::Record>| {
-        view.telemetry(&records);
-        crate::telemetry::store_records(store, run_id, records);
-    };
-    let end = run_sweep(&driver, &plan.steps, &opts, a.max_failed_steps, &mut |ev| match ev {
-        SweepEvent::StepStarted { index, plan } => view.step_started(index, plan.concurrency),
-        SweepEvent::Tick { index, tick } => {
-            keep(&mut store, &mut view, telemetry.drain());
-            view.tick(index, plan.steps[index].concurrency, tick);
-        }
-        SweepEvent::StepFinished { index, result } => {
-            keep(&mut store, &mut view, telemetry.drain());
-            view.step_finished(&result, plan.throughput_unit());
-            if failed_step.is_none() {
-                failed_step = result.failure().map(|why| format!("step {} ({} clients): {why}", index + 1, result.concurrency));
-            }
-            if let Err(e) = store.add_step(run_id, index, &result) {
-                store_error.get_or_insert((index, e));
-                stop.store(true, std::sync::atomic::Ordering::Relaxed);
-            }
-        }
-    });
+    let mut view = LiveView::start(a.quiet, a.no_tui, label, &steps, stop.clone());
+    let swept = session.sweep(&driver, &opts, a.max_failed_steps, &mut view);
     view.finish();
-    crate::telemetry::store_records(&mut store, run_id, telemetry.stop());
+    session.stop_probes(&mut Silent);
     drop(specimen);
-    if let Some((index, e)) = store_error {
-        let _ = store.finish_run(run_id, false, "store error");
+    let (complete, outcome, code) = swept.verdict();
+    if let Some((index, e)) = &swept.store_error {
+        let _ = session.finish(false, "store error");
         // The run had started and its earlier steps are stored: a failed run
         // (exit 1), not bad input (exit 2, which promises nothing was stored).
         return Err(anyhow::anyhow!(
@@ -388,13 +372,9 @@ pub fn execute<D: scalelab_drive::Driver>(
             index + 1
         ));
     }
-    let (complete, outcome, code) = match (&end, &failed_step) {
-        (SweepEnd::Completed, Some(why)) => (false, format!("failed: {why}"), ExitCode::from(1)),
-        (SweepEnd::Completed, None) => (true, "completed".to_string(), ExitCode::SUCCESS),
-        (SweepEnd::Interrupted, _) => (false, "interrupted".to_string(), ExitCode::from(130)),
-        (SweepEnd::TargetFailed { step }, _) => (false, format!("target failed at step {step}"), ExitCode::from(1)),
-    };
-    store.finish_run(run_id, complete, &outcome)?;
+    let (store, _) = session.finish(complete, &outcome)?.expect("a sweep is recorded");
+    let code = ExitCode::from(code);
+    let SweepOutcome { end, failed_step, .. } = swept;
     let mut run: Run = store.load_run(run_id)?;
     crate::telemetry::attach(&store, &mut run)?;
     if a.json {

@@ -3,7 +3,8 @@
 
 use crate::args::WatchArgs;
 use crate::error::bad;
-use crate::telemetry::{Record, Telemetry};
+use crate::session::{Observer, Probes, Session};
+use crate::telemetry::Record;
 use scalelab_core::{RunKind, RunPlan};
 use scalelab_probe::db::DbSample;
 use scalelab_probe::summary::ThreadSecond;
@@ -12,8 +13,7 @@ use scalelab_report::fmt::columns;
 use scalelab_store::Store;
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
     let interval = scalelab_core::parse_duration(&a.interval).map_err(|e| bad(format!("--interval: {e}")))?;
@@ -41,82 +41,100 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         (None, None, None) => None,
     };
     let db_url = crate::db_probe::for_target(target.as_ref().and_then(|t| t.as_ref().ok()), a.db_probe.as_deref()).map_err(bad)?;
-    let mut store = if a.record { Some(Store::open(store_path)?) } else { None };
+    let store = if a.record { Some(Store::open(store_path)?) } else { None };
     let stop = super::stop_on_signals()?;
     let target = a.target.as_deref().map(scalelab_core::redact_url).unwrap_or_else(|| pid.map_or("this machine".into(), named));
-    let run_id = match &store {
-        Some(s) => {
+    let plan = RunPlan {
+        label: a.label.clone().unwrap_or_else(|| format!("watch {target}")),
+        target: target.clone(),
+        workload: "its own traffic (no load generated)".into(),
+        steps: vec![],
+        client_threads: 0,
+        options: Default::default(),
+    };
+    let probes = Probes {
+        server_pid: pid,
+        // A watch of the machine alone is what was asked: no note.
+        why_no_server: None,
+        interval,
+        thread_hz: if pid.is_some() { a.thread_sample_hz } else { 0.0 },
+        db: db_url,
+        specimen: None,
+    };
+    let mut session = match store {
+        Some(store) => {
             let env = scalelab_probe::capture_environment(&Default::default(), None, scalelab_drive::cpu::open_files_limit());
-            let plan = RunPlan {
-                label: a.label.clone().unwrap_or_else(|| format!("watch {target}")),
-                target: target.clone(),
-                workload: "its own traffic (no load generated)".into(),
-                steps: vec![],
-                client_threads: 0,
-                options: Default::default(),
-            };
-            Some(s.begin_run(RunKind::Watch, &plan, &env, None)?)
+            Session::begin(store, RunKind::Watch, plan, &env, probes)?
         }
-        None => None,
+        None => Session::unrecorded(plan, probes),
     };
     match pid {
         Some(p) if a.target.is_some() => sayln!("watching {target} ({}); Ctrl-C to stop", named(p)),
         Some(_) => sayln!("watching {target}; Ctrl-C to stop"),
         None => sayln!("watching this machine (no server process given: machine-wide figures only); Ctrl-C to stop"),
     }
-    let telemetry = Telemetry::start(pid, interval, if pid.is_some() { a.thread_sample_hz } else { 0.0 }, db_url, None);
-    let start = Instant::now();
-    let start_ms = now_unix_ms();
-    let mut last_sys: Option<SystemSample> = None;
-    let mut prev_proc: Option<ProcessSample> = None;
-    let mut cur_proc: Option<ProcessSample> = None;
-    let mut last_threads: Option<ThreadSecond> = None;
-    // The last two seconds of database readings: the "DB waits" column is their last second.
-    let mut db_recent: Vec<DbSample> = Vec::new();
-    let mut printed = 0usize;
-    let mut notes = Vec::new();
-    while !stop.load(Ordering::Relaxed) && duration.is_none_or(|d| start.elapsed() < d) {
-        std::thread::sleep(Duration::from_millis(100));
-        let records = telemetry.drain();
+    let mut lines = Lines::new(now_unix_ms());
+    session.watch(&stop, duration, &mut lines);
+    if let Some((_, id)) = session.finish(true, "recorded")? {
+        sayln!("recorded as run {id} in {}", store_path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The live lines of `watch`: one row per system sample (a header every 20
+/// rows), probe notes on stderr as they come.
+struct Lines {
+    start_ms: i64,
+    last_sys: Option<SystemSample>,
+    prev_proc: Option<ProcessSample>,
+    cur_proc: Option<ProcessSample>,
+    last_threads: Option<ThreadSecond>,
+    /// The last two seconds of database readings: the "DB waits" column is their last second.
+    db_recent: Vec<DbSample>,
+    printed: usize,
+}
+
+impl Lines {
+    fn new(start_ms: i64) -> Lines {
+        Lines { start_ms, last_sys: None, prev_proc: None, cur_proc: None, last_threads: None, db_recent: Vec::new(), printed: 0 }
+    }
+}
+
+impl Observer for Lines {
+    fn telemetry(&mut self, records: &[Record]) {
         let mut new_sys = None;
-        for r in &records {
+        let mut notes = Vec::new();
+        for r in records {
             match r {
                 Record::Sample(Sample::System(s)) => new_sys = Some((**s).clone()),
-                Record::Sample(Sample::Process(p)) => prev_proc = cur_proc.replace(p.clone()),
-                Record::Sample(Sample::Threads(t)) => last_threads = Some(t.clone()),
+                Record::Sample(Sample::Process(p)) => self.prev_proc = self.cur_proc.replace(p.clone()),
+                Record::Sample(Sample::Threads(t)) => self.last_threads = Some(t.clone()),
                 Record::Sample(Sample::Db(d)) => {
                     let newest = d.unix_ms;
-                    db_recent.push((**d).clone());
-                    db_recent.retain(|s| s.unix_ms >= newest - 2000);
+                    self.db_recent.push((**d).clone());
+                    self.db_recent.retain(|s| s.unix_ms >= newest - 2000);
                 }
                 Record::Unavailable(src, why) => notes.push(format!("{}: {why}", src.name())),
                 Record::Sample(Sample::Specimen(_)) => {}
             }
         }
-        if let (Some(store), Some(id)) = (store.as_mut(), run_id) {
-            crate::telemetry::store_records(store, id, records);
-        }
-        for n in notes.drain(..) {
+        for n in notes {
             esayln!("unavailable: {n}");
         }
-        let Some(sys) = new_sys else { continue };
-        if let Some(prev) = last_sys.replace(sys.clone()) {
-            let db_last = db_recent.last().map(|l| l.unix_ms);
-            let db_second: Vec<DbSample> = db_recent.iter().filter(|d| db_last.is_some_and(|l| d.unix_ms >= l - 1000)).cloned().collect();
-            let iv = Interval::of(start_ms, &prev, &sys, (prev_proc.as_ref(), cur_proc.as_ref()), last_threads.as_ref(), &db_second);
-            if printed.is_multiple_of(20) {
+        let Some(sys) = new_sys else { return };
+        if let Some(prev) = self.last_sys.replace(sys.clone()) {
+            let db_last = self.db_recent.last().map(|l| l.unix_ms);
+            let db_second: Vec<DbSample> =
+                self.db_recent.iter().filter(|d| db_last.is_some_and(|l| d.unix_ms >= l - 1000)).cloned().collect();
+            let procs = (self.prev_proc.as_ref(), self.cur_proc.as_ref());
+            let iv = Interval::of(self.start_ms, &prev, &sys, procs, self.last_threads.as_ref(), &db_second);
+            if self.printed.is_multiple_of(20) {
                 sayln!("{}", aligned(&HEADER.map(String::from)));
             }
             sayln!("{}", aligned(&iv.cells()));
-            printed += 1;
+            self.printed += 1;
         }
     }
-    if let (Some(mut store), Some(id)) = (store, run_id) {
-        crate::telemetry::store_records(&mut store, id, telemetry.stop());
-        store.finish_run(id, true, "recorded")?;
-        sayln!("recorded as run {id} in {}", store_path.display());
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// `show` of a recorded watch: the whole recording summarized like a step.

@@ -1,0 +1,206 @@
+//! One run, owned from start to end: the store writer (single-writer: the
+//! probes and the load hand their records over channels), the probes of
+//! the machine, the server process and the database, and the load (a sweep
+//! of steps, or none for `watch`). Whoever shows the run implements
+//! [`Observer`]: the full-screen live view and the plain progress lines do,
+//! and so can a test, which gets the steps and the samples typed.
+
+use crate::telemetry::{store_records, Record, Telemetry};
+use scalelab_core::{Environment, RunKind, RunPlan, Source, StepPlan, StepResult};
+use scalelab_drive::sql::SqlUrl;
+use scalelab_drive::{run_sweep, Driver, EngineOptions, LiveTick, SweepEnd, SweepEvent};
+use scalelab_store::{Store, StoreError};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What a session tells whoever shows the run. Every method has a default
+/// that ignores the event, so an observer implements only what it shows.
+pub trait Observer {
+    /// Step `index` (0-based) begins: its clients connect, then warm up.
+    fn step_started(&mut self, _index: usize, _plan: &StepPlan) {}
+    /// Progress of the running step (about four times a second).
+    fn tick(&mut self, _index: usize, _plan: &StepPlan, _tick: &LiveTick) {}
+    /// Probe records as they are handed to the store: typed samples, or a
+    /// note that a source is unavailable and why.
+    fn telemetry(&mut self, _records: &[Record]) {}
+    /// Step `index` ended and is stored; `unit` names its throughput (req/s, tx/s).
+    fn step_finished(&mut self, _index: usize, _result: &StepResult, _unit: &str) {}
+}
+
+/// An observer that shows nothing (`--json` sweeps still store everything).
+pub struct Silent;
+
+impl Observer for Silent {}
+
+/// What the probes of a session watch.
+pub struct Probes {
+    /// The server process (with its descendants) to sample.
+    pub server_pid: Option<u32>,
+    /// Why no server process is sampled when one was expected: stored
+    /// with the run as a probe note.
+    pub why_no_server: Option<String>,
+    /// Machine and process samples, this often.
+    pub interval: Duration,
+    /// Thread-state samples of the server per second (0: none).
+    pub thread_hz: f64,
+    /// The database to poll for its internals (waits, locks, activity).
+    pub db: Option<SqlUrl>,
+    /// The built-in specimen's address, to read its own counters.
+    pub specimen: Option<SocketAddr>,
+}
+
+/// How a sweep of a session ended.
+#[derive(Debug)]
+pub struct SweepOutcome {
+    /// Every step ran, or the sweep was interrupted, or the target failed.
+    pub end: SweepEnd,
+    /// The first step where nothing succeeded or errors dominate: it
+    /// measured no working server, so the run failed whatever
+    /// `--max-failed-steps` allowed.
+    pub failed_step: Option<String>,
+    /// The step the store could not save (0-based) and why; the sweep
+    /// stopped there and the earlier steps are kept.
+    pub store_error: Option<(usize, StoreError)>,
+}
+
+impl SweepOutcome {
+    /// Whether the run is complete, its outcome as stored ("completed",
+    /// "failed: ...", "interrupted", "target failed at step N"), and the
+    /// exit code it means (0, 1, 130).
+    pub fn verdict(&self) -> (bool, String, u8) {
+        match (&self.end, &self.failed_step) {
+            (SweepEnd::Completed, Some(why)) => (false, format!("failed: {why}"), 1),
+            (SweepEnd::Completed, None) => (true, "completed".to_string(), 0),
+            (SweepEnd::Interrupted, _) => (false, "interrupted".to_string(), 130),
+            (SweepEnd::TargetFailed { step }, _) => (false, format!("target failed at step {step}"), 1),
+        }
+    }
+}
+
+/// One run: begun in the store (or not recorded, for a plain `watch`), its
+/// probes running until [`Session::finish`] or drop.
+pub struct Session {
+    store: Option<Store>,
+    run_id: Option<i64>,
+    plan: RunPlan,
+    telemetry: Option<Telemetry>,
+}
+
+impl Session {
+    /// Records the run's start in `store` (its plan, the environment, and a
+    /// note when the server process was not found) and starts the probes.
+    pub fn begin(store: Store, kind: RunKind, plan: RunPlan, env: &Environment, probes: Probes) -> Result<Session, StoreError> {
+        let run_id = store.begin_run(kind, &plan, env, None)?;
+        if let Some(why) = &probes.why_no_server {
+            store.add_probe_note(run_id, Source::Process.name(), &format!("server process not found: {why}"))?;
+        }
+        Ok(Session { store: Some(store), run_id: Some(run_id), plan, telemetry: Some(start_probes(probes)) })
+    }
+
+    /// A session that stores nothing (a `watch` without `--record`): the
+    /// probes run and the observer sees their records.
+    pub fn unrecorded(plan: RunPlan, probes: Probes) -> Session {
+        Session { store: None, run_id: None, plan, telemetry: Some(start_probes(probes)) }
+    }
+
+    /// The run's id in the store, when it is recorded.
+    pub fn run_id(&self) -> Option<i64> {
+        self.run_id
+    }
+
+    /// What the run was planned to be.
+    pub fn plan(&self) -> &RunPlan {
+        &self.plan
+    }
+
+    /// Hands what the probes took since the last call to the observer, then
+    /// to the store. A failure to store telemetry never stops the run.
+    fn keep(&mut self, records: Vec<Record>, observer: &mut dyn Observer) {
+        observer.telemetry(&records);
+        if let (Some(store), Some(id)) = (self.store.as_mut(), self.run_id) {
+            store_records(store, id, records);
+        }
+    }
+
+    fn drain(&mut self, observer: &mut dyn Observer) {
+        let records = self.telemetry.as_ref().map(Telemetry::drain).unwrap_or_default();
+        self.keep(records, observer);
+    }
+
+    /// Runs the plan's steps against `driver`, storing each step as it
+    /// finishes; the observer sees every step, tick and probe record.
+    /// Ends early when `engine.stop` is raised (SIGINT, `q`), when
+    /// `max_failed_steps` steps in a row got nothing, or when a step cannot
+    /// be stored.
+    pub fn sweep<D: Driver>(
+        &mut self,
+        driver: &Arc<D>,
+        engine: &EngineOptions,
+        max_failed_steps: u32,
+        observer: &mut dyn Observer,
+    ) -> SweepOutcome {
+        let steps = self.plan.steps.clone();
+        let unit = self.plan.throughput_unit().to_string();
+        let mut failed_step: Option<String> = None;
+        let mut store_error = None;
+        let end = run_sweep(driver, &steps, engine, max_failed_steps, &mut |ev| match ev {
+            SweepEvent::StepStarted { index, plan } => observer.step_started(index, plan),
+            SweepEvent::Tick { index, tick } => {
+                self.drain(observer);
+                observer.tick(index, &steps[index], tick);
+            }
+            SweepEvent::StepFinished { index, result } => {
+                self.drain(observer);
+                if failed_step.is_none() {
+                    failed_step = result.failure().map(|why| format!("step {} ({} clients): {why}", index + 1, result.concurrency));
+                }
+                if let (Some(store), Some(id)) = (self.store.as_mut(), self.run_id) {
+                    if let Err(e) = store.add_step(id, index, &result) {
+                        store_error.get_or_insert((index, e));
+                        engine.stop.store(true, Ordering::Relaxed);
+                    }
+                }
+                observer.step_finished(index, &result, &unit);
+            }
+        });
+        SweepOutcome { end, failed_step, store_error }
+    }
+
+    /// No load: the probes only, until `stop` is raised or `duration` has
+    /// passed; the observer sees each record as it is stored.
+    pub fn watch(&mut self, stop: &AtomicBool, duration: Option<Duration>, observer: &mut dyn Observer) {
+        let start = Instant::now();
+        while !stop.load(Ordering::Relaxed) && duration.is_none_or(|d| start.elapsed() < d) {
+            std::thread::sleep(Duration::from_millis(100));
+            self.drain(observer);
+        }
+    }
+
+    /// Stops the probes and keeps their last records (before the server
+    /// they watch is stopped, so its exit is not recorded as a failure).
+    pub fn stop_probes(&mut self, observer: &mut dyn Observer) {
+        if let Some(t) = self.telemetry.take() {
+            let records = t.stop();
+            self.keep(records, observer);
+        }
+    }
+
+    /// Ends the run: the probes' last records and the outcome are stored.
+    /// Returns the store and the run id when the run was recorded.
+    pub fn finish(mut self, complete: bool, outcome: &str) -> Result<Option<(Store, i64)>, StoreError> {
+        self.stop_probes(&mut Silent);
+        match (self.store.take(), self.run_id) {
+            (Some(store), Some(id)) => {
+                store.finish_run(id, complete, outcome)?;
+                Ok(Some((store, id)))
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
+fn start_probes(p: Probes) -> Telemetry {
+    Telemetry::start(p.server_pid, p.interval, p.thread_hz, p.db, p.specimen)
+}
