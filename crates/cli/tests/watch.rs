@@ -42,3 +42,28 @@ fn watch_of_a_port_nobody_listens_on_is_bad_input() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
 }
+
+#[test]
+fn watch_of_a_target_in_any_scheme_finds_the_server_by_its_port() {
+    // A server scalelab cannot load but can observe: any scheme names a host
+    // and port (tcp://, redis://); the owner of the port is the server.
+    let mut specimen = bin()
+        .args(["specimen", "--port", "0", "--mode", "scales", "--work-us", "10"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(specimen.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let addr = line.split_whitespace().nth(2).unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&dir.path().join("s.db"), &["watch", &format!("tcp://{addr}"), "--duration", "1.5s"]);
+    let _ = specimen.kill();
+    let _ = specimen.wait();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(&format!("watching tcp://{addr} (pid {}", specimen.id())), "{text}");
+    // Loading it is refused: scalelab speaks HTTP and SQL only.
+    let out = run(&dir.path().join("s.db"), &["sweep", &format!("tcp://{addr}"), "-c", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("scheme must be http or https"), "{}", stderr(&out));
+}

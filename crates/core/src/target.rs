@@ -18,6 +18,10 @@ pub enum TargetKind {
     Mysql,
     /// The built-in specimen (`specimen` or `specimen:MODE`).
     Specimen,
+    /// Any other scheme (`tcp://host:port`, `redis://...`): a server that
+    /// can be observed (`watch`) but not loaded. Only [`Target::parse_any`]
+    /// gives it.
+    Other,
 }
 
 impl TargetKind {
@@ -33,7 +37,7 @@ impl TargetKind {
             TargetKind::Https => Some(443),
             TargetKind::Postgres => Some(5432),
             TargetKind::Mysql => Some(3306),
-            TargetKind::Specimen => None,
+            TargetKind::Specimen | TargetKind::Other => None,
         }
     }
 
@@ -79,12 +83,27 @@ impl Target {
     /// brackets), `specimen` or `specimen:MODE`. A database URL without a host
     /// (a unix socket given as an option) means 127.0.0.1, as its driver reads it.
     pub fn parse(text: &str) -> Result<Target, TargetError> {
+        Self::parse_with(text, false)
+    }
+
+    /// Like [`Target::parse`], but any scheme is accepted (as
+    /// [`TargetKind::Other`], with no default port): what a target that is
+    /// only observed needs, e.g. `watch tcp://127.0.0.1:6379`.
+    pub fn parse_any(text: &str) -> Result<Target, TargetError> {
+        Self::parse_with(text, true)
+    }
+
+    fn parse_with(text: &str, any_scheme: bool) -> Result<Target, TargetError> {
         if text == "specimen" || text.starts_with("specimen:") {
             return Ok(Target::specimen(text.strip_prefix("specimen:").unwrap_or("")));
         }
         let (scheme, rest) = text.split_once("://").ok_or(TargetError::NotUrl)?;
         let redacted = redact_url(text);
-        let kind = TargetKind::of_scheme(scheme).ok_or_else(|| TargetError::Scheme(redacted.clone()))?;
+        let kind = match TargetKind::of_scheme(scheme) {
+            Some(kind) => kind,
+            None if any_scheme && !scheme.is_empty() => TargetKind::Other,
+            None => return Err(TargetError::Scheme(redacted.clone())),
+        };
         let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
         let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
         let (host, port) = if let Some(v6) = hostport.strip_prefix('[') {
@@ -170,6 +189,17 @@ impl std::fmt::Debug for Target {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn any_scheme_is_observable_but_not_loadable() {
+        assert!(matches!(Target::parse("tcp://127.0.0.1:6379"), Err(TargetError::Scheme(_))));
+        let t = Target::parse_any("tcp://127.0.0.1:6379").unwrap();
+        assert_eq!((t.kind(), t.host(), t.port(), t.is_loopback()), (TargetKind::Other, "127.0.0.1", Some(6379), true));
+        // No default port for a scheme we do not know.
+        assert_eq!(Target::parse_any("redis://10.0.0.5").unwrap().port(), None);
+        assert_eq!(Target::parse_any("http://x/").unwrap().kind(), TargetKind::Http);
+        assert!(Target::parse_any("://x").is_err());
+    }
 
     fn hp(text: &str) -> (TargetKind, String, Option<u16>, bool) {
         let t = Target::parse(text).unwrap();

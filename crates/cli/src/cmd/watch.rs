@@ -22,7 +22,7 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
     }
     let duration = a.duration.as_deref().map(scalelab_core::parse_duration).transpose().map_err(|e| bad(format!("--duration: {e}")))?;
     // Parsed once; a target that does not parse matters only where it is used.
-    let target = a.target.as_deref().map(scalelab_core::Target::parse);
+    let target = a.target.as_deref().map(scalelab_core::Target::parse_any);
     let pid = match (a.pid, a.port, &target) {
         (Some(p), _, _) => {
             if !Path::new(&format!("/proc/{p}")).exists() {
