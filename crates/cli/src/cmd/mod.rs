@@ -6,6 +6,7 @@ mod fd_limit;
 mod install;
 mod micro;
 mod prepare;
+mod prepared;
 mod report;
 pub mod show;
 mod specimen;

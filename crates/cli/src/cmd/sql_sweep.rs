@@ -2,7 +2,7 @@
 //! (preflight: credentials, database, server version, dataset), check that
 //! every statement prepares, and build the [`SqlDriver`].
 
-use super::sweep::Prepared;
+use super::prepared::Prepared;
 use crate::args::SweepArgs;
 use crate::error::bad;
 use scalelab_drive::sql::workload::{builtin, parse_workload_file};

@@ -1,6 +1,7 @@
 //! `scalelab sweep`: validate everything, reach the target once, then run
 //! the steps, committing each to the store as it finishes.
 
+use super::prepared::{Common, Prepared};
 use crate::args::SweepArgs;
 use crate::error::bad;
 use crate::live::LiveView;
@@ -70,30 +71,6 @@ fn http_config(a: &SweepArgs, url: &str) -> anyhow::Result<HttpConfig> {
         insecure: a.insecure,
         source_addrs: a.source_address.clone(),
     })
-}
-
-/// A target ready for load: its driver and what to record about it.
-pub struct Prepared<D> {
-    pub driver: Arc<D>,
-    /// The target as recorded (URL, `specimen:MODE`, or a URL without password).
-    pub target_name: String,
-    /// What each client sends, in words.
-    pub workload: String,
-    /// What the target says it is (HTTP `Server` header, SQL version).
-    pub server: Option<String>,
-    /// Settings worth keeping with the run.
-    pub options: serde_json::Map<String, serde_json::Value>,
-    /// Keeps the specimen child alive for the run; dropped (killed) after.
-    pub specimen: Option<SpecimenChild>,
-}
-
-/// The schedule and checks shared by every kind of target.
-pub struct Common {
-    /// The target, parsed once here; the probes and the server search get it from this.
-    pub target: Target,
-    pub steps: Vec<StepPlan>,
-    pub threads: u32,
-    pub assertions: Vec<scalelab_analyze::Assertion>,
 }
 
 /// The target of a URL file given without a positional target: the origin
