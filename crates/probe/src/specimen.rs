@@ -5,21 +5,12 @@
 //! for the lock") beside what /proc shows.
 
 use scalelab_core::SpecimenTelemetry;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-/// One reading of the specimen's counters, as stored (raw, cumulative).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct SpecimenSample {
-    pub unix_ms: i64,
-    pub requests: u64,
-    pub lock_waits: u64,
-    pub spin_rounds: u64,
-    pub fsyncs: u64,
-    pub connections: u64,
-}
+pub use scalelab_core::sample::SpecimenSample;
 
 /// Parses an HTTP response carrying the `/__stats` JSON body.
 pub fn parse_stats_response(unix_ms: i64, response: &[u8]) -> Result<SpecimenSample, String> {

@@ -4,48 +4,10 @@
 use crate::process::ProcessSample;
 use crate::rates::{process_rates, system_rates};
 use crate::system::SystemSample;
-use crate::thread_report::{StateTimes, ThreadInterval};
+use crate::thread_report::StateTimes;
 use scalelab_core::{HotThread, SoftirqCpu, StepTelemetry, ThreadStatesPct};
-use serde::{Deserialize, Serialize};
 
-/// One second of thread-state sampling, as stored: state times summed over
-/// the server's threads, and its busiest threads.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ThreadSecond {
-    pub unix_ms: i64,
-    pub wall_ns: u64,
-    pub time: StateTimes,
-    pub hottest: Vec<HotThread>,
-}
-
-impl ThreadSecond {
-    /// Condenses a sampler interval ending at `unix_ms`.
-    pub fn from_interval(unix_ms: i64, iv: &ThreadInterval) -> Self {
-        let hottest = iv
-            .hottest(3)
-            .iter()
-            .filter_map(|t| {
-                iv.cpu_pct_of_core(t).map(|pct| HotThread {
-                    tid: t.tid,
-                    name: t.name.clone(),
-                    cpu_pct: pct,
-                    runnable_pct: iv.runnable_pct_of_wall(t),
-                })
-            })
-            .collect();
-        ThreadSecond { unix_ms, wall_ns: (iv.wall_s() * 1e9) as u64, time: iv.time, hottest }
-    }
-
-    /// Adds another process's second (a server's descendants): state times
-    /// summed, the three hottest threads of both kept.
-    pub fn merge(&mut self, other: &ThreadSecond) {
-        self.time.merge(&other.time);
-        self.hottest.extend(other.hottest.iter().cloned());
-        self.hottest.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct));
-        self.hottest.truncate(3);
-        self.wall_ns = self.wall_ns.max(other.wall_ns);
-    }
-}
+pub use scalelab_core::sample::ThreadSecond;
 
 fn within<T>(items: &[T], at: impl Fn(&T) -> i64, start_ms: i64, end_ms: i64) -> Vec<&T> {
     // Samples taken up to half a second outside the window still describe it.

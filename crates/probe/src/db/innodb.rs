@@ -11,56 +11,7 @@
 use crate::read::num;
 use serde::{Deserialize, Serialize};
 
-/// Spin and wait counters of one kind of latch, since server start.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SpinCounters {
-    /// Times a thread found the latch taken and started spinning.
-    pub spin_waits: u64,
-    /// Spin-loop iterations: CPU burnt waiting.
-    pub rounds: u64,
-    /// Times spinning gave up and the thread slept in the OS.
-    pub os_waits: u64,
-}
-
-/// Which layout the section had.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SemaphoreFormat {
-    /// `Mutex spin waits` plus rw-lock lines (MySQL 5.6/5.7, MariaDB <= 10.5).
-    MutexAndRwLocks,
-    /// Rw-lock lines only (MySQL 8.0+).
-    RwLocksOnly,
-    /// No counters at all (MariaDB 10.6+).
-    NoCounters,
-}
-
-/// What the SEMAPHORES section says.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct InnodbSemaphores {
-    pub format: SemaphoreFormat,
-    pub reservation_count: Option<u64>,
-    pub signal_count: Option<u64>,
-    pub mutex: Option<SpinCounters>,
-    pub rw_shared: Option<SpinCounters>,
-    pub rw_excl: Option<SpinCounters>,
-    pub rw_sx: Option<SpinCounters>,
-    /// Threads waiting on a latch right now (`--Thread ... has waited at`).
-    pub waiting_threads: u32,
-    /// Why the spin counters are absent, when they are.
-    pub unavailable: Option<String>,
-}
-
-impl InnodbSemaphores {
-    /// Sum over the kinds present; `None` if none is.
-    pub fn total(&self) -> Option<SpinCounters> {
-        let kinds = [self.mutex, self.rw_shared, self.rw_excl, self.rw_sx];
-        kinds.iter().flatten().copied().reduce(|a, b| SpinCounters {
-            spin_waits: a.spin_waits + b.spin_waits,
-            rounds: a.rounds + b.rounds,
-            os_waits: a.os_waits + b.os_waits,
-        })
-    }
-}
+pub use scalelab_core::sample::{InnodbSemaphores, SemaphoreFormat, SpinCounters};
 
 /// The lines between the SEMAPHORES header and the next section header.
 /// `None` if there is no such section or it is cut before the next header.

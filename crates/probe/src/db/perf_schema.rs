@@ -10,7 +10,6 @@
 //! Aria service thread), which is idleness, not contention.
 
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// Whether the server runs with `performance_schema` (read once).
 pub const PERF_SCHEMA_ENABLED_QUERY: &str = "SELECT @@performance_schema";
@@ -28,32 +27,7 @@ pub const PERF_SCHEMA_WAITS_QUERY: &str = "SELECT EVENT_NAME, COUNT_STAR, SUM_TI
      FROM performance_schema.events_waits_summary_global_by_event_name WHERE COUNT_STAR > 0 \
      AND (EVENT_NAME LIKE 'wait/synch/%' OR EVENT_NAME LIKE 'wait/io/table/%' OR EVENT_NAME LIKE 'wait/lock/%')";
 
-/// Condition-variable waits: stored, but not ranked (see the module doc).
-pub const COND_PREFIX: &str = "wait/synch/cond/";
-
-/// One instrument's cumulative counters since server start.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WaitCounter {
-    /// `COUNT_STAR`: waits.
-    pub count: u64,
-    /// `SUM_TIMER_WAIT` in picoseconds; `None` when the instrument counts
-    /// but is not timed (the server reports 0 then, which is not "no time").
-    pub wait_ps: Option<u64>,
-}
-
-/// One reading of the wait summaries (stored with each `db` sample).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PerfSchemaWaits {
-    /// Cumulative counters by event name (`wait/synch/mutex/innodb/buf_pool_mutex`).
-    pub events: BTreeMap<String, WaitCounter>,
-    /// Rows left out because they were not `name, count, time` (truncated or garbage).
-    #[serde(default)]
-    pub bad_rows: u32,
-    /// Instrument classes enabled and timed when the probe started (from
-    /// [`PERF_SCHEMA_INSTRUMENTS_QUERY`]), so a reader knows what could show.
-    #[serde(default)]
-    pub instrumented: Vec<String>,
-}
+pub use scalelab_core::sample::{PerfSchemaWaits, WaitCounter, COND_PREFIX};
 
 /// Parses `EVENT_NAME, COUNT_STAR, SUM_TIMER_WAIT` rows (SQL NULL = `None`).
 /// A row that is not a `wait/...` name with numeric counters is left out

@@ -1,58 +1,16 @@
 //! One stored reading of the database probe (sample kind `db`), and the
 //! step-window summary derived from those readings at analysis time.
 
-use super::innodb::{semaphore_rates, InnodbSemaphores};
-use super::mysql_status::{global_status_rates, GlobalStatus};
+use super::innodb::semaphore_rates;
+use super::mysql_status::global_status_rates;
 use super::perf_schema::{top_waits, PerfSchemaWaits};
 use super::pg_activity::{WaitProfile, CPU};
-use super::pg_stats::{PgCheckpoints, PgDatabaseStats};
 use scalelab_core::{DbTelemetry, DbWait, PerfSchemaWait};
-use serde::{Deserialize, Serialize};
 
 /// Wait events kept per step in [`DbTelemetry::waits`].
 pub const TOP_WAITS: usize = 5;
 
-/// Span of one stored wait-profile chunk: short, so that a step's profile
-/// holds the polls of its own window and not those of the step after it.
-pub const WAIT_CHUNK_MS: i64 = 250;
-
-/// One reading of the database probe: raw counters as the server gave them
-/// (rates are derived later), once a second; for PostgreSQL also, in
-/// records of their own every [`WAIT_CHUNK_MS`], the wait profile of the
-/// activity polls made from `since_unix_ms` to `unix_ms`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct DbSample {
-    pub unix_ms: i64,
-    /// `mysql` or `postgres`.
-    pub engine: String,
-    /// MySQL/MariaDB: `SHOW GLOBAL STATUS`.
-    pub status: Option<GlobalStatus>,
-    /// MySQL/MariaDB: the SEMAPHORES section of `SHOW ENGINE INNODB STATUS`.
-    pub innodb: Option<InnodbSemaphores>,
-    /// MySQL/MariaDB: cumulative `performance_schema` wait summaries, when it is on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub perf_schema: Option<PerfSchemaWaits>,
-    /// PostgreSQL: `pg_stat_database` of the target database.
-    pub pg_database: Option<PgDatabaseStats>,
-    /// PostgreSQL: checkpoint counters.
-    pub pg_checkpoints: Option<PgCheckpoints>,
-    /// PostgreSQL: `pg_stat_activity` polls made since `since_unix_ms`.
-    pub pg_waits: Option<WaitProfile>,
-    /// Start of the span `pg_waits` covers.
-    #[serde(default)]
-    pub since_unix_ms: Option<i64>,
-}
-
-impl DbSample {
-    /// A reading of counters (not a wait-profile chunk).
-    fn has_counters(&self) -> bool {
-        self.status.is_some()
-            || self.innodb.is_some()
-            || self.perf_schema.is_some()
-            || self.pg_database.is_some()
-            || self.pg_checkpoints.is_some()
-    }
-}
+pub use scalelab_core::sample::{DbSample, WAIT_CHUNK_MS};
 
 fn label(ty: &str, ev: Option<&str>) -> String {
     match ev {
@@ -171,6 +129,7 @@ pub fn summarize_db(samples: &[DbSample], start_ms: i64, end_ms: i64) -> Result<
 mod tests {
     use super::*;
     use crate::db::pg_activity::ActivityRow;
+    use crate::db::{GlobalStatus, PgDatabaseStats};
 
     fn my(at: i64, questions: u64, waits: u64, running: u64) -> DbSample {
         let st = GlobalStatus::from_rows([
