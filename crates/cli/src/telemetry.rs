@@ -5,8 +5,8 @@
 //! own ([`crate::db_probe`]) and sends on the same channel.
 
 use crate::server_tree::ServerTree;
+use scalelab_analyze::telemetry::summarize_db;
 use scalelab_core::Source;
-use scalelab_probe::db::summarize_db;
 use scalelab_probe::{Roots, RunSamples, Sample, SampleKind, SystemSampler};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver};
@@ -198,7 +198,7 @@ pub fn attach(store: &scalelab_store::Store, run: &mut scalelab_core::Run) -> an
         if step.published_throughput_per_s.is_some() || step.window_s <= 0.0 {
             continue;
         }
-        let mut t = scalelab_probe::summary::summarize_window(
+        let mut t = scalelab_analyze::telemetry::summarize_window(
             &system,
             &process,
             &threads,
@@ -207,7 +207,7 @@ pub fn attach(store: &scalelab_store::Store, run: &mut scalelab_core::Run) -> an
             step.requests,
         );
         if is_specimen {
-            t.specimen = scalelab_probe::specimen::summarize_specimen(&specimen, step.window_start_unix_ms, step.window_end_unix_ms);
+            t.specimen = scalelab_analyze::telemetry::summarize_specimen(&specimen, step.window_start_unix_ms, step.window_end_unix_ms);
             if t.specimen.is_none() {
                 t.unavailable
                     .insert(Source::Specimen.key().into(), "fewer than two readings of the specimen's /__stats in the window".into());

@@ -103,7 +103,7 @@ fn add_system_series(store: &Store, run_id: i64, t: &mut Timeline) -> anyhow::Re
             }
             continue;
         }
-        let r = scalelab_probe::system_rates(a, b);
+        let r = scalelab_analyze::telemetry::system_rates(a, b);
         let cpu = r.cpu.as_ref();
         let values = [
             cpu.map(|c| c.user + c.nice),

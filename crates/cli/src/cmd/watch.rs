@@ -4,10 +4,11 @@
 use crate::args::WatchArgs;
 use crate::error::bad;
 use crate::telemetry::{Record, Telemetry};
+use scalelab_analyze::telemetry::{process_rates, system_rates};
 use scalelab_core::{RunKind, RunPlan};
 use scalelab_probe::db::DbSample;
 use scalelab_probe::summary::ThreadSecond;
-use scalelab_probe::{process_rates, system_rates, ProcessSample, RunSamples, Sample, SystemSample};
+use scalelab_probe::{ProcessSample, RunSamples, Sample, SystemSample};
 use scalelab_report::fmt::columns;
 use scalelab_store::Store;
 use std::path::Path;
@@ -281,7 +282,7 @@ impl Interval {
             (Some(a), Some(b)) => Some(process_rates(a, b)),
             _ => None,
         };
-        let db_waits = db.last().and_then(|last| scalelab_probe::db::summarize_db(db, last.unix_ms - 1000, last.unix_ms).ok());
+        let db_waits = db.last().and_then(|last| scalelab_analyze::telemetry::summarize_db(db, last.unix_ms - 1000, last.unix_ms).ok());
         Interval {
             unix_ms: sys.at.unix_ms,
             elapsed_s: (sys.at.unix_ms - origin_ms).max(0) as f64 / 1000.0,
@@ -409,9 +410,9 @@ pub fn watch_json(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<ser
 fn summarize(samples: &RunSamples) -> Option<scalelab_core::StepTelemetry> {
     let RunSamples { system, process, threads, db, .. } = samples;
     let (first, last) = (system.first()?, system.last()?);
-    let mut t = scalelab_probe::summary::summarize_window(system, process, threads, first.at.unix_ms, last.at.unix_ms, 0);
+    let mut t = scalelab_analyze::telemetry::summarize_window(system, process, threads, first.at.unix_ms, last.at.unix_ms, 0);
     if !db.is_empty() {
-        t.db = scalelab_probe::db::summarize_db(db, first.at.unix_ms, last.at.unix_ms).ok();
+        t.db = scalelab_analyze::telemetry::summarize_db(db, first.at.unix_ms, last.at.unix_ms).ok();
     }
     Some(t)
 }

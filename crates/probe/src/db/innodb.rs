@@ -9,7 +9,6 @@
 //!   were removed with InnoDB's own sync primitives, so they are unavailable.
 
 use crate::read::num;
-use serde::{Deserialize, Serialize};
 
 pub use scalelab_core::sample::{InnodbSemaphores, SemaphoreFormat, SpinCounters};
 
@@ -93,33 +92,6 @@ pub fn parse_innodb_semaphores(status: &str) -> Result<InnodbSemaphores, String>
         SemaphoreFormat::NoCounters
     };
     Ok(s)
-}
-
-/// Latch contention per second between two readings, all kinds together.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SemaphoreRates {
-    pub spin_waits_per_s: f64,
-    pub spin_rounds_per_s: f64,
-    pub os_waits_per_s: f64,
-    /// Spin rounds per OS wait: rising with concurrency means threads burn
-    /// CPU spinning before they give up.
-    pub rounds_per_os_wait: Option<f64>,
-}
-
-/// Rates between two readings `secs` apart; `None` if counters are absent,
-/// the layout changed, or any went backwards (server restart).
-pub fn semaphore_rates(a: &InnodbSemaphores, b: &InnodbSemaphores, secs: f64) -> Option<SemaphoreRates> {
-    (secs > 0.0 && a.format == b.format).then_some(())?;
-    let (x, y) = (a.total()?, b.total()?);
-    let spin = y.spin_waits.checked_sub(x.spin_waits)?;
-    let rounds = y.rounds.checked_sub(x.rounds)?;
-    let os = y.os_waits.checked_sub(x.os_waits)?;
-    Some(SemaphoreRates {
-        spin_waits_per_s: spin as f64 / secs,
-        spin_rounds_per_s: rounds as f64 / secs,
-        os_waits_per_s: os as f64 / secs,
-        rounds_per_os_wait: (os > 0).then(|| rounds as f64 / os as f64),
-    })
 }
 
 #[cfg(test)]

@@ -5,11 +5,9 @@
 //!
 //! The global summary never shrinks while the server runs, so rates come from
 //! two readings like any other counter. Condition-variable waits are stored
-//! but left out of the ranking ([`top_waits`]): in the global summary they are
+//! but left out of the ranking (`scalelab_analyze::telemetry::top_waits`): in the global summary they are
 //! mostly background threads sleeping until there is work (`COND_timer`, the
 //! Aria service thread), which is idleness, not contention.
-
-use serde::{Deserialize, Serialize};
 
 /// Whether the server runs with `performance_schema` (read once).
 pub const PERF_SCHEMA_ENABLED_QUERY: &str = "SELECT @@performance_schema";
@@ -79,52 +77,10 @@ pub fn parse_instrumented<'a>(rows: impl IntoIterator<Item = Vec<Option<&'a str>
     (on, off)
 }
 
-/// One wait instrument's activity over a window.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct WaitRate {
-    pub event: String,
-    pub waits_per_s: f64,
-    /// Wait time per wall second, ms/s (1000 = one thread always waiting);
-    /// `None` for an untimed instrument.
-    pub wait_ms_per_s: Option<f64>,
-}
-
-/// The `n` instruments that waited longest between readings `a` and `b`
-/// (`secs` apart), then most often; condition variables and instruments
-/// that did not wait are left out. `None` when the interval is not positive.
-/// An instrument whose counter went backwards (server restart, TRUNCATE of
-/// the summary) is left out rather than given a made-up rate.
-pub fn top_waits(a: &PerfSchemaWaits, b: &PerfSchemaWaits, secs: f64, n: usize) -> Option<Vec<WaitRate>> {
-    if secs <= 0.0 {
-        return None;
-    }
-    let mut out: Vec<WaitRate> = b
-        .events
-        .iter()
-        .filter(|(name, _)| !name.starts_with(COND_PREFIX))
-        .filter_map(|(name, y)| {
-            // An instrument first seen in `b` waited only after `a`: it counts from 0.
-            let x = a.events.get(name).copied().unwrap_or(WaitCounter { count: 0, wait_ps: Some(0) });
-            let waits = y.count.checked_sub(x.count)?;
-            (waits > 0).then_some(())?;
-            let ps = match (x.wait_ps, y.wait_ps) {
-                (Some(p), Some(q)) => Some(q.checked_sub(p)?),
-                _ => None,
-            };
-            Some(WaitRate { event: name.clone(), waits_per_s: waits as f64 / secs, wait_ms_per_s: ps.map(|p| p as f64 / 1e9 / secs) })
-        })
-        .collect();
-    out.sort_by(|p, q| {
-        let t = |w: &WaitRate| w.wait_ms_per_s.unwrap_or(-1.0);
-        t(q).total_cmp(&t(p)).then(q.waits_per_s.total_cmp(&p.waits_per_s)).then(p.event.cmp(&q.event))
-    });
-    out.truncate(n);
-    Some(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use scalelab_analyze::telemetry::top_waits;
 
     fn rows(text: &str) -> Vec<Vec<Option<&str>>> {
         text.lines().map(|l| l.split('\t').map(Some).collect()).collect()
