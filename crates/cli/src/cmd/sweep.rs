@@ -395,8 +395,7 @@ pub fn execute<D: scalelab_drive::Driver>(
         (SweepEnd::TargetFailed { step }, _) => (false, format!("target failed at step {step}"), ExitCode::from(1)),
     };
     store.finish_run(run_id, complete, &outcome)?;
-    let mut run: Run = store.load_run(run_id)?;
-    crate::telemetry::attach(&store, &mut run)?;
+    let run: Run = super::show::load_run(&store, run_id)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&super::analysis::run_json_with_diagnosis(&run))?);
     } else {

@@ -121,8 +121,8 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// `show` of a recorded watch: the whole recording summarized like a step.
-pub fn show(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<ExitCode> {
-    let samples = crate::telemetry::load_samples(store, run.id)?;
+pub fn show(run: &scalelab_core::Run) -> anyhow::Result<ExitCode> {
+    let samples = &run.samples;
     sayln!(
         "run {}: {} — {} — recorded {} system samples",
         run.id,
@@ -130,7 +130,7 @@ pub fn show(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<ExitCode>
         scalelab_core::escape_control(&run.plan.target),
         samples.system.len()
     );
-    let Some(t) = summarize(&samples) else {
+    let Some(t) = summarize(samples) else {
         sayln!("no samples recorded");
         return Ok(ExitCode::SUCCESS);
     };
@@ -171,7 +171,7 @@ pub fn show(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<ExitCode>
     for (k, why) in &t.unavailable {
         sayln!("unavailable: {k}: {why}");
     }
-    let series = intervals(&samples, run);
+    let series = intervals(samples, run);
     if !series.is_empty() {
         println!("per interval ({} rows; `scalelab export {} --series` for all of them as CSV):", series.len(), run.id);
         println!("{}", aligned(&HEADER.map(String::from)));
@@ -393,11 +393,11 @@ pub fn intervals_csv(run_id: i64, rows: &[Interval]) -> String {
 /// A recorded watch as JSON: the run's fields, the summary of the whole
 /// recording (`summary`, the shape of a step's `telemetry`) and every
 /// interval (`samples`).
-pub fn watch_json(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<serde_json::Value> {
+pub fn watch_json(run: &scalelab_core::Run) -> anyhow::Result<serde_json::Value> {
     let mut doc = scalelab_report::json::run_json(run);
-    let samples = crate::telemetry::load_samples(store, run.id)?;
-    let rows = intervals(&samples, run);
-    let summary = summarize(&samples).filter(|_| samples.system.len() >= 2);
+    let samples = &run.samples;
+    let rows = intervals(samples, run);
+    let summary = summarize(samples).filter(|_| samples.system.len() >= 2);
     if let serde_json::Value::Object(m) = &mut doc {
         m.insert("summary".into(), serde_json::to_value(summary)?);
         m.insert("samples".into(), serde_json::to_value(rows)?);
