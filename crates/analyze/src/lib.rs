@@ -12,6 +12,8 @@
 //! - [`mod@assert`]: the CI assertion language (`peak >= 5000`, `no collapse`, ...).
 //! - [`pct`]: percentage rounding shared by the tables.
 //!
+//! - [`telemetry`]: a run's raw samples derived: rates, step-window summaries
+//!   (system, server process, threads, database, specimen).
 //! - [`verdict`]: bottleneck [`Verdict`]s from the steps' telemetry, and the
 //!   whole [`Diagnosis`] of a run (curve, USL, verdicts) as text or JSON.
 
@@ -22,6 +24,7 @@ pub mod import;
 pub mod pct;
 pub mod render_compare;
 pub mod series;
+pub mod telemetry;
 pub mod usl;
 pub mod verdict;
 

@@ -65,6 +65,8 @@ fn run(label: &str, steps: Vec<StepResult>) -> Run {
         complete: true,
         outcome: None,
         steps,
+        samples: Default::default(),
+        notes: vec![],
     }
 }
 

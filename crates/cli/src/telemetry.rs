@@ -6,8 +6,7 @@
 
 use crate::server_tree::ServerTree;
 use scalelab_core::Source;
-use scalelab_probe::db::summarize_db;
-use scalelab_probe::{Roots, RunSamples, Sample, SampleKind, SystemSampler};
+use scalelab_probe::{Roots, Sample, SystemSampler};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
@@ -165,77 +164,6 @@ pub fn store_records(store: &mut scalelab_store::Store, run_id: i64, records: Ve
     let _ = store.add_samples(run_id, &samples);
 }
 
-/// Loads and decodes every sample of a run (sweep or recorded watch); a
-/// row that does not decode is skipped, as it always was.
-pub fn load_samples(store: &scalelab_store::Store, run_id: i64) -> anyhow::Result<RunSamples> {
-    let mut all = RunSamples::default();
-    for kind in SampleKind::ALL {
-        for (_, json) in store.load_samples(run_id, kind.name())? {
-            if let Ok(s) = Sample::from_json(kind, &json) {
-                all.push(s);
-            }
-        }
-    }
-    Ok(all)
-}
-
-/// The probe notes of a run keyed as `unavailable` maps key them
-/// ([`Source::key`]; a source this version does not know, lowercased).
-pub fn load_notes(store: &scalelab_store::Store, run_id: i64) -> anyhow::Result<Vec<(String, String)>> {
-    Ok(store.load_probe_notes(run_id)?.into_iter().map(|(source, why)| (Source::key_of_stored(&source), why)).collect())
-}
-
-/// Fills each step's telemetry from the run's stored samples.
-pub fn attach(store: &scalelab_store::Store, run: &mut scalelab_core::Run) -> anyhow::Result<()> {
-    let RunSamples { system, process, threads, db, specimen } = load_samples(store, run.id)?;
-    if system.is_empty() {
-        return Ok(());
-    }
-    let notes = load_notes(store, run.id)?;
-    let is_specimen = scalelab_core::Target::parse(&run.plan.target).is_ok_and(|t| t.kind() == scalelab_core::TargetKind::Specimen);
-    let last_db = db.iter().map(|s| s.unix_ms).max().unwrap_or(i64::MIN);
-    for step in &mut run.steps {
-        if step.published_throughput_per_s.is_some() || step.window_s <= 0.0 {
-            continue;
-        }
-        let mut t = scalelab_probe::summary::summarize_window(
-            &system,
-            &process,
-            &threads,
-            step.window_start_unix_ms,
-            step.window_end_unix_ms,
-            step.requests,
-        );
-        if is_specimen {
-            t.specimen = scalelab_probe::specimen::summarize_specimen(&specimen, step.window_start_unix_ms, step.window_end_unix_ms);
-            if t.specimen.is_none() {
-                t.unavailable
-                    .insert(Source::Specimen.key().into(), "fewer than two readings of the specimen's /__stats in the window".into());
-            }
-        }
-        for (source, why) in &notes {
-            t.unavailable.entry(source.clone()).or_insert_with(|| why.clone());
-        }
-        // The probe's own note (lost connection, ...) says more than "no reading";
-        // a step the probe outlived (a reading after its window) keeps its figures without the note.
-        if !db.is_empty() {
-            match summarize_db(&db, step.window_start_unix_ms, step.window_end_unix_ms) {
-                Ok(d) => {
-                    if last_db >= step.window_end_unix_ms {
-                        t.unavailable.remove(Source::Db.key());
-                    }
-                    t.db = Some(d);
-                }
-                Err(why) => {
-                    t.unavailable.entry(Source::Db.key().into()).or_insert(why);
-                }
-            }
-        }
-        step.telemetry = Some(t);
-    }
-    Ok(())
-}
-
 /// The server process of a target on this machine: the specimen child, the
 /// `--server-pid` given, or the owner of the target's listening port when
 /// the target is on loopback. `Err` says why none was found.
@@ -255,7 +183,6 @@ pub fn server_pid(target: Option<&scalelab_core::Target>, specimen_pid: Option<u
 mod tests {
     use super::*;
     use scalelab_core::{RunKind, RunPlan};
-    use scalelab_probe::db::DbSample;
     use scalelab_probe::summary::ThreadSecond;
     use scalelab_probe::{SystemSample, Timestamp};
     use scalelab_store::Store;
@@ -273,41 +200,6 @@ mod tests {
         };
         let id = store.begin_run(RunKind::Watch, &plan, &Default::default(), None).unwrap();
         (dir, store, id)
-    }
-
-    /// Rows as versions before typed samples wrote them (kind strings by
-    /// hand, the reading serialized alone, sources as `{:?}` or by hand) load typed.
-    #[test]
-    fn a_store_written_the_old_way_loads() {
-        let (_dir, mut store, id) = store();
-        let system = r#"{"at":{"monotonic_ns":1,"unix_ms":1000},"user_hz":100,"cpu":null,"pressure":{"cpu":null,"io":null,"memory":null},"socket_scan_skipped":false,"newly_unavailable":[{"source":"pressure_cpu","why":"psi off"}]}"#;
-        let specimen = r#"{"unix_ms":1200,"requests":500,"lock_waits":7,"spin_rounds":0,"fsyncs":0,"connections":3}"#;
-        let threads = serde_json::to_string(&ThreadSecond { unix_ms: 1500, wall_ns: 9, ..Default::default() }).unwrap();
-        let db = serde_json::to_string(&DbSample { unix_ms: 1300, engine: "mysql".into(), ..Default::default() }).unwrap();
-        let rows = [
-            (1000, "system", system.to_string()),
-            (2000, "system", system.replace("\"unix_ms\":1000", "\"unix_ms\":2000")),
-            (1200, "specimen", specimen.to_string()),
-            (1500, "threads", threads),
-            (1300, "db", db),
-            (1400, "a_future_kind", "{}".to_string()),
-            (1600, "system", "{not json".to_string()),
-        ];
-        store.add_samples(id, &rows).unwrap();
-        for (source, why) in [("PressureCpu", "psi off"), ("Db_semaphores", "no counters"), ("Threads", "exited"), ("Future_probe", "x")] {
-            store.add_probe_note(id, source, why).unwrap();
-        }
-        let s = load_samples(&store, id).unwrap();
-        let at: Vec<i64> = s.system.iter().map(|x| x.at.unix_ms).collect();
-        assert_eq!(at, [1000, 2000], "undecodable rows skipped, order kept");
-        assert_eq!(s.system[0].newly_unavailable[0].source, Source::PressureCpu);
-        assert_eq!((s.specimen.len(), s.specimen[0].requests, s.specimen[0].lock_waits), (1, 500, 7));
-        assert_eq!((s.threads.len(), s.threads[0].wall_ns), (1, 9));
-        assert_eq!((s.db.len(), s.db[0].engine.as_str()), (1, "mysql"));
-        assert!(s.process.is_empty());
-        let keys: Vec<(String, String)> = load_notes(&store, id).unwrap();
-        let keys: Vec<(&str, &str)> = keys.iter().map(|(k, w)| (k.as_str(), w.as_str())).collect();
-        assert_eq!(keys, [("db_semaphores", "no counters"), ("future_probe", "x"), ("pressurecpu", "psi off"), ("threads", "exited")]);
     }
 
     /// The server of a parsed target: the given pid first, a remote host
@@ -353,7 +245,7 @@ mod tests {
                 ("ThreadRunDelay".to_string(), "no schedstat".to_string())
             ]
         );
-        let back = load_samples(&store, id).unwrap();
+        let back = store.load_run_samples(id).unwrap();
         assert_eq!((back.system, back.threads), (vec![sys], vec![th]));
     }
 }

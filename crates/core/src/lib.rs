@@ -5,6 +5,8 @@
 //! - [`histogram`]: [`LatencyHistogram`], the mergeable HDR histogram every engine returns.
 //! - [`run`]: [`Run`], a run loaded in memory (plan, environment, steps).
 //! - [`telemetry`]: [`StepTelemetry`], what the machine and server did in a step's window.
+//! - [`sample`]: [`Sample`], one typed reading of any probe (what travels on the channel),
+//!   [`SampleKind`] (its stored kind), [`RunSamples`] (a run's, by kind), and the reading types.
 //! - [`source`]: [`Source`], a telemetry source, with its stored name and `unavailable` key.
 //! - [`target`]: [`Target`], what is measured, parsed once (kind, host, port, loopback, redacted).
 //! - [`env`]: [`Environment`], the "benchmark configuration" recorded with each run.
@@ -18,6 +20,7 @@ pub mod histogram;
 pub mod plan;
 pub mod result;
 pub mod run;
+pub mod sample;
 pub mod source;
 pub mod target;
 pub mod telemetry;
@@ -28,6 +31,7 @@ pub use histogram::{LatencyHistogram, LatencySummary};
 pub use plan::{parse_concurrency_list, parse_duration, RunPlan, StepPlan};
 pub use result::{ErrorClass, ErrorCounts, Failure, SecondResult, StepResult};
 pub use run::{display_names, Run, RunKind};
+pub use sample::{RunSamples, Sample, SampleKind};
 pub use source::Source;
 pub use target::{Target, TargetError, TargetKind};
 pub use telemetry::{DbTelemetry, DbWait, HotThread, PerfSchemaWait, SoftirqCpu, SpecimenTelemetry, StepTelemetry, ThreadStatesPct};

@@ -1,6 +1,7 @@
-//! A run as loaded in memory: its plan, environment and finished steps.
+//! A run as loaded in memory: its plan, environment, finished steps, and
+//! the raw telemetry samples and probe notes recorded with it.
 
-use crate::{Environment, RunPlan, StepResult};
+use crate::{Environment, RunPlan, RunSamples, StepResult};
 use serde::{Deserialize, Serialize};
 
 /// Where a run's figures came from.
@@ -45,6 +46,14 @@ pub struct Run {
     /// "target failed at step 3"); None while running or when killed.
     pub outcome: Option<String>,
     pub steps: Vec<StepResult>,
+    /// Every telemetry sample recorded with the run, typed, by kind (empty
+    /// for imported and micro runs). Not part of any JSON output: the steps'
+    /// `telemetry` is derived from it (`scalelab_analyze::telemetry::derive`).
+    pub samples: RunSamples,
+    /// Probes that were unavailable during the run, and why: `(key, reason)`,
+    /// keyed as `unavailable` maps key them ([`crate::Source::key`]; a source
+    /// this version does not know, lowercased), ordered by stored name.
+    pub notes: Vec<(String, String)>,
 }
 
 /// The names of runs shown side by side (columns, legends, headers): the

@@ -1,29 +1,8 @@
 //! Block devices from `/proc/diskstats`.
 
 use crate::read::{complete_lines, num};
-use serde::{Deserialize, Serialize};
 
-/// One device's counters since boot (see the kernel's
-/// Documentation/admin-guide/iostats.rst).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DiskStat {
-    pub name: String,
-    pub reads_completed: u64,
-    pub reads_merged: u64,
-    /// 512-byte sectors, whatever the device's block size.
-    pub sectors_read: u64,
-    pub read_time_ms: u64,
-    pub writes_completed: u64,
-    pub writes_merged: u64,
-    pub sectors_written: u64,
-    pub write_time_ms: u64,
-    /// I/Os in flight now (a gauge).
-    pub in_flight: u64,
-    /// Time the device had I/O in flight: utilisation comes from its rate.
-    pub io_ticks_ms: u64,
-    /// Weighted time in queue.
-    pub time_in_queue_ms: u64,
-}
+pub use scalelab_core::sample::DiskStat;
 
 /// Parses `/proc/diskstats`, keeping devices for which `keep(name)` is true.
 /// Lines with fewer than 14 fields are skipped.

@@ -2,31 +2,8 @@
 //! "all receive processing on one CPU" shows as one column doing all of it.
 
 use crate::read::complete_lines;
-use serde::{Deserialize, Serialize};
 
-/// Softirq counters since boot, one value per CPU column (see `cpus`).
-/// A row that is missing or cut is `None`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Softirqs {
-    /// CPU ids of the columns, from the header (`CPU0 CPU1 ...`).
-    pub cpus: Vec<u32>,
-    pub net_rx: Option<Vec<u64>>,
-    pub net_tx: Option<Vec<u64>>,
-    pub timer: Option<Vec<u64>>,
-    pub sched: Option<Vec<u64>>,
-    pub block: Option<Vec<u64>>,
-}
-
-/// Interrupt counters since boot summed per CPU column.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Interrupts {
-    /// CPU ids of the columns.
-    pub cpus: Vec<u32>,
-    /// Every row with per-CPU counts (device IRQs, timer, IPIs, ...).
-    pub total_per_cpu: Vec<u64>,
-    /// Numbered (device) IRQ rows only: where NIC and disk interrupts land.
-    pub device_per_cpu: Vec<u64>,
-}
+pub use scalelab_core::sample::{Interrupts, Softirqs};
 
 /// CPU ids of a header line ("    CPU0   CPU1"); `None` if it is not one.
 fn header_cpus(line: &str) -> Option<Vec<u32>> {

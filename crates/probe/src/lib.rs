@@ -2,7 +2,8 @@
 //!
 //! Every OS reader takes its root paths ([`Roots`]: `/proc`, `/sys`, `/etc`
 //! by default) so tests run it on captured files. Samples hold raw counters
-//! and a timestamp; [`rates`] derives per-second figures from two samples.
+//! and a timestamp (the types live in `scalelab_core::sample`, re-exported
+//! here); `scalelab_analyze::telemetry` derives per-second figures from them.
 //! A value that cannot be read is `None`, never 0, and the reason is
 //! reported once per source ([`unavailable`]).
 //!
@@ -28,8 +29,7 @@
 //! - [`sample`]: [`Sample`], one typed reading of any probe (what travels on the
 //!   channel), its stored kind and JSON form, and [`RunSamples`] (a run's, by kind).
 //!
-//! Derived and database figures:
-//! - [`rates`]: rates and percentages from two samples.
+//! Database figures:
 //! - [`db`]: InnoDB SEMAPHORES, `SHOW GLOBAL STATUS`, `pg_stat_activity` wait profiles.
 //! - [`env`](mod@env): the benchmark configuration (host, kernel, CPU, memory, sysctls).
 //! - [`time`], [`unavailable`]: timestamps; "unavailable: why" bookkeeping.
@@ -45,7 +45,6 @@ pub mod netdev;
 pub mod power;
 pub mod pressure;
 pub mod process;
-pub mod rates;
 pub mod read;
 pub mod sample;
 pub mod sockdiag;
@@ -68,7 +67,6 @@ pub mod unavailable;
 pub use env::{capture_environment, Roots};
 pub use find::{find_by_name, find_by_port, listening_addrs, FindError, ServerProcess};
 pub use process::{ProcessSample, ProcessSampler};
-pub use rates::{process_rates, system_rates, ProcessRates, SystemRates};
 pub use sample::{RunSamples, Sample, SampleKind};
 pub use syscalls::ThreadState;
 pub use system::{SystemSample, SystemSampler};

@@ -3,40 +3,8 @@
 //! (`fs.file-nr`), and the ephemeral port range.
 
 use crate::read::{complete_lines, num};
-use serde::{Deserialize, Serialize};
 
-/// `/proc/net/sockstat` (gauges). Memory is in pages, as `tcp_mem` is.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SockStat {
-    pub sockets_used: Option<u64>,
-    pub tcp_inuse: Option<u64>,
-    pub tcp_orphan: Option<u64>,
-    /// TIME_WAIT sockets as the kernel counts them (cheap cross-check of the
-    /// table scan).
-    pub tcp_tw: Option<u64>,
-    pub tcp_alloc: Option<u64>,
-    pub tcp_mem_pages: Option<u64>,
-    pub udp_inuse: Option<u64>,
-    pub udp_mem_pages: Option<u64>,
-}
-
-/// `net.ipv4.tcp_mem` thresholds, pages: above `pressure` the stack starts
-/// shrinking buffers, at `max` it refuses allocations.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TcpMemLimits {
-    pub min_pages: u64,
-    pub pressure_pages: u64,
-    pub max_pages: u64,
-}
-
-/// Open file handles system-wide (`fs.file-nr`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FileHandles {
-    /// Allocated handles (in use).
-    pub allocated: u64,
-    /// `fs.file-max`.
-    pub max: u64,
-}
+pub use scalelab_core::sample::{FileHandles, SockStat, TcpMemLimits};
 
 /// Parses `/proc/net/sockstat`.
 pub fn parse_sockstat(text: &str) -> Result<SockStat, String> {

@@ -1,54 +1,8 @@
 //! Memory use from `/proc/meminfo`.
 
 use crate::read::complete_lines;
-use serde::{Deserialize, Serialize};
 
-/// Memory figures in KiB (gauges, not counters). Each is `None` when its
-/// `/proc/meminfo` line is missing.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Memory {
-    pub total_kib: Option<u64>,
-    pub free_kib: Option<u64>,
-    pub available_kib: Option<u64>,
-    pub buffers_kib: Option<u64>,
-    /// Page cache (`Cached`).
-    pub cached_kib: Option<u64>,
-    /// Waiting to be written back (`Dirty`): a disk-bound server shows it pile up.
-    pub dirty_kib: Option<u64>,
-    pub writeback_kib: Option<u64>,
-    pub swap_total_kib: Option<u64>,
-    pub swap_free_kib: Option<u64>,
-}
-
-impl Memory {
-    /// Used memory as `free` reports it today: total minus available.
-    pub fn used_kib(&self) -> Option<u64> {
-        self.total_kib?.checked_sub(self.available_kib?)
-    }
-
-    /// Swap in use.
-    pub fn swap_used_kib(&self) -> Option<u64> {
-        self.swap_total_kib?.checked_sub(self.swap_free_kib?)
-    }
-
-    /// Names of the fields that were not found.
-    pub fn missing(&self) -> Vec<&'static str> {
-        [
-            (self.total_kib, "MemTotal"),
-            (self.free_kib, "MemFree"),
-            (self.available_kib, "MemAvailable"),
-            (self.buffers_kib, "Buffers"),
-            (self.cached_kib, "Cached"),
-            (self.dirty_kib, "Dirty"),
-            (self.writeback_kib, "Writeback"),
-            (self.swap_total_kib, "SwapTotal"),
-            (self.swap_free_kib, "SwapFree"),
-        ]
-        .into_iter()
-        .filter_map(|(v, name)| v.is_none().then_some(name))
-        .collect()
-    }
-}
+pub use scalelab_core::sample::Memory;
 
 /// Parses `/proc/meminfo`; an input without `MemTotal` is an error.
 pub fn parse_meminfo(text: &str) -> Result<Memory, String> {

@@ -1,21 +1,8 @@
 //! Network interfaces from `/proc/net/dev`.
 
 use crate::read::{complete_lines, num};
-use serde::{Deserialize, Serialize};
 
-/// One interface's counters since it came up.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NetDev {
-    pub name: String,
-    pub rx_bytes: u64,
-    pub rx_packets: u64,
-    pub rx_errors: u64,
-    pub rx_drops: u64,
-    pub tx_bytes: u64,
-    pub tx_packets: u64,
-    pub tx_errors: u64,
-    pub tx_drops: u64,
-}
+pub use scalelab_core::sample::NetDev;
 
 /// Parses `/proc/net/dev` (two header lines, then `name: 16 numbers`).
 pub fn parse_net_dev(text: &str) -> Result<Vec<NetDev>, String> {

@@ -3,33 +3,10 @@
 //! Virtual machines usually expose neither; then power is unavailable.
 
 use crate::read::read_into;
-use serde::{Deserialize, Serialize};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// One power reading.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum PowerReading {
-    /// A RAPL zone's energy counter (wraps at `max_energy_range_uj`).
-    Energy {
-        /// Zone directory, e.g. `intel-rapl:0` or `intel-rapl:0:1`.
-        zone: String,
-        /// Zone name, e.g. `package-0`, `core`, `dram`, `psys`.
-        name: String,
-        /// Top-level zone (a package or platform): summing these gives the
-        /// machine's figure; sub-zones are parts of their package.
-        top_level: bool,
-        energy_uj: u64,
-        max_energy_range_uj: Option<u64>,
-    },
-    /// An hwmon sensor's instantaneous or averaged power.
-    Power {
-        /// `hwmonN/powerM_input` with the chip name, e.g. `hwmon2/power1_input (amdgpu)`.
-        sensor: String,
-        microwatts: u64,
-    },
-}
+pub use scalelab_core::sample::PowerReading;
 
 #[derive(Clone, Debug)]
 enum Sensor {

@@ -2,34 +2,8 @@
 //! and only when the kernel runs with PSI enabled).
 
 use crate::read::complete_lines;
-use serde::{Deserialize, Serialize};
 
-/// One PSI line: share of wall time some (or all) non-idle tasks were stalled.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PsiLine {
-    /// Kernel's own running averages, percent.
-    pub avg10: f64,
-    pub avg60: f64,
-    pub avg300: f64,
-    /// Total stall time since boot, microseconds (the raw counter rates use).
-    pub total_us: u64,
-}
-
-/// PSI of one resource.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Psi {
-    pub some: PsiLine,
-    /// Absent for CPU before Linux 5.13.
-    pub full: Option<PsiLine>,
-}
-
-/// PSI of the three resources; each `None` when unavailable.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Pressure {
-    pub cpu: Option<Psi>,
-    pub io: Option<Psi>,
-    pub memory: Option<Psi>,
-}
+pub use scalelab_core::sample::{Pressure, Psi, PsiLine};
 
 fn parse_line(rest: &str) -> Option<PsiLine> {
     let mut avg10 = None;

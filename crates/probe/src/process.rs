@@ -3,54 +3,13 @@
 
 use crate::read::{read_into, KeptFile, ProbeError};
 use crate::tasks::{default_fd_budget, TaskTable};
-use crate::time::{user_hz, Timestamp};
+use crate::time::user_hz;
 use crate::unavailable::{Source, Unavailable, UnavailableLog};
 use crate::Roots;
-use serde::{Deserialize, Serialize};
 use std::fs;
 use std::path::PathBuf;
 
-/// `/proc/PID/io`: bytes through syscalls (`rchar`/`wchar`) and bytes that
-/// reached the block layer (`read_bytes`/`write_bytes`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProcessIo {
-    pub rchar: u64,
-    pub wchar: u64,
-    pub syscr: u64,
-    pub syscw: u64,
-    pub read_bytes: u64,
-    pub write_bytes: u64,
-}
-
-/// One reading of the server process. Counters are raw; see
-/// [`crate::rates::process_rates`].
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ProcessSample {
-    pub at: Timestamp,
-    pub pid: u32,
-    /// Unit of the tick counters (`USER_HZ`).
-    pub user_hz: u32,
-    /// False once the process has exited (or its pid was reused).
-    pub alive: bool,
-    /// User CPU ticks of the whole process, exited threads included.
-    pub cpu_user_ticks: Option<u64>,
-    /// System CPU ticks of the whole process, exited threads included.
-    pub cpu_system_ticks: Option<u64>,
-    pub threads: Option<u64>,
-    /// Voluntary context switches (blocking: locks, I/O, waits) of every
-    /// thread seen since the sampler started, each counted from its creation.
-    /// The kernel keeps no per-process total readable from `/proc`, and a
-    /// plain sum over live threads would drop when threads exit; this
-    /// accumulated sum never goes backwards.
-    pub voluntary_ctxt_switches: Option<u64>,
-    /// Involuntary context switches (preempted), accumulated the same way.
-    pub nonvoluntary_ctxt_switches: Option<u64>,
-    pub rss_kib: Option<u64>,
-    pub open_fds: Option<u64>,
-    pub io: Option<ProcessIo>,
-    /// Sources that became unavailable (or changed reason) at this sample.
-    pub newly_unavailable: Vec<Unavailable>,
-}
+pub use scalelab_core::sample::{ProcessIo, ProcessSample};
 
 struct CtxSlot {
     status: Option<KeptFile>,
@@ -207,7 +166,7 @@ impl ProcessSampler {
 
     /// Takes one sample.
     pub fn sample(&mut self) -> ProcessSample {
-        let at = Timestamp::now();
+        let at = crate::time::now();
         let mut s = ProcessSample { at, pid: self.pid, user_hz: self.user_hz, ..Default::default() };
         let mut news = Vec::new();
         let stat_path = self.dir.join("stat");

@@ -6,7 +6,6 @@
 //! scanner walks each line once without allocating.
 
 use crate::read::complete_lines;
-use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, SocketAddr};
 
 /// `TCP_ESTABLISHED` in the kernel's numbering (`include/net/tcp_states.h`).
@@ -87,82 +86,7 @@ pub fn scan_tcp(text: &str, mut f: impl FnMut(TcpEntry)) -> Result<usize, String
     Ok(n)
 }
 
-/// Sockets by TCP state, IPv4 and IPv6 together (gauges).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TcpStates {
-    pub established: u32,
-    pub syn_sent: u32,
-    pub syn_recv: u32,
-    pub fin_wait1: u32,
-    pub fin_wait2: u32,
-    /// Closed connections held 60 s by the side that closed first; on a load
-    /// generator they pin ephemeral ports.
-    pub time_wait: u32,
-    pub close: u32,
-    pub close_wait: u32,
-    pub last_ack: u32,
-    pub listen: u32,
-    pub closing: u32,
-    pub new_syn_recv: u32,
-}
-
-impl TcpStates {
-    /// Counts one socket in state `st` (unknown states are ignored).
-    pub fn add(&mut self, st: u8) {
-        let slot = match st {
-            1 => &mut self.established,
-            2 => &mut self.syn_sent,
-            3 => &mut self.syn_recv,
-            4 => &mut self.fin_wait1,
-            5 => &mut self.fin_wait2,
-            6 => &mut self.time_wait,
-            7 => &mut self.close,
-            8 => &mut self.close_wait,
-            9 => &mut self.last_ack,
-            10 => &mut self.listen,
-            11 => &mut self.closing,
-            12 => &mut self.new_syn_recv,
-            _ => return,
-        };
-        *slot += 1;
-    }
-
-    /// All sockets counted.
-    pub fn total(&self) -> u32 {
-        self.established
-            + self.syn_sent
-            + self.syn_recv
-            + self.fin_wait1
-            + self.fin_wait2
-            + self.time_wait
-            + self.close
-            + self.close_wait
-            + self.last_ack
-            + self.listen
-            + self.closing
-            + self.new_syn_recv
-    }
-}
-
-/// The ephemeral port range and how much of it is taken.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PortUsage {
-    /// `net.ipv4.ip_local_port_range`, inclusive.
-    pub range_low: u16,
-    pub range_high: u16,
-    /// Distinct local ports inside the range held by non-listening sockets.
-    pub ports_in_use: u32,
-    /// Non-listening sockets whose local port is inside the range (a port can
-    /// serve several connections to different destinations).
-    pub sockets_in_range: u32,
-}
-
-impl PortUsage {
-    /// Ports in the range.
-    pub fn range_size(&self) -> u32 {
-        (self.range_high as u32 + 1).saturating_sub(self.range_low as u32)
-    }
-}
+pub use scalelab_core::sample::{PortUsage, TcpStates};
 
 /// A reusable 65,536-bit set of ports (8 KiB), so counting distinct ports
 /// allocates nothing per sample.

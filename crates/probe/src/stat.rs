@@ -2,90 +2,24 @@
 //! and `/proc/loadavg`.
 
 use crate::read::{complete_lines, field, num};
-use serde::{Deserialize, Serialize};
 
-/// CPU time by kind, in `USER_HZ` ticks since boot (raw counters; see
-/// [`crate::rates`] for percentages). `user`/`nice` include guest time.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CpuTicks {
-    pub user: u64,
-    pub nice: u64,
-    pub system: u64,
-    pub idle: u64,
-    pub iowait: u64,
-    pub irq: u64,
-    pub softirq: u64,
-    pub steal: u64,
-}
+pub use scalelab_core::sample::{CpuStat, CpuTicks, LoadAvg, PerCpuTicks};
 
-impl CpuTicks {
-    /// Sum of all kinds: the time base of percentages.
-    pub fn total(&self) -> u64 {
-        self.user + self.nice + self.system + self.idle + self.iowait + self.irq + self.softirq + self.steal
-    }
-
-    /// Parses the numbers after a `cpu`/`cpuN` label. Kernels since 2.6.11
-    /// print at least 8; fewer means a cut or foreign line, so `None`.
-    fn parse(rest: &str) -> Option<CpuTicks> {
-        let mut it = rest.split_ascii_whitespace().map(num);
-        let mut next = || it.next().flatten();
-        Some(CpuTicks {
-            user: next()?,
-            nice: next()?,
-            system: next()?,
-            idle: next()?,
-            iowait: next()?,
-            irq: next()?,
-            softirq: next()?,
-            steal: next()?,
-        })
-    }
-}
-
-/// One CPU's line of `/proc/stat` (offline CPUs have none, hence the id).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PerCpuTicks {
-    pub cpu: u32,
-    pub ticks: CpuTicks,
-}
-
-/// What `/proc/stat` says. Counters are since boot.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct CpuStat {
-    /// All CPUs together (`cpu` line).
-    pub total: Option<CpuTicks>,
-    pub per_cpu: Vec<PerCpuTicks>,
-    /// Context switches since boot (`ctxt`).
-    pub ctxt: Option<u64>,
-    /// Interrupts serviced since boot (`intr`, first number).
-    pub intr: Option<u64>,
-    /// Forks since boot (`processes`).
-    pub forks: Option<u64>,
-    /// Tasks running or runnable now (`procs_running`), a gauge.
-    pub procs_running: Option<u64>,
-    /// Tasks blocked on I/O now (`procs_blocked`), a gauge.
-    pub procs_blocked: Option<u64>,
-}
-
-impl CpuStat {
-    /// Names of the fields that were not found, for the "unavailable" note.
-    pub fn missing(&self) -> Vec<&'static str> {
-        let mut m = Vec::new();
-        let checks = [
-            (self.total.is_none(), "cpu"),
-            (self.ctxt.is_none(), "ctxt"),
-            (self.intr.is_none(), "intr"),
-            (self.forks.is_none(), "processes"),
-            (self.procs_running.is_none(), "procs_running"),
-            (self.procs_blocked.is_none(), "procs_blocked"),
-        ];
-        for (none, name) in checks {
-            if none {
-                m.push(name);
-            }
-        }
-        m
-    }
+/// Parses the numbers after a `cpu`/`cpuN` label. Kernels since 2.6.11
+/// print at least 8; fewer means a cut or foreign line, so `None`.
+fn parse_ticks(rest: &str) -> Option<CpuTicks> {
+    let mut it = rest.split_ascii_whitespace().map(num);
+    let mut next = || it.next().flatten();
+    Some(CpuTicks {
+        user: next()?,
+        nice: next()?,
+        system: next()?,
+        idle: next()?,
+        iowait: next()?,
+        irq: next()?,
+        softirq: next()?,
+        steal: next()?,
+    })
 }
 
 /// Parses `/proc/stat`. Lines that are cut or malformed leave their field
@@ -97,7 +31,7 @@ pub fn parse_stat(text: &str) -> Result<CpuStat, String> {
             continue;
         };
         match key {
-            "cpu" => s.total = CpuTicks::parse(rest),
+            "cpu" => s.total = parse_ticks(rest),
             "ctxt" => s.ctxt = field(rest, 0),
             "intr" => s.intr = field(rest, 0),
             "processes" => s.forks = field(rest, 0),
@@ -105,7 +39,7 @@ pub fn parse_stat(text: &str) -> Result<CpuStat, String> {
             "procs_blocked" => s.procs_blocked = field(rest, 0),
             _ => {
                 if let Some(id) = key.strip_prefix("cpu").and_then(|n| n.parse().ok()) {
-                    if let Some(ticks) = CpuTicks::parse(rest) {
+                    if let Some(ticks) = parse_ticks(rest) {
                         s.per_cpu.push(PerCpuTicks { cpu: id, ticks });
                     }
                 }
@@ -116,18 +50,6 @@ pub fn parse_stat(text: &str) -> Result<CpuStat, String> {
         return Err("no cpu or ctxt line".into());
     }
     Ok(s)
-}
-
-/// `/proc/loadavg`: run-queue averages and task counts.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct LoadAvg {
-    pub load1: f64,
-    pub load5: f64,
-    pub load15: f64,
-    /// Tasks runnable now.
-    pub runnable: u32,
-    /// Tasks that exist now.
-    pub tasks: u32,
 }
 
 /// Parses `/proc/loadavg` ("0.30 0.40 0.18 1/88 6458").

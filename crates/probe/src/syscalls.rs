@@ -5,37 +5,7 @@
 //! against the kernel's (`arch/x86/entry/syscalls/syscall_64.tbl`,
 //! `include/uapi/asm-generic/unistd.h`) and, in tests, against `libc`.
 
-use serde::{Deserialize, Serialize};
-
-/// What a thread is doing at one instant (or for a share of an interval).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ThreadState {
-    /// On a CPU.
-    Running,
-    /// Ready to run but waiting for a CPU (run-queue delay).
-    Runnable,
-    /// Blocked in a futex: a lock or condition variable.
-    Futex,
-    /// Waiting for work: poll, epoll, select or accept.
-    Idle,
-    /// Uninterruptible sleep (state D), usually disk I/O.
-    Io,
-    /// Any other sleep: nanosleep, socket reads, pipes, stopped, unknown.
-    Other,
-}
-
-impl ThreadState {
-    /// All states, in report order.
-    pub const ALL: [ThreadState; 6] =
-        [ThreadState::Running, ThreadState::Runnable, ThreadState::Futex, ThreadState::Idle, ThreadState::Io, ThreadState::Other];
-
-    /// Whether this is a kind of sleep (not running or runnable).
-    pub fn is_sleep(self) -> bool {
-        !matches!(self, ThreadState::Running | ThreadState::Runnable)
-    }
-}
-
+pub use scalelab_core::sample::ThreadState;
 /// System call numbers that decide a class, for one architecture.
 #[derive(Clone, Copy, Debug)]
 pub struct SyscallTable {

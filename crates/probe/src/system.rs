@@ -1,83 +1,24 @@
 //! The system sample (every machine-wide probe at once) and its sampler.
 
-use crate::disk::{is_virtual_noise, parse_diskstats, DiskStat};
-use crate::irq::{parse_interrupts, parse_softirqs, Interrupts, Softirqs};
-use crate::limits::{parse_file_nr, parse_port_range, parse_sockstat, parse_tcp_mem, FileHandles, SockStat, TcpMemLimits};
-use crate::meminfo::{parse_meminfo, Memory};
-use crate::netdev::{parse_net_dev, NetDev};
+use crate::disk::{is_virtual_noise, parse_diskstats};
+use crate::irq::{parse_interrupts, parse_softirqs};
+use crate::limits::{parse_file_nr, parse_port_range, parse_sockstat, parse_tcp_mem};
+use crate::meminfo::parse_meminfo;
+use crate::netdev::parse_net_dev;
 use crate::power::{PowerReading, PowerSources};
 use crate::pressure::{parse_psi, Pressure, Psi};
 use crate::read::{read_into, ProbeError};
 use crate::socket_scan::{ScanOutcome, SocketScanner};
-use crate::sockets::{PortUsage, TcpStates};
-use crate::stat::{parse_loadavg, parse_stat, CpuStat, LoadAvg};
+use crate::stat::{parse_loadavg, parse_stat};
 use crate::tcp_mib::{parse_netstat, parse_snmp, TcpMib};
-use crate::time::{user_hz, Timestamp};
+use crate::time::user_hz;
 use crate::unavailable::{Source, Unavailable, UnavailableLog};
 use crate::Roots;
-use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::fs;
 use std::path::Path;
 
-/// One reading of every machine-wide probe. Counters are raw (since boot);
-/// [`crate::rates::system_rates`] turns two samples into rates. A `None`
-/// field could not be read; why is in `newly_unavailable` the first time.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct SystemSample {
-    pub at: Timestamp,
-    /// Unit of the CPU tick counters (`USER_HZ`).
-    pub user_hz: u32,
-    pub cpu: Option<CpuStat>,
-    pub load: Option<LoadAvg>,
-    pub pressure: Pressure,
-    pub memory: Option<Memory>,
-    pub softirqs: Option<Softirqs>,
-    pub interrupts: Option<Interrupts>,
-    /// Whole disks (partitions, loop and RAM disks left out).
-    pub disks: Option<Vec<DiskStat>>,
-    pub net: Option<Vec<NetDev>>,
-    pub tcp: Option<TcpMib>,
-    /// Sockets by state. `None` when unreadable, or when the scan was
-    /// skipped to stay within its CPU budget (see `socket_scan_skipped`).
-    pub tcp_states: Option<TcpStates>,
-    pub ports: Option<PortUsage>,
-    /// Sockets in TIME_WAIT whose far end is one of the targets
-    /// ([`SystemSampler::set_targets`]): the ones that pin this run's
-    /// ephemeral ports. `None` when no target is set or the scan did not run.
-    #[serde(default)]
-    pub time_wait_to_target: Option<u32>,
-    /// The socket scan was skipped this sample: the last one was costly
-    /// (very many sockets), so it runs less often; not an error.
-    pub socket_scan_skipped: bool,
-    pub sockstat: Option<SockStat>,
-    pub tcp_mem: Option<TcpMemLimits>,
-    pub files: Option<FileHandles>,
-    pub power: Option<Vec<PowerReading>>,
-    /// Sources that became unavailable (or changed reason) at this sample.
-    pub newly_unavailable: Vec<Unavailable>,
-}
-
-impl SystemSample {
-    /// TCP socket memory as percent of `tcp_mem`'s hard limit (`max`).
-    pub fn tcp_mem_used_pct(&self) -> Option<f64> {
-        let used = self.sockstat?.tcp_mem_pages?;
-        let max = self.tcp_mem?.max_pages;
-        (max > 0).then(|| used as f64 * 100.0 / max as f64)
-    }
-
-    /// Open file handles as percent of `fs.file-max`.
-    pub fn file_handles_used_pct(&self) -> Option<f64> {
-        let f = self.files?;
-        (f.max > 0).then(|| f.allocated as f64 * 100.0 / f.max as f64)
-    }
-
-    /// Ephemeral ports in use as percent of the range.
-    pub fn ports_used_pct(&self) -> Option<f64> {
-        let p = self.ports?;
-        (p.range_size() > 0).then(|| p.ports_in_use as f64 * 100.0 / p.range_size() as f64)
-    }
-}
+pub use scalelab_core::sample::SystemSample;
 
 /// Reads the machine-wide probes; call [`sample`](Self::sample) about once a
 /// second. It keeps one text buffer and one port set across samples, so a
@@ -164,7 +105,7 @@ impl SystemSampler {
 
     /// Takes one sample of every probe.
     pub fn sample(&mut self) -> SystemSample {
-        let at = Timestamp::now();
+        let at = crate::time::now();
         let mut news = Vec::new();
         let p = self.roots.proc.clone();
         let (buf, log) = (&mut self.buf, &mut self.log);

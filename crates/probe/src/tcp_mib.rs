@@ -3,49 +3,8 @@
 //! overflows, the network-stack side of a collapse.
 
 use crate::read::complete_lines;
-use serde::{Deserialize, Serialize};
 
-/// TCP counters since boot (all raw; `curr_estab` is a gauge). Each is `None`
-/// when its column is missing or not a number.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TcpMib {
-    pub active_opens: Option<u64>,
-    pub passive_opens: Option<u64>,
-    pub attempt_fails: Option<u64>,
-    pub estab_resets: Option<u64>,
-    pub curr_estab: Option<u64>,
-    pub in_segs: Option<u64>,
-    pub out_segs: Option<u64>,
-    pub retrans_segs: Option<u64>,
-    pub in_errs: Option<u64>,
-    pub out_rsts: Option<u64>,
-    /// Accept queue full when a handshake completed (`TcpExt: ListenOverflows`).
-    pub listen_overflows: Option<u64>,
-    /// SYNs or completed handshakes dropped at a listener (`TcpExt: ListenDrops`).
-    pub listen_drops: Option<u64>,
-    /// SYN cookies sent: the SYN queue overflowed (`TcpExt: SyncookiesSent`).
-    pub syncookies_sent: Option<u64>,
-    /// Retransmission timeouts (`TcpExt: TCPTimeouts`).
-    pub timeouts: Option<u64>,
-}
-
-impl TcpMib {
-    /// Names of the counters that were not found.
-    pub fn missing(&self) -> Vec<&'static str> {
-        [
-            (self.active_opens, "Tcp:ActiveOpens"),
-            (self.passive_opens, "Tcp:PassiveOpens"),
-            (self.estab_resets, "Tcp:EstabResets"),
-            (self.retrans_segs, "Tcp:RetransSegs"),
-            (self.out_rsts, "Tcp:OutRsts"),
-            (self.listen_overflows, "TcpExt:ListenOverflows"),
-            (self.listen_drops, "TcpExt:ListenDrops"),
-        ]
-        .into_iter()
-        .filter_map(|(v, n)| v.is_none().then_some(n))
-        .collect()
-    }
-}
+pub use scalelab_core::sample::TcpMib;
 
 /// Calls `f(name, value)` for each column of the `prefix` table: these files
 /// hold pairs of lines, names first, values second.

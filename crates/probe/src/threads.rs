@@ -170,7 +170,7 @@ impl ThreadSampler {
         if !self.alive {
             return false;
         }
-        self.start.get_or_insert_with(Timestamp::now);
+        self.start.get_or_insert_with(crate::time::now);
         let (ctx, departed) = (&mut self.ctx, &mut self.departed);
         let count_changed = self.tasks.count_hint() != Some(self.tasks.len());
         if count_changed || self.lost_thread || self.tick_no.is_multiple_of(self.rescan_every as u64) || self.tasks.is_empty() {
@@ -233,7 +233,7 @@ impl ThreadSampler {
             self.tick_inner();
             self.ctx.read_all = false;
         }
-        let end = Timestamp::now();
+        let end = crate::time::now();
         let mut threads = std::mem::take(&mut self.departed);
         for (tid, slot) in self.tasks.iter_mut().filter(|(_, s)| s.primed) {
             threads.push(slot.stats(tid, false));

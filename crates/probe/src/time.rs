@@ -1,30 +1,12 @@
 //! Timestamps of samples and the kernel's tick unit.
 
-use serde::{Deserialize, Serialize};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// When a sample was taken. Rates use the monotonic clock (immune to NTP
-/// steps); the wall clock aligns samples with steps, logs and other machines.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Timestamp {
-    /// `CLOCK_MONOTONIC` in nanoseconds.
-    pub monotonic_ns: u64,
-    /// Wall clock, Unix milliseconds.
-    pub unix_ms: i64,
-}
+pub use scalelab_core::sample::Timestamp;
 
-impl Timestamp {
-    /// Now, on both clocks.
-    pub fn now() -> Self {
-        Timestamp { monotonic_ns: monotonic_ns(), unix_ms: unix_ms() }
-    }
-
-    /// Seconds from `earlier` to `self` on the monotonic clock; `None` if not
-    /// strictly later (two samples at the same instant give no rate).
-    pub fn seconds_since(&self, earlier: &Timestamp) -> Option<f64> {
-        let ns = self.monotonic_ns.checked_sub(earlier.monotonic_ns)?;
-        (ns > 0).then(|| ns as f64 / 1e9)
-    }
+/// Now, on both clocks (the type lives in `core`, which reads no clock).
+pub fn now() -> Timestamp {
+    Timestamp { monotonic_ns: monotonic_ns(), unix_ms: unix_ms() }
 }
 
 /// `CLOCK_MONOTONIC` in nanoseconds.
@@ -67,9 +49,9 @@ mod tests {
 
     #[test]
     fn monotonic_advances() {
-        let a = Timestamp::now();
+        let a = now();
         std::thread::sleep(std::time::Duration::from_millis(2));
-        let b = Timestamp::now();
+        let b = now();
         let s = b.seconds_since(&a).unwrap();
         assert!((0.002..1.0).contains(&s), "{s}");
         assert_eq!(a.seconds_since(&b), None);

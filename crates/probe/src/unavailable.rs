@@ -5,20 +5,13 @@
 //! reason changes), so a run's record says once that, say, PSI is off, instead
 //! of repeating it every second.
 
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The source enum lives in `scalelab_core` (the binary, `report` and
 /// `analyze` name it too); re-exported here where the probes report it.
 pub use scalelab_core::Source;
 
-/// A source that could not be read, and why.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Unavailable {
-    pub source: Source,
-    /// Human-readable cause, naming the path: "cannot read /proc/pressure/cpu: ...".
-    pub why: String,
-}
+pub use scalelab_core::sample::Unavailable;
 
 /// Remembers the current reason per source so each is reported once.
 #[derive(Clone, Debug, Default)]

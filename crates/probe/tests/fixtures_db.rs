@@ -4,10 +4,10 @@
 mod common;
 
 use common::fixtures;
+use scalelab_analyze::telemetry::{global_status_rates, semaphore_rates, top_waits};
 use scalelab_probe::db::pg_activity::CPU;
 use scalelab_probe::db::{
-    global_status_rates, parse_innodb_semaphores, parse_instrumented, parse_waits, semaphore_rates, top_waits, ActivityRow, GlobalStatus,
-    SemaphoreFormat, WaitCounter, WaitProfile,
+    parse_innodb_semaphores, parse_instrumented, parse_waits, ActivityRow, GlobalStatus, SemaphoreFormat, WaitCounter, WaitProfile,
 };
 use scalelab_probe::read::complete_lines;
 

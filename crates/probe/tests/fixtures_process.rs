@@ -4,7 +4,8 @@
 mod common;
 
 use common::{host, server};
-use scalelab_probe::{find_by_name, find_by_port, process_rates, FindError, ProcessSampler, ThreadSampler, ThreadState};
+use scalelab_analyze::telemetry::process_rates;
+use scalelab_probe::{find_by_name, find_by_port, FindError, ProcessSampler, ThreadSampler, ThreadState};
 
 #[test]
 fn finds_the_server_by_port_and_name() {

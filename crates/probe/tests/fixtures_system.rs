@@ -4,7 +4,8 @@
 mod common;
 
 use common::{count_state, host, server};
-use scalelab_probe::{system_rates, Source, SystemSampler};
+use scalelab_analyze::telemetry::system_rates;
+use scalelab_probe::{Source, SystemSampler};
 
 #[test]
 fn samples_a_captured_host() {
@@ -93,7 +94,7 @@ fn rates_between_the_two_snapshots() {
     assert_eq!(r.rapl_w, None);
 
     // The busiest softirq CPU, beside the other's share and its NET_RX share.
-    let busiest = scalelab_probe::summary::busiest_softirq_cpu(&r).expect("two CPUs with per-CPU figures");
+    let busiest = scalelab_analyze::telemetry::busiest_softirq_cpu(&r).expect("two CPUs with per-CPU figures");
     let per: Vec<f64> = r.per_cpu.iter().map(|c| c.pct.unwrap().softirq).collect();
     assert_eq!(busiest.softirq_pct, per.iter().copied().fold(f64::MIN, f64::max));
     assert_eq!(busiest.others_softirq_pct, per.iter().sum::<f64>() - busiest.softirq_pct);
@@ -106,7 +107,7 @@ fn rates_between_the_two_snapshots() {
     // One CPU: no "busiest" to name.
     let mut one = r.clone();
     one.per_cpu.truncate(1);
-    assert_eq!(scalelab_probe::summary::busiest_softirq_cpu(&one), None);
+    assert_eq!(scalelab_analyze::telemetry::busiest_softirq_cpu(&one), None);
 
     // Backwards (t1 then t0): every counter rate is None, not negative or 0.
     let mut back_a = b.clone();

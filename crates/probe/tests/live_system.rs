@@ -1,6 +1,7 @@
 //! The system sampler and the port-owner search on the live machine.
 
-use scalelab_probe::{find_by_port, system_rates, Roots, SystemSampler};
+use scalelab_analyze::telemetry::system_rates;
+use scalelab_probe::{find_by_port, Roots, SystemSampler};
 use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
 

@@ -105,6 +105,8 @@ fn sweep(id: i64, label: &str, host: &str, xs: [f64; 4], thread_states: bool) ->
         complete: true,
         outcome: Some("completed".into()),
         steps,
+        samples: Default::default(),
+        notes: vec![],
     }
 }
 
@@ -136,6 +138,8 @@ fn imported_pairs(id: i64, pairs: &[(u32, f64)]) -> Run {
             .iter()
             .map(|&(c, x)| StepResult { concurrency: c, published_throughput_per_s: Some(x), ..Default::default() })
             .collect(),
+        samples: Default::default(),
+        notes: vec![],
     }
 }
 

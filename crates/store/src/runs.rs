@@ -2,7 +2,9 @@
 
 use crate::{Store, StoreError};
 use rusqlite::{params, OptionalExtension};
-use scalelab_core::{ErrorCounts, LatencyHistogram, Run, RunKind, RunPlan, SecondResult, StepResult};
+use scalelab_core::{
+    ErrorCounts, LatencyHistogram, Run, RunKind, RunPlan, RunSamples, Sample, SampleKind, SecondResult, Source, StepResult,
+};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// How a user names a run: `last`, an id, or a label.
@@ -175,6 +177,28 @@ impl Store {
         rows.collect::<Result<_, _>>().map_err(|e| self.sql(e))
     }
 
+    /// Every sample of a run (sweep or recorded watch), decoded into typed
+    /// samples: the store boundary, where a row's `kind` and JSON become a
+    /// [`Sample`]. A row that does not decode (a kind this version does not
+    /// know, a damaged reading) is skipped, as it always was.
+    pub fn load_run_samples(&self, run_id: i64) -> Result<RunSamples, StoreError> {
+        let mut all = RunSamples::default();
+        for kind in SampleKind::ALL {
+            for (_, json) in self.load_samples(run_id, kind.name())? {
+                if let Ok(s) = Sample::from_json(kind, &json) {
+                    all.push(s);
+                }
+            }
+        }
+        Ok(all)
+    }
+
+    /// The probe notes of a run keyed as `unavailable` maps key them
+    /// ([`Source::key`]; a source this version does not know, lowercased).
+    pub fn load_run_notes(&self, run_id: i64) -> Result<Vec<(String, String)>, StoreError> {
+        Ok(self.load_probe_notes(run_id)?.into_iter().map(|(source, why)| (Source::key_of_stored(&source), why)).collect())
+    }
+
     /// Records that a probe was unavailable during a run, and why (latest reason kept).
     pub fn add_probe_note(&self, run_id: i64, source: &str, reason: &str) -> Result<(), StoreError> {
         self.conn
@@ -345,7 +369,21 @@ impl Store {
                 statements,
             });
         }
-        Ok(Run { id, kind, plan, environment, started_unix_ms: started, finished_unix_ms: finished, complete, outcome, steps })
+        let samples = self.load_run_samples(id)?;
+        let notes = self.load_run_notes(id)?;
+        Ok(Run {
+            id,
+            kind,
+            plan,
+            environment,
+            started_unix_ms: started,
+            finished_unix_ms: finished,
+            complete,
+            outcome,
+            steps,
+            samples,
+            notes,
+        })
     }
 
     fn load_seconds(&self, run: i64, idx: i64) -> Result<Vec<SecondResult>, StoreError> {

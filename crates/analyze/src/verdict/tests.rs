@@ -69,6 +69,8 @@ fn run(steps: Vec<StepResult>) -> Run {
         complete: true,
         outcome: None,
         steps,
+        samples: Default::default(),
+        notes: vec![],
     }
 }
 

@@ -78,8 +78,7 @@ pub fn compare_runs(store_path: &Path, a: &CompareArgs) -> anyhow::Result<ExitCo
     let mut runs = Vec::new();
     for name in &a.runs {
         let id = store.resolve(&RunSelector::parse(name))?;
-        let mut run = store.load_run(id)?;
-        crate::telemetry::attach(&store, &mut run)?;
+        let run = super::show::load_run(&store, id)?;
         runs.push(run);
     }
     // Columns are named by label; repeated labels get their ids (one rule everywhere).

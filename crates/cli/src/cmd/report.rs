@@ -30,11 +30,11 @@ pub fn run(store_path: &Path, a: &ReportArgs) -> anyhow::Result<ExitCode> {
             micro.push(m);
             continue;
         }
-        let run = store.load_run(id)?;
+        let run = super::show::load_run(&store, id)?;
         // A watch recording has no steps: its report is its timeline (CPU
         // split, context switches, power), with no curve and no verdicts.
         if run.kind == RunKind::Watch {
-            let origin = crate::telemetry::load_samples(&store, id)?.system.first().map_or(run.started_unix_ms, |s| s.at.unix_ms);
+            let origin = run.samples.system.first().map_or(run.started_unix_ms, |s| s.at.unix_ms);
             let mut r = ReportRun::new(run);
             let mut t = Timeline { origin_unix_ms: origin, ..Default::default() };
             add_system_series(&store, id, &mut t)?;
@@ -42,11 +42,9 @@ pub fn run(store_path: &Path, a: &ReportArgs) -> anyhow::Result<ExitCode> {
             input.runs.push(r);
             continue;
         }
-        let mut run = run;
         if run.steps.is_empty() {
             return Err(bad(format!("run {id} ({}) has no finished step to report", run.plan.label)));
         }
-        crate::telemetry::attach(&store, &mut run)?;
         let mut r = ReportRun::new(run);
         if let Some(t) = r.timeline.as_mut() {
             add_system_series(&store, r.run.id, t)?;
@@ -85,8 +83,8 @@ pub fn run(store_path: &Path, a: &ReportArgs) -> anyhow::Result<ExitCode> {
 /// midpoint). A pair with a figure missing is a gap; so is a hole of more
 /// than 3 s between samples. Probe notes give the reasons.
 fn add_system_series(store: &Store, run_id: i64, t: &mut Timeline) -> anyhow::Result<()> {
-    let system = crate::telemetry::load_samples(store, run_id)?.system;
-    for (key, why) in crate::telemetry::load_notes(store, run_id)? {
+    let system = store.load_run_samples(run_id)?.system;
+    for (key, why) in store.load_run_notes(run_id)? {
         t.unavailable.entry(key).or_insert(why);
     }
     if system.len() < 2 {
@@ -103,7 +101,7 @@ fn add_system_series(store: &Store, run_id: i64, t: &mut Timeline) -> anyhow::Re
             }
             continue;
         }
-        let r = scalelab_probe::system_rates(a, b);
+        let r = scalelab_analyze::telemetry::system_rates(a, b);
         let cpu = r.cpu.as_ref();
         let values = [
             cpu.map(|c| c.user + c.nice),

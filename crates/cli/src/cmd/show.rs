@@ -14,6 +14,14 @@ pub fn open_existing(path: &Path) -> anyhow::Result<Store> {
     Ok(Store::open_for_reading(path)?)
 }
 
+/// A stored run with its samples, its steps' telemetry derived from them:
+/// the one place a command turns a stored run into an analysed one.
+pub fn load_run(store: &Store, id: i64) -> anyhow::Result<scalelab_core::Run> {
+    let mut run = store.load_run(id)?;
+    scalelab_analyze::telemetry::derive(&mut run);
+    Ok(run)
+}
+
 pub fn runs(path: &Path) -> anyhow::Result<ExitCode> {
     let store = open_existing(path)?;
     let mut rows = vec![["id", "kind", "label", "target", "started (UTC)", "steps", "peak/s", "status"].map(String::from).to_vec()];
@@ -45,15 +53,14 @@ pub fn show(path: &Path, a: &ShowArgs) -> anyhow::Result<ExitCode> {
         let json = if a.json { store.load_micro_report(id)? } else { None };
         return super::micro::show(&micro, json.as_deref());
     }
-    let mut run = store.load_run(id)?;
+    let run = load_run(&store, id)?;
     if run.kind == scalelab_core::RunKind::Watch {
         if a.json {
-            println!("{}", serde_json::to_string_pretty(&super::watch::watch_json(&store, &run)?)?);
+            println!("{}", serde_json::to_string_pretty(&super::watch::watch_json(&run)?)?);
             return Ok(ExitCode::SUCCESS);
         }
-        return super::watch::show(&store, &run);
+        return super::watch::show(&run);
     }
-    crate::telemetry::attach(&store, &mut run)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&super::analysis::run_json_with_diagnosis(&run))?);
         let parsed = super::analysis::parse_assertions(&a.asserts)?;
@@ -88,8 +95,7 @@ pub fn show(path: &Path, a: &ShowArgs) -> anyhow::Result<ExitCode> {
 pub fn diagnose(path: &Path, a: &ShowArgs) -> anyhow::Result<ExitCode> {
     let store = open_existing(path)?;
     let id = store.resolve(&RunSelector::parse(&a.run))?;
-    let mut run = store.load_run(id)?;
-    crate::telemetry::attach(&store, &mut run)?;
+    let run = load_run(&store, id)?;
     let d = scalelab_analyze::diagnose(&run);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&scalelab_analyze::verdict::to_json(&d))?);
@@ -119,19 +125,17 @@ pub fn export(path: &Path, a: &ExportArgs) -> anyhow::Result<ExitCode> {
         println!("{json}");
         return Ok(ExitCode::SUCCESS);
     }
-    let mut run = store.load_run(id)?;
+    let run = load_run(&store, id)?;
     // A watch recording has no steps: its table is the per-interval series.
     if run.kind == scalelab_core::RunKind::Watch {
         match format {
-            ExportFormat::Json => println!("{}", serde_json::to_string_pretty(&super::watch::watch_json(&store, &run)?)?),
+            ExportFormat::Json => println!("{}", serde_json::to_string_pretty(&super::watch::watch_json(&run)?)?),
             ExportFormat::Csv => {
-                let samples = crate::telemetry::load_samples(&store, run.id)?;
-                print!("{}", super::watch::intervals_csv(run.id, &super::watch::intervals(&samples, &run)))
+                print!("{}", super::watch::intervals_csv(run.id, &super::watch::intervals(&run.samples, &run)))
             }
         }
         return Ok(ExitCode::SUCCESS);
     }
-    crate::telemetry::attach(&store, &mut run)?;
     match (format, a.series) {
         (ExportFormat::Json, _) => println!("{}", serde_json::to_string_pretty(&super::analysis::run_json_with_diagnosis(&run))?),
         (ExportFormat::Csv, false) => print!("{}", csv::steps_csv(&run)),

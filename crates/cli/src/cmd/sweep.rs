@@ -352,8 +352,7 @@ pub fn execute<D: scalelab_drive::Driver>(
     let (store, _) = session.finish(complete, &outcome)?.expect("a sweep is recorded");
     let code = ExitCode::from(code);
     let SweepOutcome { end, failed_step, .. } = swept;
-    let mut run: Run = store.load_run(run_id)?;
-    crate::telemetry::attach(&store, &mut run)?;
+    let run: Run = super::show::load_run(&store, run_id)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&super::analysis::run_json_with_diagnosis(&run))?);
     } else {

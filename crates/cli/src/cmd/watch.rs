@@ -5,10 +5,11 @@ use crate::args::WatchArgs;
 use crate::error::bad;
 use crate::session::{Observer, Probes, Session};
 use crate::telemetry::Record;
+use scalelab_analyze::telemetry::{process_rates, system_rates};
 use scalelab_core::{RunKind, RunPlan};
 use scalelab_probe::db::DbSample;
 use scalelab_probe::summary::ThreadSecond;
-use scalelab_probe::{process_rates, system_rates, ProcessSample, RunSamples, Sample, SystemSample};
+use scalelab_probe::{ProcessSample, RunSamples, Sample, SystemSample};
 use scalelab_report::fmt::columns;
 use scalelab_store::Store;
 use std::path::Path;
@@ -138,8 +139,8 @@ impl Observer for Lines {
 }
 
 /// `show` of a recorded watch: the whole recording summarized like a step.
-pub fn show(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<ExitCode> {
-    let samples = crate::telemetry::load_samples(store, run.id)?;
+pub fn show(run: &scalelab_core::Run) -> anyhow::Result<ExitCode> {
+    let samples = &run.samples;
     sayln!(
         "run {}: {} — {} — recorded {} system samples",
         run.id,
@@ -147,7 +148,7 @@ pub fn show(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<ExitCode>
         scalelab_core::escape_control(&run.plan.target),
         samples.system.len()
     );
-    let Some(t) = summarize(&samples) else {
+    let Some(t) = summarize(samples) else {
         sayln!("no samples recorded");
         return Ok(ExitCode::SUCCESS);
     };
@@ -188,7 +189,7 @@ pub fn show(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<ExitCode>
     for (k, why) in &t.unavailable {
         sayln!("unavailable: {k}: {why}");
     }
-    let series = intervals(&samples, run);
+    let series = intervals(samples, run);
     if !series.is_empty() {
         println!("per interval ({} rows; `scalelab export {} --series` for all of them as CSV):", series.len(), run.id);
         println!("{}", aligned(&HEADER.map(String::from)));
@@ -299,7 +300,7 @@ impl Interval {
             (Some(a), Some(b)) => Some(process_rates(a, b)),
             _ => None,
         };
-        let db_waits = db.last().and_then(|last| scalelab_probe::db::summarize_db(db, last.unix_ms - 1000, last.unix_ms).ok());
+        let db_waits = db.last().and_then(|last| scalelab_analyze::telemetry::summarize_db(db, last.unix_ms - 1000, last.unix_ms).ok());
         Interval {
             unix_ms: sys.at.unix_ms,
             elapsed_s: (sys.at.unix_ms - origin_ms).max(0) as f64 / 1000.0,
@@ -410,11 +411,11 @@ pub fn intervals_csv(run_id: i64, rows: &[Interval]) -> String {
 /// A recorded watch as JSON: the run's fields, the summary of the whole
 /// recording (`summary`, the shape of a step's `telemetry`) and every
 /// interval (`samples`).
-pub fn watch_json(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<serde_json::Value> {
+pub fn watch_json(run: &scalelab_core::Run) -> anyhow::Result<serde_json::Value> {
     let mut doc = scalelab_report::json::run_json(run);
-    let samples = crate::telemetry::load_samples(store, run.id)?;
-    let rows = intervals(&samples, run);
-    let summary = summarize(&samples).filter(|_| samples.system.len() >= 2);
+    let samples = &run.samples;
+    let rows = intervals(samples, run);
+    let summary = summarize(samples).filter(|_| samples.system.len() >= 2);
     if let serde_json::Value::Object(m) = &mut doc {
         m.insert("summary".into(), serde_json::to_value(summary)?);
         m.insert("samples".into(), serde_json::to_value(rows)?);
@@ -427,9 +428,9 @@ pub fn watch_json(store: &Store, run: &scalelab_core::Run) -> anyhow::Result<ser
 fn summarize(samples: &RunSamples) -> Option<scalelab_core::StepTelemetry> {
     let RunSamples { system, process, threads, db, .. } = samples;
     let (first, last) = (system.first()?, system.last()?);
-    let mut t = scalelab_probe::summary::summarize_window(system, process, threads, first.at.unix_ms, last.at.unix_ms, 0);
+    let mut t = scalelab_analyze::telemetry::summarize_window(system, process, threads, first.at.unix_ms, last.at.unix_ms, 0);
     if !db.is_empty() {
-        t.db = scalelab_probe::db::summarize_db(db, first.at.unix_ms, last.at.unix_ms).ok();
+        t.db = scalelab_analyze::telemetry::summarize_db(db, first.at.unix_ms, last.at.unix_ms).ok();
     }
     Some(t)
 }

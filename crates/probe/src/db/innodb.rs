@@ -9,58 +9,8 @@
 //!   were removed with InnoDB's own sync primitives, so they are unavailable.
 
 use crate::read::num;
-use serde::{Deserialize, Serialize};
 
-/// Spin and wait counters of one kind of latch, since server start.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SpinCounters {
-    /// Times a thread found the latch taken and started spinning.
-    pub spin_waits: u64,
-    /// Spin-loop iterations: CPU burnt waiting.
-    pub rounds: u64,
-    /// Times spinning gave up and the thread slept in the OS.
-    pub os_waits: u64,
-}
-
-/// Which layout the section had.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SemaphoreFormat {
-    /// `Mutex spin waits` plus rw-lock lines (MySQL 5.6/5.7, MariaDB <= 10.5).
-    MutexAndRwLocks,
-    /// Rw-lock lines only (MySQL 8.0+).
-    RwLocksOnly,
-    /// No counters at all (MariaDB 10.6+).
-    NoCounters,
-}
-
-/// What the SEMAPHORES section says.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct InnodbSemaphores {
-    pub format: SemaphoreFormat,
-    pub reservation_count: Option<u64>,
-    pub signal_count: Option<u64>,
-    pub mutex: Option<SpinCounters>,
-    pub rw_shared: Option<SpinCounters>,
-    pub rw_excl: Option<SpinCounters>,
-    pub rw_sx: Option<SpinCounters>,
-    /// Threads waiting on a latch right now (`--Thread ... has waited at`).
-    pub waiting_threads: u32,
-    /// Why the spin counters are absent, when they are.
-    pub unavailable: Option<String>,
-}
-
-impl InnodbSemaphores {
-    /// Sum over the kinds present; `None` if none is.
-    pub fn total(&self) -> Option<SpinCounters> {
-        let kinds = [self.mutex, self.rw_shared, self.rw_excl, self.rw_sx];
-        kinds.iter().flatten().copied().reduce(|a, b| SpinCounters {
-            spin_waits: a.spin_waits + b.spin_waits,
-            rounds: a.rounds + b.rounds,
-            os_waits: a.os_waits + b.os_waits,
-        })
-    }
-}
+pub use scalelab_core::sample::{InnodbSemaphores, SemaphoreFormat, SpinCounters};
 
 /// The lines between the SEMAPHORES header and the next section header.
 /// `None` if there is no such section or it is cut before the next header.
@@ -142,33 +92,6 @@ pub fn parse_innodb_semaphores(status: &str) -> Result<InnodbSemaphores, String>
         SemaphoreFormat::NoCounters
     };
     Ok(s)
-}
-
-/// Latch contention per second between two readings, all kinds together.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SemaphoreRates {
-    pub spin_waits_per_s: f64,
-    pub spin_rounds_per_s: f64,
-    pub os_waits_per_s: f64,
-    /// Spin rounds per OS wait: rising with concurrency means threads burn
-    /// CPU spinning before they give up.
-    pub rounds_per_os_wait: Option<f64>,
-}
-
-/// Rates between two readings `secs` apart; `None` if counters are absent,
-/// the layout changed, or any went backwards (server restart).
-pub fn semaphore_rates(a: &InnodbSemaphores, b: &InnodbSemaphores, secs: f64) -> Option<SemaphoreRates> {
-    (secs > 0.0 && a.format == b.format).then_some(())?;
-    let (x, y) = (a.total()?, b.total()?);
-    let spin = y.spin_waits.checked_sub(x.spin_waits)?;
-    let rounds = y.rounds.checked_sub(x.rounds)?;
-    let os = y.os_waits.checked_sub(x.os_waits)?;
-    Some(SemaphoreRates {
-        spin_waits_per_s: spin as f64 / secs,
-        spin_rounds_per_s: rounds as f64 / secs,
-        os_waits_per_s: os as f64 / secs,
-        rounds_per_os_wait: (os > 0).then(|| rounds as f64 / os as f64),
-    })
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //! - [`pg_activity`]: `pg_stat_activity` rows into a wait-event profile.
 //! - [`pg_stats`]: `pg_stat_database` and checkpoint counters.
 //! - [`sample`]: the stored per-second reading of the live database probe
-//!   ([`DbSample`], sample kind `db`) and its step summary ([`summarize_db`]).
+//!   ([`DbSample`], sample kind `db`); its step summary is derived in `scalelab_analyze::telemetry`.
 
 pub mod innodb;
 pub mod mysql_status;
@@ -16,9 +16,9 @@ pub mod pg_activity;
 pub mod pg_stats;
 pub mod sample;
 
-pub use innodb::{parse_innodb_semaphores, semaphore_rates, InnodbSemaphores, SemaphoreFormat, SemaphoreRates, SpinCounters};
-pub use mysql_status::{global_status_rates, GlobalStatus, GlobalStatusRates, HandlerCounters};
-pub use perf_schema::{parse_instrumented, parse_waits, top_waits, PerfSchemaWaits, WaitCounter, WaitRate};
+pub use innodb::{parse_innodb_semaphores, InnodbSemaphores, SemaphoreFormat, SpinCounters};
+pub use mysql_status::{GlobalStatus, HandlerCounters};
+pub use perf_schema::{parse_instrumented, parse_waits, PerfSchemaWaits, WaitCounter};
 pub use pg_activity::{ActivityRow, WaitProfile, WaitShare, PG_ACTIVITY_QUERY};
 pub use pg_stats::{pg_database_query, PgCheckpoints, PgDatabaseStats, PG_BGWRITER_QUERY, PG_CHECKPOINTER_QUERY};
-pub use sample::{summarize_db, DbSample};
+pub use sample::{DbSample, WAIT_CHUNK_MS};

@@ -5,12 +5,9 @@
 //!
 //! The global summary never shrinks while the server runs, so rates come from
 //! two readings like any other counter. Condition-variable waits are stored
-//! but left out of the ranking ([`top_waits`]): in the global summary they are
+//! but left out of the ranking (`scalelab_analyze::telemetry::top_waits`): in the global summary they are
 //! mostly background threads sleeping until there is work (`COND_timer`, the
 //! Aria service thread), which is idleness, not contention.
-
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// Whether the server runs with `performance_schema` (read once).
 pub const PERF_SCHEMA_ENABLED_QUERY: &str = "SELECT @@performance_schema";
@@ -28,32 +25,7 @@ pub const PERF_SCHEMA_WAITS_QUERY: &str = "SELECT EVENT_NAME, COUNT_STAR, SUM_TI
      FROM performance_schema.events_waits_summary_global_by_event_name WHERE COUNT_STAR > 0 \
      AND (EVENT_NAME LIKE 'wait/synch/%' OR EVENT_NAME LIKE 'wait/io/table/%' OR EVENT_NAME LIKE 'wait/lock/%')";
 
-/// Condition-variable waits: stored, but not ranked (see the module doc).
-pub const COND_PREFIX: &str = "wait/synch/cond/";
-
-/// One instrument's cumulative counters since server start.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WaitCounter {
-    /// `COUNT_STAR`: waits.
-    pub count: u64,
-    /// `SUM_TIMER_WAIT` in picoseconds; `None` when the instrument counts
-    /// but is not timed (the server reports 0 then, which is not "no time").
-    pub wait_ps: Option<u64>,
-}
-
-/// One reading of the wait summaries (stored with each `db` sample).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PerfSchemaWaits {
-    /// Cumulative counters by event name (`wait/synch/mutex/innodb/buf_pool_mutex`).
-    pub events: BTreeMap<String, WaitCounter>,
-    /// Rows left out because they were not `name, count, time` (truncated or garbage).
-    #[serde(default)]
-    pub bad_rows: u32,
-    /// Instrument classes enabled and timed when the probe started (from
-    /// [`PERF_SCHEMA_INSTRUMENTS_QUERY`]), so a reader knows what could show.
-    #[serde(default)]
-    pub instrumented: Vec<String>,
-}
+pub use scalelab_core::sample::{PerfSchemaWaits, WaitCounter, COND_PREFIX};
 
 /// Parses `EVENT_NAME, COUNT_STAR, SUM_TIMER_WAIT` rows (SQL NULL = `None`).
 /// A row that is not a `wait/...` name with numeric counters is left out
@@ -105,52 +77,10 @@ pub fn parse_instrumented<'a>(rows: impl IntoIterator<Item = Vec<Option<&'a str>
     (on, off)
 }
 
-/// One wait instrument's activity over a window.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct WaitRate {
-    pub event: String,
-    pub waits_per_s: f64,
-    /// Wait time per wall second, ms/s (1000 = one thread always waiting);
-    /// `None` for an untimed instrument.
-    pub wait_ms_per_s: Option<f64>,
-}
-
-/// The `n` instruments that waited longest between readings `a` and `b`
-/// (`secs` apart), then most often; condition variables and instruments
-/// that did not wait are left out. `None` when the interval is not positive.
-/// An instrument whose counter went backwards (server restart, TRUNCATE of
-/// the summary) is left out rather than given a made-up rate.
-pub fn top_waits(a: &PerfSchemaWaits, b: &PerfSchemaWaits, secs: f64, n: usize) -> Option<Vec<WaitRate>> {
-    if secs <= 0.0 {
-        return None;
-    }
-    let mut out: Vec<WaitRate> = b
-        .events
-        .iter()
-        .filter(|(name, _)| !name.starts_with(COND_PREFIX))
-        .filter_map(|(name, y)| {
-            // An instrument first seen in `b` waited only after `a`: it counts from 0.
-            let x = a.events.get(name).copied().unwrap_or(WaitCounter { count: 0, wait_ps: Some(0) });
-            let waits = y.count.checked_sub(x.count)?;
-            (waits > 0).then_some(())?;
-            let ps = match (x.wait_ps, y.wait_ps) {
-                (Some(p), Some(q)) => Some(q.checked_sub(p)?),
-                _ => None,
-            };
-            Some(WaitRate { event: name.clone(), waits_per_s: waits as f64 / secs, wait_ms_per_s: ps.map(|p| p as f64 / 1e9 / secs) })
-        })
-        .collect();
-    out.sort_by(|p, q| {
-        let t = |w: &WaitRate| w.wait_ms_per_s.unwrap_or(-1.0);
-        t(q).total_cmp(&t(p)).then(q.waits_per_s.total_cmp(&p.waits_per_s)).then(p.event.cmp(&q.event))
-    });
-    out.truncate(n);
-    Some(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use scalelab_analyze::telemetry::top_waits;
 
     fn rows(text: &str) -> Vec<Vec<Option<&str>>> {
         text.lines().map(|l| l.split('\t').map(Some).collect()).collect()

@@ -1,7 +1,7 @@
 //! Server-process rates from two [`ProcessSample`]s.
 
 use super::{counter_delta, opt_per_second};
-use crate::process::ProcessSample;
+use scalelab_core::sample::{ProcessIo, ProcessSample};
 use serde::{Deserialize, Serialize};
 
 /// The server process over one interval. CPU is percent of one core
@@ -45,7 +45,7 @@ pub fn process_rates(a: &ProcessSample, b: &ProcessSample) -> ProcessRates {
     }
     let hz = b.user_hz.max(1) as f64;
     let cpu = |x: Option<u64>, y: Option<u64>| counter_delta(x?, y?).map(|t| t as f64 / hz / secs * 100.0);
-    let io = |f: fn(&crate::process::ProcessIo) -> u64| opt_per_second(a.io.as_ref().map(f), b.io.as_ref().map(f), secs);
+    let io = |f: fn(&ProcessIo) -> u64| opt_per_second(a.io.as_ref().map(f), b.io.as_ref().map(f), secs);
     ProcessRates {
         interval_s: secs,
         cpu_user_pct: cpu(a.cpu_user_ticks, b.cpu_user_ticks),
@@ -62,7 +62,7 @@ pub fn process_rates(a: &ProcessSample, b: &ProcessSample) -> ProcessRates {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::Timestamp;
+    use scalelab_core::sample::Timestamp;
 
     fn sample(ns: u64, user: u64, vol: u64) -> ProcessSample {
         ProcessSample {

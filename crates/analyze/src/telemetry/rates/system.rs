@@ -1,10 +1,7 @@
 //! Machine-wide rates from two [`SystemSample`]s.
 
 use super::{counter_delta, opt_per_second, per_second};
-use crate::power::PowerReading;
-use crate::pressure::Psi;
-use crate::stat::CpuTicks;
-use crate::system::SystemSample;
+use scalelab_core::sample::{CpuTicks, PowerReading, Psi, SystemSample};
 use serde::{Deserialize, Serialize};
 
 /// CPU time split, percent of the CPU time that elapsed (all CPUs together

@@ -1,0 +1,136 @@
+//! Step summaries: the raw samples that fall inside a step's window turned
+//! into the [`StepTelemetry`] figures the table, the JSON and the analysis use.
+
+use super::rates::{process_rates, system_rates, SystemRates};
+use scalelab_core::sample::{ProcessSample, StateTimes, SystemSample, ThreadSecond};
+use scalelab_core::{HotThread, SoftirqCpu, StepTelemetry, ThreadStatesPct};
+
+pub(crate) fn within<T>(items: &[T], at: impl Fn(&T) -> i64, start_ms: i64, end_ms: i64) -> Vec<&T> {
+    // Samples taken up to half a second outside the window still describe it.
+    items.iter().filter(|s| at(s) >= start_ms - 500 && at(s) <= end_ms + 500).collect()
+}
+
+/// The CPU with the largest softirq share over the interval, beside the
+/// other CPUs' mean and its share of NET_RX; `None` with one CPU or no
+/// per-CPU figures.
+pub fn busiest_softirq_cpu(r: &SystemRates) -> Option<SoftirqCpu> {
+    let per: Vec<(u32, f64)> = r.per_cpu.iter().filter_map(|c| Some((c.cpu, c.pct?.softirq))).collect();
+    if per.len() < 2 {
+        return None;
+    }
+    let &(cpu, softirq_pct) = per.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let others_softirq_pct = (per.iter().map(|p| p.1).sum::<f64>() - softirq_pct) / (per.len() - 1) as f64;
+    let rx = r.softirqs.as_ref().and_then(|s| {
+        let col = s.cpus.iter().position(|&c| c == cpu)?;
+        let rates: Vec<f64> = s.net_rx_per_s.as_ref()?.iter().copied().collect::<Option<Vec<f64>>>()?;
+        Some((rates.get(col).copied()?, rates.iter().sum::<f64>()))
+    });
+    let net_rx_per_s = rx.map(|(_, total)| total);
+    let net_rx_share_pct = rx.and_then(|(mine, total)| (total > 0.0).then(|| 100.0 * mine / total));
+    Some(SoftirqCpu { cpu, softirq_pct, others_softirq_pct, net_rx_share_pct, net_rx_per_s })
+}
+
+/// Summarizes the window `[start_ms, end_ms]` of a step that completed `requests`.
+pub fn summarize_window(
+    system: &[SystemSample],
+    process: &[ProcessSample],
+    threads: &[ThreadSecond],
+    start_ms: i64,
+    end_ms: i64,
+    requests: u64,
+) -> StepTelemetry {
+    let mut t = StepTelemetry::default();
+    let sys = within(system, |s| s.at.unix_ms, start_ms, end_ms);
+    t.samples = sys.len() as u32;
+    let missing = |t: &mut StepTelemetry, what: &str, why: &str| {
+        t.unavailable.insert(what.to_string(), why.to_string());
+    };
+    if let (Some(a), Some(b)) = (sys.first(), sys.last()) {
+        if sys.len() >= 2 {
+            let r = system_rates(a, b);
+            if let Some(c) = r.cpu {
+                t.cpu_busy_pct = Some(c.busy);
+                t.cpu_user_pct = Some(c.user + c.nice);
+                t.cpu_sys_pct = Some(c.system + c.irq + c.softirq);
+                t.cpu_iowait_pct = Some(c.iowait);
+                t.cpu_softirq_pct = Some(c.softirq);
+            }
+            t.cs_per_s = r.ctxt_per_s;
+            t.softirq_busiest_cpu = busiest_softirq_cpu(&r);
+            if let Some(tcp) = &r.tcp {
+                t.listen_overflows_per_s = tcp.listen_overflows_per_s;
+                t.listen_drops_per_s = tcp.listen_drops_per_s;
+                t.retrans_per_s = tcp.retrans_segs_per_s;
+            }
+            if !r.disks.is_empty() {
+                t.disk_iops = r.disks.iter().map(|d| Some(d.read_iops? + d.write_iops?)).sum();
+            }
+            if !r.net.is_empty() {
+                t.net_mb_per_s = r.net.iter().map(|n| Some((n.rx_bytes_per_s? + n.tx_bytes_per_s?) / 1e6)).sum();
+            }
+        } else {
+            missing(&mut t, "cpu", "fewer than 2 system samples in the window (window shorter than the sample interval)");
+        }
+        // The last count in the window: a costly socket scan skips samples,
+        // then the kernel's own TIME_WAIT count (/proc/net/sockstat) stands in.
+        t.tcp_time_wait =
+            sys.iter().rev().find_map(|s| s.tcp_states.as_ref().map(|st| u64::from(st.time_wait))).or(b.sockstat.and_then(|s| s.tcp_tw));
+        t.tcp_time_wait_to_target = sys.iter().rev().find_map(|s| s.time_wait_to_target).map(u64::from);
+        if t.tcp_time_wait_to_target.is_none() {
+            missing(&mut t, "time_wait_to_target", "the server's listening addresses were not known (server process not found on this machine), or the socket table could not be read");
+        }
+    } else {
+        missing(&mut t, "system", "no system sample in the window");
+    }
+    let procs = within(process, |p| p.at.unix_ms, start_ms, end_ms);
+    match (procs.first(), procs.last()) {
+        (Some(a), Some(b)) if procs.len() >= 2 => {
+            let r = process_rates(a, b);
+            t.server_cpu_pct = r.cpu_pct();
+            t.server_cs_per_s = match (r.voluntary_cs_per_s, r.nonvoluntary_cs_per_s) {
+                (Some(v), Some(n)) => Some(v + n),
+                _ => None,
+            };
+            let window_s = (end_ms - start_ms) as f64 / 1000.0;
+            if requests > 0 && window_s > 0.0 {
+                t.cs_per_request = t.server_cs_per_s.map(|cs| cs / (requests as f64 / window_s));
+            }
+        }
+        _ => missing(&mut t, "server", "no server process samples in the window"),
+    }
+    let ths = within(threads, |s| s.unix_ms, start_ms + 500, end_ms);
+    if ths.is_empty() {
+        missing(&mut t, "thread_states", "no thread-state samples in the window");
+    } else {
+        let mut time = StateTimes::default();
+        let mut hottest: Vec<HotThread> = Vec::new();
+        for s in &ths {
+            time.merge(&s.time);
+            for h in &s.hottest {
+                match hottest.iter_mut().find(|x| x.tid == h.tid) {
+                    Some(x) => {
+                        x.cpu_pct += h.cpu_pct;
+                        x.runnable_pct = x.runnable_pct.zip(h.runnable_pct).map(|(a, b)| a + b);
+                    }
+                    None => hottest.push(h.clone()),
+                }
+            }
+        }
+        for h in &mut hottest {
+            h.cpu_pct /= ths.len() as f64;
+            h.runnable_pct = h.runnable_pct.map(|r| r / ths.len() as f64);
+        }
+        hottest.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct));
+        hottest.truncate(3);
+        t.hottest_threads = hottest;
+        t.thread_states_pct = time.shares().map(|s| ThreadStatesPct {
+            running: s.running_pct,
+            runnable: s.runnable_pct,
+            futex: s.futex_pct,
+            io: s.io_pct,
+            idle: s.idle_pct,
+            other: s.other_pct,
+        });
+    }
+    t
+}

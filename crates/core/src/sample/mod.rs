@@ -1,0 +1,196 @@
+//! The typed sample vocabulary: [`Sample`], one typed reading of one probe,
+//! as it travels inside the process (sampler → channel → live view, store
+//! writer), [`SampleKind`], and [`RunSamples`] (a run's samples by kind);
+//! with the reading types they carry. Pure data and its serde form: the
+//! readers that fill them live in `probe`, the rates and summaries derived
+//! from them in `analyze`.
+//!
+//! - [`kernel`]: `/proc` machine-wide readings (CPU ticks, load, PSI, memory, IRQs, disks, interfaces).
+//! - [`net`]: TCP counters, sockets by state, ports, socket memory, file handles.
+//! - [`system`]: [`SystemSample`] (all of the above at once), [`Timestamp`], [`PowerReading`], [`Unavailable`].
+//! - [`process`]: [`ProcessSample`], and [`SpecimenSample`] (the specimen's own counters).
+//! - [`threads`]: [`ThreadState`], [`ThreadInterval`] and its parts, [`ThreadSecond`] (as stored).
+//! - [`db`]: [`DbSample`] and the database readings it carries.
+//!
+//! JSON happens only at the store boundary: [`Sample::to_json`] writes the
+//! reading alone (the stored row's `json`, byte for byte what earlier
+//! versions stored) and [`SampleKind::name`] the row's `kind`;
+//! [`Sample::from_json`] reads them back.
+
+pub mod db;
+pub mod kernel;
+pub mod net;
+pub mod process;
+pub mod system;
+pub mod threads;
+
+pub use db::{
+    ActivityRow, DbSample, GlobalStatus, HandlerCounters, InnodbSemaphores, PerfSchemaWaits, PgCheckpoints, PgDatabaseStats,
+    SemaphoreFormat, SpinCounters, WaitCounter, WaitProfile, WaitShare, COND_PREFIX, CPU, WAIT_CHUNK_MS,
+};
+pub use kernel::{CpuStat, CpuTicks, DiskStat, Interrupts, LoadAvg, Memory, NetDev, PerCpuTicks, Pressure, Psi, PsiLine, Softirqs};
+pub use net::{FileHandles, PortUsage, SockStat, TcpMemLimits, TcpMib, TcpStates};
+pub use process::{ProcessIo, ProcessSample, SpecimenSample};
+pub use system::{PowerReading, SystemSample, Timestamp, Unavailable};
+pub use threads::{StateCounts, StateShares, StateTimes, ThreadInterval, ThreadSecond, ThreadState, ThreadStats};
+
+/// Which probe a reading comes from; its [`name`](SampleKind::name) is the
+/// stored `kind` of a sample row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SampleKind {
+    System,
+    Process,
+    Threads,
+    Db,
+    Specimen,
+}
+
+impl SampleKind {
+    /// Every kind.
+    pub const ALL: [SampleKind; 5] = [SampleKind::System, SampleKind::Process, SampleKind::Threads, SampleKind::Db, SampleKind::Specimen];
+
+    /// The stored `kind` (never change one: stores hold them).
+    pub fn name(self) -> &'static str {
+        match self {
+            SampleKind::System => "system",
+            SampleKind::Process => "process",
+            SampleKind::Threads => "threads",
+            SampleKind::Db => "db",
+            SampleKind::Specimen => "specimen",
+        }
+    }
+
+    /// The kind a stored `kind` stands for; `None` for one this version does not know.
+    pub fn from_name(name: &str) -> Option<SampleKind> {
+        SampleKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+/// One reading of one probe, typed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Sample {
+    /// Machine-wide counters (~1 Hz). This and `Db` are boxed: each is
+    /// several times the size of the others, and one allocation a second is nothing.
+    System(Box<SystemSample>),
+    /// The server process (and its descendants, summed).
+    Process(ProcessSample),
+    /// The server's thread states over the last interval.
+    Threads(ThreadSecond),
+    /// The database's own counters, or a PostgreSQL wait-profile chunk.
+    Db(Box<DbSample>),
+    /// The specimen's `/__stats` counters.
+    Specimen(SpecimenSample),
+}
+
+impl Sample {
+    /// Which probe it comes from.
+    pub fn kind(&self) -> SampleKind {
+        match self {
+            Sample::System(_) => SampleKind::System,
+            Sample::Process(_) => SampleKind::Process,
+            Sample::Threads(_) => SampleKind::Threads,
+            Sample::Db(_) => SampleKind::Db,
+            Sample::Specimen(_) => SampleKind::Specimen,
+        }
+    }
+
+    /// When it was read, Unix milliseconds (the stored row's `unix_ms`).
+    pub fn unix_ms(&self) -> i64 {
+        match self {
+            Sample::System(s) => s.at.unix_ms,
+            Sample::Process(s) => s.at.unix_ms,
+            Sample::Threads(s) => s.unix_ms,
+            Sample::Db(s) => s.unix_ms,
+            Sample::Specimen(s) => s.unix_ms,
+        }
+    }
+
+    /// The stored form: the reading alone as JSON (no kind tag: that is the row's `kind`).
+    pub fn to_json(&self) -> serde_json::Result<String> {
+        match self {
+            Sample::System(s) => serde_json::to_string(s),
+            Sample::Process(s) => serde_json::to_string(s),
+            Sample::Threads(s) => serde_json::to_string(s),
+            Sample::Db(s) => serde_json::to_string(s),
+            Sample::Specimen(s) => serde_json::to_string(s),
+        }
+    }
+
+    /// A stored reading of `kind` read back.
+    pub fn from_json(kind: SampleKind, json: &str) -> serde_json::Result<Sample> {
+        Ok(match kind {
+            SampleKind::System => Sample::System(Box::new(serde_json::from_str(json)?)),
+            SampleKind::Process => Sample::Process(serde_json::from_str(json)?),
+            SampleKind::Threads => Sample::Threads(serde_json::from_str(json)?),
+            SampleKind::Db => Sample::Db(Box::new(serde_json::from_str(json)?)),
+            SampleKind::Specimen => Sample::Specimen(serde_json::from_str(json)?),
+        })
+    }
+}
+
+/// The samples of one run by kind, each in the order pushed (time order
+/// when loaded from a store).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunSamples {
+    pub system: Vec<SystemSample>,
+    pub process: Vec<ProcessSample>,
+    pub threads: Vec<ThreadSecond>,
+    pub db: Vec<DbSample>,
+    pub specimen: Vec<SpecimenSample>,
+}
+
+impl RunSamples {
+    /// Files a sample under its kind.
+    pub fn push(&mut self, s: Sample) {
+        match s {
+            Sample::System(s) => self.system.push(*s),
+            Sample::Process(s) => self.process.push(s),
+            Sample::Threads(s) => self.threads.push(s),
+            Sample::Db(s) => self.db.push(*s),
+            Sample::Specimen(s) => self.specimen.push(s),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kind_names_are_the_stored_ones() {
+        let names: Vec<&str> = SampleKind::ALL.iter().map(|k| k.name()).collect();
+        assert_eq!(names, ["system", "process", "threads", "db", "specimen"]);
+        assert!(SampleKind::ALL.iter().all(|k| SampleKind::from_name(k.name()) == Some(*k)));
+        assert_eq!(SampleKind::from_name("System"), None);
+    }
+
+    #[test]
+    fn stored_form_is_the_reading_alone_and_reads_back() {
+        let at = Timestamp { monotonic_ns: 5, unix_ms: 1_700_000_000_123 };
+        let samples = [
+            Sample::System(Box::new(SystemSample { at, user_hz: 100, ..Default::default() })),
+            Sample::Process(ProcessSample { at, pid: 42, alive: true, ..Default::default() }),
+            Sample::Threads(ThreadSecond { unix_ms: 7, ..Default::default() }),
+            Sample::Db(Box::new(DbSample { unix_ms: 8, engine: "postgres".into(), since_unix_ms: Some(3), ..Default::default() })),
+            Sample::Specimen(SpecimenSample { unix_ms: 9, requests: 10, lock_waits: 2, spin_rounds: 0, fsyncs: 1, connections: 4 }),
+        ];
+        for s in samples {
+            let json = s.to_json().unwrap();
+            // Byte for byte what the sampler stored before samples were typed.
+            let old = match &s {
+                Sample::System(x) => serde_json::to_string(&**x),
+                Sample::Process(x) => serde_json::to_string(x),
+                Sample::Threads(x) => serde_json::to_string(x),
+                Sample::Db(x) => serde_json::to_string(&**x),
+                Sample::Specimen(x) => serde_json::to_string(x),
+            }
+            .unwrap();
+            assert_eq!(json, old);
+            assert_eq!(Sample::from_json(s.kind(), &json).unwrap(), s);
+            let mut all = RunSamples::default();
+            all.push(s.clone());
+            assert_eq!([all.system.len(), all.process.len(), all.threads.len(), all.db.len(), all.specimen.len()].iter().sum::<usize>(), 1);
+        }
+        assert!(Sample::from_json(SampleKind::System, "{\"not\": 1}").is_err());
+    }
+}
