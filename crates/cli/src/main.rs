@@ -6,11 +6,9 @@
 mod term;
 mod args;
 mod cmd;
-mod db_probe;
 mod error;
 mod live;
 mod progress;
-mod server_tree;
 mod specimen_child;
 mod telemetry;
 

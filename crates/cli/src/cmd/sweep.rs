@@ -215,12 +215,12 @@ pub fn run(store_path: &Path, mut a: SweepArgs) -> anyhow::Result<ExitCode> {
         })
         .collect();
     if let Some(u) = &a.db_probe {
-        crate::db_probe::parse_url(u).map_err(bad)?;
+        scalelab_probe::collect::parse_url(u).map_err(bad)?;
     }
     check_sampling(&a)?;
     // Before the store or the target: every client needs a descriptor.
     let probe_fds = super::fd_limit::check(concurrency.iter().copied().max().unwrap_or(1), threads)?;
-    crate::server_tree::set_root_fd_budget(probe_fds);
+    scalelab_probe::collect::set_root_fd_budget(probe_fds);
     if let Some(Ok(t)) = target.as_ref().filter(|_| sql) {
         if !a.source_address.is_empty() {
             return Err(bad("--source-address applies to HTTP targets only"));
@@ -332,7 +332,7 @@ pub fn execute<D: scalelab_drive::Driver>(
     };
 
     let sample_interval = check_sampling(a)?;
-    let server_pid = crate::telemetry::server_pid(Some(&common.target), specimen.as_ref().map(|s| s.pid()), a.server_pid);
+    let server_pid = scalelab_probe::server_pid(Some(&common.target), specimen.as_ref().map(|s| s.pid()), a.server_pid);
 
     // 4. Load. SIGINT/SIGTERM finish the current second and keep what was measured.
     let stop = super::stop_on_signals()?;
@@ -340,9 +340,15 @@ pub fn execute<D: scalelab_drive::Driver>(
     if let Err(why) = &server_pid {
         store.add_probe_note(run_id, scalelab_core::Source::Process.name(), &format!("server process not found: {why}"))?;
     }
-    let db_url = crate::db_probe::for_target(Some(&common.target), a.db_probe.as_deref()).map_err(bad)?;
+    let db = scalelab_probe::collect::for_target(Some(&common.target), a.db_probe.as_deref()).map_err(bad)?;
     let specimen_addr = specimen.as_ref().map(|s| s.addr);
-    let telemetry = crate::telemetry::Telemetry::start(server_pid.ok(), sample_interval, a.thread_sample_hz, db_url, specimen_addr);
+    let telemetry = scalelab_probe::Collector::start(scalelab_probe::CollectorConfig {
+        server_pid: server_pid.ok(),
+        interval: sample_interval,
+        thread_hz: a.thread_sample_hz,
+        db,
+        specimen: specimen_addr,
+    });
     let opts = EngineOptions { threads: common.threads, pin_cpus, slice_us, stop: stop.clone() };
     // Progress (the live view, or a line per step) goes to stderr; stdout
     // gets the table once, at the end.

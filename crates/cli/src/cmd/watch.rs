@@ -3,11 +3,11 @@
 
 use crate::args::WatchArgs;
 use crate::error::bad;
-use crate::telemetry::{Record, Telemetry};
+use crate::telemetry::Record;
 use scalelab_core::{RunKind, RunPlan};
 use scalelab_probe::db::DbSample;
 use scalelab_probe::summary::ThreadSecond;
-use scalelab_probe::{process_rates, system_rates, ProcessSample, RunSamples, Sample, SystemSample};
+use scalelab_probe::{process_rates, system_rates, Collector, CollectorConfig, ProcessSample, RunSamples, Sample, SystemSample};
 use scalelab_report::fmt::columns;
 use scalelab_store::Store;
 use std::path::Path;
@@ -36,11 +36,11 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         (None, None, Some(parsed)) => {
             let named = |e: String| bad(format!("{}: {e}", scalelab_core::redact_url(a.target.as_deref().unwrap_or_default())));
             let t = parsed.as_ref().map_err(|e| named(e.to_string()))?;
-            Some(crate::telemetry::server_pid(Some(t), None, None).map_err(named)?)
+            Some(scalelab_probe::server_pid(Some(t), None, None).map_err(named)?)
         }
         (None, None, None) => None,
     };
-    let db_url = crate::db_probe::for_target(target.as_ref().and_then(|t| t.as_ref().ok()), a.db_probe.as_deref()).map_err(bad)?;
+    let db_url = scalelab_probe::collect::for_target(target.as_ref().and_then(|t| t.as_ref().ok()), a.db_probe.as_deref()).map_err(bad)?;
     let mut store = if a.record { Some(Store::open(store_path)?) } else { None };
     let stop = super::stop_on_signals()?;
     let target = a.target.as_deref().map(scalelab_core::redact_url).unwrap_or_else(|| pid.map_or("this machine".into(), named));
@@ -64,7 +64,8 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         Some(_) => sayln!("watching {target}; Ctrl-C to stop"),
         None => sayln!("watching this machine (no server process given: machine-wide figures only); Ctrl-C to stop"),
     }
-    let telemetry = Telemetry::start(pid, interval, if pid.is_some() { a.thread_sample_hz } else { 0.0 }, db_url, None);
+    let thread_hz = if pid.is_some() { a.thread_sample_hz } else { 0.0 };
+    let telemetry = Collector::start(CollectorConfig { server_pid: pid, interval, thread_hz, db: db_url, specimen: None });
     let start = Instant::now();
     let start_ms = now_unix_ms();
     let mut last_sys: Option<SystemSample> = None;
