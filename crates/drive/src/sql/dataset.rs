@@ -4,12 +4,11 @@
 //! and sysbench/pgbench can run on the very same tables.
 
 use super::workload::{DatasetShape, Rng, NEWS_WORDS};
-use super::{Engine, SqlUrl};
 use futures_util::SinkExt;
 use mysql_async::prelude::Queryable;
 use scalelab_core::result::Failure;
 use scalelab_core::ErrorClass;
-use scalelab_wire::{mysql, pg};
+use scalelab_wire::{mysql, pg, Engine, SqlUrl};
 use std::fmt::Write as _;
 use std::time::Duration;
 

@@ -14,6 +14,7 @@
 //! - [`monitor`]: re-exported from `scalelab_wire::monitor` (the telemetry
 //!   probe's connection).
 
+mod compiled;
 pub mod dataset;
 mod mysql;
 mod pg;
@@ -25,67 +26,13 @@ use scalelab_wire::runtime;
 pub use scalelab_wire::url::{Engine, SqlTls, SqlUrl};
 
 use crate::driver::{Client, ClientCtx, Driver};
+pub use compiled::SqlConfig;
+use compiled::{Compiled, Inner};
 use scalelab_core::result::Failure;
 use scalelab_core::ErrorClass;
 use std::sync::Arc;
 use std::time::Duration;
-use workload::{compile, DatasetShape, GenState, Rng, Value, Workload};
-
-/// Everything that defines a SQL load.
-#[derive(Clone, Debug)]
-pub struct SqlConfig {
-    /// Where to connect.
-    pub url: SqlUrl,
-    /// What each client sends.
-    pub workload: Workload,
-    /// Prepared statements (true) or text queries with literals (false).
-    pub prepare: bool,
-    /// Limit for opening one connection.
-    pub connect_timeout: Duration,
-}
-
-/// Where a transaction unit reports its statements' latencies: the index of
-/// its first statement name, and the list the engine drains.
-pub(crate) type Timed<'a> = Option<(u32, &'a mut Vec<(u32, Duration)>)>;
-
-/// One statement compiled for both placeholder styles.
-#[derive(Clone, Debug)]
-pub(crate) struct Compiled {
-    /// The statement as written, for messages.
-    pub raw: String,
-    /// With `$1, $2, …`.
-    pub pg: String,
-    /// With `?`.
-    pub my: String,
-    /// Parameter index for each bind position.
-    pub order: Vec<usize>,
-}
-
-impl Compiled {
-    /// The statement with literal values (for `--no-prepare`).
-    fn text(&self, unit: &workload::Unit, values: &[Value], escape_backslash: bool) -> String {
-        let mut i = 0;
-        let (sql, _) = compile(&self.raw, &unit.params, |_| {
-            let v = values[self.order[i]].literal(escape_backslash);
-            i += 1;
-            v
-        });
-        sql
-    }
-}
-
-pub(crate) struct Inner {
-    pub config: SqlConfig,
-    /// Per unit: its compiled statements.
-    pub units: Vec<Vec<Compiled>>,
-    /// Per unit: for transaction units, the index of its first statement in
-    /// `statement_names` (their latencies are kept one by one).
-    timed: Vec<Option<u32>>,
-    /// Names of the statements of transaction units, for per-statement latency.
-    statement_names: Vec<String>,
-    cumulative: Vec<u32>,
-    total_weight: u32,
-}
+use workload::{compile, DatasetShape, GenState, Rng, Value};
 
 /// Drives a SQL server; cheap to share between worker threads.
 pub struct SqlDriver {
@@ -276,10 +223,4 @@ impl Client for SqlClient {
     fn statement_times(&mut self) -> Option<&mut Vec<(u32, Duration)>> {
         Some(&mut self.times)
     }
-}
-
-/// A failure with the statement at fault appended.
-pub(crate) fn with_statement(mut f: Failure, sql: &str) -> Failure {
-    f.message = format!("{} (statement: {sql})", f.message);
-    f
 }

@@ -2,9 +2,9 @@
 //! client (why, and its measured cost, are in its module doc); mysql_async
 //! connections for the rest are in `scalelab_wire::mysql`.
 
+use super::compiled::{with_statement, Compiled, Inner, Timed};
 use super::unit::{run_unit, Control, UnitConn};
 use super::workload::{Unit, Value};
-use super::{with_statement, Compiled, Inner, Timed};
 use scalelab_core::result::Failure;
 use scalelab_core::ErrorClass;
 use scalelab_wire::mywire::{self, MyWire, Prepared};

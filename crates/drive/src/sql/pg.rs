@@ -2,9 +2,9 @@
 //! hand-written [`PgWire`] client; tokio-postgres connections for the rest
 //! are in `scalelab_wire::pg`.
 
+use super::compiled::{with_statement, Compiled, Inner, Timed};
 use super::unit::{run_unit, Control, UnitConn};
 use super::workload::{Unit, Value};
-use super::{with_statement, Compiled, Inner, Timed};
 use scalelab_core::result::Failure;
 use scalelab_core::ErrorClass;
 use scalelab_wire::pgwire::PgWire;
