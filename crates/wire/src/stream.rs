@@ -206,6 +206,7 @@ fn note_blocked(d: Duration) {
 
 /// Time this thread has spent blocked in sockets so far, ns (read by the
 /// load engine around its timer, to tell idle waiting from a busy loop).
+#[inline]
 pub fn blocked_ns() -> u64 {
     BLOCKED_NS.with(|b| b.get())
 }
