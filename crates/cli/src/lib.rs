@@ -11,11 +11,9 @@
 mod term;
 pub mod args;
 pub mod cmd;
-mod db_probe;
 pub mod error;
 mod live;
 mod progress;
-mod server_tree;
 pub mod session;
 mod specimen_child;
 pub mod telemetry;

@@ -5,10 +5,11 @@
 //! [`Observer`]: the full-screen live view and the plain progress lines do,
 //! and so can a test, which gets the steps and the samples typed.
 
-use crate::telemetry::{store_records, Record, Telemetry};
+use crate::telemetry::{store_records, Record};
 use scalelab_core::{Environment, RunKind, RunPlan, Source, StepPlan, StepResult};
-use scalelab_drive::sql::SqlUrl;
+use scalelab_wire::SqlUrl;
 use scalelab_drive::{run_sweep, Driver, EngineOptions, LiveTick, SweepEnd, SweepEvent};
+use scalelab_probe::{Collector, CollectorConfig};
 use scalelab_store::{Store, StoreError};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -85,7 +86,7 @@ pub struct Session {
     store: Option<Store>,
     run_id: Option<i64>,
     plan: RunPlan,
-    telemetry: Option<Telemetry>,
+    telemetry: Option<Collector>,
 }
 
 impl Session {
@@ -125,7 +126,7 @@ impl Session {
     }
 
     fn drain(&mut self, observer: &mut dyn Observer) {
-        let records = self.telemetry.as_ref().map(Telemetry::drain).unwrap_or_default();
+        let records = self.telemetry.as_ref().map(Collector::drain).unwrap_or_default();
         self.keep(records, observer);
     }
 
@@ -201,6 +202,12 @@ impl Session {
     }
 }
 
-fn start_probes(p: Probes) -> Telemetry {
-    Telemetry::start(p.server_pid, p.interval, p.thread_hz, p.db, p.specimen)
+fn start_probes(p: Probes) -> Collector {
+    Collector::start(CollectorConfig {
+        server_pid: p.server_pid,
+        interval: p.interval,
+        thread_hz: p.thread_hz,
+        db: p.db,
+        specimen: p.specimen,
+    })
 }

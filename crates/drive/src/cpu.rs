@@ -92,11 +92,8 @@ pub fn thread_slice_us(us: u64) -> Option<u64> {
     std::thread::spawn(move || set_thread_slice_us(us)).join().ok().flatten()
 }
 
-/// True for "too many open files" (EMFILE: this process's limit; ENFILE:
-/// the system's), which connecting meets when clients outnumber descriptors.
-pub fn is_fd_limit(e: &std::io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
-}
+/// True for "too many open files" (shared with the SQL clients in `scalelab-wire`).
+pub use scalelab_wire::is_fd_limit;
 
 /// Hard limit of open files of this process (what the soft limit can be raised to).
 pub fn open_files_hard_limit() -> Option<u64> {

@@ -29,7 +29,7 @@ pub struct ClientCtx {
     /// else to do while a request is out, so the driver may wait for the
     /// reply in a blocking `recv` rather than the event loop's
     /// `epoll_wait` (the kernel's sync wake-up hint reaches socket waiters,
-    /// not epoll waiters; see `sql::stream::Stream::settle`). False outside
+    /// not epoll waiters; see `scalelab_wire::stream::Stream::settle`). False outside
     /// the engine's worker threads.
     pub owns_one_connection: bool,
 }
@@ -66,5 +66,26 @@ pub trait Client: 'static {
     /// when the unit counted and clears the list. None: not measured.
     fn statement_times(&mut self) -> Option<&mut Vec<(u32, std::time::Duration)>> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ClientCtx;
+    use scalelab_wire::stream::Stream;
+
+    /// A client made outside the engine (prepare, preflight) keeps its
+    /// socket on the event loop; the engine's sole clients block.
+    #[test]
+    fn only_client_threads_with_one_connection_block() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let (_ours, theirs) = tokio::net::UnixStream::pair().unwrap();
+            let stream = Stream::Unix(theirs).settle(ClientCtx::new(0).owns_one_connection).unwrap();
+            assert!(matches!(stream, Stream::Unix(_)), "a thread outside the engine (prepare, preflight) keeps the event loop");
+            let (_ours, theirs) = tokio::net::UnixStream::pair().unwrap();
+            let stream = Stream::Unix(theirs).settle(ClientCtx::new(0).with_sole_connection(true).owns_one_connection).unwrap();
+            assert!(matches!(stream, Stream::Blocking(_)));
+        });
     }
 }

@@ -43,7 +43,8 @@ fn park_on_condvar(gate: &Gate) -> ! {
 /// connection), waking once a second.
 fn park_in_poll() -> ! {
     let mut fds = [0; 2];
-    // SAFETY: pipe and poll on descriptors this thread owns.
+    // SAFETY: pipe writes two descriptors into `fds`, an array of two we own;
+    // poll reads and writes one pollfd, `p`, a live local; no other memory.
     unsafe {
         libc::pipe(fds.as_mut_ptr());
         let mut p = libc::pollfd { fd: fds[0], events: libc::POLLIN, revents: 0 };

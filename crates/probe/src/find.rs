@@ -1,5 +1,5 @@
 //! Finding the server process: the owner of a listening TCP port, or a
-//! process by name.
+//! process by name; [`server_pid`]: the server of a target.
 //!
 //! A listening socket's inode is in `/proc/net/tcp{,6}`; the process holding
 //! it has a `/proc/PID/fd/N -> socket:[INODE]` link. Pre-forking servers
@@ -167,4 +167,44 @@ pub fn find_by_name(roots: &Roots, name: &str) -> Result<ServerProcess, FindErro
         return Err(FindError::NoProcess(name.to_string()));
     }
     Ok(pick_main(&roots.proc, all))
+}
+
+/// The server process of a target on this machine: the specimen child, the
+/// `--server-pid` given, or the owner of the target's listening port when
+/// the target is on loopback. `Err` says why none was found.
+pub fn server_pid(target: Option<&scalelab_core::Target>, specimen_pid: Option<u32>, given: Option<u32>) -> Result<u32, String> {
+    if let Some(p) = given.or(specimen_pid) {
+        return Ok(p);
+    }
+    let target = target.ok_or("the target is not a URL")?;
+    let port = target.port().ok_or("no port in the target")?;
+    if !target.is_loopback() {
+        return Err(format!("{} is not this machine: pass --server-pid to observe a local server", target.host()));
+    }
+    find_by_port(&Roots::default(), port).map(|s| s.pid).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The server of a parsed target: the given pid first, a remote host
+    /// refused with the fix, a loopback port found through its listener.
+    #[test]
+    fn server_pid_from_a_parsed_target() {
+        use scalelab_core::Target;
+        let remote = Target::parse("http://u:pw@10.1.2.3:8080/").unwrap();
+        assert_eq!(server_pid(Some(&remote), None, Some(7)), Ok(7));
+        assert_eq!(server_pid(Some(&remote), Some(9), None), Ok(9));
+        let e = server_pid(Some(&remote), None, None).unwrap_err();
+        assert_eq!(e, "10.1.2.3 is not this machine: pass --server-pid to observe a local server");
+        assert_eq!(server_pid(None, None, None).unwrap_err(), "the target is not a URL");
+        assert_eq!(server_pid(Some(&Target::specimen("scales")), None, None).unwrap_err(), "no port in the target");
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        for url in [format!("http://127.0.0.1:{port}/"), format!("postgres://u:pw@localhost:{port}/db")] {
+            let local = Target::parse(&url).unwrap();
+            assert_eq!(server_pid(Some(&local), None, None), Ok(std::process::id()), "{url}");
+        }
+    }
 }

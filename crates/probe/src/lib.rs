@@ -13,8 +13,12 @@
 //! - [`threads`]: [`ThreadSampler`], thread states of the server (~50 Hz), reported
 //!   per interval as a [`ThreadInterval`] ([`thread_report`]); the per-thread
 //!   reading and classification live in the private `thread_observe`.
-//! - [`find`]: the server process by listening port or by name; [`tree`]: its
-//!   descendants (PostgreSQL backends, nginx workers).
+//! - [`find`]: the server process by listening port or by name (or of a
+//!   target: [`server_pid`]); [`tree`]: its descendants (PostgreSQL backends,
+//!   nginx workers).
+//! - [`collect`]: [`Collector`], the threads that run the samplers above, the
+//!   server's process tree and the database poller, and send typed
+//!   [`Record`]s on a channel.
 //!
 //! Readers and parsers, one kernel file each:
 //! - [`stat`] (`/proc/stat`, `/proc/loadavg`), [`pressure`] (PSI), [`meminfo`],
@@ -34,6 +38,7 @@
 //! - [`env`](mod@env): the benchmark configuration (host, kernel, CPU, memory, sysctls).
 //! - [`time`], [`unavailable`]: timestamps; "unavailable: why" bookkeeping.
 
+pub mod collect;
 pub mod db;
 pub mod disk;
 pub mod env;
@@ -64,8 +69,9 @@ pub mod time;
 pub mod tree;
 pub mod unavailable;
 
+pub use collect::{Collector, CollectorConfig, Record};
 pub use env::{capture_environment, Roots};
-pub use find::{find_by_name, find_by_port, listening_addrs, FindError, ServerProcess};
+pub use find::{find_by_name, find_by_port, listening_addrs, server_pid, FindError, ServerProcess};
 pub use process::{ProcessSample, ProcessSampler};
 pub use sample::{RunSamples, Sample, SampleKind};
 pub use syscalls::ThreadState;

@@ -124,7 +124,7 @@ pub fn parse_io(text: &str) -> Result<ProcessIo, String> {
 impl ProcessSampler {
     /// A sampler of process `pid` under `roots.proc`.
     pub fn new(roots: &Roots, pid: u32) -> Self {
-        // SAFETY: sysconf has no memory side effects.
+        // SAFETY: sysconf takes no pointers and only reads a configuration value.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
         ProcessSampler {
             pid,

@@ -74,8 +74,11 @@ pub fn is_procfs(path: &Path) -> bool {
     let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
         return false;
     };
-    // SAFETY: statfs reads a NUL-terminated path and writes the struct we own.
+    // SAFETY: libc::statfs is a plain C struct of integers, for which all
+    // zero bytes is a valid value.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path that outlives the call, and statfs
+    // writes at most one `struct statfs` into `st`, a live local we own.
     let ok = unsafe { libc::statfs(c.as_ptr(), &mut st) } == 0;
     ok && st.f_type == libc::PROC_SUPER_MAGIC
 }

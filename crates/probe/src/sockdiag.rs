@@ -26,7 +26,7 @@ pub struct SockDiag {
 impl SockDiag {
     /// Opens the netlink socket (no privilege needed to list sockets).
     pub fn open() -> io::Result<Self> {
-        // SAFETY: plain socket(2); the descriptor is owned right away.
+        // SAFETY: socket(2) takes no pointers; the descriptor it returns is owned right below.
         let fd = unsafe { libc::socket(libc::AF_NETLINK, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, libc::NETLINK_SOCK_DIAG) };
         if fd < 0 {
             return Err(io::Error::last_os_error());
@@ -105,7 +105,8 @@ impl SockDiag {
         }
         let mut count = 0;
         loop {
-            // SAFETY: recv writes at most buf.len() bytes into our buffer.
+            // SAFETY: recv writes at most buf.len() bytes into self.buf, borrowed
+            // mutably for the call, from the socket self.fd keeps open.
             let n = unsafe { libc::recv(self.fd.as_raw_fd(), self.buf.as_mut_ptr().cast(), self.buf.len(), 0) };
             if n < 0 {
                 let e = io::Error::last_os_error();

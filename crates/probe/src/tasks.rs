@@ -115,7 +115,7 @@ impl<T> TaskTable<T> {
 /// per read, which is slower but correct.
 pub fn default_fd_budget() -> usize {
     let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit writes into the struct we own.
+    // SAFETY: getrlimit writes one rlimit into `lim`, a live local we own.
     let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0;
     let soft = if ok { lim.rlim_cur.min(1 << 20) as usize } else { 1024 };
     (soft / 4).max(64)

@@ -22,7 +22,7 @@ pub fn monotonic_ns() -> u64 {
 /// sampler costs, whatever else the machine is doing.
 pub fn thread_cpu_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes into the timespec we own.
+    // SAFETY: clock_gettime writes one timespec into `ts`, a live local we own.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
@@ -34,7 +34,7 @@ fn unix_ms() -> i64 {
 /// `USER_HZ`, the unit of CPU times in `/proc/stat` and `/proc/PID/stat`
 /// (100 on every mainstream Linux build, asked anyway).
 pub fn user_hz() -> u32 {
-    // SAFETY: sysconf has no memory side effects.
+    // SAFETY: sysconf takes no pointers and only reads a configuration value.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     if hz > 0 {
         hz as u32

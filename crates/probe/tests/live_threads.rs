@@ -19,7 +19,7 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn gettid() -> u32 {
-    // SAFETY: gettid has no side effects.
+    // SAFETY: gettid takes no arguments, touches no memory and cannot fail.
     unsafe { libc::gettid() as u32 }
 }
 
@@ -107,7 +107,9 @@ fn lock_waiters_are_futex_and_spinner_is_hottest() {
 #[test]
 fn threads_sharing_one_cpu_are_runnable() {
     let _serial = serial();
-    // SAFETY: plain libc calls on a zeroed cpu_set_t we own.
+    // SAFETY: cpu_set_t is plain bits (all zeroes is valid); sched_getaffinity
+    // writes at most its size into `set`, a local we own; CPU_ISSET reads it
+    // at indexes below CPU_SETSIZE.
     let first_cpu = unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         assert_eq!(libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set), 0);
@@ -119,7 +121,9 @@ fn threads_sharing_one_cpu_are_runnable() {
         .map(|_| {
             let (stop, tx) = (stop.clone(), tx.clone());
             thread::spawn(move || {
-                // SAFETY: pins this thread to one CPU.
+                // SAFETY: `set` is a zeroed cpu_set_t (plain bits) we own; CPU_SET
+                // writes inside it (first_cpu came from CPU_ISSET, below CPU_SETSIZE)
+                // and sched_setaffinity only reads its size_of bytes.
                 unsafe {
                     let mut set: libc::cpu_set_t = std::mem::zeroed();
                     libc::CPU_SET(first_cpu, &mut set);

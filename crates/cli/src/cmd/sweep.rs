@@ -193,12 +193,12 @@ pub fn run(store_path: &Path, mut a: SweepArgs) -> anyhow::Result<ExitCode> {
         })
         .collect();
     if let Some(u) = &a.db_probe {
-        crate::db_probe::parse_url(u).map_err(bad)?;
+        scalelab_probe::collect::parse_url(u).map_err(bad)?;
     }
     check_sampling(&a)?;
     // Before the store or the target: every client needs a descriptor.
     let probe_fds = super::fd_limit::check(concurrency.iter().copied().max().unwrap_or(1), threads)?;
-    crate::server_tree::set_root_fd_budget(probe_fds);
+    scalelab_probe::collect::set_root_fd_budget(probe_fds);
     if let Some(Ok(t)) = target.as_ref().filter(|_| sql) {
         if !a.source_address.is_empty() {
             return Err(bad("--source-address applies to HTTP targets only"));
@@ -310,8 +310,8 @@ pub fn execute<D: scalelab_drive::Driver>(
     };
 
     let sample_interval = check_sampling(a)?;
-    let server_pid = crate::telemetry::server_pid(Some(&common.target), specimen.as_ref().map(|s| s.pid()), a.server_pid);
-    let db = crate::db_probe::for_target(Some(&common.target), a.db_probe.as_deref()).map_err(bad)?;
+    let server_pid = scalelab_probe::server_pid(Some(&common.target), specimen.as_ref().map(|s| s.pid()), a.server_pid);
+    let db = scalelab_probe::collect::for_target(Some(&common.target), a.db_probe.as_deref()).map_err(bad)?;
 
     // 4. Load. SIGINT/SIGTERM finish the current second and keep what was measured.
     let stop = super::stop_on_signals()?;

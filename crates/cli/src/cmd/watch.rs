@@ -37,11 +37,11 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         (None, None, Some(parsed)) => {
             let named = |e: String| bad(format!("{}: {e}", scalelab_core::redact_url(a.target.as_deref().unwrap_or_default())));
             let t = parsed.as_ref().map_err(|e| named(e.to_string()))?;
-            Some(crate::telemetry::server_pid(Some(t), None, None).map_err(named)?)
+            Some(scalelab_probe::server_pid(Some(t), None, None).map_err(named)?)
         }
         (None, None, None) => None,
     };
-    let db_url = crate::db_probe::for_target(target.as_ref().and_then(|t| t.as_ref().ok()), a.db_probe.as_deref()).map_err(bad)?;
+    let db_url = scalelab_probe::collect::for_target(target.as_ref().and_then(|t| t.as_ref().ok()), a.db_probe.as_deref()).map_err(bad)?;
     let store = if a.record { Some(Store::open(store_path)?) } else { None };
     let stop = super::stop_on_signals()?;
     let target = a.target.as_deref().map(scalelab_core::redact_url).unwrap_or_else(|| pid.map_or("this machine".into(), named));

@@ -41,7 +41,6 @@ use merge::Merge;
 pub use placement::{pin_plan, SHORT_CLIENT_SLICE_US};
 use scalelab_core::{LatencyHistogram, StepPlan, StepResult};
 pub use schedule::Schedule;
-pub(crate) use state::note_blocked;
 use state::{Gates, Shared};
 use std::sync::atomic::AtomicBool;
 use std::sync::{mpsc, Arc};

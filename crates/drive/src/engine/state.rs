@@ -103,21 +103,3 @@ pub(super) struct Local {
     /// to it once this has passed, so the timer still fires.
     pub(super) timer_due: Option<Instant>,
 }
-
-thread_local! {
-    /// Time this thread spent waiting in a blocking socket (see
-    /// [`note_blocked`]), ns: idle time, not event-loop lateness.
-    static BLOCKED_NS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
-
-/// Records that this client thread waited `d` in a blocking `recv` (a
-/// thread that owns one connection): the control loop's timer may fire that
-/// much later without the thread having been busy.
-pub(crate) fn note_blocked(d: Duration) {
-    BLOCKED_NS.with(|b| b.set(b.get().saturating_add(d.as_nanos() as u64)));
-}
-
-/// Time this thread has spent blocked in sockets so far, ns.
-pub(super) fn blocked_ns() -> u64 {
-    BLOCKED_NS.with(|b| b.get())
-}

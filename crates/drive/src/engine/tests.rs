@@ -76,8 +76,8 @@ impl Driver for SettleDriver {
 impl Client for SettleClient {
     async fn connect(&mut self) -> Result<(), Failure> {
         let (_ours, theirs) = tokio::net::UnixStream::pair().unwrap();
-        let stream = crate::sql::stream::Stream::Unix(theirs).settle(self.sole).unwrap();
-        self.blocking.lock().unwrap().push(matches!(stream, crate::sql::stream::Stream::Blocking(_)));
+        let stream = scalelab_wire::stream::Stream::Unix(theirs).settle(self.sole).unwrap();
+        self.blocking.lock().unwrap().push(matches!(stream, scalelab_wire::stream::Stream::Blocking(_)));
         Ok(())
     }
     async fn call(&mut self) -> Result<u32, Failure> {

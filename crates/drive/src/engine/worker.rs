@@ -5,10 +5,11 @@
 use super::client_loop::client_loop;
 use super::placement::place_current_thread;
 use super::schedule::Schedule;
-use super::state::{blocked_ns, Gates, Local, Shared, WorkerStats};
+use super::state::{Gates, Local, Shared, WorkerStats};
 use crate::driver::{Client, ClientCtx, Driver};
 use scalelab_core::result::{Failure, UNFINISHED_AFTER};
 use scalelab_core::{ErrorClass, LatencyHistogram};
+use scalelab_wire::stream::blocked_ns;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;

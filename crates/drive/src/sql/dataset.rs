@@ -4,11 +4,11 @@
 //! and sysbench/pgbench can run on the very same tables.
 
 use super::workload::{DatasetShape, Rng, NEWS_WORDS};
-use super::{mysql, pg, Engine, SqlUrl};
 use futures_util::SinkExt;
 use mysql_async::prelude::Queryable;
 use scalelab_core::result::Failure;
 use scalelab_core::ErrorClass;
+use scalelab_wire::{mysql, pg, Engine, SqlUrl};
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -183,7 +183,7 @@ pub fn prepare(url: &SqlUrl, opts: &PrepareOptions, progress: &mut dyn FnMut(u64
         Some("myisam") => "MyISAM",
         Some(e) => return Err(Failure::new(ErrorClass::Other, format!("unknown --engine '{e}': use innodb or myisam"))),
     };
-    super::runtime().block_on(async {
+    scalelab_wire::runtime().block_on(async {
         let mut admin = Admin::connect(url, Duration::from_secs(10)).await?;
         let existing = admin.tables().await?;
         let mut wanted = dataset_tables(opts);

@@ -2,8 +2,8 @@
 //! transaction, or a single statement) on one open connection, with each
 //! statement's latency recorded when asked.
 
+use super::compiled::{Compiled, Timed};
 use super::workload::{Unit, Value};
-use super::{Compiled, Timed};
 use scalelab_core::result::Failure;
 use std::time::Instant;
 

@@ -1,7 +1,7 @@
 //! Failures of the MySQL protocol: an I/O error or a server's ERR packet,
 //! told as a classified [`Failure`].
 
-use super::super::connect_io_class;
+use crate::io_class::connect_io_class;
 use scalelab_core::result::Failure;
 use scalelab_core::ErrorClass;
 use std::io;
@@ -60,7 +60,7 @@ pub(super) fn err_packet(p: &[u8]) -> Failure {
 }
 
 /// A server error (ERR packet) by class, as `ERROR code (sqlstate): message`.
-pub(crate) fn server_failure(code: u16, state: &str, message: &str) -> Failure {
+pub fn server_failure(code: u16, state: &str, message: &str) -> Failure {
     let class = match code {
         1213 => ErrorClass::Deadlock,
         1205 => ErrorClass::LockWaitTimeout,

@@ -8,7 +8,9 @@
 //! one buffer per round trip and reads the reply into the inbox with as few
 //! `read` calls as the kernel allows; nothing is allocated per query.
 
-use super::{connect_io_class, tls, SqlTls};
+use crate::io_class::connect_io_class;
+use crate::tls;
+use crate::url::SqlTls;
 use rustls::pki_types::ServerName;
 use scalelab_core::result::Failure;
 use scalelab_core::ErrorClass;
@@ -19,7 +21,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
 use tokio::net::{TcpStream, UnixStream};
 
 /// An open connection to a SQL server.
-pub(crate) enum Stream {
+pub enum Stream {
     /// Plain TCP.
     Tcp(TcpStream),
     /// A unix domain socket.
@@ -34,7 +36,7 @@ pub(crate) enum Stream {
 
 impl Stream {
     /// Connects over TCP within `timeout`; the failure names the address.
-    pub(crate) async fn tcp(host: &str, port: u16, timeout: Duration) -> Result<Stream, Failure> {
+    pub async fn tcp(host: &str, port: u16, timeout: Duration) -> Result<Stream, Failure> {
         let addr = format!("{host}:{port}");
         let s = match tokio::time::timeout(timeout, TcpStream::connect((host, port))).await {
             Err(_) => return Err(Failure::new(ErrorClass::ConnectTimeout, format!("connect to {addr} timed out"))),
@@ -46,7 +48,7 @@ impl Stream {
     }
 
     /// Connects to a unix socket within `timeout`.
-    pub(crate) async fn unix(path: &str, timeout: Duration) -> Result<Stream, Failure> {
+    pub async fn unix(path: &str, timeout: Duration) -> Result<Stream, Failure> {
         match tokio::time::timeout(timeout, UnixStream::connect(path)).await {
             Err(_) => Err(Failure::new(ErrorClass::ConnectTimeout, format!("connect to {path} timed out"))),
             Ok(Err(e)) => Err(Failure::new(connect_io_class(&e), format!("connect to {path}: {e}"))),
@@ -56,7 +58,7 @@ impl Stream {
 
     /// Runs the TLS handshake on a TCP stream, as `mode` asks (the server
     /// has already agreed to it in the protocol's own way).
-    pub(crate) async fn into_tls(self, mode: &SqlTls, host: &str, timeout: Duration) -> Result<Stream, Failure> {
+    pub async fn into_tls(self, mode: &SqlTls, host: &str, timeout: Duration) -> Result<Stream, Failure> {
         let tcp = match self {
             Stream::Tcp(s) => s,
             _ => return Err(Failure::new(ErrorClass::Other, "TLS is for TCP connections, not with a unix socket")),
@@ -83,7 +85,7 @@ impl Stream {
     /// runs on the CPU the server thread is leaving) while an epoll waiter
     /// is woken on its own CPU, with an IPI and cold caches. Figures and what
     /// was tried and not kept: `bench/notes/blocking-socket.md`.
-    pub(crate) fn settle(self, sole: bool) -> io::Result<Stream> {
+    pub fn settle(self, sole: bool) -> io::Result<Stream> {
         if !sole {
             return Ok(self);
         }
@@ -105,7 +107,7 @@ impl Stream {
     }
 
     /// Writes the whole buffer (and flushes the TLS layer).
-    pub(crate) async fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+    pub async fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         match self {
             Stream::Tcp(s) => s.write_all(buf).await,
             Stream::Unix(s) => s.write_all(buf).await,
@@ -131,7 +133,7 @@ impl Stream {
 
     /// Writes what the socket takes at once, without waiting (a goodbye
     /// message from `Drop`); TLS streams write nothing.
-    pub(crate) fn try_write_now(&self, buf: &[u8]) {
+    pub fn try_write_now(&self, buf: &[u8]) {
         let _ = match self {
             Stream::Tcp(s) => s.try_write(buf),
             Stream::Unix(s) => s.try_write(buf),
@@ -149,7 +151,7 @@ impl Stream {
     /// reports the next reply (or a close) as a new event, so no wake-up is
     /// lost. TLS and blocking sockets: nothing (rustls may hold decrypted
     /// bytes; a blocking socket has no readiness).
-    pub(crate) fn clear_read_ready(&self) {
+    pub fn clear_read_ready(&self) {
         let nothing = || Err::<(), _>(io::Error::from(io::ErrorKind::WouldBlock));
         let _ = match self {
             Stream::Tcp(s) => s.try_io(Interest::READABLE, nothing),
@@ -178,7 +180,7 @@ impl Stream {
             Stream::Blocking(fd) => loop {
                 let t0 = std::time::Instant::now();
                 let got = sys_recv(fd.as_raw_fd(), buf, 0);
-                crate::engine::note_blocked(t0.elapsed());
+                note_blocked(t0.elapsed());
                 match got {
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => tokio::task::yield_now().await,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -187,6 +189,26 @@ impl Stream {
             },
         }
     }
+}
+
+thread_local! {
+    /// Time this thread spent waiting in a blocking socket (see
+    /// [`note_blocked`]), ns: idle time, not event-loop lateness.
+    static BLOCKED_NS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Records that this client thread waited `d` in a blocking `recv` (a
+/// thread that owns one connection): the load engine's timer may fire that
+/// much later without the thread having been busy.
+fn note_blocked(d: Duration) {
+    BLOCKED_NS.with(|b| b.set(b.get().saturating_add(d.as_nanos() as u64)));
+}
+
+/// Time this thread has spent blocked in sockets so far, ns (read by the
+/// load engine around its timer, to tell idle waiting from a busy loop).
+#[inline]
+pub fn blocked_ns() -> u64 {
+    BLOCKED_NS.with(|b| b.get())
 }
 
 /// How long a blocking socket's `recv` or `send` may wait before it hands
@@ -225,7 +247,7 @@ pub(crate) struct Inbox {
 
 impl Inbox {
     /// An empty inbox with room for typical replies.
-    pub(crate) fn new() -> Inbox {
+    pub fn new() -> Inbox {
         Inbox { buf: vec![0; 16 * 1024], pos: 0, end: 0, eager: false }
     }
 
@@ -240,17 +262,17 @@ impl Inbox {
     /// MariaDB did not, so `mywire` does not call this; a blocking socket
     /// (see [`Stream::settle`]) skips the extra read. Figures:
     /// `bench/notes/eager-read-after-send.md`.
-    pub(crate) fn sent(&mut self) {
+    pub fn sent(&mut self) {
         self.eager = true;
     }
 
     /// The unconsumed bytes.
-    pub(crate) fn data(&self) -> &[u8] {
+    pub fn data(&self) -> &[u8] {
         &self.buf[self.pos..self.end]
     }
 
     /// Marks `n` bytes as consumed.
-    pub(crate) fn consume(&mut self, n: usize) {
+    pub fn consume(&mut self, n: usize) {
         self.pos += n;
         debug_assert!(self.pos <= self.end);
         if self.pos == self.end {
@@ -261,7 +283,7 @@ impl Inbox {
 
     /// Reads until at least `n` unconsumed bytes are buffered; a server that
     /// closes first is `UnexpectedEof`.
-    pub(crate) async fn fill(&mut self, stream: &mut Stream, n: usize) -> io::Result<()> {
+    pub async fn fill(&mut self, stream: &mut Stream, n: usize) -> io::Result<()> {
         while self.end - self.pos < n {
             if self.pos + n > self.buf.len() {
                 // Move the unconsumed tail to the front, and grow if a single
@@ -301,7 +323,7 @@ impl Inbox {
 
     /// Discards the next `n` bytes, reading as needed, without ever holding
     /// more than one buffer of them (a large row nobody looks at).
-    pub(crate) async fn skip(&mut self, stream: &mut Stream, mut n: usize) -> io::Result<()> {
+    pub async fn skip(&mut self, stream: &mut Stream, mut n: usize) -> io::Result<()> {
         loop {
             let have = (self.end - self.pos).min(n);
             self.consume(have);
@@ -317,7 +339,6 @@ impl Inbox {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver::ClientCtx;
     use std::io::{Read, Write};
     use std::time::Instant;
 
@@ -421,7 +442,7 @@ mod tests {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async {
             let (_ours, theirs) = UnixStream::pair().unwrap();
-            let stream = Stream::Unix(theirs).settle(ClientCtx::new(0).owns_one_connection).unwrap();
+            let stream = Stream::Unix(theirs).settle(false).unwrap();
             assert!(matches!(stream, Stream::Unix(_)), "a thread outside the engine (prepare, preflight) keeps the event loop");
         });
     }

@@ -2,7 +2,7 @@
 //! continuation of 16 MB payloads), length-encoded integers, the OK, EOF and
 //! COM_STMT_PREPARE replies, and the COM_STMT_EXECUTE request.
 
-use super::super::workload::Value;
+use crate::value::Value;
 
 /// The largest payload of one packet; a payload of exactly this length
 /// continues in the next packet.

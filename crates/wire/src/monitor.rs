@@ -7,7 +7,8 @@
 //! in the target database's transaction counters; it falls back to the
 //! target database. It shows as `scalelab-probe` in `pg_stat_activity`.
 
-use super::{mysql, pg, Engine, SqlUrl};
+use crate::url::{Engine, SqlUrl};
+use crate::{mysql, pg};
 use mysql_async::prelude::Queryable;
 use scalelab_core::result::Failure;
 use scalelab_core::ErrorClass;
@@ -50,7 +51,7 @@ pub struct Monitor {
 impl Monitor {
     /// Opens the connection (see the module doc for which database).
     pub fn connect(url: &SqlUrl, timeout: Duration) -> Result<Monitor, Failure> {
-        let rt = super::runtime();
+        let rt = crate::runtime();
         let conn = rt.block_on(async {
             match url.engine {
                 Engine::Postgres => {

@@ -1,29 +1,29 @@
 //! One open connection: sending commands, reading packets, and the
 //! prepare, execute and query round trips of the load path.
 
-use super::super::stream::{Inbox, Stream};
-use super::super::workload::Value;
 use super::errors::{err_packet, malformed, Error};
 use super::packets::{build_execute, frame, prepare_ok, COM_QUERY, COM_QUIT, COM_STMT_PREPARE, MAX_PAYLOAD};
 use super::replies::Reply;
+use crate::stream::{Inbox, Stream};
+use crate::value::Value;
 use scalelab_core::result::Failure;
 
 /// A statement prepared on the server.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Prepared {
+pub struct Prepared {
     pub(super) id: u32,
     pub(super) params: u16,
 }
 
 impl Prepared {
     /// How many `?` placeholders the server counted.
-    pub(crate) fn params(&self) -> usize {
+    pub fn params(&self) -> usize {
         usize::from(self.params)
     }
 }
 
 /// One connection speaking the MySQL client/server protocol.
-pub(crate) struct MyWire {
+pub struct MyWire {
     pub(super) stream: Stream,
     pub(super) inbox: Inbox,
     /// The request being sent; reused, so a query allocates nothing.
@@ -104,13 +104,13 @@ impl MyWire {
     /// Says goodbye (COM_QUIT) if the socket takes it at once, without
     /// waiting for anything (for `Drop`): the server then does not count and
     /// log an aborted connection.
-    pub(crate) fn quit_now(&self) {
+    pub fn quit_now(&self) {
         self.stream.try_write_now(&[1, 0, 0, 0, COM_QUIT]);
     }
 
     /// Prepares a statement (COM_STMT_PREPARE) and skips its parameter and
     /// column definitions.
-    pub(crate) async fn prepare(&mut self, sql: &str) -> Result<Prepared, Failure> {
+    pub async fn prepare(&mut self, sql: &str) -> Result<Prepared, Failure> {
         self.prepare_inner(sql).await.map_err(Error::at_query)
     }
 
@@ -141,13 +141,13 @@ impl MyWire {
 
     /// Executes a prepared statement with the values at `order` (ints as
     /// LONGLONG, texts as VAR_STRING) and skips its result.
-    pub(crate) async fn execute(&mut self, stmt: &Prepared, order: &[usize], values: &[Value]) -> Result<(), Failure> {
+    pub async fn execute(&mut self, stmt: &Prepared, order: &[usize], values: &[Value]) -> Result<(), Failure> {
         build_execute(&mut self.out, stmt.id, order, values);
         self.round_trip().await.map_err(Error::at_query)
     }
 
     /// Runs a text query (COM_QUERY) and skips its result(s).
-    pub(crate) async fn query(&mut self, sql: &str) -> Result<(), Failure> {
+    pub async fn query(&mut self, sql: &str) -> Result<(), Failure> {
         self.start();
         self.out.push(COM_QUERY);
         self.out.extend_from_slice(sql.as_bytes());

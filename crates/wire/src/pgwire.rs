@@ -30,9 +30,10 @@
 //! The few messages whose content matters (ErrorResponse, the
 //! authentication requests) are small and parsed here too.
 
-use super::stream::{Inbox, Stream};
-use super::workload::Value;
-use super::{connect_io_class, SqlTls, SqlUrl};
+use crate::io_class::connect_io_class;
+use crate::stream::{Inbox, Stream};
+use crate::url::{SqlTls, SqlUrl};
+use crate::value::Value;
 use bytes::BytesMut;
 use postgres_protocol::authentication::md5_hash;
 use postgres_protocol::authentication::sasl::{ChannelBinding, ScramSha256};
@@ -175,7 +176,7 @@ impl Auth<'_> {
 }
 
 /// One PostgreSQL connection speaking the extended and simple query protocols.
-pub(crate) struct PgWire {
+pub struct PgWire {
     stream: Stream,
     inbox: Inbox,
     /// The next request, encoded; cleared (capacity kept) after each write.
@@ -213,7 +214,7 @@ impl PgWire {
     /// Connects, negotiates TLS if the URL asks for it, authenticates and
     /// waits for the server to be ready, all within `timeout`. `sole`: the
     /// calling thread owns only this connection ([`Stream::settle`]).
-    pub(crate) async fn connect(url: &SqlUrl, timeout: Duration, application_name: &str, sole: bool) -> Result<PgWire, Failure> {
+    pub async fn connect(url: &SqlUrl, timeout: Duration, application_name: &str, sole: bool) -> Result<PgWire, Failure> {
         match tokio::time::timeout(timeout, Self::connect_inner(url, timeout, application_name, sole)).await {
             Err(_) => Err(at(url, ErrorClass::ConnectTimeout, "timed out")),
             Ok(r) => r,
@@ -330,14 +331,14 @@ impl PgWire {
     }
 
     /// True once an I/O or protocol error made the connection unusable.
-    pub(crate) fn broken(&self) -> bool {
+    pub fn broken(&self) -> bool {
         self.broken
     }
 
     /// Queues Parse (named, parameter types left to the server) + Describe +
     /// Sync: each statement is its own round of the protocol, so a failure
     /// names one statement and the others still get prepared.
-    pub(crate) fn queue_prepare(&mut self, name: &str, sql: &str) -> Result<(), Failure> {
+    pub fn queue_prepare(&mut self, name: &str, sql: &str) -> Result<(), Failure> {
         let bad = |e: io::Error| Failure::new(ErrorClass::Other, format!("statement too large to send: {e}"));
         frontend::parse(name, sql, std::iter::empty(), &mut self.out).map_err(bad)?;
         frontend::describe(b'S', name, &mut self.out).map_err(bad)?;
@@ -348,19 +349,19 @@ impl PgWire {
 
     /// Queues Bind (unnamed portal, parameters and results as text) +
     /// Execute (all rows) + Sync for a prepared statement.
-    pub(crate) fn queue_execute<'v>(&mut self, name: &str, params: impl Iterator<Item = &'v Value>) -> Result<(), Failure> {
+    pub fn queue_execute<'v>(&mut self, name: &str, params: impl Iterator<Item = &'v Value>) -> Result<(), Failure> {
         self.extended = true;
         encode_execute(&mut self.out, name, params)
     }
 
     /// Queues a simple Query message.
-    pub(crate) fn queue_query(&mut self, sql: &str) -> Result<(), Failure> {
+    pub fn queue_query(&mut self, sql: &str) -> Result<(), Failure> {
         self.extended = false;
         frontend::query(sql, &mut self.out).map_err(|e| Failure::new(ErrorClass::Other, format!("query too large to send: {e}")))
     }
 
     /// Sends what is queued in one write.
-    pub(crate) async fn send(&mut self) -> Result<(), Failure> {
+    pub async fn send(&mut self) -> Result<(), Failure> {
         if let Err(e) = self.write_out().await {
             // The server may have said why it closed (an ErrorResponse before
             // the FIN, e.g. a terminated backend): report that if it is there.
@@ -391,7 +392,7 @@ impl PgWire {
     /// starts COPY FROM STDIN is answered with CopyFail (a workload has no
     /// data to send), so the server ends it with an error instead of waiting
     /// for data for ever; COPY TO STDOUT's rows are skipped like any others.
-    pub(crate) async fn reply(&mut self) -> Result<(), Failure> {
+    pub async fn reply(&mut self) -> Result<(), Failure> {
         let mut first: Option<Failure> = None;
         loop {
             let (tag, len) = match next(&mut self.stream, &mut self.inbox).await {
@@ -435,7 +436,7 @@ impl PgWire {
     }
 
     /// Sends what is queued and reads the reply.
-    pub(crate) async fn round_trip(&mut self) -> Result<(), Failure> {
+    pub async fn round_trip(&mut self) -> Result<(), Failure> {
         self.send().await?;
         self.reply().await
     }

@@ -3,8 +3,8 @@
 //! thread states cover the processes doing the work, not only a master
 //! that mostly sleeps. Descendants are rescanned once a second.
 
-use scalelab_probe::summary::ThreadSecond;
-use scalelab_probe::{ProcessSample, ProcessSampler, Roots, ThreadSampler, Unavailable};
+use crate::summary::ThreadSecond;
+use crate::{ProcessSample, ProcessSampler, Roots, ThreadSampler, Unavailable};
 use std::collections::BTreeMap;
 
 /// CPU budget (share of one core) of each descendant's thread sampler: a
@@ -17,7 +17,7 @@ const MEMBER_THREAD_BUDGET: f64 = 0.005;
 /// open-file check so the probes never take the clients' descriptors.
 static ROOT_FD_BUDGET: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-/// Sets [`ROOT_FD_BUDGET`] for the server trees made from now on.
+/// Sets `ROOT_FD_BUDGET` for the server trees made from now on.
 pub fn set_root_fd_budget(fds: usize) {
     ROOT_FD_BUDGET.store(fds, std::sync::atomic::Ordering::Relaxed);
 }
@@ -67,7 +67,7 @@ impl ServerTree {
 
     /// Adds new descendants and drops those that exited.
     fn rescan(&mut self) {
-        let Ok(now) = scalelab_probe::tree::descendants(&self.roots.proc, self.pid) else {
+        let Ok(now) = crate::tree::descendants(&self.roots.proc, self.pid) else {
             return;
         };
         self.members.retain(|pid, _| now.binary_search(pid).is_ok());

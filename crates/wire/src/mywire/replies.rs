@@ -2,9 +2,9 @@
 //! result sets (column count, definitions, rows, terminator), walked in
 //! what the inbox holds.
 
-use super::super::stream::Inbox;
 use super::errors::{err_packet, malformed, Error};
 use super::packets::{lenenc, ok_status, terminator_status, MAX_COLUMNS, MAX_PAYLOAD, SERVER_MORE_RESULTS_EXISTS};
+use crate::stream::Inbox;
 
 /// Where [`Reply::scan`] is in a reply.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

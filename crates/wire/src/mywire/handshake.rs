@@ -2,11 +2,11 @@
 //! response and the authentication exchange (mysql_native_password,
 //! caching_sha2_password).
 
-use super::super::stream::Stream;
-use super::super::{SqlTls, SqlUrl};
 use super::conn::MyWire;
 use super::errors::{err_packet, malformed, Error};
 use super::packets::{COLLATION, MAX_PACKET};
+use crate::stream::Stream;
+use crate::url::{SqlTls, SqlUrl};
 use mysql_common::constants::CapabilityFlags;
 use mysql_common::io::ParseBuf;
 use mysql_common::packets::{AuthPlugin, HandshakePacket, HandshakeResponse, SslRequest};
@@ -95,7 +95,7 @@ pub(super) fn rsa_encrypt(password: &[u8], nonce: &[u8], pem: &[u8]) -> Result<V
 /// Opens a connection (TCP, or the unix socket of `?socket=`), with TLS if
 /// the URL asks for it, and authenticates; the whole within `timeout`.
 /// `sole`: the calling thread owns only this connection ([`Stream::settle`]).
-pub(crate) async fn connect(url: &SqlUrl, timeout: Duration, sole: bool) -> Result<MyWire, Failure> {
+pub async fn connect(url: &SqlUrl, timeout: Duration, sole: bool) -> Result<MyWire, Failure> {
     let addr = url.socket.clone().unwrap_or_else(|| format!("{}:{}", url.host, url.port));
     match tokio::time::timeout(timeout, handshake(url, timeout, &addr, sole)).await {
         Err(_) => Err(Failure::new(ErrorClass::ConnectTimeout, format!("connect to {addr} timed out"))),

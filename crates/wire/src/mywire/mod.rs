@@ -34,6 +34,6 @@ mod replies;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use conn::{MyWire, Prepared};
-pub(crate) use errors::server_failure;
-pub(crate) use handshake::connect;
+pub use conn::{MyWire, Prepared};
+pub use errors::server_failure;
+pub use handshake::connect;

@@ -1,6 +1,6 @@
-//! The database probe of a sweep or a watch: its own thread and connection
-//! (never one of the load clients), so the 50 Hz thread sampling of the
-//! telemetry thread is not delayed by a slow query.
+//! The database poller of a `Collector`: its own thread
+//! and connection (never one of the load clients), so the 50 Hz thread
+//! sampling of the sampler thread is not delayed by a slow query.
 //!
 //! - MySQL/MariaDB, every second: `SHOW GLOBAL STATUS`, the SEMAPHORES of
 //!   `SHOW ENGINE INNODB STATUS`, and, when `@@performance_schema` is on
@@ -15,16 +15,16 @@
 //! that cannot be opened, or is lost (server killed), is one
 //! `unavailable` note ([`Source::Db`]) and the probe ends; the sweep goes on.
 
-use crate::telemetry::Record;
-use scalelab_core::{ErrorClass, Source};
-use scalelab_drive::sql::monitor::{Monitor, TextRows};
-use scalelab_drive::sql::{Engine, SqlUrl};
-use scalelab_probe::db::perf_schema::{PERF_SCHEMA_ENABLED_QUERY, PERF_SCHEMA_INSTRUMENTS_QUERY, PERF_SCHEMA_WAITS_QUERY};
-use scalelab_probe::db::sample::WAIT_CHUNK_MS;
-use scalelab_probe::db::{
+use super::record::{unix_ms, Record};
+use crate::db::perf_schema::{PERF_SCHEMA_ENABLED_QUERY, PERF_SCHEMA_INSTRUMENTS_QUERY, PERF_SCHEMA_WAITS_QUERY};
+use crate::db::sample::WAIT_CHUNK_MS;
+use crate::db::{
     parse_innodb_semaphores, parse_instrumented, parse_waits, pg_database_query, ActivityRow, DbSample, GlobalStatus, PgCheckpoints,
     PgDatabaseStats, SemaphoreFormat, WaitProfile, PG_ACTIVITY_QUERY, PG_BGWRITER_QUERY, PG_CHECKPOINTER_QUERY,
 };
+use scalelab_core::{ErrorClass, Source};
+use scalelab_wire::monitor::{Monitor, TextRows};
+use scalelab_wire::{Engine, SqlUrl};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
@@ -52,10 +52,6 @@ pub fn for_target(target: Option<&scalelab_core::Target>, db_probe: Option<&str>
         Some(t) if t.kind().is_sql() => SqlUrl::parse(t.as_given()).map(Some),
         _ => Ok(None),
     }
-}
-
-fn unix_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }
 
 /// Starts the probe thread; it stops when `stop` is set or the connection is lost.
@@ -108,7 +104,7 @@ impl Probe {
     }
 
     fn send(&self, s: DbSample) {
-        let _ = self.tx.send(Record::Sample(scalelab_probe::Sample::Db(Box::new(s))));
+        let _ = self.tx.send(Record::Sample(crate::Sample::Db(Box::new(s))));
     }
 
     /// Sleeps until `until` in short slices, so a stop is seen quickly; false when stopped.

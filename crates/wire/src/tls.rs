@@ -1,15 +1,17 @@
 //! TLS for SQL connections, when the URL asks for it (`sslmode=` for
 //! PostgreSQL, `ssl-mode=` for MySQL): rustls with the ring provider, the
-//! same stack as the HTTPS driver, so no OpenSSL is linked.
+//! same stack as the HTTPS driver (whose base configuration, [`config`], is
+//! here too), so no OpenSSL is linked.
 //!
 //! PostgreSQL: tokio-postgres negotiates TLS itself (SSLRequest, then the
 //! handshake) through the [`MakeTlsConnect`] / [`TlsConnect`] traits, which
 //! [`PgTls`] implements on top of tokio-rustls.
 
-use super::SqlTls;
+use crate::url::SqlTls;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
-use rustls::ClientConfig;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
@@ -23,11 +25,11 @@ use tokio_postgres::Socket;
 /// without checking the certificate (like libpq's `sslmode=require`);
 /// `VerifyFull` checks it against `root_cert` (a PEM file) or the Mozilla
 /// roots, and checks the host name.
-pub(crate) fn client_config(mode: &SqlTls) -> Result<Arc<ClientConfig>, String> {
+pub fn client_config(mode: &SqlTls) -> Result<Arc<ClientConfig>, String> {
     match mode {
         SqlTls::Off => Err("TLS is off".into()),
-        SqlTls::Require => Ok(crate::http::tls::config(true)),
-        SqlTls::VerifyFull { root_cert: None } => Ok(crate::http::tls::config(false)),
+        SqlTls::Require => Ok(config(true)),
+        SqlTls::VerifyFull { root_cert: None } => Ok(config(false)),
         SqlTls::VerifyFull { root_cert: Some(path) } => {
             let mut roots = rustls::RootCertStore::empty();
             let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
@@ -53,7 +55,7 @@ pub(crate) fn client_config(mode: &SqlTls) -> Result<Arc<ClientConfig>, String> 
 
 /// A tokio-postgres TLS connector backed by rustls.
 #[derive(Clone)]
-pub(crate) struct PgTls(pub Arc<ClientConfig>);
+pub struct PgTls(pub Arc<ClientConfig>);
 
 impl MakeTlsConnect<Socket> for PgTls {
     type Stream = PgTlsStream;
@@ -66,7 +68,7 @@ impl MakeTlsConnect<Socket> for PgTls {
 }
 
 /// One TLS handshake to one server name.
-pub(crate) struct PgTlsConnect {
+pub struct PgTlsConnect {
     config: Arc<ClientConfig>,
     name: ServerName<'static>,
 }
@@ -85,7 +87,7 @@ impl TlsConnect<Socket> for PgTlsConnect {
 }
 
 /// An established TLS stream to PostgreSQL.
-pub(crate) struct PgTlsStream(Box<tokio_rustls::client::TlsStream<Socket>>);
+pub struct PgTlsStream(Box<tokio_rustls::client::TlsStream<Socket>>);
 
 impl AsyncRead for PgTlsStream {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
@@ -109,5 +111,58 @@ impl TlsStream for PgTlsStream {
     fn channel_binding(&self) -> ChannelBinding {
         // SCRAM channel binding is optional (tokio-postgres "prefer"); none offered.
         ChannelBinding::none()
+    }
+}
+
+/// A rustls client configuration without ALPN (shared with the HTTPS driver, which
+/// adds ALPN; SQL servers must not be offered `http/1.1`); `insecure` accepts any
+/// certificate, otherwise the Mozilla roots and the host name are checked.
+pub fn config(insecure: bool) -> Arc<ClientConfig> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .expect("ring supports the default TLS versions");
+    let config = if insecure {
+        builder.dangerous().with_custom_certificate_verifier(Arc::new(AcceptAny(provider))).with_no_client_auth()
+    } else {
+        let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+        builder.with_root_certificates(roots).with_no_client_auth()
+    };
+    Arc::new(config)
+}
+
+/// Accepts every server certificate but still checks handshake signatures.
+#[derive(Debug)]
+struct AcceptAny(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAny {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
     }
 }

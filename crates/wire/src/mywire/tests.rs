@@ -1,12 +1,12 @@
 //! The protocol's parsers and readers on bytes made here, and a client
 //! over a socket pair.
 
-use super::super::stream::Stream;
-use super::super::workload::Value;
 use super::conn::*;
 use super::errors::*;
 use super::handshake::*;
 use super::packets::*;
+use crate::stream::Stream;
+use crate::value::Value;
 use mysql_common::constants::CapabilityFlags;
 use scalelab_core::ErrorClass;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
