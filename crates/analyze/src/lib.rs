@@ -7,20 +7,21 @@
 //! - [`usl`]: [`UslFit`]: Universal Scalability Law fit (λ, σ, κ, R², N*).
 //! - [`mod@compare`]: [`Comparison`]: the side-by-side table of several runs
 //!   (throughput, scaling, deltas, AVG and MAX rows).
-//! - [`render_compare`]: that table as text, Markdown or CSV.
 //! - [`import`]: published series in the import CSV format to [`Series`].
 //! - [`mod@assert`]: the CI assertion language (`peak >= 5000`, `no collapse`, ...).
 //! - [`pct`]: percentage rounding shared by the tables.
 //!
 //! - [`verdict`]: bottleneck [`Verdict`]s from the steps' telemetry, and the
-//!   whole [`Diagnosis`] of a run (curve, USL, verdicts) as text or JSON.
+//!   whole [`Diagnosis`] of a run (curve, USL, verdicts) and its JSON.
+//!
+//! Text for people (tables, the diagnosis, micro tables) is drawn by the
+//! `report` crate from these values.
 
 pub mod assert;
 pub mod compare;
 pub mod curve;
 pub mod import;
 pub mod pct;
-pub mod render_compare;
 pub mod series;
 pub mod usl;
 pub mod verdict;
@@ -31,4 +32,4 @@ pub use curve::{Collapse, Curve};
 pub use import::{import_unit, parse_import_csv, ImportError};
 pub use series::{Point, Series, SeriesError};
 pub use usl::{UslError, UslFit};
-pub use verdict::{diagnose, per_s, render_text, Confidence, Diagnosis, Evidence, Verdict, VerdictKind};
+pub use verdict::{diagnose, Confidence, Diagnosis, Evidence, Verdict, VerdictKind};

@@ -3,9 +3,7 @@
 //! away from zero), as data and as text.
 
 use crate::catalog::{self, order_key};
-use crate::measure::fmt_num;
 use crate::model::{LabelledRun, MicroError, Unit};
-use crate::table::Table;
 use serde::{Deserialize, Serialize};
 
 /// One run's value of a figure and its delta against the baseline.
@@ -100,45 +98,6 @@ pub fn compare_with(runs: &[LabelledRun], base: usize) -> Result<Comparison, Mic
         })
         .collect();
     Ok(Comparison { baseline: baseline.to_string(), labels: others.iter().map(|o| o.label.clone()).collect(), rows })
-}
-
-impl Comparison {
-    /// The comparison as a table: figure, unit, the baseline's value, then
-    /// each run's value and delta.
-    pub fn to_table(&self) -> Table {
-        let mut columns = vec!["figure".to_string(), "unit".to_string(), self.baseline.clone()];
-        for l in &self.labels {
-            columns.push(l.clone());
-            columns.push("delta%".to_string());
-        }
-        let dash = || "-".to_string();
-        let rows = self
-            .rows
-            .iter()
-            .map(|r| {
-                let mut row = vec![r.id.clone(), r.unit.as_str().to_string(), r.baseline.map(fmt_num).unwrap_or_else(dash)];
-                for c in &r.cells {
-                    row.push(c.value.map(fmt_num).unwrap_or_else(dash));
-                    row.push(c.delta_pct.map(|d| format!("{d:+}")).unwrap_or_else(dash));
-                }
-                row
-            })
-            .collect();
-        Table {
-            title: format!(
-                "Compared with {}: delta% = 100 x (A/B - 1); for us/ns smaller is better, \
-                 for MB/s, MFLOPS, Mops/s bigger is better",
-                self.baseline
-            ),
-            columns,
-            rows,
-        }
-    }
-
-    /// The comparison as fixed-width text.
-    pub fn render(&self) -> String {
-        self.to_table().render()
-    }
 }
 
 #[cfg(test)]

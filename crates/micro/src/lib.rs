@@ -15,12 +15,10 @@
 //!   undone on drop, temp files, huge-page memory regions, cache sizes.
 //! - `bench`: the benchmarks, one module per group (procs, signals, threads,
 //!   locks, ctx, latency, bandwidth, memlat, fpu).
-//! - [`table`]: lmbench-summary-layout tables over several labelled runs, and
-//!   their fixed-width text.
 //! - [`published`]: parser for published lmbench/flops CSV tables.
 //! - [`compare`]: % deltas of runs against a baseline run.
 //!
-//! Nothing here prints; [`run_suite`] reports progress through a callback.
+//! The tables are drawn by `scalelab_report::micro`. Nothing here prints; [`run_suite`] reports progress through a callback.
 
 pub mod anomalies;
 pub mod catalog;
@@ -28,7 +26,6 @@ pub mod compare;
 pub mod helper;
 pub mod model;
 pub mod published;
-pub mod table;
 
 mod bench;
 mod measure;
@@ -39,7 +36,6 @@ pub use compare::{compare, compare_with, delta_pct, CompareCell, CompareRow, Com
 pub use measure::{fmt_num, WIDE_CV};
 pub use model::{Group, LabelledRun, MicroError, MicroReport, MicroResult, MicroRun, SuiteOptions, Unit};
 pub use published::{load_published_dir, parse_published_csv};
-pub use table::{anomaly_notes, memory_curve, render_tables, summary_tables, Table};
 
 /// The JSON schema of the `--json` document ([`MicroReport`]).
 pub const JSON_SCHEMA: &str = include_str!("../micro.schema.json");

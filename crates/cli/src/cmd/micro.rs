@@ -5,6 +5,7 @@ use crate::args::MicroArgs;
 use crate::error::bad;
 use scalelab_core::{RunKind, RunPlan};
 use scalelab_micro::{LabelledRun, MicroReport, SuiteOptions};
+use scalelab_report::micro as micro_text;
 use scalelab_store::Store;
 use std::path::Path;
 use std::process::ExitCode;
@@ -32,12 +33,7 @@ pub fn run(store_path: &Path, a: &MicroArgs) -> anyhow::Result<ExitCode> {
     let show_progress = !a.quiet && !a.json;
     let run = scalelab_micro::run_suite(&opts, &mut |r| {
         if show_progress {
-            let value = match (r.median, &r.unavailable) {
-                (Some(m), _) => format!("{m:.4} {}", r.unit.as_str()),
-                (None, Some(why)) => format!("unavailable: {why}"),
-                (None, None) => "-".into(),
-            };
-            esayln!("{:<24} {value}", r.id);
+            esayln!("{}", scalelab_report::micro::progress_line(r));
         }
     })
     .map_err(|e| anyhow::anyhow!("micro-benchmarks: {e}"))?;
@@ -65,8 +61,8 @@ pub fn run(store_path: &Path, a: &MicroArgs) -> anyhow::Result<ExitCode> {
     } else {
         let mut runs = vec![report.to_labelled()];
         runs.extend(beside);
-        say!("{}", scalelab_micro::render_tables(&scalelab_micro::summary_tables(&runs)));
-        for n in scalelab_micro::anomaly_notes(&runs) {
+        say!("{}", micro_text::render_tables(&micro_text::summary_tables(&runs)));
+        for n in micro_text::anomaly_notes(&runs) {
             sayln!("{n}");
         }
         for w in &run.warnings {
@@ -93,8 +89,8 @@ pub fn show(run: &LabelledRun, json: Option<&str>) -> anyhow::Result<ExitCode> {
     match json {
         Some(j) => println!("{j}"),
         None => {
-            say!("{}", scalelab_micro::render_tables(&scalelab_micro::summary_tables(std::slice::from_ref(run))));
-            for n in scalelab_micro::anomaly_notes(std::slice::from_ref(run)) {
+            say!("{}", micro_text::render_tables(&micro_text::summary_tables(std::slice::from_ref(run))));
+            for n in micro_text::anomaly_notes(std::slice::from_ref(run)) {
                 sayln!("{n}");
             }
         }
@@ -108,7 +104,7 @@ pub fn compare(runs: &[LabelledRun], base: usize, json: bool) -> anyhow::Result<
     if json {
         println!("{}", serde_json::to_string_pretty(&c)?);
     } else {
-        say!("{}", c.render());
+        say!("{}", micro_text::render_comparison(&c));
     }
     Ok(ExitCode::SUCCESS)
 }
