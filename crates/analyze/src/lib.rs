@@ -7,6 +7,8 @@
 //! - [`usl`]: [`UslFit`]: Universal Scalability Law fit (λ, σ, κ, R², N*).
 //! - [`mod@compare`]: [`Comparison`]: the side-by-side table of several runs
 //!   (throughput, scaling, deltas, AVG and MAX rows).
+//! - [`micro`]: micro-benchmark runs: published lmbench/flops tables, and the
+//!   comparison of runs against a baseline run.
 //! - [`import`]: published series in the import CSV format to [`Series`].
 //! - [`mod@assert`]: the CI assertion language (`peak >= 5000`, `no collapse`, ...).
 //! - [`pct`]: percentage rounding shared by the tables.
@@ -21,6 +23,7 @@ pub mod assert;
 pub mod compare;
 pub mod curve;
 pub mod import;
+pub mod micro;
 pub mod pct;
 pub mod series;
 pub mod usl;

@@ -8,7 +8,8 @@
 //!     [--quick] [--only procs,ctx] [--published DIR] [--baseline LABEL] [--json FILE]
 
 use clap::Parser;
-use scalelab_micro::{compare, load_published_dir, run_suite, Group, LabelledRun, MicroReport, SuiteOptions};
+use scalelab_analyze::micro::{compare, load_published_dir};
+use scalelab_micro::{run_suite, Group, LabelledRun, MicroReport, SuiteOptions};
 use scalelab_report::micro::{render_comparison, render_tables, summary_tables};
 use std::path::PathBuf;
 
@@ -53,7 +54,11 @@ fn main() -> anyhow_free::Result {
                     .unwrap_or_else(|| format!("unavailable: {}", r.unavailable.clone().unwrap_or_default()));
                 eprintln!("{:6.2}s  {:<24} {v}", t0.elapsed().as_secs_f64(), r.id);
             })?;
-            let env = serde_json::json!({ "kernel": kernel_release() });
+            let env = scalelab_core::Environment {
+                kernel: kernel_release(),
+                scalelab_version: scalelab_core::VERSION.into(),
+                ..Default::default()
+            };
             MicroReport::new(&args.label, env, &run)
         }
     };

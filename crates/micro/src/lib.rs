@@ -15,27 +15,23 @@
 //!   undone on drop, temp files, huge-page memory regions, cache sizes.
 //! - `bench`: the benchmarks, one module per group (procs, signals, threads,
 //!   locks, ctx, latency, bandwidth, memlat, fpu).
-//! - [`published`]: parser for published lmbench/flops CSV tables.
-//! - [`compare`]: % deltas of runs against a baseline run.
 //!
-//! The tables are drawn by `scalelab_report::micro`. Nothing here prints; [`run_suite`] reports progress through a callback.
+//! Published tables and comparisons are read and computed in
+//! `scalelab_analyze::micro`; the tables are drawn by `scalelab_report::micro`.
+//! Nothing here prints; [`run_suite`] reports progress through a callback.
 
 pub mod anomalies;
 pub mod catalog;
-pub mod compare;
 pub mod helper;
 pub mod model;
-pub mod published;
 
 mod bench;
 mod measure;
 mod sys;
 
 pub use anomalies::Anomaly;
-pub use compare::{compare, compare_with, delta_pct, CompareCell, CompareRow, Comparison};
 pub use measure::{fmt_num, WIDE_CV};
 pub use model::{Group, LabelledRun, MicroError, MicroReport, MicroResult, MicroRun, SuiteOptions, Unit};
-pub use published::{load_published_dir, parse_published_csv};
 
 /// The JSON schema of the `--json` document ([`MicroReport`]).
 pub const JSON_SCHEMA: &str = include_str!("../micro.schema.json");

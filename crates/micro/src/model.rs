@@ -1,5 +1,6 @@
 //! The values the suite hands out: groups, units, results, runs, options, errors.
 
+use scalelab_core::Environment;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -219,9 +220,10 @@ pub struct LabelledRun {
 pub struct MicroReport {
     pub label: String,
     pub wall_s: f64,
-    /// The benchmark configuration (a free object; the CLI stores
-    /// `scalelab_core::Environment` here).
-    pub environment: serde_json::Value,
+    /// The machine and software the run was measured on (the same
+    /// description a sweep records).
+    #[serde(with = "environment_json")]
+    pub environment: Environment,
     pub results: Vec<MicroResult>,
     #[serde(default)]
     pub warnings: Vec<String>,
@@ -235,7 +237,7 @@ pub struct MicroReport {
 
 impl MicroReport {
     /// Builds the JSON document of `run`.
-    pub fn new(label: &str, environment: serde_json::Value, run: &MicroRun) -> Self {
+    pub fn new(label: &str, environment: Environment, run: &MicroRun) -> Self {
         MicroReport {
             label: label.to_string(),
             wall_s: run.wall_s,
@@ -247,11 +249,11 @@ impl MicroReport {
         }
     }
 
-    /// "Linux KERNEL (DISTRIBUTION)" from the environment the CLI stores
-    /// (`kernel`, `distribution`), for the tables' OS column.
+    /// "Linux KERNEL (DISTRIBUTION)" from the environment (`kernel`,
+    /// `distribution`), for the tables' OS column.
     pub fn os(&self) -> Option<String> {
-        let field = |k: &str| self.environment.get(k).and_then(|v| v.as_str()).filter(|s| !s.is_empty());
-        match (field("kernel"), field("distribution")) {
+        let field = |f: &Option<String>| f.as_deref().filter(|s| !s.is_empty()).map(str::to_string);
+        match (field(&self.environment.kernel), field(&self.environment.distribution)) {
             (Some(k), Some(d)) => Some(format!("Linux {k} ({d})")),
             (Some(k), None) => Some(format!("Linux {k}")),
             (None, Some(d)) => Some(d.to_string()),
@@ -267,6 +269,30 @@ impl MicroReport {
             mhz: None,
             run: MicroRun { results: self.results.clone(), wall_s: self.wall_s, warnings: self.warnings.clone(), stopped: self.stopped },
         }
+    }
+}
+
+/// The `environment` object of the `--json` document. Written with its keys
+/// in alphabetical order, as when it was a free JSON object, so the document
+/// stays byte for byte what it was; read leniently, so documents that left
+/// fields out (hand-written, or from the examples before `scalelab_version`)
+/// still load: a field left out is missing, never a guess.
+mod environment_json {
+    use scalelab_core::Environment;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(env: &Environment, s: S) -> Result<S::Ok, S::Error> {
+        // Without serde_json's `preserve_order`, an object's keys are sorted.
+        let object = serde_json::to_value(env).map_err(serde::ser::Error::custom)?;
+        object.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Environment, D::Error> {
+        let mut object = serde_json::Value::deserialize(d)?;
+        if let Some(fields) = object.as_object_mut() {
+            fields.entry("scalelab_version").or_insert_with(|| String::new().into());
+        }
+        serde_json::from_value(object).map_err(serde::de::Error::custom)
     }
 }
 
@@ -293,18 +319,6 @@ pub enum MicroError {
     UnknownGroup { given: String, valid: String },
     #[error("repeats must be at least 1 (got {0})")]
     BadRepeats(u32),
-    #[error("{path}:{line}: {message}")]
-    Published { path: String, line: usize, message: String },
-    #[error("reading {path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("baseline `{given}` is not among the runs compared (have: {have})")]
-    UnknownBaseline { given: String, have: String },
-    #[error("baseline `{given}`: more than one run is labelled `{given}` (have: {have}); name it by run id")]
-    AmbiguousBaseline { given: String, have: String },
 }
 
 #[cfg(test)]
@@ -324,6 +338,72 @@ mod tests {
         assert!(e.contains("`disk`"), "{e}");
         assert!(e.contains("procs, threads, ctx, latency, bandwidth, memory, fpu"), "{e}");
         assert!(Group::parse_list(",").is_err());
+    }
+
+    /// The `--json` document is what it was when `environment` was a free
+    /// JSON object built from `scalelab_core::Environment`: its keys sorted.
+    #[test]
+    fn json_document_is_unchanged_by_the_typed_environment() {
+        let env = Environment {
+            hostname: Some("h".into()),
+            kernel: Some("6.1.0".into()),
+            distribution: Some("Debian 12".into()),
+            cpu_model: Some("cpu".into()),
+            logical_cores: Some(4),
+            physical_cores: Some(2),
+            smt: Some(true),
+            memory_kib: Some(1024),
+            governor: None,
+            ip_local_port_range: Some("32768 60999".into()),
+            somaxconn: Some(4096),
+            open_files_limit: Some(1024),
+            scalelab_version: "0.1.0".into(),
+            server: None,
+        };
+        let run = MicroRun { results: vec![], wall_s: 1.5, warnings: vec!["w".into()], stopped: false };
+        let report = MicroReport::new("lab", env, &run);
+        let text = serde_json::to_string_pretty(&report).unwrap();
+        let expected = r#"{
+  "label": "lab",
+  "wall_s": 1.5,
+  "environment": {
+    "cpu_model": "cpu",
+    "distribution": "Debian 12",
+    "governor": null,
+    "hostname": "h",
+    "ip_local_port_range": "32768 60999",
+    "kernel": "6.1.0",
+    "logical_cores": 4,
+    "memory_kib": 1024,
+    "open_files_limit": 1024,
+    "physical_cores": 2,
+    "scalelab_version": "0.1.0",
+    "server": null,
+    "smt": true,
+    "somaxconn": 4096
+  },
+  "results": [],
+  "warnings": [
+    "w"
+  ],
+  "stopped": false,
+  "anomalies": []
+}"#;
+        assert_eq!(text, expected);
+        let back: MicroReport = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, report);
+        assert_eq!(back.os().as_deref(), Some("Linux 6.1.0 (Debian 12)"));
+    }
+
+    #[test]
+    fn an_environment_with_fields_left_out_still_loads() {
+        let doc = r#"{"label": "vm", "wall_s": 2.0, "environment": {"kernel": "6.18"}, "results": []}"#;
+        let report: MicroReport = serde_json::from_str(doc).unwrap();
+        assert_eq!(report.environment.kernel.as_deref(), Some("6.18"));
+        assert_eq!(report.environment.hostname, None);
+        assert_eq!(report.os().as_deref(), Some("Linux 6.18"));
+        let bad = r#"{"label": "vm", "wall_s": 2.0, "environment": {"logical_cores": "four"}, "results": []}"#;
+        assert!(serde_json::from_str::<MicroReport>(bad).is_err());
     }
 
     #[test]

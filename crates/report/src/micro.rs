@@ -5,8 +5,9 @@
 //! `columns[j]`; a missing figure is "-".
 
 use crate::model::TextTable;
+use scalelab_analyze::micro::Comparison;
 use scalelab_micro::catalog::{parse_curve_id, size_label};
-use scalelab_micro::{anomalies, fmt_num, Comparison, LabelledRun, MicroResult, MicroRun};
+use scalelab_micro::{anomalies, fmt_num, LabelledRun, MicroResult, MicroRun};
 use std::collections::BTreeSet;
 
 /// A micro-benchmark table (the report's [`TextTable`]).

@@ -1,12 +1,13 @@
 //! Tables and comparisons against a stored baseline run and the published
 //! 2005 lmbench/flops tables, pinned with snapshots.
 
-use scalelab_micro::{compare, delta_pct, load_published_dir, LabelledRun, MicroReport};
+use scalelab_analyze::micro::{compare, delta_pct, load_published_dir};
+use scalelab_micro::{LabelledRun, MicroReport};
 use scalelab_report::micro::{render_comparison, render_tables, summary_tables};
 use std::path::PathBuf;
 
 fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../micro/tests/fixtures")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../analyze/tests/fixtures/micro")
 }
 
 /// A full run measured on the development machine (2 vCPU KVM guest).

@@ -22,7 +22,8 @@ pub fn run(store_path: &Path, a: &MicroArgs) -> anyhow::Result<ExitCode> {
     for f in &a.beside {
         let text = std::fs::read_to_string(f).map_err(|e| bad(format!("--beside {}: {e}", f.display())))?;
         let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        beside.extend(scalelab_micro::parse_published_csv(&name, &text).map_err(|e| bad(format!("--beside {}: {e}", f.display())))?);
+        beside
+            .extend(scalelab_analyze::micro::parse_published_csv(&name, &text).map_err(|e| bad(format!("--beside {}: {e}", f.display())))?);
     }
     let store = Store::open(store_path)?;
     let stop = super::stop_on_signals()?;
@@ -39,7 +40,7 @@ pub fn run(store_path: &Path, a: &MicroArgs) -> anyhow::Result<ExitCode> {
     .map_err(|e| anyhow::anyhow!("micro-benchmarks: {e}"))?;
 
     let env = scalelab_probe::capture_environment(&Default::default(), None, scalelab_drive::cpu::open_files_limit());
-    let report = MicroReport::new(&label, serde_json::to_value(&env)?, &run);
+    let report = MicroReport::new(&label, env.clone(), &run);
     let groups = opts.only.as_ref().map_or("all groups".to_string(), |g| g.iter().map(|g| g.as_str()).collect::<Vec<_>>().join(","));
     let mut options = serde_json::Map::new();
     options.insert("quick".into(), a.quick.into());
@@ -100,7 +101,7 @@ pub fn show(run: &LabelledRun, json: Option<&str>) -> anyhow::Result<ExitCode> {
 
 /// `compare` of micro runs: side by side with % deltas vs the baseline.
 pub fn compare(runs: &[LabelledRun], base: usize, json: bool) -> anyhow::Result<ExitCode> {
-    let c = scalelab_micro::compare_with(runs, base).map_err(|e| bad(e.to_string()))?;
+    let c = scalelab_analyze::micro::compare_with(runs, base).map_err(|e| bad(e.to_string()))?;
     if json {
         println!("{}", serde_json::to_string_pretty(&c)?);
     } else {
