@@ -4,11 +4,13 @@
 //!
 //! Module map:
 //! - [`model`]: the values handed out: [`Group`], [`Unit`], [`MicroResult`],
-//!   [`MicroRun`], [`LabelledRun`], [`MicroReport`] (the `--json` shape),
-//!   [`SuiteOptions`], [`MicroError`].
+//!   [`MicroRun`], [`LabelledRun`], [`SuiteOptions`], [`MicroError`].
+//! - [`document`]: [`MicroReport`], the `--json` document (and what the
+//!   store keeps), its environment a `scalelab_core::Environment`.
 //! - [`anomalies`]: figures that contradict the memory hierarchy or each other.
 //! - [`catalog`]: every figure's stable id, group, name and unit, in display order.
-//! - `measure`: the method (calibrate to a few ms, repeat, median/min/max/cv).
+//! - `measure`: the method (calibrate to a few ms, repeat, median/min/max/cv);
+//!   `skip`: what a measurement ends in without samples (skipped, stopped).
 //! - [`helper`]: process creation measured from a small helper process
 //!   (this executable re-started in a tiny mode), not from scalelab itself.
 //! - `sys`: guarded OS wrappers: forked children reaped on drop, CPU pinning
@@ -22,16 +24,19 @@
 
 pub mod anomalies;
 pub mod catalog;
+pub mod document;
 pub mod helper;
 pub mod model;
 
 mod bench;
 mod measure;
+mod skip;
 mod sys;
 
 pub use anomalies::Anomaly;
+pub use document::MicroReport;
 pub use measure::{fmt_num, WIDE_CV};
-pub use model::{Group, LabelledRun, MicroError, MicroReport, MicroResult, MicroRun, SuiteOptions, Unit};
+pub use model::{Group, LabelledRun, MicroError, MicroResult, MicroRun, SuiteOptions, Unit};
 
 /// The JSON schema of the `--json` document ([`MicroReport`]).
 pub const JSON_SCHEMA: &str = include_str!("../micro.schema.json");
