@@ -262,6 +262,17 @@ impl TextTable {
     }
 }
 
+/// The summary tables of `runs` as text, then one line per contradiction
+/// ([`anomaly_notes`]): what `scalelab micro` and `show` print.
+pub fn tables_text(runs: &[LabelledRun]) -> String {
+    let mut out = render_tables(&summary_tables(runs));
+    for n in anomaly_notes(runs) {
+        out.push_str(&n);
+        out.push('\n');
+    }
+    out
+}
+
 /// All tables as text, separated by blank lines.
 pub fn render_tables(tables: &[Table]) -> String {
     tables.iter().map(Table::render).collect::<Vec<_>>().join("\n")

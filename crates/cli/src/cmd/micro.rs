@@ -62,10 +62,7 @@ pub fn run(store_path: &Path, a: &MicroArgs) -> anyhow::Result<ExitCode> {
     } else {
         let mut runs = vec![report.to_labelled()];
         runs.extend(beside);
-        say!("{}", micro_text::render_tables(&micro_text::summary_tables(&runs)));
-        for n in micro_text::anomaly_notes(&runs) {
-            sayln!("{n}");
-        }
+        say!("{}", micro_text::tables_text(&runs));
         for w in &run.warnings {
             sayln!("warning: {w}");
         }
@@ -90,10 +87,7 @@ pub fn show(run: &LabelledRun, json: Option<&str>) -> anyhow::Result<ExitCode> {
     match json {
         Some(j) => println!("{j}"),
         None => {
-            say!("{}", micro_text::render_tables(&micro_text::summary_tables(std::slice::from_ref(run))));
-            for n in micro_text::anomaly_notes(std::slice::from_ref(run)) {
-                sayln!("{n}");
-            }
+            say!("{}", micro_text::tables_text(std::slice::from_ref(run)));
         }
     }
     Ok(ExitCode::SUCCESS)
