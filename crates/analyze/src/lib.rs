@@ -7,7 +7,8 @@
 //! - [`usl`]: [`UslFit`]: Universal Scalability Law fit (λ, σ, κ, R², N*).
 //! - [`mod@compare`]: [`Comparison`]: the side-by-side table of several runs
 //!   (throughput, scaling, deltas, AVG and MAX rows).
-//! - [`render_compare`]: that table as text, Markdown or CSV.
+//! - [`micro`]: micro-benchmark runs: published lmbench/flops tables, and the
+//!   comparison of runs against a baseline run.
 //! - [`import`]: published series in the import CSV format to [`Series`].
 //! - [`mod@assert`]: the CI assertion language (`peak >= 5000`, `no collapse`, ...).
 //! - [`pct`]: percentage rounding shared by the tables.
@@ -15,14 +16,17 @@
 //! - [`telemetry`]: a run's raw samples derived: rates, step-window summaries
 //!   (system, server process, threads, database, specimen).
 //! - [`verdict`]: bottleneck [`Verdict`]s from the steps' telemetry, and the
-//!   whole [`Diagnosis`] of a run (curve, USL, verdicts) as text or JSON.
+//!   whole [`Diagnosis`] of a run (curve, USL, verdicts) and its JSON.
+//!
+//! Text for people (tables, the diagnosis, micro tables) is drawn by the
+//! `report` crate from these values.
 
 pub mod assert;
 pub mod compare;
 pub mod curve;
 pub mod import;
+pub mod micro;
 pub mod pct;
-pub mod render_compare;
 pub mod series;
 pub mod telemetry;
 pub mod usl;
@@ -34,4 +38,4 @@ pub use curve::{Collapse, Curve};
 pub use import::{import_unit, parse_import_csv, ImportError};
 pub use series::{Point, Series, SeriesError};
 pub use usl::{UslError, UslFit};
-pub use verdict::{diagnose, per_s, render_text, Confidence, Diagnosis, Evidence, Verdict, VerdictKind};
+pub use verdict::{diagnose, Confidence, Diagnosis, Evidence, Verdict, VerdictKind};

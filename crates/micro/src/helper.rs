@@ -155,6 +155,14 @@ impl Drop for Helper {
     }
 }
 
+/// Where a process-creation figure was measured: from the helper (the
+/// OS's cost), or in this process when there is none (then it includes
+/// this process's address space, and the figure's warning says so).
+pub(crate) enum Forker {
+    Helper,
+    InProcess(String),
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

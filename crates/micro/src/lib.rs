@@ -4,42 +4,39 @@
 //!
 //! Module map:
 //! - [`model`]: the values handed out: [`Group`], [`Unit`], [`MicroResult`],
-//!   [`MicroRun`], [`LabelledRun`], [`MicroReport`] (the `--json` shape),
-//!   [`SuiteOptions`], [`MicroError`].
+//!   [`MicroRun`], [`LabelledRun`], [`SuiteOptions`], [`MicroError`].
+//! - [`document`]: [`MicroReport`], the `--json` document (and what the
+//!   store keeps), its environment a `scalelab_core::Environment`.
 //! - [`anomalies`]: figures that contradict the memory hierarchy or each other.
 //! - [`catalog`]: every figure's stable id, group, name and unit, in display order.
-//! - `measure`: the method (calibrate to a few ms, repeat, median/min/max/cv).
+//! - `measure`: the method (calibrate to a few ms, repeat, median/min/max/cv);
+//!   `skip`: what a measurement ends in without samples (skipped, stopped).
 //! - [`helper`]: process creation measured from a small helper process
 //!   (this executable re-started in a tiny mode), not from scalelab itself.
 //! - `sys`: guarded OS wrappers: forked children reaped on drop, CPU pinning
 //!   undone on drop, temp files, huge-page memory regions, cache sizes.
 //! - `bench`: the benchmarks, one module per group (procs, signals, threads,
 //!   locks, ctx, latency, bandwidth, memlat, fpu).
-//! - [`table`]: lmbench-summary-layout tables over several labelled runs, and
-//!   their fixed-width text.
-//! - [`published`]: parser for published lmbench/flops CSV tables.
-//! - [`compare`]: % deltas of runs against a baseline run.
 //!
+//! Published tables and comparisons are read and computed in
+//! `scalelab_analyze::micro`; the tables are drawn by `scalelab_report::micro`.
 //! Nothing here prints; [`run_suite`] reports progress through a callback.
 
 pub mod anomalies;
 pub mod catalog;
-pub mod compare;
+pub mod document;
 pub mod helper;
 pub mod model;
-pub mod published;
-pub mod table;
 
 mod bench;
 mod measure;
+mod skip;
 mod sys;
 
 pub use anomalies::Anomaly;
-pub use compare::{compare, compare_with, delta_pct, CompareCell, CompareRow, Comparison};
+pub use document::MicroReport;
 pub use measure::{fmt_num, WIDE_CV};
-pub use model::{Group, LabelledRun, MicroError, MicroReport, MicroResult, MicroRun, SuiteOptions, Unit};
-pub use published::{load_published_dir, parse_published_csv};
-pub use table::{anomaly_notes, memory_curve, render_tables, summary_tables, Table};
+pub use model::{Group, LabelledRun, MicroError, MicroResult, MicroRun, SuiteOptions, Unit};
 
 /// The JSON schema of the `--json` document ([`MicroReport`]).
 pub const JSON_SCHEMA: &str = include_str!("../micro.schema.json");

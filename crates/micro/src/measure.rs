@@ -3,7 +3,9 @@
 //! coefficient of variation), and turn the outcome into a [`MicroResult`].
 
 use crate::catalog;
+use crate::helper::Forker;
 use crate::model::{Group, MicroResult, Unit};
+pub(crate) use crate::skip::{Skip, Stopped, Values};
 use crate::sys::Machine;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -11,28 +13,6 @@ use std::time::Instant;
 /// A coefficient of variation above this gets a warning on the result: the
 /// issue's quality target for latencies on a quiet machine.
 pub const WIDE_CV: f64 = 0.05;
-
-/// Why a benchmark produced no figure.
-#[derive(Debug)]
-pub(crate) enum Skip {
-    /// `stop` was set: abandon the suite.
-    Stopped,
-    /// Could not measure here; the reason goes into the result.
-    Unavailable(String),
-}
-
-impl From<std::io::Error> for Skip {
-    fn from(e: std::io::Error) -> Self {
-        Skip::Unavailable(e.to_string())
-    }
-}
-
-/// The suite was stopped; propagated up to `run_suite`.
-#[derive(Debug)]
-pub(crate) struct Stopped;
-
-/// Samples of one figure, already in its unit, or why there are none.
-pub(crate) type Values = Result<Vec<f64>, Skip>;
 
 /// Seconds elapsed since `t`.
 pub(crate) fn secs(t: Instant) -> f64 {
@@ -218,9 +198,9 @@ impl<'p> Out<'p> {
 
     /// Like [`Out::put`] for a process-creation figure: when it was measured
     /// in this process (no helper), its warning says so and why.
-    pub fn put_forked(&mut self, ctx: &Ctx, id: &str, values: Values, at: crate::bench::procs::Forker) -> Result<(), Stopped> {
+    pub fn put_forked(&mut self, ctx: &Ctx, id: &str, values: Values, at: Forker) -> Result<(), Stopped> {
         self.put(ctx, id, values)?;
-        if let (crate::bench::procs::Forker::InProcess(why), Some(r)) = (at, self.results.last_mut()) {
+        if let (Forker::InProcess(why), Some(r)) = (at, self.results.last_mut()) {
             if r.median.is_some() {
                 let note = format!("forked from scalelab's own process, not a small helper ({why}): includes its address space");
                 r.warning = Some(match r.warning.take() {

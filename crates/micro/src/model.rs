@@ -1,4 +1,5 @@
-//! The values the suite hands out: groups, units, results, runs, options, errors.
+//! The values the suite hands out: groups, units, results, runs, options,
+//! errors (the `--json` document is [`crate::document`]).
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -213,63 +214,6 @@ pub struct LabelledRun {
     pub run: MicroRun,
 }
 
-/// The `--json` document (see `micro.schema.json`): a run with its label and
-/// the environment it was measured in.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct MicroReport {
-    pub label: String,
-    pub wall_s: f64,
-    /// The benchmark configuration (a free object; the CLI stores
-    /// `scalelab_core::Environment` here).
-    pub environment: serde_json::Value,
-    pub results: Vec<MicroResult>,
-    #[serde(default)]
-    pub warnings: Vec<String>,
-    #[serde(default)]
-    pub stopped: bool,
-    /// Figures that contradict the memory hierarchy or each other
-    /// ([`crate::anomalies::check`]).
-    #[serde(default)]
-    pub anomalies: Vec<crate::anomalies::Anomaly>,
-}
-
-impl MicroReport {
-    /// Builds the JSON document of `run`.
-    pub fn new(label: &str, environment: serde_json::Value, run: &MicroRun) -> Self {
-        MicroReport {
-            label: label.to_string(),
-            wall_s: run.wall_s,
-            environment,
-            results: run.results.clone(),
-            warnings: run.warnings.clone(),
-            stopped: run.stopped,
-            anomalies: crate::anomalies::check(run),
-        }
-    }
-
-    /// "Linux KERNEL (DISTRIBUTION)" from the environment the CLI stores
-    /// (`kernel`, `distribution`), for the tables' OS column.
-    pub fn os(&self) -> Option<String> {
-        let field = |k: &str| self.environment.get(k).and_then(|v| v.as_str()).filter(|s| !s.is_empty());
-        match (field("kernel"), field("distribution")) {
-            (Some(k), Some(d)) => Some(format!("Linux {k} ({d})")),
-            (Some(k), None) => Some(format!("Linux {k}")),
-            (None, Some(d)) => Some(d.to_string()),
-            (None, None) => None,
-        }
-    }
-
-    /// The run part of the document, for tables and comparisons.
-    pub fn to_labelled(&self) -> LabelledRun {
-        LabelledRun {
-            label: self.label.clone(),
-            os: self.os(),
-            mhz: None,
-            run: MicroRun { results: self.results.clone(), wall_s: self.wall_s, warnings: self.warnings.clone(), stopped: self.stopped },
-        }
-    }
-}
-
 /// How to run the suite.
 #[derive(Clone, Debug, Default)]
 pub struct SuiteOptions {
@@ -293,18 +237,6 @@ pub enum MicroError {
     UnknownGroup { given: String, valid: String },
     #[error("repeats must be at least 1 (got {0})")]
     BadRepeats(u32),
-    #[error("{path}:{line}: {message}")]
-    Published { path: String, line: usize, message: String },
-    #[error("reading {path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("baseline `{given}` is not among the runs compared (have: {have})")]
-    UnknownBaseline { given: String, have: String },
-    #[error("baseline `{given}`: more than one run is labelled `{given}` (have: {have}); name it by run id")]
-    AmbiguousBaseline { given: String, have: String },
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! reaped, CPU pinning that is always undone, temp files that are always
 //! removed, anonymous memory regions, and the machine's cache geometry.
 
-use crate::measure::Skip;
+use crate::skip::Skip;
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};

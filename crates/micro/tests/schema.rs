@@ -1,6 +1,7 @@
 //! The `--json` document validates against the checked-in schema, parses
 //! back into typed values, and the schema rejects what it must.
 
+use scalelab_core::Environment;
 use scalelab_micro::{run_suite, Group, MicroReport, MicroResult, MicroRun, SuiteOptions, Unit};
 use serde_json::{json, Value};
 
@@ -17,7 +18,8 @@ fn errors(doc: &Value) -> Vec<String> {
 fn real_output_validates_and_round_trips() {
     let opts = SuiteOptions { quick: true, only: Some(vec![Group::Procs, Group::Fpu]), ..SuiteOptions::default() };
     let run = run_suite(&opts, &mut |_| {}).unwrap();
-    let report = MicroReport::new("test host", json!({"kernel": "x", "cores": 2}), &run);
+    let report =
+        MicroReport::new("test host", Environment { kernel: Some("x".into()), logical_cores: Some(2), ..Environment::default() }, &run);
     let doc = serde_json::to_value(&report).unwrap();
     assert_eq!(errors(&doc), Vec::<String>::new());
     let back: MicroReport = serde_json::from_value(doc).unwrap();
@@ -43,7 +45,7 @@ fn result(id: &str, median: Option<f64>, unavailable: Option<&str>) -> MicroResu
 
 fn doc(results: Vec<MicroResult>) -> Value {
     let run = MicroRun { results, wall_s: 1.0, ..MicroRun::default() };
-    serde_json::to_value(MicroReport::new("h", json!({}), &run)).unwrap()
+    serde_json::to_value(MicroReport::new("h", Environment::default(), &run)).unwrap()
 }
 
 #[test]

@@ -3,12 +3,12 @@
 //! network, printable. Sections follow `docs/report.md`.
 
 use crate::charts::{self, Chart};
+use crate::compare::fmt_throughput;
 use crate::model::{ReportInput, ReportRun};
 use crate::page::{comparison, step_rows, telemetry_rows, unavailable_lines};
 use crate::summary::{environment_rows, side_by_side, verdict_title};
 use crate::svg::esc;
 use scalelab_analyze::compare::Cells;
-use scalelab_analyze::render_compare::fmt_throughput;
 use std::fmt::Write as _;
 
 const CSS: &str = include_str!("assets/report.css");
@@ -106,7 +106,7 @@ fn comparison_html(out: &mut String, runs: &[ReportRun]) {
     row(out, "AVG", &c.avg, r#" class="agg""#);
     row(out, "MAX", &c.max, r#" class="agg""#);
     out.push_str("</tbody></table></div>");
-    let _ = write!(out, r#"<p class="note">{}</p>"#, esc(&scalelab_analyze::render_compare::legend(&c).join("; ")));
+    let _ = write!(out, r#"<p class="note">{}</p>"#, esc(&crate::compare::legend(&c).join("; ")));
 }
 
 fn verdicts_html(out: &mut String, r: &ReportRun) {

@@ -5,6 +5,11 @@
 //! - [`json`]: the JSON document of a run (`docs/json.md`, `docs/run.schema.json`).
 //! - [`csv`]: CSV export of steps and of the per-second series.
 //! - [`fmt`]: number formatting shared by the above (missing is "-", never 0).
+//! - [`compare`]: the comparison table of several runs as text, Markdown or CSV.
+//! - [`diagnosis`]: a run's diagnosis (curve, USL, verdicts) as text.
+//! - [`micro`]: micro-benchmark tables (lmbench layout, comparison) as text.
+//! - [`cli`]: the lines of the command-line's own listings (`runs`, `show`'s
+//!   header, `--assert` results, micro progress).
 //!
 //! The report (`scalelab report`, `docs/report.md`):
 //! - [`model`]: its input: runs with their diagnosis and per-second [`model::Timeline`], micro tables.
@@ -15,11 +20,15 @@
 //! - [`html`]: the self-contained HTML document; [`markdown`]: the Markdown one.
 
 pub mod charts;
+pub mod cli;
+pub mod compare;
 pub mod csv;
+pub mod diagnosis;
 pub mod fmt;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod micro;
 pub mod model;
 pub mod page;
 pub mod summary;

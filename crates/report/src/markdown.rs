@@ -67,7 +67,7 @@ pub fn render(input: &ReportInput) -> String {
 
         out.push_str("\n## Comparison\n\n");
         match comparison(runs) {
-            Ok(c) => out.push_str(&scalelab_analyze::render_compare::to_markdown(&c)),
+            Ok(c) => out.push_str(&crate::compare::to_markdown(&c)),
             Err(e) => {
                 let _ = writeln!(out, "no comparison: {e}");
             }

@@ -53,7 +53,7 @@ pub fn verdict_detail(v: &Verdict) -> String {
 }
 
 fn peak_cell(d: &Diagnosis) -> String {
-    d.curve.as_ref().map_or("-".into(), |c| format!("{} at {}", scalelab_analyze::per_s(c.peak, &d.unit), clients(c.peak_concurrency)))
+    d.curve.as_ref().map_or("-".into(), |c| format!("{} at {}", crate::diagnosis::per_s(c.peak, &d.unit), clients(c.peak_concurrency)))
 }
 
 fn knee_cell(d: &Diagnosis) -> String {
@@ -67,7 +67,7 @@ fn collapse_cell(d: &Diagnosis) -> String {
             None => "none".into(),
             Some(k) => format!(
                 "{} at {} = {}% of peak{}",
-                scalelab_analyze::per_s(k.throughput, &d.unit),
+                crate::diagnosis::per_s(k.throughput, &d.unit),
                 clients(k.concurrency),
                 num(k.pct_of_peak),
                 if k.retrograde { " (retrograde)" } else { "" }
@@ -99,7 +99,7 @@ pub fn side_by_side(runs: &[(&str, &Diagnosis)], with_usl: bool) -> Vec<Vec<Stri
         fn usl(d: &Diagnosis, f: impl Fn(&scalelab_analyze::UslFit) -> String) -> String {
             d.usl.as_ref().map_or_else(|| "-".to_string(), f)
         }
-        row("USL λ (per client)", &|d| usl(d, |u| scalelab_analyze::per_s(u.lambda, &d.unit)));
+        row("USL λ (per client)", &|d| usl(d, |u| crate::diagnosis::per_s(u.lambda, &d.unit)));
         row("USL σ (contention)", &|d| usl(d, |u| format!("{:.4}", u.sigma)));
         row("USL κ (coherency)", &|d| usl(d, |u| format!("{:.5}", u.kappa)));
         row("USL R²", &|d| usl(d, |u| u.r2.map_or("-".into(), |r| format!("{r:.3}"))));

@@ -20,8 +20,7 @@
 mod diagnosis;
 mod rules;
 
-pub(crate) use diagnosis::num;
-pub use diagnosis::{diagnose, per_s, render_text, to_json, Diagnosis};
+pub use diagnosis::{diagnose, to_json, Diagnosis};
 
 use crate::curve::Curve;
 use scalelab_core::{Run, StepResult};

@@ -775,30 +775,15 @@ fn json_has_the_documented_shape() {
 }
 
 #[test]
-fn an_unusable_usl_fit_is_neither_in_the_json_nor_in_the_text() {
+fn an_unusable_usl_fit_is_not_in_the_json() {
     // Published Tiger: the least-squares optimum is σ 2.16, R² 0.50.
+    // (Its text is pinned in scalelab_report::diagnosis's tests.)
     let tiger = [(1, 192.0), (2, 274.0), (5, 113.0), (10, 62.0), (20, 50.0), (35, 50.0), (50, 47.0)];
     let d = diagnose(&run(tiger.iter().map(|&(n, x)| step(n, x, None)).collect()));
     assert!(d.usl.is_none());
     let j = to_json(&d);
     assert!(j["usl"].is_null(), "{j}");
     assert!(j["usl_error"].as_str().unwrap().contains("σ 2.16 is outside [0, 1]"), "{j}");
-    let text = super::render_text(&d, "tiger");
-    assert!(text.contains("USL: no usable fit: `test`: σ 2.16 is outside [0, 1]"), "{text}");
-    assert!(!text.contains("sigma 2.16"), "{text}");
-}
-
-#[test]
-fn numbers_in_text() {
-    use super::diagnosis::num;
-    assert_eq!(num(31_200.4), "31,200");
-    assert_eq!(num(1_234_567.0), "1,234,567");
-    assert_eq!(num(-1500.0), "-1,500");
-    assert_eq!(num(38.4), "38");
-    assert_eq!(num(2.94), "2.9");
-    assert_eq!(num(4.0), "4");
-    assert_eq!(num(0.214), "0.21");
-    assert_eq!(num(f64::NAN), "?");
 }
 
 #[test]

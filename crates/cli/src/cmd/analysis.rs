@@ -13,8 +13,7 @@ pub fn series_of(run: &Run) -> Series {
 /// The diagnosis printed under a run's tables: curve, USL fit, verdicts with
 /// their evidence and what to look at next.
 pub fn diagnosis_text(run: &Run) -> String {
-    let d = scalelab_analyze::diagnose(run);
-    scalelab_analyze::render_text(&d, &run.plan.label)
+    scalelab_report::cli::diagnosis_text(run)
 }
 
 /// The run's JSON with the diagnosis (`curve`, `usl`, `verdicts`) added.
@@ -43,7 +42,7 @@ pub fn check(run: &Run, parsed: &[assertions::Assertion]) -> bool {
         Ok(c) => c,
         Err(e) => {
             for a in parsed {
-                esayln!("FAIL  {}  (no data: {e})", a.text);
+                esayln!("{}", scalelab_report::cli::assertion_no_data(&a.text, &e));
             }
             return false;
         }
@@ -52,9 +51,7 @@ pub fn check(run: &Run, parsed: &[assertions::Assertion]) -> bool {
     let mut all = true;
     for o in assertions::evaluate_all(parsed, &series, &curve, usl.as_ref()) {
         all &= o.passed;
-        let measured =
-            o.measured.map_or("no data".to_string(), |m| format!("{m:.4}").trim_end_matches('0').trim_end_matches('.').to_string());
-        esayln!("{}  {}  (measured {measured}; {})", if o.passed { "PASS" } else { "FAIL" }, o.assertion, o.detail);
+        esayln!("{}", scalelab_report::cli::assertion_line(&o));
     }
     all
 }

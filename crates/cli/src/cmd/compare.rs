@@ -3,8 +3,9 @@
 use crate::args::{CompareArgs, CompareFormat, ImportArgs};
 use crate::cmd::analysis::series_of;
 use crate::error::bad;
-use scalelab_analyze::{compare, render_compare, CompareOptions};
+use scalelab_analyze::{compare, CompareOptions};
 use scalelab_core::{Environment, RunKind, RunPlan, StepPlan, StepResult};
+use scalelab_report::compare as render_compare;
 use scalelab_store::{RunSelector, Store};
 use std::path::Path;
 use std::process::ExitCode;

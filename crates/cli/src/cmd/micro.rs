@@ -5,6 +5,7 @@ use crate::args::MicroArgs;
 use crate::error::bad;
 use scalelab_core::{RunKind, RunPlan};
 use scalelab_micro::{LabelledRun, MicroReport, SuiteOptions};
+use scalelab_report::micro as micro_text;
 use scalelab_store::Store;
 use std::path::Path;
 use std::process::ExitCode;
@@ -21,7 +22,8 @@ pub fn run(store_path: &Path, a: &MicroArgs) -> anyhow::Result<ExitCode> {
     for f in &a.beside {
         let text = std::fs::read_to_string(f).map_err(|e| bad(format!("--beside {}: {e}", f.display())))?;
         let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        beside.extend(scalelab_micro::parse_published_csv(&name, &text).map_err(|e| bad(format!("--beside {}: {e}", f.display())))?);
+        beside
+            .extend(scalelab_analyze::micro::parse_published_csv(&name, &text).map_err(|e| bad(format!("--beside {}: {e}", f.display())))?);
     }
     let store = Store::open(store_path)?;
     let stop = super::stop_on_signals()?;
@@ -32,18 +34,13 @@ pub fn run(store_path: &Path, a: &MicroArgs) -> anyhow::Result<ExitCode> {
     let show_progress = !a.quiet && !a.json;
     let run = scalelab_micro::run_suite(&opts, &mut |r| {
         if show_progress {
-            let value = match (r.median, &r.unavailable) {
-                (Some(m), _) => format!("{m:.4} {}", r.unit.as_str()),
-                (None, Some(why)) => format!("unavailable: {why}"),
-                (None, None) => "-".into(),
-            };
-            esayln!("{:<24} {value}", r.id);
+            esayln!("{}", scalelab_report::micro::progress_line(r));
         }
     })
     .map_err(|e| anyhow::anyhow!("micro-benchmarks: {e}"))?;
 
     let env = scalelab_probe::capture_environment(&Default::default(), None, scalelab_drive::cpu::open_files_limit());
-    let report = MicroReport::new(&label, serde_json::to_value(&env)?, &run);
+    let report = MicroReport::new(&label, env.clone(), &run);
     let groups = opts.only.as_ref().map_or("all groups".to_string(), |g| g.iter().map(|g| g.as_str()).collect::<Vec<_>>().join(","));
     let mut options = serde_json::Map::new();
     options.insert("quick".into(), a.quick.into());
@@ -65,10 +62,7 @@ pub fn run(store_path: &Path, a: &MicroArgs) -> anyhow::Result<ExitCode> {
     } else {
         let mut runs = vec![report.to_labelled()];
         runs.extend(beside);
-        say!("{}", scalelab_micro::render_tables(&scalelab_micro::summary_tables(&runs)));
-        for n in scalelab_micro::anomaly_notes(&runs) {
-            sayln!("{n}");
-        }
+        say!("{}", micro_text::tables_text(&runs));
         for w in &run.warnings {
             sayln!("warning: {w}");
         }
@@ -93,10 +87,7 @@ pub fn show(run: &LabelledRun, json: Option<&str>) -> anyhow::Result<ExitCode> {
     match json {
         Some(j) => println!("{j}"),
         None => {
-            say!("{}", scalelab_micro::render_tables(&scalelab_micro::summary_tables(std::slice::from_ref(run))));
-            for n in scalelab_micro::anomaly_notes(std::slice::from_ref(run)) {
-                sayln!("{n}");
-            }
+            say!("{}", micro_text::tables_text(std::slice::from_ref(run)));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -104,11 +95,11 @@ pub fn show(run: &LabelledRun, json: Option<&str>) -> anyhow::Result<ExitCode> {
 
 /// `compare` of micro runs: side by side with % deltas vs the baseline.
 pub fn compare(runs: &[LabelledRun], base: usize, json: bool) -> anyhow::Result<ExitCode> {
-    let c = scalelab_micro::compare_with(runs, base).map_err(|e| bad(e.to_string()))?;
+    let c = scalelab_analyze::micro::compare_with(runs, base).map_err(|e| bad(e.to_string()))?;
     if json {
         println!("{}", serde_json::to_string_pretty(&c)?);
     } else {
-        say!("{}", c.render());
+        say!("{}", micro_text::render_comparison(&c));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -6,7 +6,7 @@
 use crate::args::{ReportArgs, ReportFormat};
 use crate::error::bad;
 use scalelab_core::RunKind;
-use scalelab_report::model::{ImageLinks, Points, ReportInput, ReportRun, TextTable, Timeline};
+use scalelab_report::model::{ImageLinks, Points, ReportInput, ReportRun, Timeline};
 use scalelab_store::{RunSelector, Store};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -53,10 +53,7 @@ pub fn run(store_path: &Path, a: &ReportArgs) -> anyhow::Result<ExitCode> {
     }
     input.dedup_names();
     if !micro.is_empty() {
-        input.micro = scalelab_micro::summary_tables(&micro)
-            .into_iter()
-            .map(|t| TextTable { title: t.title, columns: t.columns, rows: t.rows })
-            .collect();
+        input.micro = scalelab_report::micro::summary_tables(&micro);
     }
     let base = out.parent().unwrap_or(Path::new(""));
     if let Some(dir) = &a.svg {

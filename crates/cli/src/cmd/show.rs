@@ -1,9 +1,8 @@
 //! `scalelab runs`, `show` and `export`: reading the store back.
 
 use crate::args::{ExportArgs, ExportFormat, ShowArgs};
-use scalelab_core::escape_control as line;
-use scalelab_report::fmt::thousands;
-use scalelab_report::{csv, table};
+use scalelab_report::cli::RunListing;
+use scalelab_report::csv;
 use scalelab_store::{RunSelector, Store};
 use std::path::Path;
 use std::process::ExitCode;
@@ -24,25 +23,22 @@ pub fn load_run(store: &Store, id: i64) -> anyhow::Result<scalelab_core::Run> {
 
 pub fn runs(path: &Path) -> anyhow::Result<ExitCode> {
     let store = open_existing(path)?;
-    let mut rows = vec![["id", "kind", "label", "target", "started (UTC)", "steps", "peak/s", "status"].map(String::from).to_vec()];
-    for r in store.list_runs()? {
-        let status = match (&r.outcome, r.complete) {
-            (_, true) => "complete".to_string(),
-            (Some(o), false) => format!("incomplete: {o}"),
-            (None, false) => "incomplete".to_string(),
-        };
-        rows.push(vec![
-            r.id.to_string(),
-            r.kind,
-            r.label,
-            r.target,
-            utc(r.started_unix_ms),
-            r.steps.to_string(),
-            r.peak_throughput_per_s.map_or("-".into(), thousands),
-            status,
-        ]);
-    }
-    say!("{}", scalelab_report::fmt::columns_fit(&rows, crate::term::width()));
+    let listing: Vec<RunListing> = store
+        .list_runs()?
+        .into_iter()
+        .map(|r| RunListing {
+            id: r.id,
+            kind: r.kind,
+            label: r.label,
+            target: r.target,
+            started_unix_ms: r.started_unix_ms,
+            complete: r.complete,
+            outcome: r.outcome,
+            steps: r.steps,
+            peak_throughput_per_s: r.peak_throughput_per_s,
+        })
+        .collect();
+    say!("{}", scalelab_report::cli::runs_table(&listing, crate::term::width()));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -66,28 +62,7 @@ pub fn show(path: &Path, a: &ShowArgs) -> anyhow::Result<ExitCode> {
         let parsed = super::analysis::parse_assertions(&a.asserts)?;
         return Ok(if super::analysis::check(&run, &parsed) { ExitCode::SUCCESS } else { ExitCode::from(1) });
     }
-    let status = if run.complete {
-        "complete".to_string()
-    } else {
-        format!("incomplete ({})", run.outcome.as_deref().unwrap_or("killed or still running"))
-    };
-    let width = crate::term::width();
-    let head = format!(
-        "run {}: {} — {} — {}\ntarget {}, client threads {}, started {}\n",
-        run.id,
-        line(&run.plan.label),
-        line(&run.plan.workload),
-        status,
-        line(&run.plan.target),
-        run.plan.client_threads_text(),
-        utc(run.started_unix_ms)
-    );
-    say!("{}", scalelab_report::fmt::wrap(&head, width));
-    say!("{}", table::run_table_width(&run, width));
-    if let Some(t) = table::telemetry_table_width(&run, width) {
-        say!("{t}");
-    }
-    say!("{}", scalelab_report::fmt::wrap(&super::analysis::diagnosis_text(&run), width));
+    say!("{}", scalelab_report::cli::show_text(&run, crate::term::width()));
     let parsed = super::analysis::parse_assertions(&a.asserts)?;
     Ok(if super::analysis::check(&run, &parsed) { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
@@ -100,8 +75,7 @@ pub fn diagnose(path: &Path, a: &ShowArgs) -> anyhow::Result<ExitCode> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&scalelab_analyze::verdict::to_json(&d))?);
     } else {
-        sayln!("run {}: {}", run.id, line(&run.plan.label));
-        say!("{}", scalelab_report::fmt::wrap(&scalelab_analyze::render_text(&d, &line(&run.plan.label)), crate::term::width()));
+        say!("{}", scalelab_report::cli::diagnose_text(&run, &d, crate::term::width()));
     }
     let parsed = super::analysis::parse_assertions(&a.asserts)?;
     Ok(if super::analysis::check(&run, &parsed) { ExitCode::SUCCESS } else { ExitCode::from(1) })
@@ -142,23 +116,4 @@ pub fn export(path: &Path, a: &ExportArgs) -> anyhow::Result<ExitCode> {
         (ExportFormat::Csv, true) => print!("{}", csv::seconds_csv(&run)),
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// `2026-11-22 01:02:03` from Unix milliseconds (UTC, no time-zone database needed).
-fn utc(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let tod = secs.rem_euclid(86_400);
-    // Civil from days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}", tod / 3600, tod % 3600 / 60, tod % 60)
 }

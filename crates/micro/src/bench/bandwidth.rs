@@ -198,7 +198,7 @@ fn mmap_reread(ctx: &Ctx, f: &TempFile, len: usize) -> Values {
         return Err(os_skip("mmap"));
     }
     // SAFETY: unmaps the mapping made above, once, after its last use (`words` is dropped first).
-    let _unmap = super::threads::OnDrop(|| unsafe {
+    let _unmap = super::sync::OnDrop(|| unsafe {
         libc::munmap(p, len);
     });
     // SAFETY: `p` maps `len` readable bytes, page-aligned, until `_unmap` runs at the end of this

@@ -3,7 +3,7 @@
 //! CPUs a spinner burns its time slice while the holder is descheduled;
 //! this is how spinning locks make databases collapse.
 
-use super::threads::{OnDrop, PMutex};
+use super::sync::{OnDrop, PMutex};
 use crate::measure::{secs, Ctx, Out, Skip, Stopped};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

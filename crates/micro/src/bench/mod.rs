@@ -1,5 +1,6 @@
 //! The benchmarks, one module per group (signals and lock contention split
-//! out of procs and threads to keep files small).
+//! out of procs and threads to keep files small; `sync` holds what threads,
+//! locks and bandwidth share).
 
 mod bandwidth;
 mod ctx;
@@ -9,6 +10,7 @@ mod locks;
 mod memlat;
 pub(crate) mod procs;
 mod signals;
+mod sync;
 mod threads;
 
 use crate::measure::{Ctx, Out, Stopped};
@@ -18,7 +20,10 @@ use crate::model::Group;
 pub(crate) fn run_group(group: Group, ctx: &Ctx, out: &mut Out) -> Result<(), Stopped> {
     match group {
         Group::Procs => procs::run(ctx, out),
-        Group::Threads => threads::run(ctx, out),
+        Group::Threads => {
+            threads::run(ctx, out)?;
+            locks::run(ctx, out)
+        }
         Group::Ctx => ctx::run(ctx, out),
         Group::Latency => latency::run(ctx, out),
         Group::Bandwidth => bandwidth::run(ctx, out),

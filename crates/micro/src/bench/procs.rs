@@ -1,7 +1,7 @@
 //! lmbench's "Processor, Processes" table: null call, null I/O, stat,
 //! open+close, select, process creation. Signals live in `signals.rs`.
 
-use crate::helper::Helper;
+use crate::helper::{Forker, Helper};
 use crate::measure::{scale, secs, Ctx, Out, Skip, Stopped, Values};
 use crate::sys::{os_skip, Child, TempFile};
 use std::ffi::CString;
@@ -184,14 +184,6 @@ fn select_tcp(ctx: &Ctx) -> Values {
     }
     let raw: Vec<RawFd> = clients.iter().map(|s| s.as_raw_fd()).collect();
     select_on(ctx, &raw)
-}
-
-/// Where a process-creation figure was measured: from the helper (the
-/// OS's cost), or in this process when there is none (then it includes
-/// this process's address space, and the figure's warning says so).
-pub(crate) enum Forker {
-    Helper,
-    InProcess(String),
 }
 
 /// Samples from the helper in `mode`, or `None` (with why) when there is none.

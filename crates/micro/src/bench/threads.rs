@@ -3,6 +3,7 @@
 //! 2/4/8 threads) lives in `locks.rs`. Threads are scoped, so they are
 //! always joined before a function returns, whatever happens.
 
+use super::sync::{OnDrop, PMutex};
 use crate::measure::{scale, secs, Ctx, Out, Skip, Stopped, Values};
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -12,36 +13,7 @@ pub(crate) fn run(ctx: &Ctx, out: &mut Out) -> Result<(), Stopped> {
     out.put(ctx, "thread_create", thread_create(ctx))?;
     out.put(ctx, "mutex_uncontended", mutex_uncontended(ctx))?;
     out.put(ctx, "mutex_handoff", mutex_handoff(ctx))?;
-    out.put(ctx, "futex_wake", futex_wake(ctx))?;
-    super::locks::run(ctx, out)
-}
-
-/// A pthread mutex (the default, sleeping kind C servers use).
-pub(crate) struct PMutex(UnsafeCell<libc::pthread_mutex_t>);
-
-// SAFETY: a pthread mutex is made to be shared between threads.
-unsafe impl Sync for PMutex {}
-
-impl PMutex {
-    pub fn new() -> Self {
-        PMutex(UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER))
-    }
-    pub fn lock(&self) {
-        // SAFETY: the mutex was initialized by PTHREAD_MUTEX_INITIALIZER and lives in this struct,
-        // which is not moved while shared.
-        unsafe { libc::pthread_mutex_lock(self.0.get()) };
-    }
-    pub fn unlock(&self) {
-        // SAFETY: unlocks the initialized mutex this thread locked in `lock`.
-        unsafe { libc::pthread_mutex_unlock(self.0.get()) };
-    }
-}
-
-impl Drop for PMutex {
-    fn drop(&mut self) {
-        // SAFETY: dropped: nobody holds or waits on the mutex any more.
-        unsafe { libc::pthread_mutex_destroy(self.0.get()) };
-    }
+    out.put(ctx, "futex_wake", futex_wake(ctx))
 }
 
 struct PCond(UnsafeCell<libc::pthread_cond_t>);
@@ -56,7 +28,7 @@ impl PCond {
     fn wait(&self, m: &PMutex) {
         // SAFETY: both objects are initialized and live; the caller holds `m`, as pthread_cond_wait
         // requires.
-        unsafe { libc::pthread_cond_wait(self.0.get(), m.0.get()) };
+        unsafe { libc::pthread_cond_wait(self.0.get(), m.as_ptr()) };
     }
     fn signal(&self) {
         // SAFETY: an initialized condition variable that lives in this struct.
@@ -155,15 +127,6 @@ fn mutex_handoff(ctx: &Ctx) -> Values {
         })
     })?;
     Ok(scale(v, 1e6 / 2.0))
-}
-
-/// Runs a closure when dropped.
-pub(crate) struct OnDrop<F: FnMut()>(pub F);
-
-impl<F: FnMut()> Drop for OnDrop<F> {
-    fn drop(&mut self) {
-        (self.0)()
-    }
 }
 
 fn futex(word: &AtomicU32, op: libc::c_int, val: u32) {

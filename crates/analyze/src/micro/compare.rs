@@ -1,11 +1,10 @@
 //! Side-by-side comparison of labelled runs against a baseline run: every
 //! figure's value per run and its delta in % (100 × (A/B − 1), rounded half
-//! away from zero), as data and as text.
+//! away from zero), as data (`scalelab_report::micro` draws it).
 
-use crate::catalog::{self, order_key};
-use crate::measure::fmt_num;
-use crate::model::{LabelledRun, MicroError, Unit};
-use crate::table::Table;
+use super::MicroInputError;
+use scalelab_micro::catalog::{self, order_key};
+use scalelab_micro::{LabelledRun, Unit};
 use serde::{Deserialize, Serialize};
 
 /// One run's value of a figure and its delta against the baseline.
@@ -51,12 +50,12 @@ pub fn delta_pct(a: f64, b: f64) -> Option<i64> {
 
 /// Compares `runs` against the one labelled `baseline`; a label that two
 /// runs share is ambiguous (name them apart, or use [`compare_with`]).
-pub fn compare(runs: &[LabelledRun], baseline: &str) -> Result<Comparison, MicroError> {
+pub fn compare(runs: &[LabelledRun], baseline: &str) -> Result<Comparison, MicroInputError> {
     let have = || runs.iter().map(|r| r.label.as_str()).collect::<Vec<_>>().join(", ");
     let mut matching = runs.iter().enumerate().filter(|(_, r)| r.label == baseline).map(|(i, _)| i);
-    let base = matching.next().ok_or_else(|| MicroError::UnknownBaseline { given: baseline.to_string(), have: have() })?;
+    let base = matching.next().ok_or_else(|| MicroInputError::UnknownBaseline { given: baseline.to_string(), have: have() })?;
     if matching.next().is_some() {
-        return Err(MicroError::AmbiguousBaseline { given: baseline.to_string(), have: have() });
+        return Err(MicroInputError::AmbiguousBaseline { given: baseline.to_string(), have: have() });
     }
     compare_with(runs, base)
 }
@@ -65,10 +64,10 @@ pub fn compare(runs: &[LabelledRun], baseline: &str) -> Result<Comparison, Micro
 /// not label: two runs with one label (a before/after on one host) are two
 /// columns, each with its deltas; their labels should be made distinct for
 /// display first (the CLI appends the run id: `host #12`, `host #15`).
-pub fn compare_with(runs: &[LabelledRun], base: usize) -> Result<Comparison, MicroError> {
+pub fn compare_with(runs: &[LabelledRun], base: usize) -> Result<Comparison, MicroInputError> {
     let baseline = &runs
         .get(base)
-        .ok_or_else(|| MicroError::UnknownBaseline {
+        .ok_or_else(|| MicroInputError::UnknownBaseline {
             given: format!("#{base}"),
             have: runs.iter().map(|r| r.label.as_str()).collect::<Vec<_>>().join(", "),
         })?
@@ -102,52 +101,21 @@ pub fn compare_with(runs: &[LabelledRun], base: usize) -> Result<Comparison, Mic
     Ok(Comparison { baseline: baseline.to_string(), labels: others.iter().map(|o| o.label.clone()).collect(), rows })
 }
 
-impl Comparison {
-    /// The comparison as a table: figure, unit, the baseline's value, then
-    /// each run's value and delta.
-    pub fn to_table(&self) -> Table {
-        let mut columns = vec!["figure".to_string(), "unit".to_string(), self.baseline.clone()];
-        for l in &self.labels {
-            columns.push(l.clone());
-            columns.push("delta%".to_string());
-        }
-        let dash = || "-".to_string();
-        let rows = self
-            .rows
-            .iter()
-            .map(|r| {
-                let mut row = vec![r.id.clone(), r.unit.as_str().to_string(), r.baseline.map(fmt_num).unwrap_or_else(dash)];
-                for c in &r.cells {
-                    row.push(c.value.map(fmt_num).unwrap_or_else(dash));
-                    row.push(c.delta_pct.map(|d| format!("{d:+}")).unwrap_or_else(dash));
-                }
-                row
-            })
-            .collect();
-        Table {
-            title: format!(
-                "Compared with {}: delta% = 100 x (A/B - 1); for us/ns smaller is better, \
-                 for MB/s, MFLOPS, Mops/s bigger is better",
-                self.baseline
-            ),
-            columns,
-            rows,
-        }
-    }
-
-    /// The comparison as fixed-width text.
-    pub fn render(&self) -> String {
-        self.to_table().render()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn run(label: &str, fork_us: f64) -> LabelledRun {
-        let r = crate::measure::summarize("fork_exit", crate::model::Group::Procs, "fork+exit", Unit::Us, &[fork_us]);
-        LabelledRun { label: label.into(), os: None, mhz: None, run: crate::model::MicroRun { results: vec![r], ..Default::default() } }
+        let r = scalelab_micro::MicroResult {
+            median: Some(fork_us),
+            min: Some(fork_us),
+            max: Some(fork_us),
+            cv: Some(0.0),
+            samples: 1,
+            unavailable: None,
+            ..scalelab_micro::MicroResult::unavailable("fork_exit", scalelab_micro::Group::Procs, "fork+exit", Unit::Us, String::new())
+        };
+        LabelledRun { label: label.into(), os: None, mhz: None, run: scalelab_micro::MicroRun { results: vec![r], ..Default::default() } }
     }
 
     #[test]

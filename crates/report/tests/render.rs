@@ -1,11 +1,11 @@
 //! Pins the comparison table's text, Markdown and CSV renderings (insta
 //! snapshots in `tests/snapshots`; review changes with `cargo insta review`).
 
-use scalelab_analyze::render_compare::{to_csv, to_markdown, to_text};
 use scalelab_analyze::{compare, parse_import_csv, CompareOptions, Comparison, Series};
+use scalelab_report::compare::{to_csv, to_markdown, to_text};
 
 fn published(name: &str) -> Vec<Series> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/published").join(name);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../analyze/tests/data/published").join(name);
     parse_import_csv(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 

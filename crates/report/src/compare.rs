@@ -1,12 +1,12 @@
 //! Renderings of a [`Comparison`]: a plain-text table for the terminal,
 //! Markdown for reports and issues, CSV for spreadsheets. Missing cells are
-//! `-` (text, Markdown) or empty (CSV), never 0. The `report` crate re-exports
-//! these; they live here so the table's layout is pinned next to its data.
+//! `-` (text, Markdown) or empty (CSV), never 0. The data is
+//! [`scalelab_analyze::compare`]; this module only draws it.
 //!
 //! Column order everywhere: concurrency, each run's throughput, each run's
 //! scaling, then the delta columns; the AVG and MAX rows come last.
 
-use crate::compare::{Cells, Comparison};
+use scalelab_analyze::compare::{Cells, Comparison};
 
 /// Throughput as tables show it: whole numbers stay whole, others keep
 /// enough decimals to be read (AVG of whole numbers is often not whole).
@@ -33,7 +33,7 @@ pub fn fmt_throughput_text(x: f64) -> String {
     if x.abs() < 1000.0 {
         fmt_throughput(x)
     } else {
-        crate::verdict::num(x)
+        crate::diagnosis::num(x)
     }
 }
 

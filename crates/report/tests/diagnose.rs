@@ -3,8 +3,9 @@
 //! snapshots in `tests/snapshots`; review changes with `cargo insta review`).
 
 use scalelab_analyze::verdict::to_json;
-use scalelab_analyze::{diagnose, render_text, Confidence, VerdictKind};
+use scalelab_analyze::{diagnose, Confidence, VerdictKind};
 use scalelab_core::{Environment, ErrorClass, Failure, HotThread, Run, RunKind, RunPlan, StepResult, StepTelemetry, ThreadStatesPct};
+use scalelab_report::diagnosis::render_text;
 
 fn telemetry(busy: f64, user: f64, sys: f64, futex: f64, cs_per_request: f64, server_cpu: f64) -> StepTelemetry {
     StepTelemetry {

@@ -1,14 +1,16 @@
 //! Runs the micro-benchmark suite and prints lmbench-layout tables, optionally
 //! beside published rows and with % deltas against one of them. Used by
 //! bench/micro_vs_lmbench until `scalelab micro` is wired; not the product CLI.
+//! It lives beside the CLI because it uses micro (the suite), analyze
+//! (published tables, comparison) and report (the tables' text).
 //!
-//! cargo run --release -p scalelab-micro --example micro -- \
+//! cargo run --release -p scalelab --example micro -- \
 //!     [--quick] [--only procs,ctx] [--published DIR] [--baseline LABEL] [--json FILE]
 
 use clap::Parser;
-use scalelab_micro::{
-    compare, load_published_dir, render_tables, run_suite, summary_tables, Group, LabelledRun, MicroReport, SuiteOptions,
-};
+use scalelab_analyze::micro::{compare, load_published_dir};
+use scalelab_micro::{run_suite, Group, LabelledRun, MicroReport, SuiteOptions};
+use scalelab_report::micro::{render_comparison, render_tables, summary_tables};
 use std::path::PathBuf;
 
 #[derive(Parser)]
@@ -52,7 +54,11 @@ fn main() -> anyhow_free::Result {
                     .unwrap_or_else(|| format!("unavailable: {}", r.unavailable.clone().unwrap_or_default()));
                 eprintln!("{:6.2}s  {:<24} {v}", t0.elapsed().as_secs_f64(), r.id);
             })?;
-            let env = serde_json::json!({ "kernel": kernel_release() });
+            let env = scalelab_core::Environment {
+                kernel: kernel_release(),
+                scalelab_version: scalelab_core::VERSION.into(),
+                ..Default::default()
+            };
             MicroReport::new(&args.label, env, &run)
         }
     };
@@ -68,7 +74,7 @@ fn main() -> anyhow_free::Result {
     println!("{}", render_tables(&summary_tables(&runs)));
     if let Some(b) = &args.baseline {
         let pair: Vec<LabelledRun> = runs.iter().filter(|r| r.label == *b || r.label == args.label).cloned().collect();
-        println!("{}", compare(&pair, b)?.render());
+        println!("{}", render_comparison(&compare(&pair, b)?));
     }
     for w in &report.warnings {
         println!("warning: {w}");

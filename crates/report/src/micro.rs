@@ -1,21 +1,17 @@
-//! Tables in the layout of lmbench's summary (one row per labelled run,
-//! columns as lmbench prints them), so published rows sit beside ours, plus
-//! a plain fixed-width renderer.
+//! Micro-benchmark tables: the layout of lmbench's summary (one row per
+//! labelled run, columns as lmbench prints them) so published rows sit beside
+//! ours, the comparison against a baseline run, and a plain fixed-width
+//! renderer. A table is a [`TextTable`]: `rows[i][j]` is the text under
+//! `columns[j]`; a missing figure is "-".
 
-use crate::catalog::{parse_curve_id, size_label};
-use crate::measure::fmt_num;
-use crate::model::{LabelledRun, MicroRun};
-use serde::{Deserialize, Serialize};
+use crate::model::TextTable;
+use scalelab_analyze::micro::Comparison;
+use scalelab_micro::catalog::{parse_curve_id, size_label};
+use scalelab_micro::{anomalies, fmt_num, LabelledRun, MicroResult, MicroRun};
 use std::collections::BTreeSet;
 
-/// A table as plain data: `rows[i][j]` is the text under `columns[j]`;
-/// a missing figure is "-".
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Table {
-    pub title: String,
-    pub columns: Vec<String>,
-    pub rows: Vec<Vec<String>>,
-}
+/// A micro-benchmark table (the report's [`TextTable`]).
+pub type Table = TextTable;
 
 /// One summary table: its title, whether it shows the Mhz column, and its
 /// (header, figure id) columns.
@@ -142,7 +138,7 @@ fn cell(v: Option<f64>) -> String {
     v.map(fmt_num).unwrap_or_else(|| "-".to_string())
 }
 
-/// Marks a figure that contradicts another (see [`crate::anomalies`]); the
+/// Marks a figure that contradicts another (see [`scalelab_micro::anomalies`]); the
 /// reasons are listed under the tables ([`anomaly_notes`]).
 pub const ANOMALY_MARK: &str = "!";
 
@@ -150,7 +146,7 @@ pub const ANOMALY_MARK: &str = "!";
 /// `! LABEL: message`.
 pub fn anomaly_notes(runs: &[LabelledRun]) -> Vec<String> {
     runs.iter()
-        .flat_map(|r| crate::anomalies::check(&r.run).into_iter().map(move |a| format!("{ANOMALY_MARK} {}: {}", r.label, a.message)))
+        .flat_map(|r| anomalies::check(&r.run).into_iter().map(move |a| format!("{ANOMALY_MARK} {}: {}", r.label, a.message)))
         .collect()
 }
 
@@ -171,7 +167,7 @@ pub fn summary_tables(runs: &[LabelledRun]) -> Vec<Table> {
             if vals.iter().all(Option::is_none) {
                 continue;
             }
-            let flagged: Vec<String> = crate::anomalies::check(&r.run).into_iter().flat_map(|a| a.ids).collect();
+            let flagged: Vec<String> = anomalies::check(&r.run).into_iter().flat_map(|a| a.ids).collect();
             let mut row = vec![r.label.clone(), r.os.clone().unwrap_or_else(|| "-".into())];
             if lay.mhz {
                 row.push(r.mhz.map(|m| format!("{m:.0}")).unwrap_or_else(|| "-".into()));
@@ -224,7 +220,7 @@ fn curve_table(runs: &[LabelledRun]) -> Option<Table> {
     Some(Table { title: "Memory latency curve - nanoseconds per dependent load by buffer size".into(), columns, rows })
 }
 
-impl Table {
+impl TextTable {
     /// Fixed-width text: title, header, a rule, rows. Label columns (those
     /// before the first numeric one: Host, OS, figure names) are left-aligned,
     /// figures right-aligned.
@@ -266,7 +262,66 @@ impl Table {
     }
 }
 
+/// The summary tables of `runs` as text, then one line per contradiction
+/// ([`anomaly_notes`]): what `scalelab micro` and `show` print.
+pub fn tables_text(runs: &[LabelledRun]) -> String {
+    let mut out = render_tables(&summary_tables(runs));
+    for n in anomaly_notes(runs) {
+        out.push_str(&n);
+        out.push('\n');
+    }
+    out
+}
+
 /// All tables as text, separated by blank lines.
 pub fn render_tables(tables: &[Table]) -> String {
     tables.iter().map(Table::render).collect::<Vec<_>>().join("\n")
+}
+
+/// A comparison against the baseline run as a table: per figure its id,
+/// unit, the baseline's value, then each other run's value and delta%.
+pub fn comparison_table(c: &Comparison) -> Table {
+    let mut columns = vec!["figure".to_string(), "unit".to_string(), c.baseline.clone()];
+    for l in &c.labels {
+        columns.push(l.clone());
+        columns.push("delta%".to_string());
+    }
+    let dash = || "-".to_string();
+    let rows = c
+        .rows
+        .iter()
+        .map(|r| {
+            let mut row = vec![r.id.clone(), r.unit.as_str().to_string(), r.baseline.map(fmt_num).unwrap_or_else(dash)];
+            for cell in &r.cells {
+                row.push(cell.value.map(fmt_num).unwrap_or_else(dash));
+                row.push(cell.delta_pct.map(|d| format!("{d:+}")).unwrap_or_else(dash));
+            }
+            row
+        })
+        .collect();
+    Table {
+        title: format!(
+            "Compared with {}: delta% = 100 x (A/B - 1); for us/ns smaller is better, \
+             for MB/s, MFLOPS, Mops/s bigger is better",
+            c.baseline
+        ),
+        columns,
+        rows,
+    }
+}
+
+/// The comparison as fixed-width text.
+pub fn render_comparison(c: &Comparison) -> String {
+    comparison_table(c).render()
+}
+
+/// One figure as the suite's progress shows it: `ID  MEDIAN UNIT`, or why it
+/// is unavailable.
+pub fn progress_line(r: &MicroResult) -> String {
+    let value = match (r.median, &r.unavailable) {
+        (Some(m), _) => format!("{m:.4} {}", r.unit.as_str()),
+        (None, Some(why)) => format!("unavailable: {why}"),
+        (None, None) => "-".into(),
+    };
+    format!("{:<24} {value}", r.id)
 }

@@ -7,8 +7,9 @@
 //! - flops: `kernel,FADD %,FSUB %,FMUL %,FDIV %,<label>...`, one row per
 //!   kernel (1..8, Average), one column per system.
 
-use crate::catalog;
-use crate::model::{LabelledRun, MicroError, MicroResult, MicroRun};
+use super::MicroInputError;
+use scalelab_micro::catalog;
+use scalelab_micro::{LabelledRun, MicroResult, MicroRun};
 use std::path::Path;
 
 /// lmbench summary column headers and the ids they map to.
@@ -66,12 +67,12 @@ fn split(line: &str) -> Vec<String> {
 
 /// Parses one published CSV (`name` is used in error messages and as the
 /// source noted on the runs). Empty cells are missing figures.
-pub fn parse_published_csv(name: &str, text: &str) -> Result<Vec<LabelledRun>, MicroError> {
-    let err = |line: usize, message: String| MicroError::Published { path: name.to_string(), line, message };
+pub fn parse_published_csv(name: &str, text: &str) -> Result<Vec<LabelledRun>, MicroInputError> {
+    let err = |line: usize, message: String| MicroInputError::Published { path: name.to_string(), line, message };
     let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())).filter(|(_, l)| !l.is_empty() && !l.starts_with('#'));
     let (hline, header) = lines.next().ok_or_else(|| err(1, "no header line".into()))?;
     let header = split(header);
-    let num = |line: usize, col: &str, s: &str| -> Result<Option<f64>, MicroError> {
+    let num = |line: usize, col: &str, s: &str| -> Result<Option<f64>, MicroInputError> {
         if s.is_empty() {
             return Ok(None);
         }
@@ -147,8 +148,8 @@ pub fn parse_published_csv(name: &str, text: &str) -> Result<Vec<LabelledRun>, M
 /// Reads every `lmbench-*.csv` and `flops-*.csv` in `dir` (lmbench tables
 /// first, each kind by file name) and merges rows with the same label into one run, so a host's syscall,
 /// process and latency rows become one row per table.
-pub fn load_published_dir(dir: &Path) -> Result<Vec<LabelledRun>, MicroError> {
-    let io = |e: std::io::Error| MicroError::Io { path: dir.display().to_string(), source: e };
+pub fn load_published_dir(dir: &Path) -> Result<Vec<LabelledRun>, MicroInputError> {
+    let io = |e: std::io::Error| MicroInputError::Io { path: dir.display().to_string(), source: e };
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .map_err(io)?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -163,7 +164,7 @@ pub fn load_published_dir(dir: &Path) -> Result<Vec<LabelledRun>, MicroError> {
     });
     let mut merged: Vec<LabelledRun> = Vec::new();
     for p in files {
-        let text = std::fs::read_to_string(&p).map_err(|e| MicroError::Io { path: p.display().to_string(), source: e })?;
+        let text = std::fs::read_to_string(&p).map_err(|e| MicroInputError::Io { path: p.display().to_string(), source: e })?;
         let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("?");
         for run in parse_published_csv(name, &text)? {
             match merged.iter_mut().find(|m| m.label == run.label) {

@@ -1,11 +1,13 @@
 //! Tables and comparisons against a stored baseline run and the published
 //! 2005 lmbench/flops tables, pinned with snapshots.
 
-use scalelab_micro::{compare, delta_pct, load_published_dir, render_tables, summary_tables, LabelledRun, MicroReport};
+use scalelab_analyze::micro::{compare, delta_pct, load_published_dir};
+use scalelab_micro::{LabelledRun, MicroReport};
+use scalelab_report::micro::{render_comparison, render_tables, summary_tables};
 use std::path::PathBuf;
 
 fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../analyze/tests/fixtures/micro")
 }
 
 /// A full run measured on the development machine (2 vCPU KVM guest).
@@ -73,7 +75,7 @@ fn comparison_against_published_opteron() {
         .collect();
     assert_eq!(runs.len(), 4);
     let cmp = compare(&runs, "Opteron 850 Linux").unwrap();
-    insta::assert_snapshot!("compare_vs_opteron", cmp.render());
+    insta::assert_snapshot!("compare_vs_opteron", render_comparison(&cmp));
     // The data agrees with the definition, figure by figure.
     let ours = baseline();
     let row = cmp.rows.iter().find(|r| r.id == "null_call").unwrap();
@@ -91,5 +93,5 @@ fn comparison_of_two_published_oses_on_one_machine() {
     let fork = cmp.rows.iter().find(|r| r.id == "fork_exit").unwrap();
     // 659 vs 182 us: Darwin forks 262 % slower.
     assert_eq!(fork.cells[0].delta_pct, Some(262));
-    insta::assert_snapshot!("compare_g5_darwin_vs_linux", cmp.render());
+    insta::assert_snapshot!("compare_g5_darwin_vs_linux", render_comparison(&cmp));
 }

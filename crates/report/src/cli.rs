@@ -1,0 +1,139 @@
+//! The command line's own text: the `runs` listing, `show`'s and
+//! `diagnose`'s pages, `--assert` results. The binary loads the values and
+//! prints these strings; nothing here reads the store or the terminal (the
+//! width is passed in, `None` for no wrapping).
+
+use crate::fmt::{columns_fit, thousands, wrap};
+use scalelab_analyze::{Diagnosis, Outcome};
+use scalelab_core::{escape_control as line, Run};
+
+/// One line of `scalelab runs` (the store's summary of a run).
+#[derive(Clone, Debug)]
+pub struct RunListing {
+    pub id: i64,
+    pub kind: String,
+    pub label: String,
+    pub target: String,
+    pub started_unix_ms: i64,
+    pub complete: bool,
+    /// How the run ended, in words; `None` when killed or still running.
+    pub outcome: Option<String>,
+    pub steps: i64,
+    pub peak_throughput_per_s: Option<f64>,
+}
+
+/// The `scalelab runs` table, fitted to `width`.
+pub fn runs_table(runs: &[RunListing], width: Option<usize>) -> String {
+    let mut rows = vec![["id", "kind", "label", "target", "started (UTC)", "steps", "peak/s", "status"].map(String::from).to_vec()];
+    for r in runs {
+        let status = match (&r.outcome, r.complete) {
+            (_, true) => "complete".to_string(),
+            (Some(o), false) => format!("incomplete: {o}"),
+            (None, false) => "incomplete".to_string(),
+        };
+        rows.push(vec![
+            r.id.to_string(),
+            r.kind.clone(),
+            r.label.clone(),
+            r.target.clone(),
+            utc(r.started_unix_ms),
+            r.steps.to_string(),
+            r.peak_throughput_per_s.map_or("-".into(), thousands),
+            status,
+        ]);
+    }
+    columns_fit(&rows, width)
+}
+
+/// `show` of a run: its header (label, workload, status, target, client
+/// threads, start), the run table, the telemetry table when there is one,
+/// and the diagnosis, each fitted to `width`.
+pub fn show_text(run: &Run, width: Option<usize>) -> String {
+    let status = if run.complete {
+        "complete".to_string()
+    } else {
+        format!("incomplete ({})", run.outcome.as_deref().unwrap_or("killed or still running"))
+    };
+    let head = format!(
+        "run {}: {} — {} — {}\ntarget {}, client threads {}, started {}\n",
+        run.id,
+        line(&run.plan.label),
+        line(&run.plan.workload),
+        status,
+        line(&run.plan.target),
+        run.plan.client_threads_text(),
+        utc(run.started_unix_ms)
+    );
+    let mut out = wrap(&head, width);
+    out.push_str(&crate::table::run_table_width(run, width));
+    if let Some(t) = crate::table::telemetry_table_width(run, width) {
+        out.push_str(&t);
+    }
+    out.push_str(&wrap(&diagnosis_text(run), width));
+    out
+}
+
+/// The diagnosis printed under a run's tables: curve, USL fit, verdicts with
+/// their evidence and what to look at next.
+pub fn diagnosis_text(run: &Run) -> String {
+    crate::diagnosis::render_text(&scalelab_analyze::diagnose(run), &run.plan.label)
+}
+
+/// `scalelab diagnose` of a run: `run ID: LABEL`, then its diagnosis `d`
+/// fitted to `width`.
+pub fn diagnose_text(run: &Run, d: &Diagnosis, width: Option<usize>) -> String {
+    let label = line(&run.plan.label);
+    format!("run {}: {label}\n{}", run.id, wrap(&crate::diagnosis::render_text(d, &label), width))
+}
+
+/// One checked `--assert`: `PASS  TEXT  (measured VALUE; DETAIL)` (or FAIL).
+pub fn assertion_line(o: &Outcome) -> String {
+    let measured = o.measured.map_or("no data".to_string(), |m| format!("{m:.4}").trim_end_matches('0').trim_end_matches('.').to_string());
+    format!("{}  {}  (measured {measured}; {})", if o.passed { "PASS" } else { "FAIL" }, o.assertion, o.detail)
+}
+
+/// An `--assert` that cannot be checked because the run has no curve.
+pub fn assertion_no_data(text: &str, why: &dyn std::fmt::Display) -> String {
+    format!("FAIL  {text}  (no data: {why})")
+}
+
+/// `2026-11-22 01:02:03` from Unix milliseconds (UTC, no time-zone database needed).
+pub fn utc(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let tod = secs.rem_euclid(86_400);
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}", tod / 3600, tod % 3600 / 60, tod % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_of_known_instants() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00");
+        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00");
+        assert_eq!(utc(1_795_309_323_000), "2026-11-22 01:02:03");
+        assert_eq!(utc(-1000), "1969-12-31 23:59:59");
+    }
+
+    #[test]
+    fn assertion_lines() {
+        let o = Outcome { assertion: "peak >= 5000".into(), passed: true, measured: Some(5210.5), detail: "5210.5/s at 8 clients".into() };
+        assert_eq!(assertion_line(&o), "PASS  peak >= 5000  (measured 5210.5; 5210.5/s at 8 clients)");
+        let o = Outcome { passed: false, measured: None, ..o };
+        assert_eq!(assertion_line(&o), "FAIL  peak >= 5000  (measured no data; 5210.5/s at 8 clients)");
+        assert_eq!(assertion_no_data("no collapse", &"no step"), "FAIL  no collapse  (no data: no step)");
+    }
+}

@@ -1,0 +1,185 @@
+//! A [`Diagnosis`] as text, in the shape of `scalelab diagnose` (and under
+//! `show`'s tables): the curve line, the USL line, then per verdict its line
+//! with the evidence figures, what was missing and what to look at next.
+
+use scalelab_analyze::{Diagnosis, Verdict};
+
+/// A figure for text: thousands separated from 1,000, whole from 10 (and
+/// whole numbers always), one decimal from 1, two below.
+pub fn num(v: f64) -> String {
+    if !v.is_finite() {
+        return "?".into();
+    }
+    let a = v.abs();
+    if a >= 1000.0 {
+        let digits = format!("{:.0}", a);
+        let mut out = String::new();
+        for (i, ch) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(ch);
+        }
+        if v < 0.0 {
+            out.insert(0, '-');
+        }
+        out
+    } else if a >= 10.0 || v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// A throughput with its unit: "1,234 req/s", or "1,234/s" when the unit is unknown.
+pub fn per_s(v: f64, unit: &str) -> String {
+    if unit.starts_with('/') {
+        format!("{}{unit}", num(v))
+    } else {
+        format!("{} {unit}", num(v))
+    }
+}
+
+fn clients(n: u32) -> String {
+    if n == 1 {
+        "1 client".into()
+    } else {
+        format!("{n} clients")
+    }
+}
+
+/// One verdict's line: `at N clients: KIND (confidence) — headline: figures`.
+fn verdict_line(v: &Verdict) -> String {
+    let figures: Vec<String> = v
+        .evidence
+        .iter()
+        .map(|e| {
+            let sep = if e.unit.starts_with('%') { "" } else { " " };
+            format!("{} {}{sep}{}", e.name, num(e.value), e.unit)
+        })
+        .collect();
+    let mut line = format!("at {}: {} ({}) — {}", clients(v.concurrency), v.kind.title(), v.confidence.name(), v.headline);
+    if !figures.is_empty() {
+        line.push_str(": ");
+        line.push_str(&figures.join(", "));
+    }
+    line
+}
+
+/// The diagnosis as text, in the shape of `scalelab diagnose`:
+/// the curve line, the USL line, then per verdict its line, what was
+/// missing and `  next: ...`.
+pub fn render_text(d: &Diagnosis, run_label: &str) -> String {
+    let mut out = format!("{run_label}\n");
+    match &d.curve {
+        None => out.push_str("no measured step: nothing to diagnose\n"),
+        Some(c) => {
+            let mut line =
+                format!("peak {} at {}; knee at {}", per_s(c.peak, &d.unit), clients(c.peak_concurrency), clients(c.knee_concurrency));
+            match &c.collapse {
+                Some(col) => {
+                    line.push_str(&format!(
+                        "; collapse: {} at {} = {}% of peak",
+                        per_s(col.throughput, &d.unit),
+                        clients(col.concurrency),
+                        num(col.pct_of_peak)
+                    ));
+                    if let Some(f) = col.pct_of_first {
+                        line.push_str(&format!(", {}% of {}", num(f), clients(c.first_concurrency)));
+                    }
+                    if col.retrograde {
+                        line.push_str(" (retrograde)");
+                    }
+                }
+                None => line.push_str("; no collapse"),
+            }
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    match (&d.usl, &d.usl_error) {
+        (Some(u), _) => {
+            let r2 = u.r2.map_or_else(|| "-".to_string(), |r| format!("{r:.2}"));
+            let opt = match u.n_opt {
+                Some(n) => format!("optimum N* = {}", num(n)),
+                None => "no optimum (kappa 0)".to_string(),
+            };
+            out.push_str(&format!("USL: sigma {:.3}  kappa {:.4}  R2 {r2}  {opt}\n", u.sigma, u.kappa));
+        }
+        (None, Some(e)) => out.push_str(&format!("USL: no usable fit: {e}\n")),
+        (None, None) => out.push_str("USL: no fit\n"),
+    }
+    if d.curve.is_some() && d.verdicts.is_empty() {
+        out.push_str("no verdict: no rule fired at and beyond the knee (or the telemetry to judge was not recorded)\n");
+    }
+    for v in &d.verdicts {
+        out.push_str(&verdict_line(v));
+        out.push('\n');
+        if !v.missing.is_empty() {
+            out.push_str(&format!("  missing: {}\n", v.missing.join("; ")));
+        }
+        out.push_str(&format!("  next: {}\n", v.next));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scalelab_core::{Run, RunKind, RunPlan, StepResult};
+
+    #[test]
+    fn an_unusable_usl_fit_is_not_in_the_text() {
+        // Published Tiger: the least-squares optimum is σ 2.16, R² 0.50.
+        let tiger = [(1u32, 192.0), (2, 274.0), (5, 113.0), (10, 62.0), (20, 50.0), (35, 50.0), (50, 47.0)];
+        let steps = tiger
+            .iter()
+            .map(|&(n, x)| StepResult {
+                concurrency: n,
+                window_s: 10.0,
+                requests: (x * 10.0) as u64,
+                queries: (x * 10.0) as u64,
+                client_cpu_s: 4.0,
+                client_cores: 2,
+                ..StepResult::default()
+            })
+            .collect();
+        let run = Run {
+            id: 1,
+            kind: RunKind::Sweep,
+            plan: RunPlan {
+                label: "test".into(),
+                target: "specimen:test".into(),
+                workload: "GET /".into(),
+                steps: vec![],
+                client_threads: 2,
+                options: Default::default(),
+            },
+            environment: Default::default(),
+            started_unix_ms: 0,
+            finished_unix_ms: None,
+            complete: true,
+            outcome: None,
+            steps,
+        };
+        let d = scalelab_analyze::diagnose(&run);
+        assert!(d.usl.is_none());
+        let text = render_text(&d, "tiger");
+        assert!(text.contains("USL: no usable fit: `test`: σ 2.16 is outside [0, 1]"), "{text}");
+        assert!(!text.contains("sigma 2.16"), "{text}");
+    }
+
+    #[test]
+    fn numbers_in_text() {
+        assert_eq!(num(31_200.4), "31,200");
+        assert_eq!(num(1_234_567.0), "1,234,567");
+        assert_eq!(num(-1500.0), "-1,500");
+        assert_eq!(num(38.4), "38");
+        assert_eq!(num(2.94), "2.9");
+        assert_eq!(num(4.0), "4");
+        assert_eq!(num(0.214), "0.21");
+        assert_eq!(num(f64::NAN), "?");
+    }
+}
