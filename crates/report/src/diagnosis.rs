@@ -163,6 +163,8 @@ mod tests {
             complete: true,
             outcome: None,
             steps,
+            samples: Default::default(),
+            notes: vec![],
         };
         let d = scalelab_analyze::diagnose(&run);
         assert!(d.usl.is_none());
