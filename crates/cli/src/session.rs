@@ -7,10 +7,10 @@
 
 use crate::telemetry::{store_records, Record};
 use scalelab_core::{Environment, RunKind, RunPlan, Source, StepPlan, StepResult};
-use scalelab_wire::SqlUrl;
 use scalelab_drive::{run_sweep, Driver, EngineOptions, LiveTick, SweepEnd, SweepEvent};
 use scalelab_probe::{Collector, CollectorConfig};
 use scalelab_store::{Store, StoreError};
+use scalelab_wire::SqlUrl;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

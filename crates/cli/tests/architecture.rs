@@ -77,6 +77,21 @@ fn crates_depend_only_along_the_documented_arrows() {
     assert!(wrong.is_empty(), "dependencies docs/architecture.md does not allow: {wrong:?}");
 }
 
+/// Every crate takes the workspace lints, so every `unsafe` block, now or
+/// later, carries its `// SAFETY:` comment (clippy -D warnings enforces it).
+#[test]
+fn every_crate_takes_the_workspace_lints() {
+    let missing: Vec<String> = crates()
+        .into_iter()
+        .filter(|(_, dir)| {
+            let text = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+            !text.lines().collect::<Vec<_>>().windows(2).any(|w| w[0].trim() == "[lints]" && w[1].replace(' ', "") == "workspace=true")
+        })
+        .map(|(name, _)| name)
+        .collect();
+    assert!(missing.is_empty(), "crates without `[lints] workspace = true`: {missing:?}");
+}
+
 /// The module path of a source file: `a/b.rs` and `a/b/mod.rs` are `a::b`.
 fn module_of(src: &Path, file: &Path) -> Vec<String> {
     let rel = file.strip_prefix(src).unwrap();
