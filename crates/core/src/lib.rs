@@ -1,7 +1,8 @@
 //! Shared types of scalelab, used by every stage of the pipeline.
 //!
 //! - [`plan`]: what to run: [`RunPlan`], [`StepPlan`], durations and their parsing.
-//! - [`result`]: what a step produced: [`StepResult`], [`SecondResult`], [`ErrorCounts`].
+//! - [`result`]: what a step produced: [`StepResult`], [`SecondResult`], [`ErrorCounts`],
+//!   and [`LiveTick`], its progress while it runs.
 //! - [`histogram`]: [`LatencyHistogram`], the mergeable HDR histogram every engine returns.
 //! - [`run`]: [`Run`], a run loaded in memory (plan, environment, steps).
 //! - [`telemetry`]: [`StepTelemetry`], what the machine and server did in a step's window.
@@ -29,7 +30,7 @@ pub mod text;
 pub use env::Environment;
 pub use histogram::{LatencyHistogram, LatencySummary};
 pub use plan::{parse_concurrency_list, parse_duration, RunPlan, StepPlan};
-pub use result::{ErrorClass, ErrorCounts, Failure, SecondResult, StepResult};
+pub use result::{ErrorClass, ErrorCounts, Failure, LiveTick, SecondResult, StepResult};
 pub use run::{display_names, Run, RunKind};
 pub use sample::{RunSamples, Sample, SampleKind};
 pub use source::Source;

@@ -310,3 +310,20 @@ impl StepResult {
 /// Share of failed requests from which errors dominate a step: its
 /// throughput then says little about the server, and the run fails (exit 1).
 pub const ERRORS_DOMINATE_SHARE: f64 = 0.5;
+
+/// A progress report sent about every 250 ms while a step runs.
+#[derive(Clone, Debug)]
+pub struct LiveTick {
+    /// Seconds since the warm-up began.
+    pub elapsed_s: f64,
+    /// True while warming up (nothing recorded yet).
+    pub warming_up: bool,
+    /// Completions per second over the last tick (warm-up included).
+    pub throughput_per_s: f64,
+    /// Failed requests so far in this step.
+    pub errors: u64,
+    /// p50 latency of the last completed window second, ms.
+    pub p50_ms: Option<f64>,
+    /// p99 latency of the last completed window second, ms.
+    pub p99_ms: Option<f64>,
+}

@@ -10,6 +10,7 @@
 //! - [`micro`]: micro-benchmark tables (lmbench layout, comparison) as text.
 //! - [`cli`]: the lines of the command-line's own listings (`runs`, `show`'s
 //!   header, `--assert` results, micro progress).
+//! - [`live`]: the live view's state and drawing while a sweep runs (ratatui).
 //!
 //! The report (`scalelab report`, `docs/report.md`):
 //! - [`model`]: its input: runs with their diagnosis and per-second [`model::Timeline`], micro tables.
@@ -27,6 +28,7 @@ pub mod diagnosis;
 pub mod fmt;
 pub mod html;
 pub mod json;
+pub mod live;
 pub mod markdown;
 pub mod micro;
 pub mod model;

@@ -9,22 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// A progress report sent about every 250 ms while a step runs.
-#[derive(Clone, Debug)]
-pub struct LiveTick {
-    /// Seconds since the warm-up began.
-    pub elapsed_s: f64,
-    /// True while warming up (nothing recorded yet).
-    pub warming_up: bool,
-    /// Completions per second over the last tick (warm-up included).
-    pub throughput_per_s: f64,
-    /// Failed requests so far in this step.
-    pub errors: u64,
-    /// p50 latency of the last completed window second, ms.
-    pub p50_ms: Option<f64>,
-    /// p99 latency of the last completed window second, ms.
-    pub p99_ms: Option<f64>,
-}
+pub use scalelab_core::LiveTick;
 
 /// The window as it ran, for the step's result.
 pub(super) struct Window {

@@ -1,0 +1,373 @@
+//! The live view's state and drawing: what a running sweep shows (the
+//! current step and its phase, throughput and latency of the last seconds,
+//! the curve so far, the machine's CPU split, the server's thread states,
+//! warnings), updated from the session's events and drawn into any ratatui
+//! frame. The terminal itself (raw mode, keys) is the binary's.
+
+use crate::fmt::thousands;
+use ratatui::layout::{Constraint, Direction, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Bar, BarChart, BarGroup, Block, Borders, Gauge, Paragraph, Sparkline, Wrap};
+use ratatui::Frame;
+use scalelab_analyze::telemetry::{process_rates, system_rates};
+use scalelab_core::sample::{ProcessSample, SystemSample, ThreadSecond};
+use scalelab_core::{LiveTick, Sample, Source, StepPlan, StepResult};
+use std::collections::VecDeque;
+
+/// Bounded history lengths: ticks come at 4 Hz.
+const RECENT_TICKS: usize = 240;
+
+/// What the view shows, updated from the sweep's events; drawing reads only this.
+#[derive(Default)]
+pub struct ViewState {
+    title: String,
+    /// Per step: clients, warm-up seconds, window seconds.
+    plan: Vec<(u32, f64, f64)>,
+    index: usize,
+    elapsed_s: f64,
+    warming_up: bool,
+    recent: VecDeque<u64>,
+    throughput: f64,
+    p50_ms: Option<f64>,
+    p99_ms: Option<f64>,
+    errors: u64,
+    finished: Vec<(u32, f64)>,
+    last_system: Option<SystemSample>,
+    cpu: Option<(f64, f64, f64, f64)>,
+    cs_per_s: Option<f64>,
+    process: (Option<ProcessSample>, Option<ProcessSample>),
+    server_cpu_pct: Option<f64>,
+    threads: Option<ThreadSecond>,
+    warnings: Vec<String>,
+    stopping: bool,
+}
+
+impl ViewState {
+    pub fn new(title: String, steps: &[StepPlan]) -> Self {
+        ViewState {
+            title,
+            plan: steps.iter().map(|s| (s.concurrency, s.warmup_s, s.window_s)).collect(),
+            warming_up: true,
+            ..Default::default()
+        }
+    }
+
+    pub fn warn(&mut self, w: String) {
+        if !self.warnings.contains(&w) {
+            self.warnings.push(w);
+        }
+    }
+
+    pub fn step_started(&mut self, index: usize) {
+        self.index = index;
+        self.elapsed_s = 0.0;
+        self.warming_up = true;
+        self.recent.clear();
+        self.errors = 0;
+        self.p50_ms = None;
+        self.p99_ms = None;
+    }
+
+    pub fn tick(&mut self, index: usize, t: &LiveTick) {
+        self.index = index;
+        self.elapsed_s = t.elapsed_s;
+        self.warming_up = t.warming_up;
+        self.throughput = t.throughput_per_s;
+        if self.recent.len() == RECENT_TICKS {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(t.throughput_per_s.max(0.0).round() as u64);
+        self.p50_ms = t.p50_ms.or(self.p50_ms);
+        self.p99_ms = t.p99_ms.or(self.p99_ms);
+        self.errors = t.errors;
+    }
+
+    /// A probe reading: the machine's CPU split and context switches (from
+    /// two system samples), the server's CPU (two process samples), its
+    /// thread states.
+    pub fn sample(&mut self, sample: &Sample) {
+        match sample {
+            Sample::System(s) => {
+                if let Some(prev) = self.last_system.replace((**s).clone()) {
+                    let r = system_rates(&prev, self.last_system.as_ref().expect("just set"));
+                    self.cpu = r.cpu.map(|c| (c.user + c.nice, c.system + c.irq + c.softirq, c.iowait, c.idle));
+                    self.cs_per_s = r.ctxt_per_s;
+                }
+            }
+            Sample::Process(p) => {
+                self.process = (self.process.1.take(), Some(p.clone()));
+                if let (Some(a), Some(b)) = &self.process {
+                    self.server_cpu_pct = process_rates(a, b).cpu_pct();
+                }
+            }
+            Sample::Threads(t) => self.threads = Some(t.clone()),
+            Sample::Db(_) | Sample::Specimen(_) => {}
+        }
+    }
+
+    /// A probe source that is unavailable, and why: a warning, listed once.
+    pub fn unavailable(&mut self, source: Source, why: &str) {
+        self.warn(format!("probe unavailable: {}: {why}", source.key()));
+    }
+
+    /// Whether the sweep is stopping (`q`, Ctrl-C): the step line says so.
+    pub fn set_stopping(&mut self, stopping: bool) {
+        self.stopping = stopping;
+    }
+
+    pub fn step_finished(&mut self, r: &StepResult) {
+        self.finished.push((r.concurrency, r.throughput_per_s()));
+        if r.client_saturated() {
+            self.warn(format!("client saturated at {} clients: the result may be the client's limit", r.concurrency));
+        }
+        if r.errors.total() > 0 {
+            self.warn(format!("{} errors at {} clients", thousands(r.errors.total() as f64), r.concurrency));
+        }
+        if r.partial {
+            self.warn(format!("step at {} clients cut short (partial)", r.concurrency));
+        }
+    }
+
+    /// Draws the whole view into `f`.
+    pub fn render(&self, f: &mut Frame) {
+        let area = f.area();
+        let rows = Layout::default()
+            .direction(Direction::Vertical)
+            .constraints([Constraint::Length(3), Constraint::Min(8), Constraint::Length(9), Constraint::Length(4)])
+            .split(area);
+        self.render_step(f, rows[0]);
+        let mid = Layout::default()
+            .direction(Direction::Horizontal)
+            .constraints([Constraint::Percentage(55), Constraint::Percentage(45)])
+            .split(rows[1]);
+        self.render_recent(f, mid[0]);
+        self.render_curve(f, mid[1]);
+        let low = Layout::default()
+            .direction(Direction::Horizontal)
+            .constraints([Constraint::Percentage(50), Constraint::Percentage(50)])
+            .split(rows[2]);
+        self.render_machine(f, low[0]);
+        self.render_threads(f, low[1]);
+        self.render_warnings(f, rows[3]);
+    }
+
+    fn render_step(&self, f: &mut Frame, area: Rect) {
+        let (concurrency, warmup_s, window_s) = self.plan.get(self.index).copied().unwrap_or((0, 0.0, 0.0));
+        // Each phase shows its own progress: the elapsed time counts from
+        // the step's start, so the window's part starts after the warm-up.
+        let (phase, done_s, phase_s) = if self.warming_up {
+            ("warm-up", self.elapsed_s.min(warmup_s), warmup_s)
+        } else {
+            ("window", (self.elapsed_s - warmup_s).clamp(0.0, window_s), window_s)
+        };
+        let phase = if self.stopping { "stopping" } else { phase };
+        let ratio = if phase_s > 0.0 { (done_s / phase_s).clamp(0.0, 1.0) } else { 0.0 };
+        let label = format!(
+            "step {}/{}: {} client{}, {phase} {done_s:.1}/{phase_s:.1}s",
+            (self.index + 1).min(self.plan.len().max(1)),
+            self.plan.len(),
+            concurrency,
+            if concurrency == 1 { "" } else { "s" },
+        );
+        let gauge = Gauge::default()
+            .block(Block::default().borders(Borders::ALL).title(format!(" scalelab sweep: {} ", self.title)))
+            .gauge_style(Style::default().fg(Color::Blue))
+            .ratio(ratio)
+            .label(label);
+        f.render_widget(gauge, area);
+    }
+
+    fn render_recent(&self, f: &mut Frame, area: Rect) {
+        let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2} ms"));
+        // The figures go on a line of their own inside the box: a title
+        // holding all of them is cut off at 80 columns.
+        let block = Block::default().borders(Borders::ALL).title(format!(" throughput {}/s ", thousands(self.throughput)));
+        let inner = block.inner(area);
+        f.render_widget(block, area);
+        let parts = Layout::default().direction(Direction::Vertical).constraints([Constraint::Length(1), Constraint::Min(0)]).split(inner);
+        let figures = format!("p50 {}  p99 {}  errors {}", ms(self.p50_ms), ms(self.p99_ms), thousands(self.errors as f64));
+        f.render_widget(Paragraph::new(figures), parts[0]);
+        let width = inner.width as usize;
+        let data: Vec<u64> = self.recent.iter().rev().take(width).rev().copied().collect();
+        f.render_widget(Sparkline::default().data(&data).style(Style::default().fg(Color::Cyan)), parts[1]);
+    }
+
+    fn render_curve(&self, f: &mut Frame, area: Rect) {
+        let block = Block::default().borders(Borders::ALL).title(" curve so far: throughput/s per clients ");
+        if self.finished.is_empty() {
+            f.render_widget(Paragraph::new("no finished step yet").block(block), area);
+            return;
+        }
+        let bars: Vec<Bar> = self
+            .finished
+            .iter()
+            .map(|(c, x)| Bar::default().value(x.round() as u64).label(Line::from(c.to_string())).text_value(short(*x)))
+            .collect();
+        let inner = area.width.saturating_sub(2) as usize;
+        let n = self.finished.len().max(1);
+        let width = ((inner.saturating_sub(n)) / n).clamp(3, 9) as u16;
+        let chart = BarChart::default()
+            .block(block)
+            .data(BarGroup::default().bars(&bars))
+            .bar_width(width)
+            .bar_gap(1)
+            .bar_style(Style::default().fg(Color::Green));
+        f.render_widget(chart, area);
+    }
+
+    fn render_machine(&self, f: &mut Frame, area: Rect) {
+        let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:5.1}%"));
+        let mut lines = Vec::new();
+        match self.cpu {
+            Some((user, sys, iowait, idle)) => {
+                lines.push(bar_line("user", user, Color::Green));
+                lines.push(bar_line("sys", sys, Color::Red));
+                lines.push(bar_line("iowait", iowait, Color::Yellow));
+                lines.push(bar_line("idle", idle, Color::DarkGray));
+            }
+            None => lines.push(Line::from("CPU: waiting for two samples")),
+        }
+        lines.push(Line::from(format!("context switches/s {}", self.cs_per_s.map_or("-".into(), thousands))));
+        lines.push(Line::from(format!("server CPU (of one core) {}", pct(self.server_cpu_pct))));
+        f.render_widget(Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" machine ")), area);
+    }
+
+    fn render_threads(&self, f: &mut Frame, area: Rect) {
+        let block = Block::default().borders(Borders::ALL).title(" server threads ");
+        let Some(s) = self.threads.as_ref().and_then(|t| t.time.shares()) else {
+            f.render_widget(Paragraph::new("thread states: not sampled (yet)").block(block), area);
+            return;
+        };
+        let mut lines = vec![
+            bar_line("running", s.running_pct, Color::Green),
+            bar_line("runnable", s.runnable_pct, Color::Magenta),
+            bar_line("futex", s.futex_pct, Color::Red),
+            bar_line("io", s.io_pct, Color::Yellow),
+            bar_line("idle", s.idle_pct, Color::DarkGray),
+        ];
+        if let Some(h) = self.threads.as_ref().and_then(|t| t.hottest.first()) {
+            lines.push(Line::from(format!("hottest: {} ({}) {:.0}% of a core", h.name, h.tid, h.cpu_pct)));
+        }
+        f.render_widget(Paragraph::new(lines).block(block), area);
+    }
+
+    fn render_warnings(&self, f: &mut Frame, area: Rect) {
+        let mut spans =
+            vec![Span::styled("q", Style::default().add_modifier(Modifier::BOLD)), Span::raw(" or Ctrl-C: stop, keeping finished steps")];
+        if self.stopping {
+            spans.push(Span::styled("  stopping at the next whole second…", Style::default().fg(Color::Yellow)));
+        }
+        let mut lines = vec![Line::from(spans)];
+        for w in self.warnings.iter().rev().take(2) {
+            lines.push(Line::from(Span::styled(format!("! {w}"), Style::default().fg(Color::Yellow))));
+        }
+        f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: true }).block(Block::default().borders(Borders::TOP)), area);
+    }
+}
+
+/// `name  42.0% ██████░░░░`: a share as text and a 20-cell bar.
+fn bar_line(name: &str, pct: f64, color: Color) -> Line<'static> {
+    let cells = (pct.clamp(0.0, 100.0) / 5.0).round() as usize;
+    Line::from(vec![
+        Span::raw(format!("{name:<9}{pct:5.1}% ")),
+        Span::styled("█".repeat(cells), Style::default().fg(color)),
+        Span::styled("░".repeat(20 - cells), Style::default().fg(Color::DarkGray)),
+    ])
+}
+
+/// A bar's value text: 52.3k, 1.2M.
+fn short(x: f64) -> String {
+    if x >= 1e6 {
+        format!("{:.1}M", x / 1e6)
+    } else if x >= 1e4 {
+        format!("{:.0}k", x / 1e3)
+    } else if x >= 1e3 {
+        format!("{:.1}k", x / 1e3)
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+
+    fn plan() -> Vec<StepPlan> {
+        [1u32, 2, 5].iter().map(|&c| StepPlan { concurrency: c, warmup_s: 1.0, window_s: 4.0, pause_s: 0.0, think_time_s: 0.0 }).collect()
+    }
+
+    fn screen_text(state: &ViewState) -> String {
+        screen_text_at(state, 100, 30)
+    }
+
+    fn screen_text_at(state: &ViewState, width: u16, height: u16) -> String {
+        let mut t = Terminal::new(TestBackend::new(width, height)).unwrap();
+        t.draw(|f| state.render(f)).unwrap();
+        let buf = t.backend().buffer().clone();
+        let mut out = String::new();
+        for y in 0..buf.area.height {
+            for x in 0..buf.area.width {
+                out.push_str(buf[(x, y)].symbol());
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    #[test]
+    fn shows_the_step_the_curve_and_missing_figures_as_missing() {
+        let mut s = ViewState::new("specimen".into(), &plan());
+        s.step_started(1);
+        s.tick(
+            1,
+            &LiveTick { elapsed_s: 2.5, warming_up: false, throughput_per_s: 12_345.0, errors: 0, p50_ms: Some(0.21), p99_ms: Some(1.5) },
+        );
+        s.finished.push((1, 8_000.0));
+        let text = screen_text(&s);
+        assert!(text.contains("step 2/3: 2 clients, window 1.5/4.0s"), "the window's own progress: {text}");
+        assert!(text.contains("throughput 12,345/s"), "{text}");
+        assert!(text.contains("p50 0.21 ms") && text.contains("p99 1.50 ms"), "{text}");
+        assert!(text.contains("8.0k"), "the finished step's bar: {text}");
+        assert!(text.contains("CPU: waiting for two samples"), "{text}");
+        assert!(text.contains("thread states: not sampled"), "{text}");
+        assert!(!text.contains(" 0.0%"), "nothing measured is drawn as zero: {text}");
+    }
+
+    #[test]
+    fn at_80_by_24_every_figure_is_whole() {
+        let mut s = ViewState::new("nginx 1.22, 2 workers".into(), &plan());
+        assert!(screen_text_at(&s, 80, 24).contains("step 1/3: 1 client, warm-up 0.0/1.0s"), "warm-up before the first tick");
+        s.step_started(2);
+        s.tick(
+            2,
+            &LiveTick {
+                elapsed_s: 0.5,
+                warming_up: true,
+                throughput_per_s: 123_456.0,
+                errors: 12_345,
+                p50_ms: Some(0.21),
+                p99_ms: Some(12.75),
+            },
+        );
+        s.warn("client saturated at 50 clients: the result may be the client's limit".into());
+        let text = screen_text_at(&s, 80, 24);
+        assert!(text.contains("step 3/3: 5 clients, warm-up 0.5/1.0s"), "{text}");
+        assert!(text.contains("throughput 123,456/s"), "{text}");
+        assert!(text.contains("p50 0.21 ms  p99 12.75 ms  errors 12,345"), "p99 whole at 80 columns: {text}");
+        assert!(text.contains("q or Ctrl-C: stop, keeping finished steps"), "{text}");
+        assert!(text.contains("! client saturated at 50 clients"), "{text}");
+    }
+
+    #[test]
+    fn warnings_are_listed_once() {
+        let mut s = ViewState::new("x".into(), &plan());
+        s.unavailable(Source::Threads, "the server process exited");
+        s.unavailable(Source::Threads, "the server process exited");
+        assert_eq!(s.warnings, vec!["probe unavailable: threads: the server process exited".to_string()]);
+        let text = screen_text(&s);
+        assert!(text.contains("! probe unavailable: threads: the server process exited"), "{text}");
+    }
+}
