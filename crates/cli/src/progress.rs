@@ -2,8 +2,8 @@
 //! (one per second) otherwise, nothing with --quiet. Written to stderr so
 //! stdout stays the table or the JSON.
 
+use scalelab_core::LiveTick;
 use scalelab_core::StepResult;
-use scalelab_drive::LiveTick;
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
@@ -31,19 +31,7 @@ impl Progress {
         if !self.enabled {
             return;
         }
-        let p99 = t.p99_ms.map_or("-".to_string(), |v| format!("{v:.2} ms"));
-        let phase = if t.warming_up { "warm-up" } else { "window" };
-        let line = format!(
-            "step {}/{} c={} {} {:.1}s  {:.0}/s  p99 {}  errors {}",
-            index + 1,
-            self.steps,
-            concurrency,
-            phase,
-            t.elapsed_s,
-            t.throughput_per_s,
-            p99,
-            t.errors
-        );
+        let line = scalelab_report::cli::tick_line(index, self.steps, concurrency, t);
         if self.tty {
             let mut e = std::io::stderr();
             let _ = write!(e, "\r\x1b[2K{line}");
@@ -61,21 +49,7 @@ impl Progress {
         if !self.enabled {
             return;
         }
-        let p99 = r.latency.summary().map_or("-".to_string(), |s| format!("{:.2} ms", s.p99));
-        let mut line = format!(
-            "step {}/{} c={} done: {} {unit}  p99 {p99}  errors {}",
-            self.done + 1,
-            self.steps,
-            r.concurrency,
-            scalelab_report::fmt::thousands(r.throughput_per_s()),
-            r.errors.total()
-        );
-        if r.partial {
-            line.push_str("  (partial)");
-        }
-        if r.client_saturated() {
-            line.push_str("  client saturated");
-        }
+        let line = scalelab_report::cli::step_done_line(self.done, self.steps, r, unit);
         self.done += 1;
         if self.tty {
             let mut e = std::io::stderr();

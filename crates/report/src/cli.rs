@@ -116,6 +116,46 @@ pub fn utc(ms: i64) -> String {
     format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}", tod / 3600, tod % 3600 / 60, tod % 60)
 }
 
+/// The progress line of a running step (`--no-tui`, not a terminal):
+/// step, clients, phase, elapsed time, throughput, p99, errors.
+pub fn tick_line(index: usize, steps: usize, concurrency: u32, t: &scalelab_core::LiveTick) -> String {
+    let p99 = t.p99_ms.map_or("-".to_string(), |v| format!("{v:.2} ms"));
+    let phase = if t.warming_up { "warm-up" } else { "window" };
+    format!(
+        "step {}/{} c={} {} {:.1}s  {:.0}/s  p99 {}  errors {}",
+        index + 1,
+        steps,
+        concurrency,
+        phase,
+        t.elapsed_s,
+        t.throughput_per_s,
+        p99,
+        t.errors
+    )
+}
+
+/// The line that stays for a finished step (`done` steps finished before
+/// it): its throughput in `unit`, p99, errors, and whether it was cut short
+/// or the client saturated.
+pub fn step_done_line(done: usize, steps: usize, r: &scalelab_core::StepResult, unit: &str) -> String {
+    let p99 = r.latency.summary().map_or("-".to_string(), |s| format!("{:.2} ms", s.p99));
+    let mut line = format!(
+        "step {}/{} c={} done: {} {unit}  p99 {p99}  errors {}",
+        done + 1,
+        steps,
+        r.concurrency,
+        crate::fmt::thousands(r.throughput_per_s()),
+        r.errors.total()
+    );
+    if r.partial {
+        line.push_str("  (partial)");
+    }
+    if r.client_saturated() {
+        line.push_str("  client saturated");
+    }
+    line
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
