@@ -69,8 +69,12 @@ fn global_lock_caps_throughput_where_scales_rises() {
     // only when the scales server itself got more than one CPU's worth.
     let scales_server_cpu = steps(&scales)[1]["telemetry"]["server_cpu_pct"].as_f64().unwrap_or(0.0);
     if cpus >= 2 && scales_server_cpu > 130.0 {
-        // (A starved first step would make any ratio look like scaling.)
-        assert!(locked_ratio < 1.6, "global-lock should not scale: x{locked_ratio:.2}");
+        // (A starved first step would make any ratio look like scaling: at one
+        // client both modes do the same work, so a first step of global-lock
+        // well below scales' was starved by a neighbour and proves nothing.)
+        if tput(&locked, 0) >= 0.8 * tput(&scales, 0) {
+            assert!(locked_ratio < 1.6, "global-lock should not scale: x{locked_ratio:.2}");
+        }
         assert!(scales_ratio > 1.4, "scales should use more than one CPU: x{scales_ratio:.2}");
         assert!(
             tput(&scales, 1) > 1.25 * tput(&locked, 1),
