@@ -26,12 +26,18 @@ fn gettid() -> u32 {
 /// Runs the sampler at ~50 Hz for `secs` and returns the interval.
 fn sample_for(secs: f64) -> scalelab_probe::thread_report::ThreadInterval {
     let mut sampler = ThreadSampler::new(&Roots::default(), std::process::id());
-    let end = Instant::now() + Duration::from_secs_f64(secs);
+    let start = Instant::now();
+    let end = start + Duration::from_secs_f64(secs);
     sampler.tick();
     let _ = sampler.take_interval();
-    while Instant::now() < end {
+    // At least `secs` and at least 40 ticks: beside a busy neighbour a 20 ms
+    // sleep can take much longer, and the shares need enough ticks (bounded
+    // at 10 s all the same).
+    let mut ticks = 0;
+    while (Instant::now() < end || ticks < 40) && start.elapsed() < Duration::from_secs(10) {
         thread::sleep(Duration::from_millis(20));
         assert!(sampler.tick());
+        ticks += 1;
     }
     sampler.take_interval()
 }
