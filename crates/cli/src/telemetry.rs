@@ -28,9 +28,9 @@ pub fn store_records(store: &mut scalelab_store::Store, run_id: i64, records: Ve
 #[cfg(test)]
 mod tests {
     use super::*;
+    use scalelab_core::sample::ThreadSecond;
     use scalelab_core::{RunKind, RunPlan};
     use scalelab_core::{Sample, Source};
-    use scalelab_probe::summary::ThreadSecond;
     use scalelab_probe::{SystemSample, Timestamp};
     use scalelab_store::Store;
 

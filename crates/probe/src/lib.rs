@@ -57,7 +57,6 @@ pub mod socket_scan;
 pub mod sockets;
 pub mod specimen;
 pub mod stat;
-pub mod summary;
 pub mod syscalls;
 pub mod system;
 pub mod tasks;

@@ -3,8 +3,8 @@
 //! thread states cover the processes doing the work, not only a master
 //! that mostly sleeps. Descendants are rescanned once a second.
 
-use crate::summary::ThreadSecond;
 use crate::{ProcessSample, ProcessSampler, Roots, ThreadSampler, Unavailable};
+use scalelab_core::sample::ThreadSecond;
 use std::collections::BTreeMap;
 
 /// CPU budget (share of one core) of each descendant's thread sampler: a
