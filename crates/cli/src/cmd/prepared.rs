@@ -20,6 +20,9 @@ pub struct Prepared<D> {
     pub options: serde_json::Map<String, serde_json::Value>,
     /// Keeps the specimen child alive for the run; dropped (killed) after.
     pub specimen: Option<SpecimenChild>,
+    /// A database target's connection URL, parsed once: the probe polls
+    /// the same database unless `--db-probe` names another.
+    pub sql_url: Option<scalelab_wire::SqlUrl>,
 }
 
 /// The schedule and checks shared by every kind of target.

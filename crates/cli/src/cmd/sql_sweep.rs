@@ -39,8 +39,17 @@ pub fn prepare_sql(a: &SweepArgs, target: &str) -> anyhow::Result<Prepared<SqlDr
     let unit = if workload.units.iter().any(|u| u.transaction) { "tx/s" } else { "q/s" };
     options.insert("throughput_unit".into(), unit.into());
     options.insert("prepared_statements".into(), (!a.no_prepare).into());
+    let sql_url = Some(url.clone());
     let config = SqlConfig { url, workload, prepare: !a.no_prepare, connect_timeout: timeout };
     let driver = SqlDriver::new(config);
     driver.check_statements().map_err(|f| bad(format!("{name}: {}", f.message)))?;
-    Ok(Prepared { driver: Arc::new(driver), target_name: name, workload: description, server: Some(info.server), options, specimen: None })
+    Ok(Prepared {
+        driver: Arc::new(driver),
+        target_name: name,
+        workload: description,
+        server: Some(info.server),
+        options,
+        specimen: None,
+        sql_url,
+    })
 }

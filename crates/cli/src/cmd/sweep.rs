@@ -267,7 +267,7 @@ fn prepare_http(a: &SweepArgs, specimen_mode: Option<scalelab_specimen::Mode>) -
         options.insert("specimen_mode".into(), m.name().into());
         options.insert("specimen_work_us".into(), specimen_work_us(a).into());
     }
-    Ok(Prepared { driver, target_name, workload, server: preflight.server, options, specimen })
+    Ok(Prepared { driver, target_name, workload, server: preflight.server, options, specimen, sql_url: None })
 }
 
 /// The sample interval, or bad input (checked before anything is created).
@@ -288,7 +288,7 @@ pub fn execute<D: scalelab_drive::Driver>(
     common: Common,
     prepared: Prepared<D>,
 ) -> anyhow::Result<ExitCode> {
-    let Prepared { driver, target_name, workload, server, mut options, specimen } = prepared;
+    let Prepared { driver, target_name, workload, server, mut options, specimen, sql_url } = prepared;
     let env = scalelab_probe::capture_environment(&Default::default(), server, cpu::open_files_limit());
     let pin_cpus = scalelab_drive::engine::pin_plan(common.threads, a.no_pin);
     options.insert("client_threads_bound".into(), (!pin_cpus.is_empty()).into());
@@ -311,7 +311,10 @@ pub fn execute<D: scalelab_drive::Driver>(
 
     let sample_interval = check_sampling(a)?;
     let server_pid = scalelab_probe::server_pid(Some(&common.target), specimen.as_ref().map(|s| s.pid()), a.server_pid);
-    let db = scalelab_probe::collect::for_target(Some(&common.target), a.db_probe.as_deref()).map_err(bad)?;
+    let db = match a.db_probe.as_deref() {
+        Some(url) => Some(scalelab_probe::collect::parse_url(url).map_err(bad)?),
+        None => sql_url,
+    };
 
     // 4. Load. SIGINT/SIGTERM finish the current second and keep what was measured.
     let stop = super::stop_on_signals()?;
