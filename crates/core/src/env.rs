@@ -25,4 +25,8 @@ pub struct Environment {
     pub scalelab_version: String,
     /// What the target says it is: HTTP `Server` header, SQL version banner.
     pub server: Option<String>,
+    /// The preflight checks run before the load (docs/preflight.md); absent
+    /// in runs recorded before it existed, and then not written either.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preflight: Option<Vec<crate::preflight::Check>>,
 }

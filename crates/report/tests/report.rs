@@ -32,6 +32,7 @@ fn env(host: &str) -> Environment {
         open_files_limit: Some(1024),
         scalelab_version: "0.1.0".into(),
         server: Some("scalelab-specimen".into()),
+        preflight: None,
     }
 }
 
