@@ -106,7 +106,7 @@ fn run(base: &Path, target: &str, keepalive: bool) -> Vec<Check> {
         port: plan.target.port(),
         server_pid: Ok(SERVER_PID),
         db: None,
-        server_version: Some("nginx/1.22.1".into()),
+        server_version: Ok("nginx/1.22.1".into()),
     };
     let facts = read(&Roots::under(base), &input);
     judge(&facts, &plan)
@@ -235,7 +235,13 @@ fn db_checks(target: &str, settings: scalelab_core::preflight::DbSettings) -> Ve
     let dir = tempfile::tempdir().unwrap();
     machine(dir.path(), true);
     let plan = plan(target, true);
-    let input = PreflightInput { target: &plan.target, port: None, server_pid: Err("none".into()), db: None, server_version: None };
+    let input = PreflightInput {
+        target: &plan.target,
+        port: None,
+        server_pid: Err("none".into()),
+        db: None,
+        server_version: Err("not asked".into()),
+    };
     let mut facts = read(&Roots::under(dir.path()), &input);
     facts.db = Ok(settings);
     judge(&facts, &plan)
@@ -306,7 +312,13 @@ fn a_database_that_cannot_be_read_is_one_unavailable_check() {
     let dir = tempfile::tempdir().unwrap();
     machine(dir.path(), true);
     let plan = plan("postgres://u@127.0.0.1:1/db", true);
-    let input = PreflightInput { target: &plan.target, port: None, server_pid: Err("none".into()), db: None, server_version: None };
+    let input = PreflightInput {
+        target: &plan.target,
+        port: None,
+        server_pid: Err("none".into()),
+        db: None,
+        server_version: Err("not asked".into()),
+    };
     let mut facts = read(&Roots::under(dir.path()), &input);
     facts.db = Err("cannot connect to postgres://u@127.0.0.1:1/db: refused".into());
     let checks = judge(&facts, &plan);

@@ -24,8 +24,8 @@ pub struct PreflightInput<'a> {
     pub server_pid: Result<u32, String>,
     /// The database to read settings from (database targets only).
     pub db: Option<&'a SqlUrl>,
-    /// What the target said it is.
-    pub server_version: Option<String>,
+    /// What the target said it is, or why it is not known.
+    pub server_version: Reading<String>,
 }
 
 /// The target host's address (a name is resolved once).
@@ -83,6 +83,6 @@ pub fn read(roots: &Roots, input: &PreflightInput) -> PreflightFacts {
             Some(url) => server::db_settings(url, Duration::from_secs(5)),
             None => Err("not a database target".into()),
         },
-        server_version: input.server_version.clone().ok_or_else(|| "the target did not say (no Server header or version)".to_string()),
+        server_version: input.server_version.clone(),
     }
 }
