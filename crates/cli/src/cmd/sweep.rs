@@ -273,8 +273,9 @@ fn prepare_http(a: &SweepArgs, specimen_mode: Option<scalelab_specimen::Mode>) -
     Ok(Prepared { driver, target_name, workload, server: preflight.server, options, specimen })
 }
 
-/// The preflight checks of this run, their warnings printed on stderr;
-/// with --strict a warning ends the sweep here, before the store or any load.
+/// The preflight checks of this run; with --strict a warning ends the sweep
+/// here, before the store or any load (their warnings are printed once the
+/// store is open, so an unusable store is still one line).
 fn run_preflight<D>(
     a: &SweepArgs,
     target: &Target,
@@ -294,7 +295,6 @@ fn run_preflight<D>(
         threads,
         no_pin: a.no_pin,
     })?;
-    super::preflight::warn_on_stderr(&checks);
     super::preflight::gate(&checks, a.strict)?;
     Ok(checks)
 }
@@ -319,6 +319,7 @@ pub fn execute<D: scalelab_drive::Driver>(
 ) -> anyhow::Result<ExitCode> {
     let Prepared { driver, target_name, workload, server, mut options, specimen } = prepared;
     let mut env = scalelab_probe::capture_environment(&Default::default(), server, cpu::open_files_limit());
+    super::preflight::warn_on_stderr(&common.preflight);
     env.preflight = Some(std::mem::take(&mut common.preflight));
     let pin_cpus = scalelab_drive::engine::pin_plan(common.threads, a.no_pin);
     options.insert("client_threads_bound".into(), (!pin_cpus.is_empty()).into());
