@@ -157,3 +157,48 @@ fn a_1000_port_range_is_flagged_for_a_plan_without_keepalive() {
     // The specimen listened in the namespace: its backlog was read.
     assert_ne!(check(stored, "net.listen_backlog")["status"], "unavailable", "{}", check(stored, "net.listen_backlog"));
 }
+
+/// PostgreSQL as the test harness runs it (fsync and synchronous_commit
+/// off, for speed) is called incomparable; durable again, it is ok.
+#[test]
+fn postgres_without_durability_is_flagged_through_the_monitor_connection() {
+    let pg = scalelab_testkit::postgres::Postgres::start();
+    let url = pg.url();
+    let out = bin().args(["preflight", &url, "-c", "4", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let all = checks(&out);
+    let c = check(&all, "db.durability");
+    assert_eq!((c["status"].as_str(), c["figure"].as_str()), (Some("warn"), Some("fsync off, synchronous_commit off")), "{c}");
+    assert!(c["why"].as_str().unwrap().contains("incomparable with a durable server"));
+    assert!(check(&all, "target.server")["figure"].as_str().unwrap().contains("PostgreSQL"), "{}", check(&all, "target.server"));
+    assert_eq!(check(&all, "db.buffer")["status"], "ok", "{}", check(&all, "db.buffer"));
+    for sql in ["ALTER SYSTEM SET fsync = on", "ALTER SYSTEM SET synchronous_commit = on", "SELECT pg_reload_conf()"] {
+        pg.psql("postgres", sql);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let out = bin().args(["preflight", &url, "-c", "4", "--json"]).output().unwrap();
+    let all = checks(&out);
+    let c = check(&all, "db.durability");
+    assert_eq!((c["status"].as_str(), c["figure"].as_str()), (Some("ok"), Some("fsync on, synchronous_commit on")), "{c}");
+}
+
+/// MariaDB as the test harness runs it (the log flushed once a second)
+/// is flagged; with a flush at each commit it is ok.
+#[test]
+fn mariadb_settings_are_read_and_a_relaxed_log_flush_is_flagged() {
+    let db = scalelab_testkit::mariadb::MariaDb::start();
+    let url = db.url();
+    let out = bin().args(["preflight", &url, "-c", "4", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let all = checks(&out);
+    let c = check(&all, "db.durability");
+    assert_eq!(c["status"], "warn", "{c}");
+    assert!(c["figure"].as_str().unwrap().starts_with("innodb_flush_log_at_trx_commit 0 "), "{c}");
+    for id in ["db.query_cache", "db.external_locking", "db.buffer"] {
+        assert_eq!(check(&all, id)["status"], "ok", "{}", check(&all, id));
+    }
+    db.root_sql("SET GLOBAL innodb_flush_log_at_trx_commit = 1");
+    let out = bin().args(["preflight", &url, "-c", "4", "--json"]).output().unwrap();
+    let c = check(&checks(&out), "db.durability").clone();
+    assert_eq!((c["status"].as_str(), c["figure"].as_str()), (Some("ok"), Some("innodb_flush_log_at_trx_commit 1")), "{c}");
+}
