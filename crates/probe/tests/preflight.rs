@@ -326,3 +326,17 @@ fn a_database_that_cannot_be_read_is_one_unavailable_check() {
     assert_eq!(c.status, CheckStatus::Unavailable);
     assert_eq!(status(&checks, "target.server").status, CheckStatus::Unavailable);
 }
+
+#[test]
+fn docs_list_every_check_id() {
+    let docs = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/preflight.md")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    machine(dir.path(), true);
+    let mut ids: Vec<String> = run(dir.path(), "http://192.0.2.10:8080/", false).into_iter().map(|c| c.id).collect();
+    let mysql = db_checks("mysql://u@127.0.0.1/db", mysql_settings(&[], None));
+    ids.extend(mysql.into_iter().map(|c| c.id));
+    ids.push("db.settings".into());
+    for id in ids {
+        assert!(docs.contains(&format!("| `{id}`")), "docs/preflight.md does not list {id}");
+    }
+}
