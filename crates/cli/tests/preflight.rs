@@ -202,3 +202,25 @@ fn mariadb_settings_are_read_and_a_relaxed_log_flush_is_flagged() {
     let c = check(&checks(&out), "db.durability").clone();
     assert_eq!((c["status"].as_str(), c["figure"].as_str()), (Some("ok"), Some("innodb_flush_log_at_trx_commit 1")), "{c}");
 }
+
+/// nginx as the harness runs it (`worker_processes 1`): its workers are
+/// counted from the process tree, its backlog read from its socket as `ss` reads it.
+#[test]
+fn nginx_workers_and_backlog_are_read_live() {
+    let nginx = scalelab_testkit::nginx::Nginx::start();
+    let out = bin().args(["preflight", &nginx.url("/"), "-c", "50", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let all = checks(&out);
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    let c = check(&all, "server.workers");
+    assert!(c["figure"].as_str().unwrap().starts_with("nginx with 1 worker process(es) on "), "{c}");
+    assert_eq!(c["status"], if cpus > 1 { "warn" } else { "ok" }, "{c}");
+    assert!(c["fix"].as_str().unwrap().contains("worker_processes auto"), "{c}");
+    // The backlog is what `ss -lnt` shows as Send-Q for the listener.
+    let port = nginx.url("/").rsplit(':').next().unwrap().trim_end_matches('/').to_string();
+    let ss = Command::new("ss").args(["-Hltn", &format!("sport = :{port}")]).output().expect("ss (iproute2)");
+    let send_q = String::from_utf8_lossy(&ss.stdout).split_whitespace().nth(2).expect("a listener row").to_string();
+    let c = check(&all, "net.listen_backlog");
+    assert!(c["figure"].as_str().unwrap().starts_with(&format!("backlog {send_q} for 50 clients")), "ss says {send_q}: {c}");
+    assert!(check(&all, "target.server")["figure"].as_str().unwrap().starts_with("nginx"), "{}", check(&all, "target.server"));
+}
