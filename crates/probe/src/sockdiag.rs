@@ -55,10 +55,11 @@ impl SockDiag {
     }
 
     /// Dumps the listening TCP sockets, calling `f` with each one's local
-    /// port and backlog (`idiag_wqueue` of a listener: `sk_max_ack_backlog`,
-    /// what `ss -lnt` shows as Send-Q, already capped by `somaxconn`).
-    pub fn listeners(&mut self, f: &mut impl FnMut(u16, u32)) -> io::Result<usize> {
-        self.dump_queues(1 << crate::sockets::TCP_LISTEN, None, &mut |e, wqueue| f(e.local_port, wqueue))
+    /// address and port and its backlog (`idiag_wqueue` of a listener:
+    /// `sk_max_ack_backlog`, what `ss -lnt` shows as Send-Q, already capped
+    /// by `somaxconn`).
+    pub fn listeners(&mut self, f: &mut impl FnMut(IpAddr, u16, u32)) -> io::Result<usize> {
+        self.dump_queues(1 << crate::sockets::TCP_LISTEN, None, &mut |e, wqueue| f(e.local, e.local_port, wqueue))
     }
 
     fn dump(&mut self, states: u32, remote_port: Option<u16>, f: &mut impl FnMut(TcpEntry)) -> io::Result<usize> {
@@ -262,7 +263,7 @@ mod tests {
         let mut found = Vec::new();
         SockDiag::open()
             .unwrap()
-            .listeners(&mut |p, backlog| {
+            .listeners(&mut |_, p, backlog| {
                 if p == port {
                     found.push(backlog)
                 }

@@ -49,7 +49,8 @@ fn target_ip(target: &Target) -> Reading<IpAddr> {
 pub fn read(roots: &Roots, input: &PreflightInput) -> PreflightFacts {
     let (steal_ticks, logical_cpus) = machine::stat(roots);
     let pid = input.server_pid.clone();
-    let route = target_ip(input.target).and_then(|ip| net::route(roots, ip));
+    let ip = target_ip(input.target);
+    let route = ip.clone().and_then(|ip| net::route(roots, ip));
     let nic = match &route {
         Ok(r) if r.interface != "lo" => net::nic(roots, &r.interface),
         Ok(_) => Err("loopback: no NIC".into()),
@@ -69,9 +70,10 @@ pub fn read(roots: &Roots, input: &PreflightInput) -> PreflightFacts {
         client_nofile: machine::nofile(roots, "self"),
         server_nofile: pid.clone().and_then(|p| machine::nofile(roots, &p.to_string())),
         somaxconn: net::somaxconn(roots),
-        listen_backlog: match input.port {
-            Some(port) => net::listen_backlog(roots, port),
-            None => Err("the target's port is not known".into()),
+        listen_backlog: match (ip, input.port) {
+            (Ok(ip), Some(port)) => net::listen_backlog(roots, ip, port),
+            (Err(e), _) => Err(e),
+            (_, None) => Err("the target's port is not known".into()),
         },
         port_range: net::port_range(roots),
         tcp_tw_reuse: net::tcp_tw_reuse(roots),

@@ -159,20 +159,56 @@ pub fn nic(roots: &Roots, interface: &str) -> Reading<Nic> {
     Ok(Nic { interface: interface.to_string(), rx_queues, tx_queues, irqs_per_cpu: nic_irqs(&interrupts, &names), rps, xps })
 }
 
-/// The backlog of the socket listening on `port` (the smallest, if IPv4 and
-/// IPv6 both listen): `sk_max_ack_backlog` through sock_diag, what `ss -lnt`
-/// shows as Send-Q. The text tables do not carry it, so captured trees cannot.
-pub fn listen_backlog(roots: &Roots, port: u16) -> Reading<u64> {
+/// Whether a socket listening on `local` receives connections to `to`.
+fn listens_for(local: IpAddr, to: IpAddr) -> bool {
+    local.is_unspecified() || local.to_canonical() == to.to_canonical() || (local.is_loopback() && to.is_loopback())
+}
+
+/// The backlog of the socket listening on `to:port` (the smallest, if IPv4
+/// and IPv6 both listen): `sk_max_ack_backlog` through sock_diag, what
+/// `ss -lnt` shows as Send-Q. The text tables do not carry it, so captured
+/// trees cannot; a server on another host has no socket here.
+pub fn listen_backlog(roots: &Roots, to: IpAddr, port: u16) -> Reading<u64> {
     if !crate::read::is_procfs(&roots.proc) {
         return Err("listen backlogs are read through sock_diag on the live machine, not from a captured tree".into());
     }
     let mut diag = crate::sockdiag::SockDiag::open().map_err(|e| format!("sock_diag: {e}"))?;
     let mut backlog: Option<u64> = None;
-    diag.listeners(&mut |local_port, max_backlog| {
-        if local_port == port {
+    diag.listeners(&mut |local, local_port, max_backlog| {
+        if local_port == port && listens_for(local, to) {
             backlog = Some(backlog.map_or(u64::from(max_backlog), |b| b.min(u64::from(max_backlog))));
         }
     })
     .map_err(|e| format!("sock_diag: {e}"))?;
-    backlog.ok_or_else(|| format!("nothing listens on TCP port {port} in this network namespace (the server is elsewhere)"))
+    backlog.ok_or_else(|| format!("nothing listens on {to} port {port} in this network namespace (the server is elsewhere)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listener_serves_its_address_the_wildcard_or_loopback() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert!(listens_for(ip("0.0.0.0"), ip("192.0.2.7")));
+        assert!(listens_for(ip("::"), ip("127.0.0.1")));
+        assert!(listens_for(ip("127.0.0.1"), ip("127.0.0.2")));
+        assert!(listens_for(ip("::ffff:192.0.2.7"), ip("192.0.2.7")));
+        // A local listener on loopback is not a remote server on the same port.
+        assert!(!listens_for(ip("127.0.0.1"), ip("192.0.2.7")));
+        assert!(!listens_for(ip("192.0.2.8"), ip("192.0.2.7")));
+    }
+
+    #[test]
+    fn longest_prefix_routes() {
+        let v4 = "Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\tMTU\tWindow\tIRTT\n\
+                  eth0\t00000000\t010200C0\t0003\t0\t0\t0\t00000000\t0\t0\t0\n\
+                  wg0\t000A000A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n";
+        assert_eq!(route_v4(v4, [10, 0, 10, 5]).as_deref(), Some("wg0"));
+        assert_eq!(route_v4(v4, [8, 8, 8, 8]).as_deref(), Some("eth0"));
+        let v6 = "20010db8000000000000000000000000 20 00000000000000000000000000000000 00 00000000000000000000000000000000 00000100 00000001 00000000 00000001     eth1\n\
+                  00000000000000000000000000000000 00 00000000000000000000000000000000 00 fe800000000000000000000000000001 00000400 00000001 00000000 00000003     eth0\n";
+        assert_eq!(route_v6(v6, "2001:db8::1".parse::<std::net::Ipv6Addr>().unwrap().octets()).as_deref(), Some("eth1"));
+        assert_eq!(route_v6(v6, "2606:4700::1".parse::<std::net::Ipv6Addr>().unwrap().octets()).as_deref(), Some("eth0"));
+    }
 }
