@@ -35,15 +35,19 @@ pub fn warning_lines(checks: &[Check]) -> Vec<String> {
         .collect()
 }
 
-/// The JSON document of `scalelab preflight --json`.
-pub fn json(checks: &[Check]) -> serde_json::Value {
-    let (w, u) = counts(checks);
-    serde_json::json!({
-        "checks": checks,
-        "ok": checks.len() - w - u,
-        "warn": w,
-        "unavailable": u,
-    })
+/// The JSON document of `scalelab preflight --json`: the checks in their
+/// order, each `id`, `status`, `figure`, `why`, `fix`, then the counts.
+#[derive(serde::Serialize)]
+pub struct Document<'a> {
+    pub checks: &'a [Check],
+    pub ok: usize,
+    pub warn: usize,
+    pub unavailable: usize,
+}
+
+pub fn json(checks: &[Check]) -> Document<'_> {
+    let (warn, unavailable) = counts(checks);
+    Document { checks, ok: checks.len() - warn - unavailable, warn, unavailable }
 }
 
 /// The configuration table's cell: the warnings with their figures, or
