@@ -340,3 +340,10 @@ fn docs_list_every_check_id() {
         assert!(docs.contains(&format!("| `{id}`")), "docs/preflight.md does not list {id}");
     }
 }
+
+#[test]
+fn a_database_probed_beside_an_http_target_is_judged_too() {
+    let v = |n: &str, s: &str| (n.to_string(), s.to_string());
+    let checks = db_checks("http://127.0.0.1:8080/", mysql_settings(&[v("innodb_flush_log_at_trx_commit", "0")], None));
+    assert_eq!(status(&checks, "db.durability").status, CheckStatus::Warn);
+}

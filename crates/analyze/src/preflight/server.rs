@@ -20,7 +20,8 @@ pub fn checks(f: &PreflightFacts, plan: &PreflightPlan, out: &mut Vec<Check>) {
             (bad, format!("{} with {} worker process(es) on {cpus} CPU(s)", w.server, w.workers))
         },
     ));
-    if plan.target.kind().is_sql() {
+    // A database target, or a database read beside another (`--db-probe`).
+    if plan.target.kind().is_sql() || f.db.is_ok() {
         database(f, out);
     }
     let lo = plan.target.is_loopback();
