@@ -226,6 +226,12 @@ fn conntrack_not_loaded_is_ok_and_no_cpufreq_says_so() {
     let checks = run(dir.path(), "http://192.0.2.10:8080/", false);
     let c = status(&checks, "net.conntrack");
     assert_eq!((c.status, c.figure.as_str()), (CheckStatus::Ok, "conntrack not loaded"));
+    // Loaded, but no rule hooks it: nothing tracked, nothing to fill.
+    put(dir.path(), "proc/sys/net/netfilter/nf_conntrack_max", "65536\n");
+    put(dir.path(), "proc/sys/net/netfilter/nf_conntrack_count", "0\n");
+    let checks = run(dir.path(), "http://192.0.2.10:8080/", false);
+    let c = status(&checks, "net.conntrack");
+    assert_eq!((c.status, c.figure.as_str()), (CheckStatus::Ok, "conntrack loaded (max 65536) but tracking no connection"));
     let c = status(&checks, "cpu.governor");
     assert_eq!(c.status, CheckStatus::Unavailable);
     assert!(c.figure.starts_with("no cpu*/cpufreq/scaling_governor in "), "{c:?}");

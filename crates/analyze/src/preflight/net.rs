@@ -60,6 +60,8 @@ pub fn checks(f: &PreflightFacts, plan: &PreflightPlan, out: &mut Vec<Check>) {
         "`sysctl -w net.netfilter.nf_conntrack_max=1048576`, or exempt the benchmark traffic (`iptables -t raw -A PREROUTING -p tcp --dport PORT -j NOTRACK`)",
         |ct| match ct {
             None => (false, "conntrack not loaded".into()),
+            // Loaded but hooked by no rule: nothing is tracked (kernels register the hooks on demand).
+            Some((0, max)) => (false, format!("conntrack loaded (max {max}) but tracking no connection")),
             Some((count, max)) => {
                 let need = if plan.keepalive || plan.target.kind().is_sql() {
                     n
