@@ -11,6 +11,7 @@
 //!   comparison of runs against a baseline run.
 //! - [`import`]: published series in the import CSV format to [`Series`].
 //! - [`mod@assert`]: the CI assertion language (`peak >= 5000`, `no collapse`, ...).
+//! - [`preflight`]: the preflight checks judged from the facts `probe` read.
 //! - [`pct`]: percentage rounding shared by the tables.
 //!
 //! - [`telemetry`]: a run's raw samples derived: rates, step-window summaries
@@ -27,6 +28,7 @@ pub mod curve;
 pub mod import;
 pub mod micro;
 pub mod pct;
+pub mod preflight;
 pub mod series;
 pub mod telemetry;
 pub mod usl;

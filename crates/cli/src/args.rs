@@ -36,6 +36,8 @@ pub enum Command {
     Micro(MicroArgs),
     /// Watch a server under its own traffic (no load): per-second telemetry, optionally recorded.
     Watch(WatchArgs),
+    /// Check what would skew a benchmark here (governor, limits, backlog, ports, IRQs, server and database settings).
+    Preflight(PreflightArgs),
     /// Run the built-in specimen server (scalelab starts it by itself for `sweep`).
     Specimen(SpecimenArgs),
     /// Create and load a dataset (sbtest, pgbench) in a PostgreSQL or MySQL database.
@@ -174,6 +176,39 @@ pub struct SweepArgs {
     /// figures. Default: the target itself when it is a database.
     #[arg(long, value_name = "URL")]
     pub db_probe: Option<String>,
+    /// Refuse to start (exit 2, before any load) when a preflight check warns (docs/preflight.md).
+    #[arg(long)]
+    pub strict: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct PreflightArgs {
+    /// Target URL as for `sweep` (omit: the machine, for the built-in specimen).
+    pub target: Option<String>,
+    /// Concurrency levels the run would use (the largest is judged).
+    #[arg(long, short = 'c', default_value = "1,2,5,10,20,35,50")]
+    pub concurrency: String,
+    /// Judge a plan without keep-alive (a new connection per request).
+    #[arg(long)]
+    pub no_keepalive: bool,
+    /// Client worker threads the run would use (default: one per core).
+    #[arg(long, short = 't')]
+    pub threads: Option<u32>,
+    /// The run would leave client threads unpinned.
+    #[arg(long)]
+    pub no_pin: bool,
+    /// The server process (default: the owner of the target's port on loopback).
+    #[arg(long)]
+    pub server_pid: Option<u32>,
+    /// Read database settings from this database (default: the target when it is one).
+    #[arg(long, value_name = "URL")]
+    pub db_probe: Option<String>,
+    /// Print the checks as JSON (stable ids; docs/preflight.md).
+    #[arg(long)]
+    pub json: bool,
+    /// Exit 2 when any check warns.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 #[derive(Args, Debug)]

@@ -25,4 +25,34 @@ pub struct Environment {
     pub scalelab_version: String,
     /// What the target says it is: HTTP `Server` header, SQL version banner.
     pub server: Option<String>,
+    /// The preflight checks run before the load (docs/preflight.md); absent
+    /// in runs recorded before it existed, and then not written either.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preflight: Option<Vec<crate::preflight::Check>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs stored before the preflight load, and their JSON is unchanged.
+    #[test]
+    fn preflight_is_optional_both_ways() {
+        let old = Environment { scalelab_version: "0.1.0".into(), ..Default::default() };
+        let text = serde_json::to_string(&old).unwrap();
+        assert!(!text.contains("preflight"), "{text}");
+        let back: Environment = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, old);
+        let checks = vec![crate::preflight::Check {
+            id: "net.somaxconn".into(),
+            status: crate::preflight::CheckStatus::Warn,
+            figure: "somaxconn 64 for 100 clients".into(),
+            why: "w".into(),
+            fix: "f".into(),
+        }];
+        let new = Environment { preflight: Some(checks), ..old };
+        let text = serde_json::to_string(&new).unwrap();
+        assert!(text.contains(r#""status":"warn""#), "{text}");
+        assert_eq!(serde_json::from_str::<Environment>(&text).unwrap(), new);
+    }
 }

@@ -11,6 +11,7 @@
 //! - [`source`]: [`Source`], a telemetry source, with its stored name and `unavailable` key.
 //! - [`target`]: [`Target`], what is measured, parsed once (kind, host, port, loopback, redacted).
 //! - [`env`]: [`Environment`], the "benchmark configuration" recorded with each run.
+//! - [`preflight`]: [`preflight::Check`]s (what skews a benchmark) and the facts they judge.
 //! - [`text`]: user and server text made safe to keep and show ([`redact_url`],
 //!   [`escape_control`] for terminals, [`escape_markup`] for Markdown).
 //!
@@ -19,6 +20,7 @@
 pub mod env;
 pub mod histogram;
 pub mod plan;
+pub mod preflight;
 pub mod result;
 pub mod run;
 pub mod sample;

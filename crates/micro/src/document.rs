@@ -112,6 +112,7 @@ mod tests {
             open_files_limit: Some(1024),
             scalelab_version: "0.1.0".into(),
             server: None,
+            preflight: None,
         };
         let run = MicroRun { results: vec![], wall_s: 1.5, warnings: vec!["w".into()], stopped: false };
         let report = MicroReport::new("lab", env, &run);

@@ -60,6 +60,7 @@ pub fn capture_environment(roots: &Roots, server: Option<String>, open_files_lim
         open_files_limit,
         scalelab_version: scalelab_core::VERSION.to_string(),
         server,
+        preflight: None,
     }
 }
 

@@ -35,6 +35,7 @@
 //!
 //! Database figures:
 //! - [`db`]: InnoDB SEMAPHORES, `SHOW GLOBAL STATUS`, `pg_stat_activity` wait profiles.
+//! - [`preflight`]: the facts the preflight judges (docs/preflight.md).
 //! - [`env`](mod@env): the benchmark configuration (host, kernel, CPU, memory, sysctls).
 //! - [`time`], [`unavailable`]: timestamps; "unavailable: why" bookkeeping.
 
@@ -48,6 +49,7 @@ pub mod limits;
 pub mod meminfo;
 pub mod netdev;
 pub mod power;
+pub mod preflight;
 pub mod pressure;
 pub mod process;
 pub mod read;

@@ -54,7 +54,19 @@ impl SockDiag {
         self.dump(1 << crate::sockets::TCP_TIME_WAIT, Some(remote_port), f)
     }
 
+    /// Dumps the listening TCP sockets, calling `f` with each one's local
+    /// address and port and its backlog (`idiag_wqueue` of a listener:
+    /// `sk_max_ack_backlog`, what `ss -lnt` shows as Send-Q, already capped
+    /// by `somaxconn`).
+    pub fn listeners(&mut self, f: &mut impl FnMut(IpAddr, u16, u32)) -> io::Result<usize> {
+        self.dump_queues(1 << crate::sockets::TCP_LISTEN, None, &mut |e, wqueue| f(e.local, e.local_port, wqueue))
+    }
+
     fn dump(&mut self, states: u32, remote_port: Option<u16>, f: &mut impl FnMut(TcpEntry)) -> io::Result<usize> {
+        self.dump_queues(states, remote_port, &mut |e, _| f(e))
+    }
+
+    fn dump_queues(&mut self, states: u32, remote_port: Option<u16>, f: &mut impl FnMut(TcpEntry, u32)) -> io::Result<usize> {
         self.seq = self.seq.wrapping_add(1);
         // nlmsghdr (16 bytes) + inet_diag_req (60 bytes), native endian;
         // family AF_UNSPEC (0) in this request means both; then, to filter,
@@ -133,7 +145,7 @@ fn u32_at(b: &[u8], at: usize) -> Option<u32> {
 }
 
 /// Walks one datagram of netlink messages.
-fn parse_batch(mut b: &[u8], seq: u32, f: &mut impl FnMut(TcpEntry)) -> io::Result<Batch> {
+fn parse_batch(mut b: &[u8], seq: u32, f: &mut impl FnMut(TcpEntry, u32)) -> io::Result<Batch> {
     let bad = || io::Error::new(io::ErrorKind::InvalidData, "malformed sock_diag reply");
     let mut count = 0;
     while b.len() >= NLMSG_HDRLEN {
@@ -162,14 +174,17 @@ fn parse_batch(mut b: &[u8], seq: u32, f: &mut impl FnMut(TcpEntry)) -> io::Resu
                             IpAddr::from(a)
                         }
                     };
-                    f(TcpEntry {
-                        state: m[1],
-                        local: addr(8),
-                        local_port: u16::from_be_bytes([m[4], m[5]]),
-                        remote: addr(24),
-                        remote_port: u16::from_be_bytes([m[6], m[7]]),
-                        inode: u32_at(m, 68).ok_or_else(bad)? as u64,
-                    });
+                    f(
+                        TcpEntry {
+                            state: m[1],
+                            local: addr(8),
+                            local_port: u16::from_be_bytes([m[4], m[5]]),
+                            remote: addr(24),
+                            remote_port: u16::from_be_bytes([m[6], m[7]]),
+                            inode: u32_at(m, 68).ok_or_else(bad)? as u64,
+                        },
+                        u32_at(m, 60).ok_or_else(bad)?,
+                    );
                     count += 1;
                 }
                 _ => {}
@@ -225,11 +240,44 @@ mod tests {
     }
 
     #[test]
+    fn listeners_carry_their_backlog() {
+        // SAFETY: plain socket calls on a descriptor owned right away; the
+        // address is a live local for the duration of bind.
+        let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+        assert!(fd >= 0);
+        // SAFETY: fd is fresh and owned by nobody else.
+        let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: sockaddr_in is plain data.
+        let mut addr: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+        addr.sin_family = libc::AF_INET as u16;
+        addr.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
+        let len = std::mem::size_of::<libc::sockaddr_in>() as u32;
+        // SAFETY: addr outlives the calls; len is its size.
+        unsafe {
+            assert_eq!(libc::bind(owned.as_raw_fd(), (&addr as *const libc::sockaddr_in).cast(), len), 0);
+            assert_eq!(libc::listen(owned.as_raw_fd(), 8), 0);
+            let mut len = len;
+            assert_eq!(libc::getsockname(owned.as_raw_fd(), (&mut addr as *mut libc::sockaddr_in).cast(), &mut len), 0);
+        }
+        let port = u16::from_be(addr.sin_port);
+        let mut found = Vec::new();
+        SockDiag::open()
+            .unwrap()
+            .listeners(&mut |_, p, backlog| {
+                if p == port {
+                    found.push(backlog)
+                }
+            })
+            .unwrap();
+        assert_eq!(found, [8]);
+    }
+
+    #[test]
     fn malformed_reply_is_an_error() {
         let mut n = 0;
-        assert!(parse_batch(&[40, 0, 0, 0, 18, 0, 0, 0, 1, 0, 0, 0], 1, &mut |_| n += 1).is_ok());
+        assert!(parse_batch(&[40, 0, 0, 0, 18, 0, 0, 0, 1, 0, 0, 0], 1, &mut |_, _| n += 1).is_ok());
         let bad = [200u8, 0, 0, 0, 18, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0];
-        assert!(parse_batch(&bad, 1, &mut |_| n += 1).is_err());
+        assert!(parse_batch(&bad, 1, &mut |_, _| n += 1).is_err());
         assert_eq!(n, 0);
     }
 }

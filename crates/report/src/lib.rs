@@ -8,6 +8,7 @@
 //! - [`compare`]: the comparison table of several runs as text, Markdown or CSV.
 //! - [`diagnosis`]: a run's diagnosis (curve, USL, verdicts) as text.
 //! - [`micro`]: micro-benchmark tables (lmbench layout, comparison) as text.
+//! - [`preflight`]: the preflight checks as text, warning lines, JSON and a summary cell.
 //! - [`cli`]: the lines of the command-line's own listings (`runs`, `show`'s
 //!   header, `--assert` results, micro progress).
 //! - [`live`]: the live view's state and drawing while a sweep runs (ratatui).
@@ -33,6 +34,7 @@ pub mod markdown;
 pub mod micro;
 pub mod model;
 pub mod page;
+pub mod preflight;
 pub mod summary;
 pub mod svg;
 pub mod table;

@@ -164,6 +164,7 @@ pub fn environment_rows(runs: &[&Run]) -> Vec<EnvRow> {
         ("net.core.somaxconn", Box::new(move |r: &Run| o(r.environment.somaxconn.map(|v| v.to_string())))),
         ("open files limit", Box::new(move |r: &Run| o(r.environment.open_files_limit.map(|v| v.to_string())))),
         ("scalelab version", Box::new(|r: &Run| r.environment.scalelab_version.clone())),
+        ("preflight", Box::new(|r: &Run| crate::preflight::summary(r.environment.preflight.as_deref()))),
         (
             "status",
             Box::new(
@@ -171,8 +172,11 @@ pub fn environment_rows(runs: &[&Run]) -> Vec<EnvRow> {
             ),
         ),
     ];
+    // Runs recorded before the preflight existed keep their table as it was.
+    let any_preflight = runs.iter().any(|r| r.environment.preflight.is_some());
     fields
         .into_iter()
+        .filter(|(field, _)| any_preflight || *field != "preflight")
         .map(|(field, f)| {
             let values: Vec<String> = runs.iter().map(|r| f(r)).collect();
             let known: Vec<&String> = values.iter().filter(|v| *v != "-").collect();

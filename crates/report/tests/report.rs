@@ -32,6 +32,7 @@ fn env(host: &str) -> Environment {
         open_files_limit: Some(1024),
         scalelab_version: "0.1.0".into(),
         server: Some("scalelab-specimen".into()),
+        preflight: None,
     }
 }
 
@@ -389,4 +390,27 @@ fn the_page_header_lists_every_run_micro_runs_too() {
         "{header}"
     );
     assert!(html.contains("<title>scalelab report: lock, nolock, G5 Tiger, host-a</title>"));
+}
+
+#[test]
+fn preflight_warnings_show_in_the_configuration_escaped_and_old_runs_have_no_row() {
+    use scalelab_core::preflight::{Check, CheckStatus};
+    // Runs recorded before the preflight: no row at all (the pinned snapshot).
+    assert!(!scalelab_report::markdown::render(&input(None)).contains("| preflight |"));
+    let mut i = input(None);
+    let check = |id: &str, status, figure: &str| Check { id: id.into(), status, figure: figure.into(), why: "w".into(), fix: "f".into() };
+    i.runs[0].run.environment.preflight = Some(vec![
+        check("net.listen_backlog", CheckStatus::Warn, "backlog 8 for 50 clients <script>|x"),
+        check("cpu.smt", CheckStatus::Ok, "SMT off"),
+        check("cpu.governor", CheckStatus::Unavailable, "no cpufreq"),
+    ]);
+    let md = scalelab_report::markdown::render(&i);
+    let row = md.lines().find(|l| l.starts_with("| preflight |") || l.starts_with("| **preflight** ≠ |")).expect("a preflight row");
+    assert!(row.contains("1 warn: net.listen_backlog: backlog 8 for 50 clients &lt;script&gt;\\|x (1 unavailable)"), "{row}");
+    let html = scalelab_report::html::render(&i);
+    assert!(
+        html.contains("1 warn: net.listen_backlog: backlog 8 for 50 clients &lt;script&gt;|x (1 unavailable)"),
+        "not escaped in the HTML"
+    );
+    assert!(!html.contains("<script>|x"));
 }

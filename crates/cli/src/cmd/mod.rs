@@ -5,6 +5,7 @@ mod compare;
 mod fd_limit;
 mod install;
 mod micro;
+pub mod preflight;
 mod prepare;
 mod prepared;
 mod report;
@@ -42,6 +43,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Import(a) => compare::import(&cli.store, &a),
         Command::Compare(a) => compare::compare_runs(&cli.store, &a),
         Command::Prepare(a) => prepare::run(&a),
+        Command::Preflight(a) => preflight::run(&a),
         Command::Completions(a) => install::completions(&a),
         Command::Man(a) => install::man(&a),
     }

@@ -32,4 +32,6 @@ pub struct Common {
     pub steps: Vec<StepPlan>,
     pub threads: u32,
     pub assertions: Vec<scalelab_analyze::Assertion>,
+    /// The preflight checks, recorded in the run's environment.
+    pub preflight: Vec<scalelab_core::preflight::Check>,
 }

@@ -204,8 +204,9 @@ pub fn run(store_path: &Path, mut a: SweepArgs) -> anyhow::Result<ExitCode> {
             return Err(bad("--source-address applies to HTTP targets only"));
         }
         let prepared = super::sql_sweep::prepare_sql(&a, t.as_given())?;
+        let preflight = run_preflight(&a, t, &prepared, &concurrency, threads)?;
         let store = Store::open(store_path)?;
-        let common = Common { target: t.clone(), steps, threads, assertions };
+        let common = Common { target: t.clone(), steps, threads, assertions, preflight };
         return execute(store, store_path, &a, common, prepared);
     }
     // A placeholder URL validates the HTTP options before the specimen starts.
@@ -214,9 +215,11 @@ pub fn run(store_path: &Path, mut a: SweepArgs) -> anyhow::Result<ExitCode> {
         (Some(parsed), _) => parsed.map_err(|e| bad(e.to_string()))?,
         (None, mode) => Target::specimen(mode.map_or("scales", |m| m.name())),
     };
-    let common = Common { target, steps, threads, assertions };
-    // 2. The target: start the specimen, or check the URL parses and answers.
+    // 2. The target: start the specimen, or check the URL parses and answers;
+    // then the preflight (docs/preflight.md), which --strict turns into a gate.
     let prepared = prepare_http(&a, specimen_mode)?;
+    let preflight = run_preflight(&a, &target, &prepared, &concurrency, threads)?;
+    let common = Common { target, steps, threads, assertions, preflight };
     // 3. Only now, with every input known good, the store is opened (or
     // created), and it must be usable before load starts.
     let store = Store::open(store_path)?;
@@ -270,6 +273,32 @@ fn prepare_http(a: &SweepArgs, specimen_mode: Option<scalelab_specimen::Mode>) -
     Ok(Prepared { driver, target_name, workload, server: preflight.server, options, specimen, sql_url: None })
 }
 
+/// The preflight checks of this run; with --strict a warning ends the sweep
+/// here, before the store or any load (their warnings are printed once the
+/// store is open, so an unusable store is still one line).
+fn run_preflight<D>(
+    a: &SweepArgs,
+    target: &Target,
+    prepared: &Prepared<D>,
+    concurrency: &[u32],
+    threads: u32,
+) -> anyhow::Result<Vec<scalelab_core::preflight::Check>> {
+    let specimen = prepared.specimen.as_ref();
+    let checks = super::preflight::checks(super::preflight::Ask {
+        target,
+        port: specimen.map(|s| s.addr.port()).or(target.port()),
+        server_pid: scalelab_probe::server_pid(Some(target), specimen.map(|s| s.pid()), a.server_pid),
+        db_probe: a.db_probe.as_deref(),
+        server_version: prepared.server.clone().ok_or_else(|| format!("{} did not say what it is", prepared.target_name)),
+        max_concurrency: concurrency.iter().copied().max().unwrap_or(1),
+        keepalive: !a.no_keepalive,
+        threads,
+        no_pin: a.no_pin,
+    })?;
+    super::preflight::gate(&checks, a.strict)?;
+    Ok(checks)
+}
+
 /// The sample interval, or bad input (checked before anything is created).
 fn check_sampling(a: &SweepArgs) -> anyhow::Result<Duration> {
     let sample_interval = parse_duration(&a.sample_interval).map_err(|e| bad(format!("--sample-interval: {e}")))?;
@@ -285,11 +314,13 @@ pub fn execute<D: scalelab_drive::Driver>(
     store: Store,
     store_path: &Path,
     a: &SweepArgs,
-    common: Common,
+    mut common: Common,
     prepared: Prepared<D>,
 ) -> anyhow::Result<ExitCode> {
     let Prepared { driver, target_name, workload, server, mut options, specimen, sql_url } = prepared;
-    let env = scalelab_probe::capture_environment(&Default::default(), server, cpu::open_files_limit());
+    let mut env = scalelab_probe::capture_environment(&Default::default(), server, cpu::open_files_limit());
+    super::preflight::warn_on_stderr(&common.preflight);
+    env.preflight = Some(std::mem::take(&mut common.preflight));
     let pin_cpus = scalelab_drive::engine::pin_plan(common.threads, a.no_pin);
     options.insert("client_threads_bound".into(), (!pin_cpus.is_empty()).into());
     if !pin_cpus.is_empty() {

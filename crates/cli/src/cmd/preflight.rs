@@ -1,0 +1,138 @@
+//! `scalelab preflight`, and the same checks at the start of every sweep:
+//! read the facts (`probe::preflight`), judge them (`analyze::preflight`),
+//! print them (`report::preflight`); `--strict` refuses a warning.
+
+use crate::args::PreflightArgs;
+use crate::error::bad;
+use scalelab_analyze::preflight::{judge, warnings};
+use scalelab_core::preflight::{Check, PreflightPlan, Reading};
+use scalelab_core::{parse_concurrency_list, Target, TargetKind};
+use scalelab_drive::cpu;
+use scalelab_drive::http::{HttpConfig, HttpDriver, RequestSpec, StatusMatch};
+use scalelab_probe::preflight::{read, PreflightInput};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// What the checks need to know of the planned run.
+pub struct Ask<'a> {
+    pub target: &'a Target,
+    /// The port the server listens on (the specimen's, once started).
+    pub port: Option<u16>,
+    pub server_pid: Result<u32, String>,
+    pub db_probe: Option<&'a str>,
+    pub server_version: Reading<String>,
+    pub max_concurrency: u32,
+    pub keepalive: bool,
+    pub threads: u32,
+    pub no_pin: bool,
+}
+
+/// Reads and judges every check.
+pub fn checks(ask: Ask) -> anyhow::Result<Vec<Check>> {
+    let db = scalelab_probe::collect::for_target(Some(ask.target), ask.db_probe).map_err(bad)?;
+    let pin = scalelab_drive::engine::pin_plan(ask.threads, ask.no_pin);
+    let client_pinned = !pin.is_empty();
+    let client_cpus = if client_pinned { pin } else { cpu::allowed_cpu_list() };
+    let plan = PreflightPlan {
+        target: ask.target.clone(),
+        max_concurrency: ask.max_concurrency,
+        keepalive: ask.keepalive,
+        client_cpus,
+        client_pinned,
+    };
+    let input = PreflightInput {
+        target: ask.target,
+        port: ask.port,
+        server_pid: ask.server_pid,
+        db: db.as_ref(),
+        server_version: ask.server_version,
+    };
+    Ok(judge(&read(&Default::default(), &input), &plan))
+}
+
+/// `--strict`: a warning refuses the run (exit 2), naming the checks.
+pub fn gate(checks: &[Check], strict: bool) -> anyhow::Result<()> {
+    let warned = warnings(checks);
+    if strict && !warned.is_empty() {
+        return Err(bad(format!(
+            "--strict: the preflight warns on {}: fix them (`scalelab preflight` shows each figure and fix) or drop --strict",
+            warned.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// Prints the warnings of a sweep's preflight on stderr.
+pub fn warn_on_stderr(checks: &[Check]) {
+    for line in scalelab_report::preflight::warning_lines(checks) {
+        esayln!("{line}");
+    }
+}
+
+/// What the target says it is; unreachable is a reason, not an error.
+fn server_version(target: &Target) -> Reading<String> {
+    let timeout = Duration::from_secs(3);
+    match target.kind() {
+        TargetKind::Http | TargetKind::Https => {
+            let config = HttpConfig {
+                requests: vec![RequestSpec { method: "GET".into(), url: target.as_given().into(), weight: 1 }],
+                headers: Vec::new(),
+                body: None,
+                keepalive: true,
+                timeout,
+                connect_timeout: timeout,
+                expect: StatusMatch::parse("2xx").map_err(|e| e.to_string())?,
+                insecure: true,
+                source_addrs: Vec::new(),
+            };
+            let driver = HttpDriver::new(&config).map_err(|e| e.to_string())?;
+            let p = driver.preflight().map_err(|f| format!("cannot reach {}: {}", target.redacted(), f.message))?;
+            p.server.ok_or_else(|| format!("{} sent no Server header", target.redacted()))
+        }
+        TargetKind::Postgres | TargetKind::Mysql => {
+            let url = scalelab_drive::sql::SqlUrl::parse(target.as_given())?;
+            scalelab_drive::sql::inspect(&url, timeout)
+                .map(|i| i.server)
+                .map_err(|f| format!("cannot use {}: {}", target.redacted(), f.message))
+        }
+        TargetKind::Specimen => Ok(format!("scalelab-specimen {}", scalelab_core::VERSION)),
+        TargetKind::Other => Err("not an HTTP or database target".into()),
+    }
+}
+
+pub fn run(a: &PreflightArgs) -> anyhow::Result<ExitCode> {
+    let concurrency = parse_concurrency_list(&a.concurrency).map_err(|e| bad(format!("--concurrency: {e}")))?;
+    let target = match &a.target {
+        Some(t) => Target::parse(t).map_err(|e| bad(e.to_string()))?,
+        None => Target::specimen("scales"),
+    };
+    let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u32));
+    if threads == 0 || threads > 1024 {
+        return Err(bad("--threads must be between 1 and 1024"));
+    }
+    // A sweep raises its soft open-file limit to the hard one: judge that.
+    cpu::raise_open_files_limit();
+    let server_pid = if target.kind() == TargetKind::Specimen && a.server_pid.is_none() {
+        Err("the specimen starts with the sweep".to_string())
+    } else {
+        scalelab_probe::server_pid(Some(&target), None, a.server_pid)
+    };
+    let checks = checks(Ask {
+        target: &target,
+        port: target.port(),
+        server_pid,
+        db_probe: a.db_probe.as_deref(),
+        server_version: server_version(&target),
+        max_concurrency: concurrency.iter().copied().max().unwrap_or(1),
+        keepalive: !a.no_keepalive,
+        threads,
+        no_pin: a.no_pin,
+    })?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&scalelab_report::preflight::json(&checks))?);
+    } else {
+        say!("{}", scalelab_report::preflight::text(&checks));
+    }
+    gate(&checks, a.strict)?;
+    Ok(ExitCode::SUCCESS)
+}
