@@ -367,6 +367,10 @@ impl Store {
                 client_runq_wait_pct: r.get(16).map_err(|e| self.sql(e))?,
                 telemetry: None,
                 statements,
+                offered_rate_per_s: None,
+                service: None,
+                dropped: None,
+                late_sends: None,
             });
         }
         let samples = self.load_run_samples(id)?;

@@ -9,7 +9,7 @@ fn plan(label: &str) -> RunPlan {
         label: label.into(),
         target: "http://127.0.0.1:1/".into(),
         workload: "GET /".into(),
-        steps: vec![StepPlan { concurrency: 2, warmup_s: 1.0, window_s: 2.0, pause_s: 1.0, think_time_s: 0.0 }],
+        steps: vec![StepPlan { concurrency: 2, warmup_s: 1.0, window_s: 2.0, pause_s: 1.0, think_time_s: 0.0, open_loop: None }],
         client_threads: 2,
         options: Default::default(),
     }

@@ -190,6 +190,7 @@ pub fn run(store_path: &Path, mut a: SweepArgs) -> anyhow::Result<ExitCode> {
             window_s: window.as_secs_f64(),
             pause_s: pause.as_secs_f64(),
             think_time_s: think.as_secs_f64(),
+            open_loop: None,
         })
         .collect();
     if let Some(u) = &a.db_probe {
