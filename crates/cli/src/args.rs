@@ -65,9 +65,22 @@ pub struct SweepArgs {
     /// Target URL: http:// or https://, postgres:// or postgresql://, mysql:// or mariadb://
     /// (docs/workloads.md). Omit to sweep the built-in specimen.
     pub target: Option<String>,
-    /// Concurrency levels (virtual clients), in order.
-    #[arg(long, short = 'c', default_value = "1,2,5,10,20,35,50")]
-    pub concurrency: String,
+    /// Concurrency levels (virtual clients), in order [default: 1,2,5,10,20,35,50].
+    #[arg(long, short = 'c')]
+    pub concurrency: Option<String>,
+    /// Open loop: offered rates, requests per second, in order, instead of
+    /// -c: requests start on schedule whatever the replies, and latency counts
+    /// from the intended send (docs/open-loop.md).
+    #[arg(long)]
+    pub rate: Option<String>,
+    /// Open loop: how arrivals are spaced, constant or poisson [default: constant].
+    #[arg(long)]
+    pub arrival: Option<String>,
+    /// Open loop: requests out at once at most (the connections); a request
+    /// scheduled when all are out is dropped and counted [default: 20 ms of
+    /// the rate, 8 to 1000].
+    #[arg(long)]
+    pub max_in_flight: Option<String>,
     /// Warm-up per step (load on, nothing recorded). Default: 5s, or 1s for the specimen.
     #[arg(long)]
     pub warmup: Option<String>,

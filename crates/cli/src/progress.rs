@@ -62,11 +62,14 @@ impl Progress {
             return;
         }
         let p99 = r.latency.summary().map_or("-".to_string(), |s| format!("{:.2} ms", s.p99));
+        let level = match r.offered_rate_per_s {
+            Some(rate) => format!("rate={}", scalelab_report::fmt::thousands(rate)),
+            None => format!("c={}", r.concurrency),
+        };
         let mut line = format!(
-            "step {}/{} c={} done: {} {unit}  p99 {p99}  errors {}",
+            "step {}/{} {level} done: {} {unit}  p99 {p99}  errors {}",
             self.done + 1,
             self.steps,
-            r.concurrency,
             scalelab_report::fmt::thousands(r.throughput_per_s()),
             r.errors.total()
         );

@@ -344,9 +344,12 @@ impl StepResult {
                 format!("nothing succeeded: all {errors} requests failed{}", mostly())
             });
         }
-        let share = errors as f64 / (errors + self.requests) as f64;
+        // Requests an open loop dropped at max_in_flight were never sent:
+        // the measure of an overload, not a server failing requests.
+        let failed = errors - self.errors.get(ErrorClass::Dropped);
+        let share = failed as f64 / (failed + self.requests) as f64;
         (share >= ERRORS_DOMINATE_SHARE)
-            .then(|| format!("errors dominate: {:.0}% of {} requests failed{}", 100.0 * share, errors + self.requests, mostly()))
+            .then(|| format!("errors dominate: {:.0}% of {} requests failed{}", 100.0 * share, failed + self.requests, mostly()))
     }
 }
 

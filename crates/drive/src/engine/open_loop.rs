@@ -78,7 +78,10 @@ pub(super) fn end_drops(l: &mut Local, shared: &Shared, at: Instant) {
         s.latency.record(oldest.saturating_sub(step * i.min(u64::from(u32::MAX)) as u32));
     }
     s.errors += n;
-    let message = format!("{n} requests scheduled while every connection had one out (--max-in-flight reached): not sent");
+    let message = format!(
+        "scheduled while all {} connections of a client thread had a request out (--max-in-flight reached): never sent",
+        l.open.cap
+    );
     l.stats.errors.add_n(&Failure::new(ErrorClass::Dropped, message), n);
     l.stats.dropped += n;
     shared.errors.fetch_add(n, Ordering::Relaxed);
