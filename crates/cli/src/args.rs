@@ -317,9 +317,15 @@ pub struct SpecimenArgs {
     /// Address to bind.
     #[arg(long, default_value = "127.0.0.1")]
     pub bind: String,
-    /// scales, global-lock, single-thread, disk, spin.
+    /// scales, global-lock, single-thread, disk, spin, stall.
     #[arg(long, default_value = "scales")]
     pub mode: String,
+    /// stall mode: how long the server stops answering each time.
+    #[arg(long, default_value = "200ms")]
+    pub stall_for: String,
+    /// stall mode: how often it stops answering (the period; longer than --stall-for).
+    #[arg(long, default_value = "2s")]
+    pub stall_every: String,
     /// CPU work per request, microseconds.
     #[arg(long, default_value_t = 100)]
     pub work_us: u64,

@@ -42,6 +42,12 @@ fn bad_open_loop_input_is_one_line_exit_2_and_creates_nothing() {
         assert!(err.contains(says), "{args:?}: {err}");
         assert!(!store.exists(), "{args:?}: nothing created");
     }
+    for args in [["--stall-for", "3s", "--stall-every", "2s"], ["--stall-for", "soon", "--stall-every", "2s"]] {
+        let out = bin().args(["specimen", "--mode", "stall"]).args(args).output().unwrap();
+        let err = stderr(&out);
+        assert_eq!((out.status.code(), err.lines().count()), (Some(2), 1), "{args:?}: {err}");
+        assert!(err.contains("--stall-"), "{err}");
+    }
 }
 
 #[test]

@@ -59,6 +59,8 @@ fn specimen() -> std::net::SocketAddr {
             mode: scalelab_specimen::Mode::Scales,
             work_us: 20,
             data_dir: None,
+            stall_for: scalelab_specimen::DEFAULT_STALL_FOR,
+            stall_every: scalelab_specimen::DEFAULT_STALL_EVERY,
         };
         let _ = scalelab_specimen::serve(config, |addr| tx.send(addr).unwrap());
     });
