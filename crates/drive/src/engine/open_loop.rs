@@ -34,7 +34,18 @@ pub(super) async fn dispatcher(mut arrivals: Arrivals, local: Rc<RefCell<Local>>
         if now >= end {
             break;
         }
-        while next <= now {
+        while next <= now && Instant::now() < end {
+            // Accepted requests not yet picked up hold connections that are
+            // free: let them be sent before judging whether all are out (a
+            // client catching up after its own stall must not drop).
+            let unsent = {
+                let l = local.borrow();
+                l.open.outstanding >= l.open.cap && !l.open.queue.is_empty()
+            };
+            if unsent {
+                tokio::task::yield_now().await;
+                continue;
+            }
             if arrive(&mut local.borrow_mut(), next) {
                 notify.notify_one();
             }
@@ -45,7 +56,8 @@ pub(super) async fn dispatcher(mut arrivals: Arrivals, local: Rc<RefCell<Local>>
 }
 
 /// One arrival due at `intended`: accepted (queued; true) while fewer than
-/// the thread's connections have a request, else dropped.
+/// the thread's connections have a request, else dropped (the dispatcher
+/// calls it with every accepted request sent, so "all have one out").
 fn arrive(l: &mut Local, intended: Instant) -> bool {
     let d = &mut l.open;
     if d.outstanding < d.cap {
