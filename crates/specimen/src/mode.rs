@@ -17,11 +17,14 @@ pub enum Mode {
     Disk,
     /// A spin-then-yield lock around the work: CPU burnt while waiting.
     Spin,
+    /// Scales, but stops answering for `stall_for` every `stall_every`
+    /// (a GC pause, a checkpoint): the coordinated-omission demonstration.
+    Stall,
 }
 
 impl Mode {
     /// Every mode, for help texts and tests.
-    pub const ALL: [Mode; 5] = [Mode::Scales, Mode::GlobalLock, Mode::SingleThread, Mode::Disk, Mode::Spin];
+    pub const ALL: [Mode; 6] = [Mode::Scales, Mode::GlobalLock, Mode::SingleThread, Mode::Disk, Mode::Spin, Mode::Stall];
 
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
@@ -31,6 +34,7 @@ impl Mode {
             Mode::SingleThread => "single-thread",
             Mode::Disk => "disk",
             Mode::Spin => "spin",
+            Mode::Stall => "stall",
         }
     }
 }
@@ -43,7 +47,7 @@ impl fmt::Display for Mode {
 
 /// An unknown mode name; the message lists the valid ones.
 #[derive(Debug, thiserror::Error)]
-#[error("unknown specimen mode '{0}': use one of scales, global-lock, single-thread, disk, spin")]
+#[error("unknown specimen mode '{0}': use one of scales, global-lock, single-thread, disk, spin, stall")]
 pub struct UnknownMode(pub String);
 
 impl FromStr for Mode {
