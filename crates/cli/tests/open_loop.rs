@@ -177,3 +177,23 @@ fn a_stall_shows_in_the_open_loop_p99_and_hides_in_the_closed_loop() {
     let served = steps(&closed)[0]["requests"].as_f64().unwrap();
     assert!(served > 2.0 * 10.0 / 0.01, "enough requests that 2 stalls x 10 clients are under 1 %: {served}");
 }
+
+#[test]
+fn a_sql_target_takes_an_offered_rate_too() {
+    let pg = scalelab_testkit::postgres::Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let url = pg.url();
+    let out = run(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "1000", "-q"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let args =
+        ["sweep", &url, "-w", "point-select", "--rate", "200", "--max-in-flight", "50", "--warmup", "0.2s", "-d", "2s", "--json", "-q"];
+    let run = json(&store, &args);
+    let s = &steps(&run)[0];
+    assert_eq!(s["offered_rate_per_s"].as_f64(), Some(200.0));
+    let achieved = s["throughput_per_s"].as_f64().unwrap();
+    // 400 point selects due in the window, a small share of what PostgreSQL serves.
+    assert!((180.0..=220.0).contains(&achieved), "{achieved} q/s of 200 offered: {s}");
+    assert!(s["service_ms"]["p50"].as_f64().unwrap() <= s["latency_ms"]["p50"].as_f64().unwrap() + 0.01, "{s}");
+    assert_eq!(s["concurrency"].as_u64(), Some(50), "the pool: max_in_flight connections");
+}
