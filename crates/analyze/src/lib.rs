@@ -12,6 +12,7 @@
 //! - [`import`]: published series in the import CSV format to [`Series`].
 //! - [`mod@assert`]: the CI assertion language (`peak >= 5000`, `no collapse`, ...).
 //! - [`pct`]: percentage rounding shared by the tables.
+//! - [`profile`]: a step's stacks read: hottest frames and functions, lock call sites, what grew.
 //!
 //! - [`telemetry`]: a run's raw samples derived: rates, step-window summaries
 //!   (system, server process, threads, database, specimen).
@@ -27,6 +28,7 @@ pub mod curve;
 pub mod import;
 pub mod micro;
 pub mod pct;
+pub mod profile;
 pub mod series;
 pub mod telemetry;
 pub mod usl;

@@ -188,7 +188,7 @@ impl ViewState {
                 }
                 Record::Sample(Sample::Threads(t)) => self.threads = Some(t.clone()),
                 Record::Unavailable(source, why) => self.warn(format!("probe unavailable: {}: {why}", source.key())),
-                Record::Sample(Sample::Db(_) | Sample::Specimen(_)) => {}
+                Record::Sample(Sample::Db(_) | Sample::Specimen(_) | Sample::Profile(_)) => {}
             }
         }
     }

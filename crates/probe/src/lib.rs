@@ -50,6 +50,7 @@ pub mod netdev;
 pub mod power;
 pub mod pressure;
 pub mod process;
+pub mod profile;
 pub mod read;
 pub mod sample;
 pub mod sockdiag;

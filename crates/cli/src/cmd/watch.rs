@@ -116,7 +116,7 @@ impl Observer for Lines {
                     self.db_recent.retain(|s| s.unix_ms >= newest - 2000);
                 }
                 Record::Unavailable(src, why) => notes.push(format!("{}: {why}", src.name())),
-                Record::Sample(Sample::Specimen(_)) => {}
+                Record::Sample(Sample::Specimen(_) | Sample::Profile(_)) => {}
             }
         }
         for n in notes {
