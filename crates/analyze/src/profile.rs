@@ -111,6 +111,33 @@ pub fn top_own(p: &StackProfile, top: usize) -> Vec<FrameShare> {
     shares(map, p.total(), top)
 }
 
+/// Frames that mark a busy wait: a spin hint, or giving the CPU up to retry.
+const SPIN: &[&str] =
+    &["spin_loop", "cpu_relax", "ut_delay", "sched_yield", "yield_now", "__x64_sys_sched_yield", "pthread_spin", "s_lock", "spin_delay"];
+
+/// An atomic load or compare-exchange as the leaf (an unoptimized build's
+/// spin loop polls through these).
+fn is_polling(frame: &str) -> bool {
+    let f = frame.trim_start_matches('<');
+    f.starts_with("core::sync::atomic") || f.starts_with("core::hint")
+}
+
+/// Busy-waiting functions: for stacks that spin (a spin hint or a yield
+/// under them), the first own frame above the spin, by samples. A spin loop
+/// inlined into its caller leaves no such frame: then [`top_own`] names it.
+pub fn spin_sites(on: &StackProfile, top: usize) -> Vec<FrameShare> {
+    let mut map = BTreeMap::new();
+    for s in &on.stacks {
+        let f = frames(&s.stack);
+        let spins = |f: &&str| SPIN.iter().any(|p| f.contains(p)) || is_polling(f);
+        let Some(at) = f.iter().rposition(spins) else { continue };
+        if let Some(own) = f[..at].iter().rev().find(|f| !is_kernel(f) && !is_library(f) && !is_state(f) && !spins(f)) {
+            *map.entry(own.to_string()).or_default() += s.value;
+        }
+    }
+    shares(map, on.total(), top)
+}
+
 /// Whole stacks, highest first.
 pub fn top_stacks(p: &StackProfile, top: usize) -> Vec<FrameShare> {
     shares(p.stacks.iter().map(|s| (s.stack.clone(), s.value)).collect(), p.total(), top)
@@ -257,6 +284,8 @@ mod tests {
         let b = profile(&[("main;app::spin;core::hint::spin_loop", 80, 80), ("main;app::parse", 20, 20)]);
         assert_eq!(top_own(&b, 1)[0].frame, "app::spin");
         assert_eq!(top_self(&b, 1)[0].frame, "core::hint::spin_loop");
+        let spin = spin_sites(&b, 3);
+        assert_eq!(spin.iter().map(|f| f.frame.as_str()).collect::<Vec<_>>(), ["app::spin"]);
         let d = diff(&a, &b, 1);
         assert_eq!(d[0].frame, "app::spin");
         assert!((d[0].delta - 0.7).abs() < 1e-9);

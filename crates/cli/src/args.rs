@@ -174,6 +174,10 @@ pub struct SweepArgs {
     /// figures. Default: the target itself when it is a database.
     #[arg(long, value_name = "URL")]
     pub db_probe: Option<String>,
+    /// Profile the server per step with perf: on-CPU stacks (99 Hz) over each window, off-CPU stacks (futex,
+    /// I/O, run queue) over its first second; `scalelab profile RUN` reads them (docs/profiles.md).
+    #[arg(long)]
+    pub profile: bool,
 }
 
 #[derive(Args, Debug)]

@@ -7,6 +7,7 @@ mod install;
 mod micro;
 mod prepare;
 mod prepared;
+pub mod profile;
 mod report;
 pub mod show;
 mod specimen;

@@ -61,6 +61,7 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         thread_hz: if pid.is_some() { a.thread_sample_hz } else { 0.0 },
         db: db_url,
         specimen: None,
+        profile: false,
     };
     let mut session = match store {
         Some(store) => {

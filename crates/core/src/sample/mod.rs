@@ -200,6 +200,7 @@ mod tests {
                     stacks: vec![FoldedStack { stack: "main;work".into(), value: 5, count: 5 }],
                 }),
                 off_cpu: None,
+                perf_cpu_s: 0.01,
             })),
         ];
         for s in samples {

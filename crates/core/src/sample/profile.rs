@@ -17,6 +17,9 @@ pub struct ProfileSample {
     /// Where and how long they slept (`sched:sched_switch` with switch-in
     /// times); None when not taken.
     pub off_cpu: Option<StackProfile>,
+    /// CPU time `perf record` used over this window, s (its overhead).
+    #[serde(default)]
+    pub perf_cpu_s: f64,
 }
 
 /// Folded stacks of one kind over one capture.

@@ -74,6 +74,7 @@ struct StepCapture {
     threads: u32,
     on: Capture,
     off: Option<Capture>,
+    perf_cpu_s: f64,
 }
 
 /// Profiles the server step by step: [`begin_step`](Profiler::begin_step)
@@ -186,7 +187,7 @@ impl Profiler {
             let child = self.record(&file, &["-e", "sched:sched_switch", "--switch-events"], Some(self.config.off_cpu_s));
             Capture { child, file, started: Instant::now(), duration_ns: 0 }
         });
-        self.steps.push(StepCapture { step, unix_ms: unix_ms(), threads, on, off });
+        self.steps.push(StepCapture { step, unix_ms: unix_ms(), threads, on, off, perf_cpu_s: 0.0 });
     }
 
     /// The window of the step being captured closed: stops its captures.
@@ -197,12 +198,13 @@ impl Profiler {
         }
         let window = s.on.started.elapsed();
         s.on.duration_ns = window.as_nanos() as u64;
-        self.overhead.record_cpu_s += stop(&mut s.on.child);
+        s.perf_cpu_s += stop(&mut s.on.child);
         if let Some(off) = s.off.as_mut() {
             let planned = Duration::from_secs_f64(self.config.off_cpu_s);
             off.duration_ns = off.started.elapsed().min(planned).as_nanos() as u64;
-            self.overhead.record_cpu_s += stop(&mut off.child);
+            s.perf_cpu_s += stop(&mut off.child);
         }
+        self.overhead.record_cpu_s += s.perf_cpu_s;
         self.overhead.windows += 1;
         self.overhead.window_s += window.as_secs_f64();
     }
@@ -211,7 +213,15 @@ impl Profiler {
     fn fold(&mut self, file: &Path) -> Result<fold::Folded, String> {
         self.overhead.bytes += std::fs::metadata(file).map_or(0, |m| m.len());
         let mut child = Command::new(&self.config.perf)
-            .args(["script", "--show-switch-events", "--show-lost-events", "-F", "pid,tid,time,event,trace,ip,sym,dso", "-i"])
+            .args([
+                "script",
+                "--no-inline",
+                "--show-switch-events",
+                "--show-lost-events",
+                "-F",
+                "pid,tid,time,event,trace,ip,sym,dso",
+                "-i",
+            ])
             .arg(file)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -236,7 +246,7 @@ impl Profiler {
         let mut out = std::mem::take(&mut self.notes);
         let steps = std::mem::take(&mut self.steps);
         for s in steps {
-            let mut sample = ProfileSample { step: s.step, unix_ms: s.unix_ms, on_cpu: None, off_cpu: None };
+            let mut sample = ProfileSample { step: s.step, unix_ms: s.unix_ms, on_cpu: None, off_cpu: None, perf_cpu_s: s.perf_cpu_s };
             match self.fold(&s.on.file) {
                 Ok(f) => sample.on_cpu = Some(f.on_cpu_profile(s.on.duration_ns, s.threads, self.unwind, self.config.rate_hz)),
                 Err(why) => out.push(Record::Unavailable(Source::Profile, format!("step {}: {why}", s.step + 1))),
