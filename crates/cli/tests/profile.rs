@@ -57,6 +57,23 @@ fn global_lock_profile_names_the_function_that_takes_the_mutex() {
     assert_eq!(sites.first().map(|s| s.site.as_str()), Some("scalelab_specimen::server::State::work"), "{sites:?}");
     assert!(sites[0].via.contains("Mutex"), "{sites:?}");
     assert!(sites[0].thread_share > 0.02, "{sites:?}");
+
+    // `scalelab profile` reads them back: the lock call site, and what grew.
+    let out = run(&store, &["profile", "last", "--off-cpu", "--top", "5"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("scalelab_specimen::server::State::work -> std::sync::poison::mutex::Mutex<T>::lock"),
+        "{text}"
+    );
+    let out = run(&store, &["profile", "last", "--step", "1"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("run 1 step 1 (1 clients)") && text.contains("hottest functions of the server's own code"), "{text}");
+    let out = run(&store, &["profile", "last", "--off-cpu", "--diff", "1", "4"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("what grew from 1 clients to 4 clients"), "{text}");
+    let out = run(&store, &["profile", "last", "--step", "7"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stderr(&out).trim(), "error: run 1 has no profiled step with 7 clients; --step takes one of: 1, 4");
 }
 
 #[test]

@@ -31,6 +31,7 @@ pub mod markdown;
 pub mod micro;
 pub mod model;
 pub mod page;
+pub mod profile;
 pub mod summary;
 pub mod svg;
 pub mod table;

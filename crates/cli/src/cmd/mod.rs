@@ -38,6 +38,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Export(a) => show::export(&cli.store, &a),
         Command::Specimen(a) => specimen::run(a),
         Command::Watch(a) => watch::run(&cli.store, &a),
+        Command::Profile(a) => profile::run(&cli.store, &a),
         Command::Report(a) => report::run(&cli.store, &a),
         Command::Micro(a) => micro::run(&cli.store, &a),
         Command::Import(a) => compare::import(&cli.store, &a),
