@@ -12,6 +12,11 @@ use std::path::Path;
 /// A short `--profile` sweep of the specimen in `mode` at 1 and 4 clients
 /// (`work_us` of work per request); its stderr.
 fn profiled_sweep(store: &Path, mode: &str, work_us: &str) -> String {
+    profiled_sweep_at(store, mode, work_us, "1,4")
+}
+
+/// The same at the concurrencies `conc`.
+fn profiled_sweep_at(store: &Path, mode: &str, work_us: &str, conc: &str) -> String {
     let args = [
         "sweep",
         "--specimen",
@@ -19,7 +24,7 @@ fn profiled_sweep(store: &Path, mode: &str, work_us: &str) -> String {
         "--work-us",
         work_us,
         "-c",
-        "1,4",
+        conc,
         "--warmup",
         "0.3s",
         "--duration",
@@ -90,4 +95,39 @@ fn spin_profile_names_the_spin_loop() {
     // so the spin loop ranks among the hottest functions, not always first.
     let own = top_own(on, 3);
     assert!(own.iter().any(|f| f.frame == spin[0].frame && f.share > 0.05), "{own:?}");
+    // The verdict names it.
+    let d = json(&store, &["diagnose", "last", "--json"]);
+    let named = d["verdicts"].as_array().unwrap().iter().any(|v| {
+        v["evidence"].as_array().unwrap().iter().any(|e| e["name"] == "busy-waiting in scalelab_specimen::work::SpinLock::with")
+            && v["headline"].as_str().unwrap().contains("`scalelab_specimen::work::SpinLock::with` spins")
+    });
+    assert!(named, "{:#}", d["verdicts"]);
+}
+
+/// The lock-contention verdict names the specimen function that takes the
+/// mutex, with its share of thread time; `next` points to the flame graph.
+/// Up to three sweeps: a neighbour's burst can hide contention in one window
+/// (as tests/diagnose.rs does).
+#[test]
+fn lock_contention_verdict_names_the_lock_site() {
+    let _cpu = cpu_exclusive();
+    let mut last = serde_json::Value::Null;
+    for _ in 0..3 {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("s.db");
+        profiled_sweep_at(&store, "global-lock", "1000", "1,4,16");
+        let d = json(&store, &["diagnose", "last", "--json"]);
+        let lock = d["verdicts"].as_array().unwrap().iter().find(|v| v["kind"] == "lock-contention").cloned();
+        if let Some(v) = lock {
+            let site = "futex wait at scalelab_specimen::server::State::work -> std::sync::poison::mutex::Mutex<T>::lock";
+            let share = v["evidence"].as_array().unwrap().iter().find(|e| e["name"] == site).and_then(|e| e["value"].as_f64());
+            assert!(share.is_some_and(|s| s > 5.0 && s <= 100.0), "{v:#}");
+            assert_eq!(v["evidence"].as_array().unwrap().iter().find(|e| e["name"] == site).unwrap()["unit"], "% of thread time");
+            assert!(v["headline"].as_str().unwrap().contains("the lock is taken in `scalelab_specimen::server::State::work`"), "{v:#}");
+            assert!(v["next"].as_str().unwrap().starts_with("the step's flame graph in `scalelab report"), "{v:#}");
+            return;
+        }
+        last = d;
+    }
+    panic!("no lock-contention verdict in 3 sweeps: {:#}", last["verdicts"]);
 }
