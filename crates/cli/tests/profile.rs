@@ -76,6 +76,24 @@ fn global_lock_profile_names_the_function_that_takes_the_mutex() {
     let out = run(&store, &["profile", "last", "--off-cpu", "--diff", "1", "4"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && text.contains("what grew from 1 clients to 4 clients"), "{text}");
+    // The report draws a flame graph per step (on- and off-CPU), and the
+    // differential one from the first step to the knee when the knee is later.
+    let html = dir.path().join("r.html");
+    let out = run(&store, &["report", "last", "-o", html.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains(r#"<section id="profiles">"#));
+    for title in
+        ["on-CPU at 1 clients (step 1)", "off-CPU at 1 clients (step 1)", "on-CPU at 4 clients (step 2)", "off-CPU at 4 clients (step 2)"]
+    {
+        assert!(page.contains(&format!("<h4>{title}</h4>")), "{title}");
+    }
+    assert!(page.contains("scalelab_specimen::server::State::work"), "the lock site is in the graphs");
+    assert!(!page.contains("http://") || !page.contains("<script src="), "no network");
+    let d = json(&store, &["diagnose", "last", "--json"]);
+    if d["curve"]["knee_concurrency"] == 4 {
+        assert!(page.contains("<h4>on-CPU: what grew from 1 clients to the knee at 4 clients</h4>"));
+    }
     let out = run(&store, &["profile", "last", "--step", "7"]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(stderr(&out).trim(), "error: run 1 has no profiled step with 7 clients; --step takes one of: 1, 4");

@@ -24,6 +24,7 @@ pub mod cli;
 pub mod compare;
 pub mod csv;
 pub mod diagnosis;
+pub mod flame;
 pub mod fmt;
 pub mod html;
 pub mod json;

@@ -11,7 +11,7 @@ use std::io::BufRead;
 
 /// One event's header.
 #[derive(Debug, PartialEq)]
-enum Event {
+pub enum Event {
     /// A sample of `event` with its trace text (empty for cpu-clock).
     Sample { tid: u32, ns: u64, event: String, trace: String },
     /// The thread came back on a CPU.
@@ -21,15 +21,17 @@ enum Event {
 }
 
 /// `12805/12821 11649.831526: ...`; None for a line that is no header.
-fn parse_header(line: &str) -> Option<Event> {
+pub fn parse_header(line: &str) -> Option<Event> {
+    // perf pads the ids to a width: ` 1174/1213  13196.316500: cpu-clock:`.
     let line = line.trim_start();
-    let mut it = line.splitn(3, ' ');
-    let ids = it.next()?;
+    let (ids, line) = line.split_once(' ')?;
     let tid: u32 = ids.split('/').next_back()?.parse().ok()?;
-    let time = it.next()?.strip_suffix(':')?;
+    let line = line.trim_start();
+    let (time, rest) = line.split_once(' ').unwrap_or((line, ""));
+    let time = time.strip_suffix(':')?;
     let (s, frac) = time.split_once('.')?;
     let ns = s.parse::<u64>().ok()? * 1_000_000_000 + format!("{frac:0<9}")[..9].parse::<u64>().ok()?;
-    let rest = it.next().unwrap_or("").trim_start();
+    let rest = rest.trim_start();
     if let Some(sw) = rest.strip_prefix("PERF_RECORD_SWITCH") {
         return Some(if sw.trim_start().starts_with("IN") { Event::SwitchIn { tid, ns } } else { Event::Other { ns: Some(ns), lost: 0 } });
     }
@@ -188,5 +190,23 @@ impl Folded {
             lost: self.lost,
             stacks: sorted(self.off_cpu.iter().map(|(s, (ns, n))| (s.clone(), *ns, *n))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_parse_with_perf_s_padding() {
+        let ev = |tid, ns, event: &str| Some(Event::Sample { tid, ns, event: event.into(), trace: String::new() });
+        assert_eq!(parse_header(" 1174/1213  13196.316500: cpu-clock: "), ev(1213, 13_196_316_500_000, "cpu-clock"));
+        assert_eq!(parse_header("28374/28377 11954.068656: cpu-clock: "), ev(28377, 11_954_068_656_000, "cpu-clock"));
+        assert_eq!(
+            parse_header("  1174/1213  13196.316501: PERF_RECORD_SWITCH IN  "),
+            Some(Event::SwitchIn { tid: 1213, ns: 13_196_316_501_000 })
+        );
+        assert_eq!(parse_header("\t    12345 update_counter (/tmp/gl)"), None);
+        assert_eq!(parse_header("\t ffffffff821facd8 __schedule ([kernel.kallsyms])"), None);
     }
 }
