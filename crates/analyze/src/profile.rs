@@ -54,9 +54,25 @@ fn is_state(frame: &str) -> bool {
 /// Library frames (the language runtime) skipped to reach the server's own code.
 fn is_library(frame: &str) -> bool {
     let f = frame.trim_start_matches('<');
-    ["core::", "std::", "alloc::", "__rust", "__libc", "libc.so", "__memcpy", "__memset", "memcpy", "memset"]
-        .iter()
-        .any(|p| f.starts_with(p))
+    const PREFIXES: &[&str] = &[
+        "core::",
+        "std::",
+        "alloc::",
+        "__",
+        "libc.so",
+        "libpthread",
+        "clock_gettime",
+        "memcpy",
+        "memset",
+        "pthread_",
+        "lll_",
+        "futex_",
+        "start_thread",
+        "clone",
+    ];
+    const NAMES: &[&str] =
+        &["syscall", "accept", "accept4", "epoll_wait", "poll", "read", "write", "send", "recv", "sendto", "recvfrom", "nanosleep"];
+    PREFIXES.iter().any(|p| f.starts_with(p)) || NAMES.contains(&f)
 }
 
 /// The frames of a folded stack, root first.
@@ -226,12 +242,12 @@ pub struct Growth {
     pub delta: f64,
 }
 
-/// What grew from `a` to `b`: each function's inclusive share of its
-/// profile, largest growth first (shares, so steps of different length or
-/// load compare).
+/// What grew from `a` to `b`: each of the server's own functions (as
+/// [`top_own`] attributes them) by its share of its profile, largest growth
+/// first (shares, so steps of different length or load compare).
 pub fn diff(a: &StackProfile, b: &StackProfile, top: usize) -> Vec<Growth> {
-    let ia: BTreeMap<String, f64> = top_inclusive(a, usize::MAX).into_iter().map(|f| (f.frame, f.share)).collect();
-    let ib: BTreeMap<String, f64> = top_inclusive(b, usize::MAX).into_iter().map(|f| (f.frame, f.share)).collect();
+    let ia: BTreeMap<String, f64> = top_own(a, usize::MAX).into_iter().map(|f| (f.frame, f.share)).collect();
+    let ib: BTreeMap<String, f64> = top_own(b, usize::MAX).into_iter().map(|f| (f.frame, f.share)).collect();
     let mut names: Vec<&String> = ia.keys().chain(ib.keys()).collect();
     names.sort_unstable();
     names.dedup();

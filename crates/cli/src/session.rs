@@ -101,7 +101,8 @@ struct Profiling {
     pending: Vec<Record>,
     /// What was done to make profiling work, for the user.
     notices: Vec<String>,
-    /// The step whose window is being profiled.
+    /// The step whose captures are started, and the one whose window is being profiled.
+    prepared: Option<usize>,
     open: Option<usize>,
     overhead: Option<Overhead>,
 }
@@ -196,11 +197,19 @@ impl Session {
             SweepEvent::StepStarted { index, plan } => observer.step_started(index, plan),
             SweepEvent::Tick { index, tick } => {
                 // The window opened (the first tick past the warm-up): profile it.
-                if !tick.warming_up && self.profile.open != Some(index) {
-                    if let Some(p) = self.profile.profiler.as_mut() {
-                        p.begin_step(index);
+                // perf starts (disabled) at the first warm-up tick, when the clients are
+                // connected and their server threads exist (perf attaches to the threads
+                // there are), and is enabled when the window opens.
+                if let Some(p) = self.profile.profiler.as_mut() {
+                    if self.profile.prepared != Some(index) {
+                        p.prepare_step(index);
+                        self.profile.prepared = Some(index);
+                    }
+                    if !tick.warming_up && self.profile.open != Some(index) {
+                        p.open_window();
                         self.profile.open = Some(index);
                     }
+                    p.tick();
                 }
                 self.drain(observer);
                 observer.tick(index, &steps[index], tick);

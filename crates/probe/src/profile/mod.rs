@@ -6,6 +6,9 @@
 //! - Off-CPU: `sched:sched_switch` samples with stacks, and switch-in times
 //!   (`--switch-events`), over the first `off_cpu_s` of the window (every
 //!   switch carries an 8 KiB stack copy, so the capture is kept short).
+//! - Each capture is a `perf record` started disabled when the step begins
+//!   and enabled through its control fifo when the window opens, so perf's
+//!   start-up falls in the warm-up and the capture matches the window.
 //! - Symbols: `perf script`'s own resolution (symbol tables, debug info and
 //!   debug-link files, inlined frames); unresolved frames as `module+0xoffset`.
 //!
@@ -61,11 +64,49 @@ pub struct Overhead {
     pub bytes: u64,
 }
 
+/// One `perf record`, started disabled (`-D -1`) before the window and
+/// switched on and off through its control fifo (`--control fifo:`), so
+/// perf's own start-up (seconds on a loaded machine) falls in the warm-up.
 struct Capture {
     file: PathBuf,
+    ctl: PathBuf,
     child: Option<Child>,
-    started: Instant,
+    /// When it was enabled, and for how long it has been, ns.
+    enabled_at: Option<Instant>,
     duration_ns: u64,
+    /// Done: disabled after its planned length.
+    done: bool,
+}
+
+impl Capture {
+    /// Sends a control command (`enable`, `disable`); waits up to 3 s for
+    /// perf to open its control fifo. False when perf is not there.
+    fn command(&self, cmd: &str) -> bool {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let deadline = Instant::now() + Duration::from_secs(3);
+        loop {
+            match std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(&self.ctl) {
+                Ok(mut f) => return f.write_all(format!("{cmd}\n").as_bytes()).is_ok(),
+                Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+                Err(_) => return false,
+            }
+        }
+    }
+
+    fn enable(&mut self) {
+        if self.child.is_some() && self.enabled_at.is_none() && !self.done && self.command("enable") {
+            self.enabled_at = Some(Instant::now());
+        }
+    }
+
+    fn disable(&mut self) {
+        if let Some(at) = self.enabled_at.take() {
+            self.command("disable");
+            self.duration_ns += at.elapsed().as_nanos() as u64;
+        }
+        self.done = true;
+    }
 }
 
 struct StepCapture {
@@ -77,9 +118,10 @@ struct StepCapture {
     perf_cpu_s: f64,
 }
 
-/// Profiles the server step by step: [`begin_step`](Profiler::begin_step)
-/// when a window opens, [`end_step`](Profiler::end_step) when it closes,
-/// [`finish`](Profiler::finish) after the sweep.
+/// Profiles the server step by step: [`prepare_step`](Profiler::prepare_step)
+/// when a step begins, [`open_window`](Profiler::open_window) when its window
+/// opens, [`tick`](Profiler::tick) as it runs, [`end_step`](Profiler::end_step)
+/// when it closes, [`finish`](Profiler::finish) after the sweep.
 pub struct Profiler {
     config: ProfileConfig,
     dir: PathBuf,
@@ -102,15 +144,35 @@ fn tree(pid: u32) -> (Vec<u32>, u32) {
 /// Sends SIGINT to a running perf (it then writes its file and exits) and
 /// reaps it; its CPU time, s.
 fn stop(child: &mut Option<Child>) -> f64 {
+    stop_within(child, Duration::ZERO)
+}
+
+/// Waits up to `grace` for a perf told to `stop` to exit by itself (it reads
+/// the command once it is recording, so a slow start-up is waited out, not
+/// cut: a perf interrupted while starting leaves an unreadable file), then
+/// sends SIGINT (it then writes its file and exits) and reaps it; its CPU time, s.
+fn stop_within(child: &mut Option<Child>, grace: Duration) -> f64 {
     let Some(c) = child.take() else { return 0.0 };
     let pid = c.id() as libc::pid_t;
-    // SAFETY: `pid` is our own child, not yet reaped (we own its Child), so the id names it.
-    unsafe { libc::kill(pid, libc::SIGINT) };
     let mut status = 0;
     // SAFETY: an all-zero rusage is a valid value for wait4 to overwrite.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waits for our own unreaped child; status and usage point to live locals.
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let deadline = Instant::now() + grace;
+    let mut r = 0;
+    while Instant::now() < deadline {
+        // SAFETY: polls our own unreaped child; status and usage point to live locals.
+        r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if r != 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if r == 0 {
+        // SAFETY: `pid` is our own child, not yet reaped (we own its Child), so the id names it.
+        unsafe { libc::kill(pid, libc::SIGINT) };
+        // SAFETY: waits for our own unreaped child; status and usage point to live locals.
+        r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    }
     if r != pid {
         return 0.0;
     }
@@ -153,41 +215,55 @@ impl Profiler {
         self.unwind
     }
 
-    fn record(&self, file: &Path, events: &[&str], seconds: Option<f64>) -> Option<Child> {
+    /// Starts a disabled `perf record` of `events` on the server's tree.
+    fn record(&self, name: &str, events: &[&str]) -> Capture {
         let (pids, _) = tree(self.config.pid);
         let pids = pids.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+        let file = self.dir.join(format!("{name}.data"));
+        let ctl = self.dir.join(format!("{name}.ctl"));
+        let c_ctl = std::ffi::CString::new(ctl.as_os_str().as_encoded_bytes()).expect("no NUL in a temp path");
+        // SAFETY: c_ctl is a valid NUL-terminated path that lives across the call.
+        let made = unsafe { libc::mkfifo(c_ctl.as_ptr(), 0o600) } == 0;
         let mut cmd = Command::new(&self.config.perf);
-        cmd.arg("record")
-            .args(events)
-            .args(["--call-graph", self.unwind, "--no-buildid", "--no-buildid-cache", "-q", "-p", &pids, "-o"])
-            .arg(file);
+        cmd.arg("record").args(events).args(["--call-graph", self.unwind, "--no-buildid", "--no-buildid-cache", "-q", "-D", "-1"]);
+        cmd.arg("--control").arg(format!("fifo:{}", ctl.display())).args(["-p", &pids, "-o"]).arg(&file);
         // SAFETY: geteuid has no preconditions and cannot fail.
         if unsafe { libc::geteuid() } == 0 {
             cmd.args(["-m", "1024"]);
         }
-        if let Some(s) = seconds {
-            cmd.args(["--", "sleep", &format!("{s:.3}")]);
-        }
-        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().ok()
+        let log = std::fs::File::create(self.dir.join(format!("{name}.log"))).map_or_else(|_| Stdio::null(), Stdio::from);
+        let child = if made { cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(log).spawn().ok() } else { None };
+        Capture { file, ctl, child, enabled_at: None, duration_ns: 0, done: false }
     }
 
-    /// The window of step `step` (0-based) opened: starts capturing.
-    pub fn begin_step(&mut self, step: usize) {
-        let (_, threads) = tree(self.config.pid);
-        let on_file = self.dir.join(format!("step{step}-on.data"));
-        let rate = self.config.rate_hz.to_string();
-        let on = Capture {
-            child: self.record(&on_file, &["-e", "cpu-clock", "-F", &rate], None),
-            file: on_file,
-            started: Instant::now(),
-            duration_ns: 0,
-        };
-        let off = self.off_cpu.then(|| {
-            let file = self.dir.join(format!("step{step}-off.data"));
-            let child = self.record(&file, &["-e", "sched:sched_switch", "--switch-events"], Some(self.config.off_cpu_s));
-            Capture { child, file, started: Instant::now(), duration_ns: 0 }
-        });
-        self.steps.push(StepCapture { step, unix_ms: unix_ms(), threads, on, off, perf_cpu_s: 0.0 });
+    /// Step `step` (0-based) begins (its clients connect, then warm up):
+    /// starts its captures, disabled, so perf is ready when the window opens.
+    pub fn prepare_step(&mut self, step: usize) {
+        self.end_step();
+        let on = self.record(&format!("step{step}-on"), &["-e", "cpu-clock", "-F", &self.config.rate_hz.to_string()]);
+        let off = self.off_cpu.then(|| self.record(&format!("step{step}-off"), &["-e", "sched:sched_switch", "--switch-events"]));
+        self.steps.push(StepCapture { step, unix_ms: unix_ms(), threads: 0, on, off, perf_cpu_s: 0.0 });
+    }
+
+    /// The window of the prepared step opened: capturing starts.
+    pub fn open_window(&mut self) {
+        let Some(s) = self.steps.last_mut() else { return };
+        s.unix_ms = unix_ms();
+        s.threads = tree(self.config.pid).1;
+        s.on.enable();
+        if let Some(off) = s.off.as_mut() {
+            off.enable();
+        }
+    }
+
+    /// Called as the window runs: ends the off-CPU capture after its planned length.
+    pub fn tick(&mut self) {
+        let planned = Duration::from_secs_f64(self.config.off_cpu_s);
+        if let Some(off) = self.steps.last_mut().and_then(|s| s.off.as_mut()) {
+            if off.enabled_at.is_some_and(|at| at.elapsed() >= planned) {
+                off.disable();
+            }
+        }
     }
 
     /// The window of the step being captured closed: stops its captures.
@@ -196,17 +272,19 @@ impl Profiler {
         if s.on.child.is_none() {
             return;
         }
-        let window = s.on.started.elapsed();
-        s.on.duration_ns = window.as_nanos() as u64;
-        s.perf_cpu_s += stop(&mut s.on.child);
+        s.on.disable();
+        s.on.command("stop");
         if let Some(off) = s.off.as_mut() {
-            let planned = Duration::from_secs_f64(self.config.off_cpu_s);
-            off.duration_ns = off.started.elapsed().min(planned).as_nanos() as u64;
-            s.perf_cpu_s += stop(&mut off.child);
+            off.disable();
+            off.command("stop");
+            s.perf_cpu_s += stop_within(&mut off.child, Duration::from_secs(10));
+        }
+        s.perf_cpu_s += stop_within(&mut s.on.child, Duration::from_secs(10));
+        if s.on.duration_ns > 0 {
+            self.overhead.windows += 1;
+            self.overhead.window_s += s.on.duration_ns as f64 / 1e9;
         }
         self.overhead.record_cpu_s += s.perf_cpu_s;
-        self.overhead.windows += 1;
-        self.overhead.window_s += window.as_secs_f64();
     }
 
     /// Folds one capture with `perf script`.
@@ -232,7 +310,10 @@ impl Profiler {
         let status = child.wait().map_err(|e| e.to_string())?;
         let folded = folded.map_err(|e| format!("reading perf script's output: {e}"))?;
         if !status.success() && folded.span_ns.is_none() {
-            return Err(format!("perf script could not read {} ({status})", file.display()));
+            // What perf record said, when it said anything (it was stopped before it was ready, ...).
+            let said = std::fs::read_to_string(file.with_extension("log")).unwrap_or_default();
+            let said = said.lines().map(str::trim).rfind(|l| !l.is_empty()).map(|l| format!("; perf record said: {l}")).unwrap_or_default();
+            return Err(format!("perf script could not read {} ({status}){said}", file.display()));
         }
         Ok(folded)
     }
@@ -245,7 +326,7 @@ impl Profiler {
         let started = Instant::now();
         let mut out = std::mem::take(&mut self.notes);
         let steps = std::mem::take(&mut self.steps);
-        for s in steps {
+        for s in steps.into_iter().filter(|s| s.on.duration_ns > 0) {
             let mut sample = ProfileSample { step: s.step, unix_ms: s.unix_ms, on_cpu: None, off_cpu: None, perf_cpu_s: s.perf_cpu_s };
             match self.fold(&s.on.file) {
                 Ok(f) => sample.on_cpu = Some(f.on_cpu_profile(s.on.duration_ns, s.threads, self.unwind, self.config.rate_hz)),
