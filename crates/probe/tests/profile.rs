@@ -114,3 +114,32 @@ fn without_perf_the_reason_and_fix_are_recorded() {
         .unwrap_or_else(|| panic!("{notes:?}"));
     assert!(why.contains("/nonexistent/perf") && why.contains("fix: install perf"), "{why}");
 }
+
+/// perf run as an unprivileged user (`setpriv` to nobody) may not watch a
+/// root process: the run gets the paranoid setting and the fix, not a
+/// profile of nothing.
+#[test]
+fn without_permission_the_paranoid_setting_and_fix_are_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let wrapper = dir.path().join("perf-as-nobody");
+    // perf writes its trial file into the profiler's directory: let nobody write there.
+    let script = "#!/bin/sh\nprev=\nfor a in \"$@\"; do [ \"$prev\" = -o ] && chmod 777 \"$(dirname \"$a\")\"; prev=\"$a\"; done\nexec setpriv --reuid=65534 --regid=65534 --clear-groups perf \"$@\"\n";
+    std::fs::write(&wrapper, script).unwrap();
+    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut config = ProfileConfig::new(std::process::id());
+    config.perf = wrapper;
+    let (profiler, notes, _) = Profiler::start(config);
+    assert!(profiler.is_none(), "{notes:?}");
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap();
+    let on = notes.iter().find_map(|r| match r {
+        Record::Unavailable(Source::Profile, why) => Some(why.clone()),
+        _ => None,
+    });
+    let on = on.unwrap_or_else(|| panic!("{notes:?}"));
+    assert!(on.starts_with("on-CPU: perf may not watch the server"), "{on}");
+    assert!(on.contains(&format!("kernel.perf_event_paranoid = {}", paranoid.trim())) && on.contains("fix: run as root"), "{on}");
+    let off = notes
+        .iter()
+        .any(|r| matches!(r, Record::Unavailable(Source::ProfileOffCpu, why) if why.starts_with("off-CPU: perf may not watch")));
+    assert!(off, "{notes:?}");
+}
