@@ -53,6 +53,14 @@ fn is_state(frame: &str) -> bool {
 
 /// Library frames (the language runtime) skipped to reach the server's own code.
 fn is_library(frame: &str) -> bool {
+    // `<T as Trait>::f`: the runtime's when the type is a primitive or the runtime's.
+    if let Some((ty, _)) = frame.strip_prefix('<').and_then(|f| f.split_once(" as ")) {
+        const PRIMITIVES: &[&str] =
+            &["i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize", "f32", "f64", "bool", "char", "str"];
+        if PRIMITIVES.contains(&ty.trim_start_matches('&')) {
+            return true;
+        }
+    }
     let f = frame.trim_start_matches('<');
     const PREFIXES: &[&str] = &[
         "core::",
@@ -297,6 +305,7 @@ mod tests {
     #[test]
     fn own_functions_skip_the_runtime_and_diff_shows_growth() {
         let a = profile(&[("main;app::spin;core::hint::spin_loop", 10, 10), ("main;app::parse", 90, 90)]);
+        assert!(is_library("<i32 as core::iter::range::Step>::forward_unchecked") && !is_library("<app::Conn as std::io::Read>::read"));
         let b = profile(&[("main;app::spin;core::hint::spin_loop", 80, 80), ("main;app::parse", 20, 20)]);
         assert_eq!(top_own(&b, 1)[0].frame, "app::spin");
         assert_eq!(top_self(&b, 1)[0].frame, "core::hint::spin_loop");
