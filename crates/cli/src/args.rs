@@ -133,6 +133,11 @@ pub struct SweepArgs {
     /// one server address, so more connections need more sources.
     #[arg(long, value_delimiter = ',')]
     pub source_address: Vec<std::net::IpAddr>,
+    /// Emulate slow, distant clients: the load clients run in a network
+    /// namespace whose link to this machine adds each figure per direction,
+    /// e.g. 'delay=40ms jitter=5ms rate=256kbit loss=0.1%' (docs/network.md). Needs root.
+    #[arg(long, value_name = "SPEC")]
+    pub client_net: Option<String>,
     /// End the run after this many consecutive steps in which nothing succeeded.
     #[arg(long, default_value_t = 2)]
     pub max_failed_steps: u32,

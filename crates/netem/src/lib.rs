@@ -65,11 +65,12 @@ impl ClientNet {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         let pid = std::process::id();
-        let made = ns::remove_stale(pid).and_then(|removed| Ok((removed, ns::free_net(pid)?))).and_then(|(removed, net)| {
+        let removed_stale = ns::remove_stale(pid);
+        let made = ns::free_net(pid).and_then(|net| {
             sys::ip(&["netns", "add", &name_of(pid)])?;
-            Ok((removed, net))
+            Ok(net)
         });
-        let (removed_stale, (host_addr, client_addr)) = made.inspect_err(|_| IN_USE.store(false, Ordering::Release))?;
+        let (host_addr, client_addr) = made.inspect_err(|_| IN_USE.store(false, Ordering::Release))?;
         let name = name_of(pid);
         let mut net = ClientNet {
             name,

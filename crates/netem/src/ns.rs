@@ -32,18 +32,18 @@ fn alive(pid: u32) -> bool {
 
 /// Removes every `scalelab-<pid>` namespace whose process is gone (and one
 /// of our own pid left by an earlier process); returns the names removed.
-pub fn remove_stale(own_pid: u32) -> Result<Vec<String>, Error> {
+pub fn remove_stale(own_pid: u32) -> Vec<String> {
     let mut removed = Vec::new();
-    let Ok(dir) = std::fs::read_dir(NETNS_DIR) else { return Ok(removed) };
+    let Ok(dir) = std::fs::read_dir(NETNS_DIR) else { return removed };
     for entry in dir.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         let Some(pid) = name.strip_prefix(PREFIX).and_then(|p| p.parse::<u32>().ok()) else { continue };
-        if pid == own_pid || !alive(pid) {
-            ip(&["netns", "del", &name])?;
+        // Another run may be removing the same one: only what we removed is reported.
+        if (pid == own_pid || !alive(pid)) && ip(&["netns", "del", &name]).is_ok() {
             removed.push(name);
         }
     }
-    Ok(removed)
+    removed
 }
 
 /// A /30 for the wire: host side `.1`, namespace side `.2`, chosen in
