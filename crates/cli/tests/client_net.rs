@@ -50,6 +50,8 @@ fn a_delay_of_20ms_gives_one_client_a_mean_of_40ms_and_leaves_no_namespace() {
     // Two traversals of the link per request (keep-alive: no connect in the window).
     assert!(mean_ms(step) >= 40.0, "mean {} ms with delay=20ms each way: {step}", mean_ms(step));
     assert!(mean_ms(step) < 200.0, "{step}");
+    assert!(step.get("connect_latency_ms").is_none(), "keep-alive: no connection opened in the window: {step}");
+    common::assert_matches_schema(&doc);
     assert_eq!(doc["schedule"]["options"]["client_net"], "delay=20ms", "{}", doc["schedule"]);
     assert!(!netns_of(pid).exists(), "namespace scalelab-{pid} left behind");
     let devs = std::fs::read_to_string("/proc/net/dev").unwrap();
@@ -114,4 +116,21 @@ fn a_bad_spec_is_one_line_and_exit_2_with_nothing_created() {
         assert!(err.contains(says), "{spec}: {err}");
         assert!(!store.exists(), "{spec}: the store was created");
     }
+}
+
+#[test]
+fn without_keep_alive_the_connect_time_shows_apart_from_the_request_latency() {
+    let _one = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let (doc, _) = sweep(&store, &["--no-keepalive"], "delay=20ms", "2");
+    let step = &doc["steps"][0];
+    common::assert_matches_schema(&doc);
+    let c = &step["connect_latency_ms"];
+    // A handshake is one round trip (SYN out, SYN-ACK back); the request adds another.
+    assert!(c["count"].as_u64().unwrap() >= 5, "{step}");
+    assert!(c["mean"].as_f64().unwrap() >= 40.0, "{step}");
+    assert!(mean_ms(step) >= c["mean"].as_f64().unwrap() + 40.0, "{step}");
+    let show = String::from_utf8_lossy(&run(&store, &["show", "last"]).stdout).into_owned();
+    assert!(show.contains("connect time of the connections opened in the window"), "{show}");
 }

@@ -37,6 +37,13 @@ fn errors_json(step: &StepResult) -> Value {
     Value::Object(by_class)
 }
 
+/// The `connect_latency_ms` object of a step: connections opened inside
+/// the window and their connect times; absent when none was opened.
+fn connect_json(step: &StepResult) -> Option<Value> {
+    let s = step.connect_latency.summary()?;
+    Some(json!({"count": step.connect_latency.count(), "mean": s.mean, "p50": s.p50, "p90": s.p90, "p99": s.p99, "max": s.max}))
+}
+
 fn step_json(step: &StepResult, first: Option<&StepResult>) -> Value {
     let lat = step
         .latency
@@ -45,7 +52,7 @@ fn step_json(step: &StepResult, first: Option<&StepResult>) -> Value {
     let messages: Map<String, Value> =
         step.errors.first_message.iter().map(|(c, m): (&ErrorClass, &String)| (c.name().to_string(), json!(m))).collect();
     let measured = step.published_throughput_per_s.is_none();
-    json!({
+    let mut v = json!({
         "concurrency": step.concurrency,
         "requests": measured.then_some(step.requests),
         "queries": measured.then_some(step.queries),
@@ -76,7 +83,11 @@ fn step_json(step: &StepResult, first: Option<&StepResult>) -> Value {
             "p50_ms": s.latency.quantile_ms(0.5),
             "p99_ms": s.latency.quantile_ms(0.99),
         })).collect::<Vec<_>>(),
-    })
+    });
+    if let (Some(c), Value::Object(m)) = (connect_json(step), &mut v) {
+        m.insert("connect_latency_ms".into(), c);
+    }
+    v
 }
 
 /// The `telemetry` object of a step: figures are null when unavailable, with

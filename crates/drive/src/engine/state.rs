@@ -74,6 +74,8 @@ pub(super) struct WorkerStats {
     pub(super) runq_wait_ns: Option<u64>,
     /// Per-statement latencies of the window, by index into the driver's statement names.
     pub(super) statements: Vec<LatencyHistogram>,
+    /// Connect times of the connections opened inside the window.
+    pub(super) connect_latency: LatencyHistogram,
 }
 
 impl WorkerStats {
@@ -89,6 +91,7 @@ impl WorkerStats {
             max_lag: None,
             runq_wait_ns: None,
             statements: Vec::new(),
+            connect_latency: LatencyHistogram::new(),
         }
     }
 }
