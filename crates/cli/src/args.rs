@@ -344,7 +344,7 @@ pub struct SpecimenArgs {
     /// Address to bind.
     #[arg(long, default_value = "127.0.0.1")]
     pub bind: String,
-    /// scales, global-lock, single-thread, disk, spin.
+    /// scales, global-lock, single-thread, disk, spin, thread-per-connection.
     #[arg(long, default_value = "scales")]
     pub mode: String,
     /// CPU work per request, microseconds.

@@ -134,3 +134,72 @@ fn without_keep_alive_the_connect_time_shows_apart_from_the_request_latency() {
     let show = String::from_utf8_lossy(&run(&store, &["show", "last"]).stdout).into_owned();
     assert!(show.contains("connect time of the connections opened in the window"), "{show}");
 }
+
+/// The most threads process `pid` had while `f` ran (polled every 20 ms).
+fn max_threads_during(pid: u32, f: impl FnOnce()) -> u64 {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    let (stop, max) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)));
+    let poller = {
+        let (stop, max) = (stop.clone(), max.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+                let n = status.lines().find_map(|l| l.strip_prefix("Threads:")).and_then(|v| v.trim().parse().ok()).unwrap_or(0);
+                max.fetch_max(n, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    f();
+    stop.store(true, Ordering::Relaxed);
+    poller.join().unwrap();
+    max.load(Ordering::Relaxed)
+}
+
+/// The specimen in `mode` as a server of its own; returns it and its address.
+fn specimen(mode: &str) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child =
+        bin().args(["specimen", "--port", "0", "--mode", mode, "--work-us", "10"]).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let addr = line.split_whitespace().nth(2).unwrap().to_string();
+    (child, addr)
+}
+
+/// The slow-clients experiment: 100 ms each way, 10 then 100 clients. A
+/// thread-per-connection server needs a thread per connection; the
+/// event-driven default holds them all with one loop per CPU.
+#[test]
+fn slow_clients_pin_a_thread_each_on_thread_per_connection_and_not_on_the_default() {
+    let _one = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let cpus = std::thread::available_parallelism().unwrap().get() as u64;
+    let mut seen = Vec::new();
+    for mode in ["thread-per-connection", "scales"] {
+        let (mut server, addr) = specimen(mode);
+        let url = format!("http://{addr}/");
+        let mut at = Vec::new();
+        for c in ["10", "100"] {
+            let max = max_threads_during(server.id(), || {
+                let args = ["sweep", &url, "--client-net", "delay=100ms", "-c", c, "--warmup", "0.5s", "--duration", "1s", "--json", "-q"];
+                let out = run(&store, &args);
+                assert!(out.status.success(), "{mode} c={c}: {}", stderr(&out));
+                let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+                let step = &doc["steps"][0];
+                assert_eq!(step["errors_total"], 0, "{mode} c={c}: {step}");
+                assert!(mean_ms(step) >= 200.0, "{mode} c={c}: two traversals of 100 ms: {step}");
+            });
+            at.push(max);
+        }
+        let _ = server.kill();
+        let _ = server.wait();
+        seen.push((mode, at));
+    }
+    eprintln!("threads at 10 and 100 slow clients: {seen:?}");
+    let (tpc, ev) = (&seen[0].1, &seen[1].1);
+    assert!(tpc[1] >= 100 && tpc[1] >= tpc[0] + 80, "thread-per-connection threads at 10 and 100 slow clients: {seen:?}");
+    assert!(ev[1] <= ev[0] + 1 && ev[1] <= cpus + 3, "the event-driven default's threads at 10 and 100 slow clients: {seen:?}");
+}

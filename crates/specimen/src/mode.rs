@@ -6,7 +6,9 @@ use std::str::FromStr;
 /// How the specimen serves requests; each mode is a known cause of poor scaling.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
-    /// No shared state: throughput rises until the CPUs are busy.
+    /// No shared state: throughput rises until the CPUs are busy. One event
+    /// loop per CPU (as nginx runs one worker per core): a thousand slow
+    /// connections cost sockets, not threads.
     Scales,
     /// Every request holds one process-wide mutex for its whole work (a
     /// "funnel" lock): throughput stops at one CPU's worth, latency grows.
@@ -17,11 +19,16 @@ pub enum Mode {
     Disk,
     /// A spin-then-yield lock around the work: CPU burnt while waiting.
     Spin,
+    /// Each connection holds a thread for its whole life, up to
+    /// [`THREAD_CAP`](crate::server::THREAD_CAP) threads (as Apache prefork
+    /// or worker with MaxRequestWorkers): slow clients pin threads, and
+    /// beyond the cap new connections wait in the listen queue.
+    ThreadPerConnection,
 }
 
 impl Mode {
     /// Every mode, for help texts and tests.
-    pub const ALL: [Mode; 5] = [Mode::Scales, Mode::GlobalLock, Mode::SingleThread, Mode::Disk, Mode::Spin];
+    pub const ALL: [Mode; 6] = [Mode::Scales, Mode::GlobalLock, Mode::SingleThread, Mode::Disk, Mode::Spin, Mode::ThreadPerConnection];
 
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
@@ -31,6 +38,7 @@ impl Mode {
             Mode::SingleThread => "single-thread",
             Mode::Disk => "disk",
             Mode::Spin => "spin",
+            Mode::ThreadPerConnection => "thread-per-connection",
         }
     }
 }
@@ -43,7 +51,7 @@ impl fmt::Display for Mode {
 
 /// An unknown mode name; the message lists the valid ones.
 #[derive(Debug, thiserror::Error)]
-#[error("unknown specimen mode '{0}': use one of scales, global-lock, single-thread, disk, spin")]
+#[error("unknown specimen mode '{0}': use one of scales, global-lock, single-thread, disk, spin, thread-per-connection")]
 pub struct UnknownMode(pub String);
 
 impl FromStr for Mode {
