@@ -203,3 +203,42 @@ fn slow_clients_pin_a_thread_each_on_thread_per_connection_and_not_on_the_defaul
     assert!(tpc[1] >= 100 && tpc[1] >= tpc[0] + 80, "thread-per-connection threads at 10 and 100 slow clients: {seen:?}");
     assert!(ev[1] <= ev[0] + 1 && ev[1] <= cpus + 3, "the event-driven default's threads at 10 and 100 slow clients: {seen:?}");
 }
+
+/// A 64 kbit/s link carries 8,000 bytes a second each way; every response
+/// is at least 140 bytes on the wire (its status line, headers and body,
+/// plus 40 bytes of IP and TCP headers), so at most 57 responses a second
+/// fit, however many clients ask.
+#[test]
+fn a_rate_limited_client_network_bounds_the_throughput() {
+    let _one = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let (doc, _) = sweep(&store, &["--work-us", "10"], "rate=64kbit", "10");
+    let step = &doc["steps"][0];
+    let x = step["throughput_per_s"].as_f64().unwrap();
+    assert!(x * 140.0 <= 8_000.0 * 1.05, "{x:.0} req/s through a 64 kbit/s link: {step}");
+    assert!(x >= 5.0, "{x:.0} req/s: the link should still carry some: {step}");
+    assert_eq!(doc["schedule"]["options"]["client_net"], "rate=64kbit");
+}
+
+#[test]
+fn ctrl_c_ends_the_run_and_removes_the_namespace() {
+    let _one = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let child =
+        spawn(&store, &["sweep", "--client-net", "delay=5ms", "-c", "1,2", "--warmup", "0.2s", "--duration", "60s", "-q", "--no-tui"]);
+    let pid = child.id();
+    let t0 = Instant::now();
+    while !netns_of(pid).exists() {
+        assert!(t0.elapsed() < Duration::from_secs(30), "scalelab-{pid} never appeared");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: signalling the child we spawned, by its pid.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(30), "the run did not stop on SIGINT");
+    assert!(stderr(&out).contains("interrupted"), "{:?}: {}", out.status.code(), stderr(&out));
+    assert!(!netns_of(pid).exists(), "namespace scalelab-{pid} left after Ctrl-C");
+}
