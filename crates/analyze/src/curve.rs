@@ -9,6 +9,12 @@
 //!   [`KNEE_PEAK_SHARE`] (90 %) of the peak; [`Curve::knee_marginal_concurrency`]
 //!   is the last concurrency before the gain per added client first drops
 //!   below [`KNEE_MARGINAL_SHARE`] (10 %) of the first client's.
+//! - **knee of a rate sweep** (open loop, every point an offered rate):
+//!   the highest offered rate before latency departs from its low-load
+//!   value: p99 above [`RATE_KNEE_P99_X`] times the lowest rate's (and 1 ms
+//!   more), or completions below [`RATE_KNEE_ACHIEVED_SHARE`] of the offered
+//!   rate (the server no longer keeps up, so latency grows without bound).
+//!   [`Curve::knee_concurrency`] is then that rate, rounded.
 //! - **collapse**: the throughput at the highest concurrency is below
 //!   [`COLLAPSE_PEAK_SHARE`] (70 %) of the peak, or below the first step's
 //!   ("retrograde": more clients get less work done than the first step did).
@@ -21,6 +27,10 @@ pub const KNEE_PEAK_SHARE: f64 = 0.90;
 /// Share of the first client's throughput below which an added client is
 /// judged not to pay any more ([`Curve::knee_marginal_concurrency`]).
 pub const KNEE_MARGINAL_SHARE: f64 = 0.10;
+/// Rate sweep: p99 above this many times the lowest rate's has departed.
+pub const RATE_KNEE_P99_X: f64 = 3.0;
+/// Rate sweep: completions below this share of the offered rate have departed.
+pub const RATE_KNEE_ACHIEVED_SHARE: f64 = 0.95;
 /// Share of the peak below which the last step counts as a collapse.
 pub const COLLAPSE_PEAK_SHARE: f64 = 0.70;
 
@@ -109,13 +119,15 @@ impl Curve {
             .iter()
             .find(|p| p.throughput >= KNEE_PEAK_SHARE * peak * (1.0 - 1e-12))
             .map_or(peak_point.concurrency, |p| p.concurrency);
+        let rate_sweep = points.iter().all(|p| p.offered_rate_per_s.is_some());
+        let knee = if rate_sweep { rate_knee(&points) } else { knee };
         Ok(Curve {
             first_concurrency: first.concurrency,
             first_throughput: first.throughput,
             peak,
             peak_concurrency: peak_point.concurrency,
             knee_concurrency: knee,
-            knee_marginal_concurrency: marginal_knee(&points),
+            knee_marginal_concurrency: if rate_sweep { None } else { marginal_knee(&points) },
             collapse: collapse(first, last, peak),
             latency_growth: points
                 .iter()
@@ -133,6 +145,25 @@ impl Curve {
     /// (`None` when the first step's is 0).
     pub fn scaling_pct(&self, throughput: f64) -> Option<f64> {
         (self.first_throughput > 0.0).then(|| 100.0 * throughput / self.first_throughput)
+    }
+}
+
+/// The level of the last point before latency departs from the first
+/// (lowest-rate) point's; the last point when it never does.
+fn rate_knee(points: &[Point]) -> u32 {
+    let base = points[0].p99_ms;
+    let departed = |p: &Point| {
+        let slow = match (p.p99_ms, base) {
+            (Some(x), Some(b)) => x > RATE_KNEE_P99_X * b + 1.0,
+            _ => false,
+        };
+        let behind = p.offered_rate_per_s.is_some_and(|r| p.throughput < RATE_KNEE_ACHIEVED_SHARE * r);
+        slow || behind
+    };
+    match points.iter().position(departed) {
+        Some(0) => points[0].concurrency,
+        Some(i) => points[i - 1].concurrency,
+        None => points[points.len() - 1].concurrency,
     }
 }
 
@@ -166,6 +197,21 @@ mod tests {
 
     fn g5_tiger() -> Series {
         Series::from_pairs("G5 Tiger", &[(1, 192.0), (2, 274.0), (5, 113.0), (10, 62.0), (20, 50.0), (35, 50.0), (50, 47.0)])
+    }
+
+    #[test]
+    fn a_rate_sweeps_knee_is_the_last_rate_before_latency_departs() {
+        let point = |rate: f64, x: f64, p99: f64| Point { offered_rate_per_s: Some(rate), p99_ms: Some(p99), ..Point::new(rate as u32, x) };
+        // p99 0.5 ms at low load; 1.9 ms is within 3x + 1 ms; 9 ms departs.
+        let s = Series::new("r", vec![point(1000.0, 1000.0, 0.5), point(3000.0, 2990.0, 1.9), point(5000.0, 4990.0, 9.0)]);
+        let c = Curve::of(&s).unwrap();
+        assert_eq!((c.knee_concurrency, c.knee_marginal_concurrency, c.peak_concurrency), (3000, None, 5000));
+        // Completions behind the offered rate depart too, whatever the latency.
+        let s = Series::new("r", vec![point(1000.0, 1000.0, 0.5), point(3000.0, 2500.0, 0.6), point(5000.0, 2500.0, 0.7)]);
+        assert_eq!(Curve::of(&s).unwrap().knee_concurrency, 1000);
+        // Never departs: the knee is beyond the sweep, at its last rate.
+        let s = Series::new("r", vec![point(1000.0, 1000.0, 0.5), point(3000.0, 3000.0, 0.6)]);
+        assert_eq!(Curve::of(&s).unwrap().knee_concurrency, 3000);
     }
 
     #[test]

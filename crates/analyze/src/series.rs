@@ -38,12 +38,25 @@ pub struct Point {
     /// carry no error counts, which is not the same as no errors).
     #[serde(default)]
     pub errors: Option<u64>,
+    /// Open loop: the offered rate, requests per second; the step's
+    /// `concurrency` is then its load level, the rate rounded ([`level`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_rate_per_s: Option<f64>,
+}
+
+/// A step's load level, the axis of curves and verdicts: its concurrency
+/// (closed loop), or its offered rate rounded (open loop; at least 1).
+pub fn level(step: &StepResult) -> u32 {
+    match step.offered_rate_per_s {
+        Some(r) => r.round().clamp(1.0, f64::from(u32::MAX)) as u32,
+        None => step.concurrency,
+    }
 }
 
 impl Point {
     /// A step with a throughput only (what published tables give).
     pub fn new(concurrency: u32, throughput: f64) -> Self {
-        Point { concurrency, throughput, p50_ms: None, p99_ms: None, p999_ms: None, errors: None }
+        Point { concurrency, throughput, p50_ms: None, p99_ms: None, p999_ms: None, errors: None, offered_rate_per_s: None }
     }
 
     /// The analysis figures of an engine's step result; `None` when the step
@@ -57,7 +70,8 @@ impl Point {
             return None;
         }
         Some(Point {
-            concurrency: step.concurrency,
+            concurrency: level(step),
+            offered_rate_per_s: step.offered_rate_per_s,
             throughput: step.throughput_per_s(),
             p50_ms: step.latency.quantile_ms(0.50),
             p99_ms: step.latency.quantile_ms(0.99),

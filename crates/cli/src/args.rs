@@ -67,9 +67,22 @@ pub struct SweepArgs {
     /// Target URL: http:// or https://, postgres:// or postgresql://, mysql:// or mariadb://
     /// (docs/workloads.md). Omit to sweep the built-in specimen.
     pub target: Option<String>,
-    /// Concurrency levels (virtual clients), in order.
-    #[arg(long, short = 'c', default_value = "1,2,5,10,20,35,50")]
-    pub concurrency: String,
+    /// Concurrency levels (virtual clients), in order [default: 1,2,5,10,20,35,50].
+    #[arg(long, short = 'c')]
+    pub concurrency: Option<String>,
+    /// Open loop: offered rates, requests per second, in order, instead of
+    /// -c: requests start on schedule whatever the replies, and latency counts
+    /// from the intended send (docs/open-loop.md).
+    #[arg(long)]
+    pub rate: Option<String>,
+    /// Open loop: how arrivals are spaced, constant or poisson [default: constant].
+    #[arg(long)]
+    pub arrival: Option<String>,
+    /// Open loop: requests out at once at most (the connections); a request
+    /// scheduled when all are out is dropped and counted [default: 20 ms of
+    /// the rate, 8 to 1000].
+    #[arg(long)]
+    pub max_in_flight: Option<String>,
     /// Warm-up per step (load on, nothing recorded). Default: 5s, or 1s for the specimen.
     #[arg(long)]
     pub warmup: Option<String>,
@@ -344,9 +357,15 @@ pub struct SpecimenArgs {
     /// Address to bind.
     #[arg(long, default_value = "127.0.0.1")]
     pub bind: String,
-    /// scales, global-lock, single-thread, disk, spin, thread-per-connection.
+    /// scales, global-lock, single-thread, disk, spin, stall, thread-per-connection.
     #[arg(long, default_value = "scales")]
     pub mode: String,
+    /// stall mode: how long the server stops answering each time.
+    #[arg(long, default_value = "200ms")]
+    pub stall_for: String,
+    /// stall mode: how often it stops answering (the period; longer than --stall-for).
+    #[arg(long, default_value = "2s")]
+    pub stall_every: String,
     /// CPU work per request, microseconds.
     #[arg(long, default_value_t = 100)]
     pub work_us: u64,

@@ -59,6 +59,8 @@ fn specimen() -> std::net::SocketAddr {
             mode: scalelab_specimen::Mode::Scales,
             work_us: 20,
             data_dir: None,
+            stall_for: scalelab_specimen::DEFAULT_STALL_FOR,
+            stall_every: scalelab_specimen::DEFAULT_STALL_EVERY,
         };
         let _ = scalelab_specimen::serve(config, |addr| tx.send(addr).unwrap());
     });
@@ -70,7 +72,7 @@ fn a_session_in_process_reports_its_steps_and_typed_samples_to_the_observer_and_
     let addr = specimen();
     let dir = tempfile::tempdir().unwrap();
     let store = scalelab_store::Store::open(&dir.path().join("s.db")).unwrap();
-    let step = |c| StepPlan { concurrency: c, warmup_s: 0.2, window_s: 1.2, pause_s: 0.0, think_time_s: 0.0 };
+    let step = |c| StepPlan { concurrency: c, warmup_s: 0.2, window_s: 1.2, pause_s: 0.0, think_time_s: 0.0, open_loop: None };
     let plan = RunPlan {
         label: "in-process".into(),
         target: format!("http://{addr}/"),

@@ -19,6 +19,51 @@ pub struct StepPlan {
     pub pause_s: f64,
     /// Time a client waits between a response and its next request.
     pub think_time_s: f64,
+    /// An open-loop step (an offered rate); None: the closed loop of
+    /// `concurrency` clients. Absent from closed-loop plans' JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<OpenLoopPlan>,
+}
+
+/// How the arrivals of an open-loop step are spaced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrival {
+    /// Evenly: one request every 1/rate seconds.
+    Constant,
+    /// Exponential gaps of mean 1/rate (independent users).
+    Poisson,
+}
+
+impl Arrival {
+    /// The name used on the command line and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Arrival::Constant => "constant",
+            Arrival::Poisson => "poisson",
+        }
+    }
+}
+
+/// An open-loop step: requests started at `rate_per_s` whatever the replies,
+/// over a pool of `max_in_flight` connections (docs/open-loop.md).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OpenLoopPlan {
+    /// Offered rate, requests per second.
+    pub rate_per_s: f64,
+    pub arrival: Arrival,
+    /// Requests sent and not answered at most; a request scheduled when this
+    /// many are out is dropped (counted, never sent).
+    pub max_in_flight: u32,
+}
+
+impl OpenLoopPlan {
+    /// The default bound on requests in flight at `rate_per_s`: 20 ms of
+    /// arrivals (Little: a server answering within 20 ms never reaches it),
+    /// at least 8 and at most 1,000 connections.
+    pub fn default_max_in_flight(rate_per_s: f64) -> u32 {
+        (rate_per_s * 0.020).ceil().clamp(8.0, 1000.0) as u32
+    }
 }
 
 impl StepPlan {
@@ -95,6 +140,8 @@ pub enum PlanError {
     Duration(String),
     #[error("invalid concurrency list '{0}': use positive integers separated by commas, e.g. 1,2,5,10")]
     Concurrency(String),
+    #[error("invalid rate list '{0}': use rates per second from 1 to 10000000 separated by commas, e.g. 1000,5000,10000")]
+    Rate(String),
 }
 
 /// Parses `500ms`, `5s`, `1.5s`, `2m`, `250us` or a bare number of seconds.
@@ -124,6 +171,16 @@ pub fn parse_concurrency_list(text: &str) -> Result<Vec<u32>, PlanError> {
     let err = || PlanError::Concurrency(text.to_string());
     let list: Vec<u32> = text.split(',').map(|p| p.trim().parse::<u32>().map_err(|_| err())).collect::<Result<_, _>>()?;
     if list.is_empty() || list.iter().any(|&c| c == 0 || c > 100_000) {
+        return Err(err());
+    }
+    Ok(list)
+}
+
+/// Parses `1000,5000,2.5e4` into offered rates per second; each must be 1..=10,000,000.
+pub fn parse_rate_list(text: &str) -> Result<Vec<f64>, PlanError> {
+    let err = || PlanError::Rate(text.to_string());
+    let list: Vec<f64> = text.split(',').map(|p| p.trim().parse::<f64>().map_err(|_| err())).collect::<Result<_, _>>()?;
+    if list.is_empty() || list.iter().any(|r| !r.is_finite() || !(1.0..=1e7).contains(r)) {
         return Err(err());
     }
     Ok(list)
@@ -168,5 +225,28 @@ mod tests {
         assert!(parse_concurrency_list("1,0").is_err());
         assert!(parse_concurrency_list("1,,2").is_err());
         assert!(parse_concurrency_list("x").is_err());
+    }
+
+    #[test]
+    fn rate_lists() {
+        assert_eq!(parse_rate_list("1000, 5000,2.5e4").unwrap(), vec![1000.0, 5000.0, 25000.0]);
+        for bad in ["0", "1000,", "-5", "fast", "1e9", "NaN", "inf"] {
+            assert!(parse_rate_list(bad).is_err(), "{bad}");
+        }
+        assert_eq!(OpenLoopPlan::default_max_in_flight(2000.0), 40);
+        assert_eq!(OpenLoopPlan::default_max_in_flight(10.0), 8);
+        assert_eq!(OpenLoopPlan::default_max_in_flight(1e7), 1000);
+    }
+
+    #[test]
+    fn a_closed_loop_plan_serializes_as_before_and_an_open_one_records_its_schedule() {
+        let closed = StepPlan { concurrency: 2, warmup_s: 1.0, window_s: 2.0, pause_s: 0.0, think_time_s: 0.0, open_loop: None };
+        let json = serde_json::to_string(&closed).unwrap();
+        assert_eq!(json, r#"{"concurrency":2,"warmup_s":1.0,"window_s":2.0,"pause_s":0.0,"think_time_s":0.0}"#);
+        assert_eq!(serde_json::from_str::<StepPlan>(&json).unwrap(), closed);
+        let open = StepPlan { open_loop: Some(OpenLoopPlan { rate_per_s: 500.0, arrival: Arrival::Poisson, max_in_flight: 10 }), ..closed };
+        let json = serde_json::to_string(&open).unwrap();
+        assert!(json.ends_with(r#""open_loop":{"rate_per_s":500.0,"arrival":"poisson","max_in_flight":10}}"#), "{json}");
+        assert_eq!(serde_json::from_str::<StepPlan>(&json).unwrap(), open);
     }
 }

@@ -49,11 +49,15 @@ pub enum ErrorClass {
     FdLimit,
     /// Anything else (protocol error, local resource exhaustion, ...).
     Other,
+    /// Open loop: scheduled while `max_in_flight` requests were out, so
+    /// never sent (the client stays bounded; its lateness still counts in
+    /// the step's latency).
+    Dropped,
 }
 
 impl ErrorClass {
     /// Every class, in display order.
-    pub const ALL: [ErrorClass; 15] = [
+    pub const ALL: [ErrorClass; 16] = [
         ErrorClass::ConnectRefused,
         ErrorClass::ConnectTimeout,
         ErrorClass::Reset,
@@ -69,6 +73,7 @@ impl ErrorClass {
         ErrorClass::Unfinished,
         ErrorClass::FdLimit,
         ErrorClass::Other,
+        ErrorClass::Dropped,
     ];
 
     /// The snake_case name used in JSON, CSV and the store.
@@ -89,6 +94,7 @@ impl ErrorClass {
             ErrorClass::Unfinished => "unfinished",
             ErrorClass::FdLimit => "fd_limit",
             ErrorClass::Other => "other",
+            ErrorClass::Dropped => "dropped",
         }
     }
 
@@ -132,6 +138,14 @@ impl ErrorCounts {
     pub fn add(&mut self, failure: &Failure) {
         *self.counts.entry(failure.class).or_insert(0) += 1;
         self.first_message.entry(failure.class).or_insert_with(|| failure.message.clone());
+    }
+
+    /// Counts `n` failures alike.
+    pub fn add_n(&mut self, failure: &Failure, n: u64) {
+        if n > 0 {
+            *self.counts.entry(failure.class).or_insert(0) += n;
+            self.first_message.entry(failure.class).or_insert_with(|| failure.message.clone());
+        }
     }
 
     /// Adds every count of `other`.
@@ -237,7 +251,24 @@ pub struct StepResult {
     pub telemetry: Option<crate::telemetry::StepTelemetry>,
     /// Per-statement latency inside transaction units (SQL); empty otherwise.
     pub statements: Vec<StatementLatency>,
+    /// Open loop: what the step offered, requests per second (None: a closed loop).
+    pub offered_rate_per_s: Option<f64>,
+    /// Open loop: service time of each completion, from its actual send
+    /// (`latency` counts from the intended send). None: a closed loop, where
+    /// the two are the same.
+    pub service: Option<LatencyHistogram>,
+    /// Open loop: requests scheduled in the window but never sent because
+    /// `max_in_flight` were out (also counted as the `dropped` error class).
+    pub dropped: Option<u64>,
+    /// Open loop: requests sent more than [`LATE_SEND_AFTER`] after their
+    /// intended time although a connection was free: the client fell behind
+    /// its own schedule.
+    pub late_sends: Option<u64>,
 }
+
+/// How late after its intended time an open-loop request may be sent and
+/// still count as on schedule (the event loop's timers have 1 ms ticks).
+pub const LATE_SEND_AFTER: std::time::Duration = std::time::Duration::from_millis(2);
 
 impl StepResult {
     /// Completions per second of window.
@@ -275,6 +306,18 @@ impl StepResult {
         self.client_cpu_pct().is_some_and(|p| p > 90.0)
     }
 
+    /// Open loop: completions per second as a share of the offered rate, in %.
+    pub fn achieved_pct(&self) -> Option<f64> {
+        self.offered_rate_per_s.filter(|r| *r > 0.0).map(|r| 100.0 * self.throughput_per_s() / r)
+    }
+
+    /// Open loop: late sends as a share of the requests sent in the window, in %.
+    pub fn late_sends_pct(&self) -> Option<f64> {
+        let late = self.late_sends?;
+        let sent = self.requests + self.errors.total() - self.dropped.unwrap_or(0);
+        Some(if sent > 0 { 100.0 * late as f64 / sent as f64 } else { 0.0 })
+    }
+
     /// True when nothing succeeded in the window: every request failed or
     /// hung (the target stopped answering).
     pub fn failed(&self) -> bool {
@@ -306,9 +349,12 @@ impl StepResult {
                 format!("nothing succeeded: all {errors} requests failed{}", mostly())
             });
         }
-        let share = errors as f64 / (errors + self.requests) as f64;
+        // Requests an open loop dropped at max_in_flight were never sent:
+        // the measure of an overload, not a server failing requests.
+        let failed = errors - self.errors.get(ErrorClass::Dropped);
+        let share = failed as f64 / (failed + self.requests) as f64;
         (share >= ERRORS_DOMINATE_SHARE)
-            .then(|| format!("errors dominate: {:.0}% of {} requests failed{}", 100.0 * share, errors + self.requests, mostly()))
+            .then(|| format!("errors dominate: {:.0}% of {} requests failed{}", 100.0 * share, failed + self.requests, mostly()))
     }
 }
 

@@ -140,11 +140,14 @@ pub fn tick_line(index: usize, steps: usize, concurrency: u32, t: &scalelab_core
 /// or the client saturated.
 pub fn step_done_line(done: usize, steps: usize, r: &scalelab_core::StepResult, unit: &str) -> String {
     let p99 = r.latency.summary().map_or("-".to_string(), |s| format!("{:.2} ms", s.p99));
+    let level = match r.offered_rate_per_s {
+        Some(rate) => format!("rate={}", crate::fmt::thousands(rate)),
+        None => format!("c={}", r.concurrency),
+    };
     let mut line = format!(
-        "step {}/{} c={} done: {} {unit}  p99 {p99}  errors {}",
+        "step {}/{} {level} done: {} {unit}  p99 {p99}  errors {}",
         done + 1,
         steps,
-        r.concurrency,
         crate::fmt::thousands(r.throughput_per_s()),
         r.errors.total()
     );

@@ -50,8 +50,17 @@ fn clients(n: u32) -> String {
     }
 }
 
+/// A load level in words: `N clients`, or on a rate sweep `R req/s offered`.
+fn level(n: u32, d: &Diagnosis) -> String {
+    if d.rate_sweep {
+        format!("{} offered", per_s(f64::from(n), &d.unit))
+    } else {
+        clients(n)
+    }
+}
+
 /// One verdict's line: `at N clients: KIND (confidence) — headline: figures`.
-fn verdict_line(v: &Verdict) -> String {
+fn verdict_line(v: &Verdict, d: &Diagnosis) -> String {
     let figures: Vec<String> = v
         .evidence
         .iter()
@@ -60,7 +69,7 @@ fn verdict_line(v: &Verdict) -> String {
             format!("{} {}{sep}{}", e.name, num(e.value), e.unit)
         })
         .collect();
-    let mut line = format!("at {}: {} ({}) — {}", clients(v.concurrency), v.kind.title(), v.confidence.name(), v.headline);
+    let mut line = format!("at {}: {} ({}) — {}", level(v.concurrency, d), v.kind.title(), v.confidence.name(), v.headline);
     if !figures.is_empty() {
         line.push_str(": ");
         line.push_str(&figures.join(", "));
@@ -77,17 +86,20 @@ pub fn render_text(d: &Diagnosis, run_label: &str) -> String {
         None => out.push_str("no measured step: nothing to diagnose\n"),
         Some(c) => {
             let mut line =
-                format!("peak {} at {}; knee at {}", per_s(c.peak, &d.unit), clients(c.peak_concurrency), clients(c.knee_concurrency));
+                format!("peak {} at {}; knee at {}", per_s(c.peak, &d.unit), level(c.peak_concurrency, d), level(c.knee_concurrency, d));
+            if d.rate_sweep {
+                line.push_str(" (the last rate before latency departs from its low-load value)");
+            }
             match &c.collapse {
                 Some(col) => {
                     line.push_str(&format!(
                         "; collapse: {} at {} = {}% of peak",
                         per_s(col.throughput, &d.unit),
-                        clients(col.concurrency),
+                        level(col.concurrency, d),
                         num(col.pct_of_peak)
                     ));
                     if let Some(f) = col.pct_of_first {
-                        line.push_str(&format!(", {}% of {}", num(f), clients(c.first_concurrency)));
+                        line.push_str(&format!(", {}% of {}", num(f), level(c.first_concurrency, d)));
                     }
                     if col.retrograde {
                         line.push_str(" (retrograde)");
@@ -115,7 +127,7 @@ pub fn render_text(d: &Diagnosis, run_label: &str) -> String {
         out.push_str("no verdict: no rule fired at and beyond the knee (or the telemetry to judge was not recorded)\n");
     }
     for v in &d.verdicts {
-        out.push_str(&verdict_line(v));
+        out.push_str(&verdict_line(v, d));
         out.push('\n');
         if !v.missing.is_empty() {
             out.push_str(&format!("  missing: {}\n", v.missing.join("; ")));

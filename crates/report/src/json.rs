@@ -45,10 +45,7 @@ fn connect_json(step: &StepResult) -> Option<Value> {
 }
 
 fn step_json(step: &StepResult, first: Option<&StepResult>) -> Value {
-    let lat = step
-        .latency
-        .summary()
-        .map(|s| json!({"mean": s.mean, "stddev": s.stddev, "p50": s.p50, "p90": s.p90, "p99": s.p99, "p999": s.p999, "max": s.max}));
+    let lat = step.latency.summary().map(summary_json);
     let messages: Map<String, Value> =
         step.errors.first_message.iter().map(|(c, m): (&ErrorClass, &String)| (c.name().to_string(), json!(m))).collect();
     let measured = step.published_throughput_per_s.is_none();
@@ -84,10 +81,23 @@ fn step_json(step: &StepResult, first: Option<&StepResult>) -> Value {
             "p99_ms": s.latency.quantile_ms(0.99),
         })).collect::<Vec<_>>(),
     });
+    // Open loop only (closed-loop steps keep their shape): `latency_ms` counts
+    // from the intended send, `service_ms` from the actual one.
+    if let (Some(rate), Value::Object(m)) = (step.offered_rate_per_s, &mut v) {
+        m.insert("offered_rate_per_s".into(), json!(rate));
+        m.insert("achieved_pct".into(), json!(step.achieved_pct()));
+        m.insert("service_ms".into(), json!(step.service.as_ref().and_then(|h| h.summary()).map(summary_json)));
+        m.insert("dropped".into(), json!(step.dropped));
+        m.insert("late_sends".into(), json!(step.late_sends));
+    }
     if let (Some(c), Value::Object(m)) = (connect_json(step), &mut v) {
         m.insert("connect_latency_ms".into(), c);
     }
     v
+}
+
+fn summary_json(s: scalelab_core::LatencySummary) -> Value {
+    json!({"mean": s.mean, "stddev": s.stddev, "p50": s.p50, "p90": s.p90, "p99": s.p99, "p999": s.p999, "max": s.max})
 }
 
 /// The `telemetry` object of a step: figures are null when unavailable, with

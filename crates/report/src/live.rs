@@ -296,7 +296,10 @@ mod tests {
     use ratatui::Terminal;
 
     fn plan() -> Vec<StepPlan> {
-        [1u32, 2, 5].iter().map(|&c| StepPlan { concurrency: c, warmup_s: 1.0, window_s: 4.0, pause_s: 0.0, think_time_s: 0.0 }).collect()
+        [1u32, 2, 5]
+            .iter()
+            .map(|&c| StepPlan { concurrency: c, warmup_s: 1.0, window_s: 4.0, pause_s: 0.0, think_time_s: 0.0, open_loop: None })
+            .collect()
     }
 
     fn screen_text(state: &ViewState) -> String {

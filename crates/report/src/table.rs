@@ -88,6 +88,7 @@ fn run_table_at(run: &Run, width: Option<usize>) -> String {
     if with_queries {
         rows[0].insert(2, "queries/s".to_string());
     }
+    open_loop_columns(&mut rows, run);
     let mut out = crate::fmt::columns_fit(&rows, width);
     if with_queries {
         out.push_str("note: throughput/s counts units of work (transactions); queries/s every statement, BEGIN and COMMIT included.\n");
@@ -145,6 +146,39 @@ pub fn connect_table(run: &Run) -> String {
 
 /// The connect table's title in every format.
 pub const CONNECT_TITLE: &str = "connect time of the connections opened in the window (set-up cost; request latency above includes it)";
+
+/// A run with open-loop steps: the first column is the offered rate, an
+/// `achieved` column (completions in % of the offered rate) follows the
+/// throughput, and the service-time p99, dropped and late-sent requests
+/// precede the errors. Latency columns count from the intended send.
+fn open_loop_columns(rows: &mut [Vec<String>], run: &Run) {
+    if !run.steps.iter().any(|s| s.offered_rate_per_s.is_some()) {
+        return;
+    }
+    let count = |n: Option<u64>| n.map_or("-".to_string(), |n| thousands(n as f64));
+    for (i, row) in rows.iter_mut().enumerate() {
+        let cells: [String; 4] = match i.checked_sub(1).and_then(|k| run.steps.get(k)) {
+            _ if i == 0 => ["achieved", "svc p99", "dropped", "late"].map(String::from),
+            Some(s) => {
+                if let Some(r) = s.offered_rate_per_s {
+                    row[0] = format!("{}{}", thousands(r), if s.partial { " (partial)" } else { "" });
+                }
+                let svc = s.service.as_ref().and_then(|h| h.quantile_ms(0.99));
+                [pct(s.achieved_pct()), ms(svc), count(s.dropped), count(s.late_sends)]
+            }
+            None => [String::new(), String::new(), String::new(), String::new()],
+        };
+        let [achieved, svc, dropped, late] = cells;
+        if i == 0 {
+            row[0] = "offered/s".into();
+        }
+        let errors_at = row.len() - 1;
+        row.insert(errors_at, late);
+        row.insert(errors_at, dropped);
+        row.insert(errors_at, svc);
+        row.insert(2, achieved);
+    }
+}
 
 /// Per-statement latency inside transactions at the peak step (the measured
 /// step with the highest throughput that has them), or "" when no step has:

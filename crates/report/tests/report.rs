@@ -41,8 +41,10 @@ fn env(host: &str) -> Environment {
 /// sampler is reported unavailable.
 fn sweep(id: i64, label: &str, host: &str, xs: [f64; 4], thread_states: bool) -> Run {
     let conc = [1u32, 2, 4, 8];
-    let plan_steps: Vec<StepPlan> =
-        conc.iter().map(|&c| StepPlan { concurrency: c, warmup_s: 1.0, window_s: 2.0, pause_s: 1.0, think_time_s: 0.0 }).collect();
+    let plan_steps: Vec<StepPlan> = conc
+        .iter()
+        .map(|&c| StepPlan { concurrency: c, warmup_s: 1.0, window_s: 2.0, pause_s: 1.0, think_time_s: 0.0, open_loop: None })
+        .collect();
     let t0 = 1_700_000_000_000i64;
     let steps = conc
         .iter()
@@ -125,7 +127,7 @@ fn imported_pairs(id: i64, pairs: &[(u32, f64)]) -> Run {
             workload: "published series".into(),
             steps: pairs
                 .iter()
-                .map(|&(c, _)| StepPlan { concurrency: c, warmup_s: 0.0, window_s: 0.0, pause_s: 0.0, think_time_s: 0.0 })
+                .map(|&(c, _)| StepPlan { concurrency: c, warmup_s: 0.0, window_s: 0.0, pause_s: 0.0, think_time_s: 0.0, open_loop: None })
                 .collect(),
             client_threads: 1,
             options: Default::default(),

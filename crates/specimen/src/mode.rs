@@ -19,6 +19,9 @@ pub enum Mode {
     Disk,
     /// A spin-then-yield lock around the work: CPU burnt while waiting.
     Spin,
+    /// Scales, but stops answering for `stall_for` every `stall_every`
+    /// (a GC pause, a checkpoint): the coordinated-omission demonstration.
+    Stall,
     /// Each connection holds a thread for its whole life, up to
     /// [`THREAD_CAP`](crate::server::THREAD_CAP) threads (as Apache prefork
     /// or worker with MaxRequestWorkers): slow clients pin threads, and
@@ -28,7 +31,8 @@ pub enum Mode {
 
 impl Mode {
     /// Every mode, for help texts and tests.
-    pub const ALL: [Mode; 6] = [Mode::Scales, Mode::GlobalLock, Mode::SingleThread, Mode::Disk, Mode::Spin, Mode::ThreadPerConnection];
+    pub const ALL: [Mode; 7] =
+        [Mode::Scales, Mode::GlobalLock, Mode::SingleThread, Mode::Disk, Mode::Spin, Mode::Stall, Mode::ThreadPerConnection];
 
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
@@ -38,6 +42,7 @@ impl Mode {
             Mode::SingleThread => "single-thread",
             Mode::Disk => "disk",
             Mode::Spin => "spin",
+            Mode::Stall => "stall",
             Mode::ThreadPerConnection => "thread-per-connection",
         }
     }
@@ -51,7 +56,7 @@ impl fmt::Display for Mode {
 
 /// An unknown mode name; the message lists the valid ones.
 #[derive(Debug, thiserror::Error)]
-#[error("unknown specimen mode '{0}': use one of scales, global-lock, single-thread, disk, spin, thread-per-connection")]
+#[error("unknown specimen mode '{0}': use one of scales, global-lock, single-thread, disk, spin, stall, thread-per-connection")]
 pub struct UnknownMode(pub String);
 
 impl FromStr for Mode {

@@ -21,6 +21,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, TryLockError};
+use std::time::{Duration, Instant};
 
 /// How to run the specimen.
 #[derive(Clone, Debug)]
@@ -32,7 +33,16 @@ pub struct SpecimenConfig {
     pub work_us: u64,
     /// Folder for the `disk` mode's nameless file (a fresh private temp dir when None).
     pub data_dir: Option<PathBuf>,
+    /// `stall` mode: how long each stall lasts ([`DEFAULT_STALL_FOR`]).
+    pub stall_for: Duration,
+    /// `stall` mode: a stall begins this often ([`DEFAULT_STALL_EVERY`]).
+    pub stall_every: Duration,
 }
+
+/// `stall` mode: the server stops answering for 200 ms ...
+pub const DEFAULT_STALL_FOR: Duration = Duration::from_millis(200);
+/// ... every 2 s.
+pub const DEFAULT_STALL_EVERY: Duration = Duration::from_secs(2);
 
 /// Counters served at `/__stats`.
 #[derive(Debug, Default, Serialize)]
@@ -61,6 +71,9 @@ struct State {
     global: Mutex<u64>,
     spin: SpinLock,
     disk: Option<(File, AtomicU64)>,
+    /// `stall` mode: (stall length, period, when the server started). The
+    /// last `stall_for` of every period is a stall.
+    stall: (Duration, Duration, Instant),
 }
 
 /// The `disk` mode's file: a file with no name (`O_TMPFILE`, or on file
@@ -104,6 +117,15 @@ impl State {
         match self.mode {
             Mode::Scales | Mode::SingleThread | Mode::ThreadPerConnection => {
                 burn(self.work_us);
+            }
+            Mode::Stall => {
+                burn(self.work_us);
+                // A request that finds the server stalled waits for the stall's end.
+                let (stall_for, every, started) = self.stall;
+                let into = Duration::from_nanos((started.elapsed().as_nanos() % every.as_nanos().max(1)) as u64);
+                if into + stall_for >= every {
+                    std::thread::sleep(every - into);
+                }
             }
             Mode::GlobalLock => {
                 let guard = match self.global.try_lock() {
@@ -165,6 +187,7 @@ pub fn serve(config: SpecimenConfig, on_bound: impl FnOnce(SocketAddr)) -> io::R
         global: Mutex::new(0),
         spin: SpinLock::new(),
         disk,
+        stall: (config.stall_for.min(config.stall_every), config.stall_every, Instant::now()),
     });
     on_bound(listener.local_addr()?);
     match config.mode {

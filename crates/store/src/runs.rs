@@ -81,8 +81,9 @@ impl Store {
         tx.execute(
             "INSERT INTO steps(run_id, idx, concurrency, window_s, window_start_unix_ms, window_end_unix_ms, requests, queries,
                                errors_json, latency_hdr, client_cpu_s, client_cores, reconnects, connect_ms, partial,
-                               published_throughput_per_s, client_lag_ms, client_runq_wait_pct, statements_json, connect_hdr)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+                               published_throughput_per_s, client_lag_ms, client_runq_wait_pct, statements_json,
+                               offered_rate_per_s, service_hdr, dropped, late_sends, connect_hdr)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
             params![
                 run_id,
                 idx as i64,
@@ -103,6 +104,10 @@ impl Store {
                 step.client_lag_ms,
                 step.client_runq_wait_pct,
                 statements_json,
+                step.offered_rate_per_s,
+                step.service.as_ref().map(|h| h.to_bytes()),
+                step.dropped.map(|n| n as i64),
+                step.late_sends.map(|n| n as i64),
                 connect_hdr,
             ],
         )
@@ -331,7 +336,8 @@ impl Store {
             .prepare(
                 "SELECT idx, concurrency, window_s, window_start_unix_ms, window_end_unix_ms, requests, queries, errors_json,
                         latency_hdr, client_cpu_s, client_cores, reconnects, connect_ms, partial, published_throughput_per_s,
-                        client_lag_ms, client_runq_wait_pct, statements_json, connect_hdr
+                        client_lag_ms, client_runq_wait_pct, statements_json, offered_rate_per_s, service_hdr, dropped, late_sends,
+                        connect_hdr
                  FROM steps WHERE run_id = ?1 ORDER BY idx",
             )
             .map_err(|e| self.sql(e))?;
@@ -345,7 +351,7 @@ impl Store {
                 Some(b) => LatencyHistogram::from_bytes(&b).map_err(|e| corrupt(format!("step {idx}: {e}")))?,
                 None => LatencyHistogram::new(),
             };
-            let connect_latency = match r.get::<_, Option<Vec<u8>>>(18).map_err(|e| self.sql(e))? {
+            let connect_latency = match r.get::<_, Option<Vec<u8>>>(22).map_err(|e| self.sql(e))? {
                 Some(b) => LatencyHistogram::from_bytes(&b).map_err(|e| corrupt(format!("connect times of step {idx}: {e}")))?,
                 None => LatencyHistogram::new(),
             };
@@ -353,6 +359,11 @@ impl Store {
                 Some(j) => serde_json::from_str(&j).map_err(|e| corrupt(format!("statements of step {idx}: {e}")))?,
                 None => Vec::new(),
             };
+            let service = match r.get::<_, Option<Vec<u8>>>(19).map_err(|e| self.sql(e))? {
+                Some(b) => Some(LatencyHistogram::from_bytes(&b).map_err(|e| corrupt(format!("service time of step {idx}: {e}")))?),
+                None => None,
+            };
+            let count = |i: usize| r.get::<_, Option<i64>>(i).map(|v| v.map(|n| n.max(0) as u64)).map_err(|e| self.sql(e));
             steps.push(StepResult {
                 concurrency: r.get(1).map_err(|e| self.sql(e))?,
                 window_s: r.get(2).map_err(|e| self.sql(e))?,
@@ -374,6 +385,10 @@ impl Store {
                 client_runq_wait_pct: r.get(16).map_err(|e| self.sql(e))?,
                 telemetry: None,
                 statements,
+                offered_rate_per_s: r.get(18).map_err(|e| self.sql(e))?,
+                service,
+                dropped: count(20)?,
+                late_sends: count(21)?,
             });
         }
         let samples = self.load_run_samples(id)?;

@@ -9,7 +9,7 @@ fn plan(label: &str) -> RunPlan {
         label: label.into(),
         target: "http://127.0.0.1:1/".into(),
         workload: "GET /".into(),
-        steps: vec![StepPlan { concurrency: 2, warmup_s: 1.0, window_s: 2.0, pause_s: 1.0, think_time_s: 0.0 }],
+        steps: vec![StepPlan { concurrency: 2, warmup_s: 1.0, window_s: 2.0, pause_s: 1.0, think_time_s: 0.0, open_loop: None }],
         client_threads: 2,
         options: Default::default(),
     }
@@ -116,4 +116,49 @@ fn a_newer_store_is_refused() {
         Err(StoreError::TooNew { found: 999, .. }) => {}
         other => panic!("expected TooNew, got {:?}", other.map(|_| ())),
     }
+}
+
+#[test]
+fn a_version_7_store_migrates_and_keeps_open_loop_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v7.db");
+    {
+        // A store as scalelab wrote it at schema version 7 (before open-loop steps).
+        let old = Store::create_at_version(&path, 7).unwrap();
+        old.execute_raw(
+            r#"INSERT INTO runs(id, kind, label, target, workload, started_unix_ms, complete, plan_json, environment_json)
+               VALUES (3, 'sweep', 'v7 run', 'http://127.0.0.1:1/', 'GET /', 1700000000000, 1,
+                       '{"label":"v7 run","target":"http://127.0.0.1:1/","workload":"GET /","steps":[],"client_threads":1}',
+                       '{"scalelab_version":"0.0.7"}');
+               INSERT INTO steps(run_id, idx, concurrency, window_s, requests, queries, errors_json, partial, statements_json)
+               VALUES (3, 0, 4, 2.0, 800, 800, '{"counts":{},"first_message":{}}', 0, NULL);"#,
+        )
+        .unwrap();
+        assert!(old.execute_raw("SELECT dropped FROM steps").is_err(), "version 7 has no open-loop columns");
+    }
+    let mut store = Store::open(&path).unwrap();
+    // 8: open-loop steps; 9: connect times in the window.
+    assert_eq!((store.schema_version().unwrap(), LATEST_VERSION), (9, 9));
+    let old = &store.load_run(3).unwrap().steps[0];
+    assert!(old.connect_latency.is_empty(), "a step from before version 9 has no connect times");
+    assert_eq!((old.requests, old.offered_rate_per_s, old.dropped, old.late_sends), (800, None, None, None));
+    assert!(old.service.is_none(), "a closed-loop step has no service-time histogram");
+
+    // An open-loop step written now keeps its figures.
+    let mut open = step(40);
+    open.offered_rate_per_s = Some(2000.0);
+    let mut service = LatencyHistogram::new();
+    service.record(Duration::from_micros(150));
+    open.service = Some(service);
+    open.dropped = Some(12);
+    open.late_sends = Some(3);
+    let id = store.begin_run(RunKind::Sweep, &plan("open"), &Default::default(), None).unwrap();
+    store.add_step(id, 0, &open).unwrap();
+    store.add_step(id, 1, &step(2)).unwrap();
+    let run = store.load_run(id).unwrap();
+    let s = &run.steps[0];
+    assert_eq!((s.offered_rate_per_s, s.dropped, s.late_sends), (Some(2000.0), Some(12), Some(3)));
+    assert_eq!(s.service.as_ref().map(|h| h.count()), Some(1));
+    let closed = &run.steps[1];
+    assert_eq!((closed.offered_rate_per_s, closed.dropped, closed.late_sends), (None, None, None));
 }

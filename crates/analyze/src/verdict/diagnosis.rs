@@ -26,6 +26,10 @@ pub struct Diagnosis {
     /// What the throughput counts: `req/s`, `tx/s`, `q/s` ([`scalelab_core::RunPlan::throughput_unit`]).
     #[serde(default = "default_unit")]
     pub unit: String,
+    /// Every step offered a rate (open loop): the load levels of the curve
+    /// and the verdicts are offered rates, not clients.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rate_sweep: bool,
 }
 
 fn default_unit() -> String {
@@ -38,14 +42,16 @@ pub fn diagnose(run: &Run) -> Diagnosis {
     let points: Vec<Point> = run.steps.iter().filter(|s| !s.partial).filter_map(Point::from_step).collect();
     let series = Series::new(run.plan.label.clone(), points);
     let curve = Curve::of(&series);
+    let rate_sweep = !series.points.is_empty() && series.points.iter().all(|p| p.offered_rate_per_s.is_some());
     let (usl, usl_error) = match usl::fit(&series) {
+        _ if rate_sweep => (None, Some("a rate sweep has no concurrency to fit: the USL models closed-loop steps (-c)".to_string())),
         Ok(f) => (Some(f), None),
         Err(e) => (None, Some(e.to_string())),
     };
     let mut verdicts = curve.as_ref().map(|c| verdicts(run, c)).unwrap_or_default();
     // Stable: within a step the rules' order (most important first) stays.
     verdicts.sort_by_key(|v| v.concurrency);
-    Diagnosis { curve: curve.ok(), usl, usl_error, verdicts, unit: run.plan.throughput_unit().to_string() }
+    Diagnosis { curve: curve.ok(), usl, usl_error, verdicts, unit: run.plan.throughput_unit().to_string(), rate_sweep }
 }
 
 /// The diagnosis as the JSON of `diagnose --json`: `curve` {`peak`,
@@ -55,12 +61,18 @@ pub fn diagnose(run: &Run) -> Diagnosis {
 /// `evidence`, `missing`, `next`}).
 pub fn to_json(d: &Diagnosis) -> Value {
     let curve = d.curve.as_ref().map(|c| {
-        json!({
+        let mut v = json!({
             "peak": c.peak,
             "peak_concurrency": c.peak_concurrency,
             "knee_concurrency": c.knee_concurrency,
             "collapse": c.collapse,
-        })
+        });
+        // A rate sweep's levels are offered rates (the *_concurrency keys then hold them too).
+        if let (true, Value::Object(m)) = (d.rate_sweep, &mut v) {
+            m.insert("peak_rate_per_s".into(), json!(c.peak_concurrency));
+            m.insert("knee_rate_per_s".into(), json!(c.knee_concurrency));
+        }
+        v
     });
     let usl = d.usl.as_ref().map(|u| json!({ "lambda": u.lambda, "sigma": u.sigma, "kappa": u.kappa, "r2": u.r2, "n_opt": u.n_opt }));
     json!({

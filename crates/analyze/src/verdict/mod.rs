@@ -37,6 +37,10 @@ pub const CLIENT_LAG_MS: f64 = 50.0;
 /// which the client is taken as starved: a fifth of its time queued behind
 /// other work means it could not send at the pace it measured.
 pub const CLIENT_RUNQ_WAIT_PCT: f64 = 20.0;
+/// Open loop: share of the requests sent late by the client's own doing
+/// (more than `LATE_SEND_AFTER` behind schedule with a connection free), in
+/// %, from which the client did not keep its schedule.
+pub const CLIENT_LATE_SENDS_PCT: f64 = 5.0;
 /// Failed share of requests (errors / (completions + errors)) from which errors get a verdict.
 pub const ERRORS_NOTABLE_SHARE: f64 = 0.01;
 /// Failed share from which the errors verdict is of high confidence (below: medium).
@@ -273,7 +277,8 @@ pub struct Verdict {
     pub kind: VerdictKind,
     /// How sure the rule is, given what was measured.
     pub confidence: Confidence,
-    /// The step (concurrency) the evidence comes from.
+    /// The step the evidence comes from: its concurrency, or its offered
+    /// rate on a rate sweep ([`crate::series::level`]).
     pub concurrency: u32,
     /// One sentence saying what the figures mean.
     pub headline: String,
@@ -302,9 +307,9 @@ fn is_loopback(target: &str) -> bool {
 pub fn verdicts(run: &Run, curve: &Curve) -> Vec<Verdict> {
     let measured: Vec<&StepResult> =
         run.steps.iter().filter(|s| !s.partial && s.window_s > 0.0 && s.published_throughput_per_s.is_none()).collect();
-    let first = measured.iter().min_by_key(|s| s.concurrency).copied();
+    let first = measured.iter().min_by_key(|s| crate::series::level(s)).copied();
     let mut best: Vec<Verdict> = Vec::new();
-    for step in measured.iter().filter(|s| s.concurrency >= curve.knee_concurrency) {
+    for step in measured.iter().filter(|s| crate::series::level(s) >= curve.knee_concurrency) {
         let ctx = rules::Ctx { step, first, env: &run.environment, loopback: is_loopback(&run.plan.target) };
         for v in rules::all(&ctx) {
             match best.iter_mut().find(|b| b.kind == v.kind) {

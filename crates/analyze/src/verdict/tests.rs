@@ -1004,3 +1004,34 @@ fn db_contention_myisam_table_locks_and_innodb_os_waits() {
     assert!(v.headline.contains("4000 OS waits/s"), "{}", v.headline);
     assert_eq!(ev(&v, "InnoDB spin rounds per OS wait"), 30.0);
 }
+
+#[test]
+fn a_rate_sweep_is_judged_at_its_offered_rates_and_late_sends_make_it_client_bound() {
+    // Open loop at 1,000, 2,000 and 4,000 req/s on 40 connections each; the
+    // server keeps up to 2,000 and completes 2,100 of the 4,000 offered.
+    let open = |rate: f64, x: f64, late: u64| {
+        let mut s = step(40, x, Some(healthy()));
+        s.offered_rate_per_s = Some(rate);
+        s.dropped = Some(0);
+        s.late_sends = Some(late);
+        for _ in 0..100 {
+            s.latency.record(std::time::Duration::from_micros(500));
+        }
+        s
+    };
+    let d = crate::diagnose(&run(vec![open(1000.0, 1000.0, 0), open(2000.0, 1995.0, 0), open(4000.0, 2100.0, 0)]));
+    assert!(d.rate_sweep);
+    let c = d.curve.as_ref().unwrap();
+    assert_eq!((c.knee_concurrency, c.peak_concurrency), (2000, 4000), "the knee on the rate axis");
+    assert!(d.usl.is_none() && d.usl_error.as_deref().unwrap().contains("rate sweep"));
+    assert!(d.verdicts.iter().all(|v| v.kind != VerdictKind::ClientBound), "{:?}", d.verdicts);
+    let json = super::to_json(&d);
+    assert_eq!((json["curve"]["knee_rate_per_s"].as_u64(), json["curve"]["peak_rate_per_s"].as_u64()), (Some(2000), Some(4000)));
+
+    // 10 % of the requests at 4,000 req/s sent late with connections free: the client's doing.
+    let d = crate::diagnose(&run(vec![open(1000.0, 1000.0, 0), open(2000.0, 1995.0, 0), open(4000.0, 2100.0, 2100)]));
+    let v = d.verdicts.iter().find(|v| v.kind == VerdictKind::ClientBound).expect("client-bound on late sends");
+    assert_eq!(v.concurrency, 4000);
+    assert!(v.headline.contains("SCHEDULE"), "{}", v.headline);
+    assert!(v.evidence.iter().any(|e| e.name == "late sends" && e.value == 10.0), "{:?}", v.evidence);
+}

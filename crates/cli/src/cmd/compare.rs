@@ -25,7 +25,14 @@ pub fn import(store_path: &Path, a: &ImportArgs) -> anyhow::Result<ExitCode> {
             steps: s
                 .points
                 .iter()
-                .map(|p| StepPlan { concurrency: p.concurrency, warmup_s: 0.0, window_s: 0.0, pause_s: 0.0, think_time_s: 0.0 })
+                .map(|p| StepPlan {
+                    concurrency: p.concurrency,
+                    warmup_s: 0.0,
+                    window_s: 0.0,
+                    pause_s: 0.0,
+                    think_time_s: 0.0,
+                    open_loop: None,
+                })
                 .collect(),
             client_threads: 1,
             options: options.clone(),

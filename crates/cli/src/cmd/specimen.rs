@@ -2,6 +2,7 @@
 
 use crate::args::SpecimenArgs;
 use crate::error::bad;
+use scalelab_core::parse_duration;
 use scalelab_specimen::{serve, Mode, SpecimenConfig};
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
@@ -14,7 +15,13 @@ pub fn run(a: SpecimenArgs) -> anyhow::Result<ExitCode> {
         // SAFETY: prctl with PR_SET_PDEATHSIG only sets a flag on this process.
         unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
     }
-    let config = SpecimenConfig { addr: SocketAddr::new(ip, a.port), mode, work_us: a.work_us, data_dir: a.data_dir };
+    let stall_for = parse_duration(&a.stall_for).map_err(|e| bad(format!("--stall-for: {e}")))?;
+    let stall_every = parse_duration(&a.stall_every).map_err(|e| bad(format!("--stall-every: {e}")))?;
+    if stall_every.is_zero() || stall_for >= stall_every {
+        return Err(bad("--stall-every must be longer than --stall-for (a stall of 200ms every 2s: --stall-for 200ms --stall-every 2s)"));
+    }
+    let config =
+        SpecimenConfig { addr: SocketAddr::new(ip, a.port), mode, work_us: a.work_us, data_dir: a.data_dir, stall_for, stall_every };
     serve(config, |addr| {
         let mut out = std::io::stdout();
         let _ = writeln!(out, "listening on {addr} mode {mode} work_us {}", a.work_us);

@@ -7,7 +7,9 @@ use crate::error::bad;
 use crate::live::LiveView;
 use crate::session::{Probes, Session, Silent, SweepOutcome};
 use crate::specimen_child::SpecimenChild;
-use scalelab_core::{escape_control, parse_concurrency_list, parse_duration, Run, RunKind, RunPlan, StepPlan, Target};
+use scalelab_core::{
+    escape_control, parse_concurrency_list, parse_duration, parse_rate_list, Arrival, OpenLoopPlan, Run, RunKind, RunPlan, StepPlan, Target,
+};
 use scalelab_drive::http::{parse_url_file, HttpConfig, HttpDriver, RequestSpec, StatusMatch};
 use scalelab_drive::{cpu, EngineOptions, SweepEnd};
 use scalelab_report::table;
@@ -153,7 +155,7 @@ pub fn run(store_path: &Path, mut a: SweepArgs) -> anyhow::Result<ExitCode> {
     if let (None, Some(path)) = (&a.target, &a.url_file) {
         a.target = Some(url_file_target(path)?);
     }
-    let concurrency = parse_concurrency_list(&a.concurrency).map_err(|e| bad(format!("--concurrency: {e}")))?;
+    let levels = load_levels(&a)?;
     let specimen_mode = match &a.target {
         None => Some(
             a.specimen.as_deref().unwrap_or("scales").parse::<scalelab_specimen::Mode>().map_err(|e| bad(format!("--specimen: {e}")))?,
@@ -183,14 +185,15 @@ pub fn run(store_path: &Path, mut a: SweepArgs) -> anyhow::Result<ExitCode> {
     if a.client_slice_us != 0 && !(100..=100_000).contains(&a.client_slice_us) {
         return Err(bad("--client-slice-us must be 0 (the kernel's default) or 100 to 100000"));
     }
-    let steps = concurrency
+    let steps: Vec<StepPlan> = levels
         .iter()
-        .map(|&c| StepPlan {
+        .map(|&(c, open_loop)| StepPlan {
             concurrency: c,
             warmup_s: warmup.as_secs_f64(),
             window_s: window.as_secs_f64(),
             pause_s: pause.as_secs_f64(),
             think_time_s: think.as_secs_f64(),
+            open_loop,
         })
         .collect();
     if let Some(u) = &a.db_probe {
@@ -198,7 +201,9 @@ pub fn run(store_path: &Path, mut a: SweepArgs) -> anyhow::Result<ExitCode> {
     }
     check_sampling(&a)?;
     // Before the store or the target: every client needs a descriptor.
-    let probe_fds = super::fd_limit::check(concurrency.iter().copied().max().unwrap_or(1), threads)?;
+    let probe_fds = super::fd_limit::check(levels.iter().map(|l| l.0).max().unwrap_or(1), threads)?;
+    // The connections each step may open (clients, or an open-loop step's pool).
+    let concurrency: Vec<u32> = levels.iter().map(|l| l.0).collect();
     scalelab_probe::collect::set_root_fd_budget(probe_fds);
     if let Some(Ok(t)) = target.as_ref().filter(|_| sql) {
         if !a.source_address.is_empty() {
@@ -309,6 +314,49 @@ fn check_sampling(a: &SweepArgs) -> anyhow::Result<Duration> {
         return Err(bad("--sample-interval must be at least 100ms and --thread-sample-hz between 0 and 1000"));
     }
     Ok(sample_interval)
+}
+
+/// The steps' load levels: closed-loop concurrencies (`-c`), or offered
+/// rates (`--rate`) with their connections (`max_in_flight`) and open-loop plan.
+fn load_levels(a: &SweepArgs) -> anyhow::Result<Vec<(u32, Option<OpenLoopPlan>)>> {
+    let Some(rates) = &a.rate else {
+        if a.arrival.is_some() || a.max_in_flight.is_some() {
+            return Err(bad("--arrival and --max-in-flight apply to open-loop steps: give --rate too"));
+        }
+        let c = parse_concurrency_list(a.concurrency.as_deref().unwrap_or("1,2,5,10,20,35,50"));
+        return Ok(c.map_err(|e| bad(format!("--concurrency: {e}")))?.into_iter().map(|c| (c, None)).collect());
+    };
+    if a.concurrency.is_some() {
+        return Err(bad(
+            "--rate and -c/--concurrency exclude each other: a step offers a rate (open loop) or runs N clients (closed loop)",
+        ));
+    }
+    if parse_duration(&a.think_time).is_ok_and(|t| !t.is_zero()) {
+        return Err(bad("--think-time applies to closed-loop steps (-c): an open loop sends on its schedule"));
+    }
+    let rates = parse_rate_list(rates).map_err(|e| bad(format!("--rate: {e}")))?;
+    let arrival = match a.arrival.as_deref().unwrap_or("constant") {
+        "constant" => Arrival::Constant,
+        "poisson" => Arrival::Poisson,
+        other => return Err(bad(format!("--arrival '{}': use constant or poisson", escape_control(other)))),
+    };
+    let max_in_flight = match &a.max_in_flight {
+        None => None,
+        Some(t) => Some(
+            t.trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|n| (1..=100_000).contains(n))
+                .ok_or_else(|| bad(format!("--max-in-flight '{}': use a number of requests from 1 to 100000", escape_control(t))))?,
+        ),
+    };
+    Ok(rates
+        .into_iter()
+        .map(|rate_per_s| {
+            let m = max_in_flight.unwrap_or_else(|| OpenLoopPlan::default_max_in_flight(rate_per_s));
+            (m, Some(OpenLoopPlan { rate_per_s, arrival, max_in_flight: m }))
+        })
+        .collect())
 }
 
 /// Runs the sweep on a prepared target, committing each step as it finishes,

@@ -32,55 +32,9 @@ pub(super) async fn client_loop<C: Client>(mut client: C, slot: usize, local: Rc
         if local.borrow().timer_due.is_some_and(|due| t1 >= due) {
             tokio::task::yield_now().await;
         }
-        let warm_end = shared.warm_end();
-        let recorded = t1 >= warm_end && t1 < shared.window_end();
-        let mut failed_connect = false;
-        {
-            let mut l = local.borrow_mut();
-            let sec = if recorded { ((t1 - warm_end).as_secs() as usize).min(l.stats.seconds.len() - 1) } else { 0 };
-            match &outcome {
-                Ok(statements) => {
-                    shared.completions.fetch_add(1, Ordering::Relaxed);
-                    if recorded {
-                        let s = &mut l.stats.seconds[sec];
-                        s.requests += 1;
-                        s.latency.record(t1 - t0);
-                        l.stats.queries += u64::from(*statements);
-                        if let Some(times) = client.statement_times() {
-                            for &(i, d) in times.iter() {
-                                let i = i as usize;
-                                if l.stats.statements.len() <= i {
-                                    l.stats.statements.resize_with(i + 1, LatencyHistogram::new);
-                                }
-                                l.stats.statements[i].record(d);
-                            }
-                        }
-                    }
-                    backoff = Duration::ZERO;
-                }
-                Err(f) => {
-                    shared.errors.fetch_add(1, Ordering::Relaxed);
-                    if recorded {
-                        l.stats.seconds[sec].errors += 1;
-                        l.stats.errors.add(f);
-                    }
-                    failed_connect = is_connect_failure(f);
-                }
-            }
-            if let Some(times) = client.statement_times() {
-                times.clear();
-            }
-            if let Some(times) = client.connect_times() {
-                if recorded {
-                    times.iter().for_each(|d| l.stats.connect_latency.record(*d));
-                }
-                times.clear();
-            }
-            let r = client.reconnects();
-            if recorded {
-                l.stats.reconnects += r - reconnects;
-            }
-            reconnects = r;
+        let failed_connect = record(&mut client, &outcome, t1, t1 - t0, &local, &shared, &mut reconnects).1;
+        if outcome.is_ok() {
+            backoff = Duration::ZERO;
         }
         if failed_connect {
             // A target that refuses connections is not hammered in a tight loop:
@@ -91,6 +45,67 @@ pub(super) async fn client_loop<C: Client>(mut client: C, slot: usize, local: Rc
             tokio::time::sleep(think).await;
         }
     }
+}
+
+/// Records one finished call by its completion time `t1`, with `latency`;
+/// returns (whether it fell in the window, whether it failed to connect).
+pub(super) fn record<C: Client>(
+    client: &mut C,
+    outcome: &Result<u32, Failure>,
+    t1: Instant,
+    latency: Duration,
+    local: &RefCell<Local>,
+    shared: &Shared,
+    reconnects: &mut u64,
+) -> (bool, bool) {
+    let warm_end = shared.warm_end();
+    let recorded = t1 >= warm_end && t1 < shared.window_end();
+    let mut failed_connect = false;
+    let mut l = local.borrow_mut();
+    let sec = if recorded { ((t1 - warm_end).as_secs() as usize).min(l.stats.seconds.len() - 1) } else { 0 };
+    match outcome {
+        Ok(statements) => {
+            shared.completions.fetch_add(1, Ordering::Relaxed);
+            if recorded {
+                let s = &mut l.stats.seconds[sec];
+                s.requests += 1;
+                s.latency.record(latency);
+                l.stats.queries += u64::from(*statements);
+                if let Some(times) = client.statement_times() {
+                    for &(i, d) in times.iter() {
+                        let i = i as usize;
+                        if l.stats.statements.len() <= i {
+                            l.stats.statements.resize_with(i + 1, LatencyHistogram::new);
+                        }
+                        l.stats.statements[i].record(d);
+                    }
+                }
+            }
+        }
+        Err(f) => {
+            shared.errors.fetch_add(1, Ordering::Relaxed);
+            if recorded {
+                l.stats.seconds[sec].errors += 1;
+                l.stats.errors.add(f);
+            }
+            failed_connect = is_connect_failure(f);
+        }
+    }
+    if let Some(times) = client.statement_times() {
+        times.clear();
+    }
+    if let Some(times) = client.connect_times() {
+        if recorded {
+            times.iter().for_each(|d| l.stats.connect_latency.record(*d));
+        }
+        times.clear();
+    }
+    let r = client.reconnects();
+    if recorded {
+        l.stats.reconnects += r - *reconnects;
+    }
+    *reconnects = r;
+    (recorded, failed_connect)
 }
 
 fn is_connect_failure(f: &Failure) -> bool {

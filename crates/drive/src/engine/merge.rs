@@ -17,6 +17,9 @@ pub(super) struct Merge {
     statements: Vec<LatencyHistogram>,
     runq_total_ns: Option<u64>,
     runq_threads: u32,
+    service: LatencyHistogram,
+    dropped: u64,
+    late_sends: u64,
 }
 
 impl Merge {
@@ -46,6 +49,9 @@ impl Merge {
             result.client_lag_ms = Some(result.client_lag_ms.map_or(ms, |m: f64| m.max(ms)));
         }
         self.connects += stats.connects;
+        self.service.merge(&stats.service);
+        self.dropped += stats.dropped;
+        self.late_sends += stats.late_sends;
         if self.statements.len() < stats.statements.len() {
             self.statements.resize_with(stats.statements.len(), LatencyHistogram::new);
         }
@@ -56,9 +62,27 @@ impl Merge {
     }
 
     /// The step's result: `concurrency` clients on `client_cores` cores,
-    /// over `window`; `names` are the driver's statement names.
-    pub(super) fn finish(self, concurrency: u32, client_cores: u32, window: &Window, names: &[String]) -> StepResult {
-        let Merge { mut seconds, mut result, connect_total, connects, statements, runq_total_ns, runq_threads } = self;
+    /// over `window`, offering `offered` requests per second when an open
+    /// loop; `names` are the driver's statement names.
+    pub(super) fn finish(self, concurrency: u32, offered: Option<f64>, client_cores: u32, window: &Window, names: &[String]) -> StepResult {
+        let Merge {
+            mut seconds,
+            mut result,
+            connect_total,
+            connects,
+            statements,
+            runq_total_ns,
+            runq_threads,
+            service,
+            dropped,
+            late_sends,
+        } = self;
+        if offered.is_some() {
+            result.offered_rate_per_s = offered;
+            result.service = Some(service);
+            result.dropped = Some(dropped);
+            result.late_sends = Some(late_sends);
+        }
         let window_s = window.window_s;
         result.concurrency = concurrency;
         result.window_s = window_s;

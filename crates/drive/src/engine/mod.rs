@@ -1,5 +1,6 @@
-//! One closed-loop step: N virtual clients, each with exactly one request in
-//! flight, spread round-robin over T worker threads.
+//! One step: N virtual clients (connections) spread round-robin over T
+//! worker threads, in a closed loop (each with exactly one request in
+//! flight) or an open loop (requests started at a rate; `open_loop`).
 //!
 //! Each worker thread runs its own single-threaded tokio runtime, so a client
 //! never migrates between threads and its stats live in plain (non-atomic)
@@ -20,6 +21,7 @@
 //! - `controller`: the calling thread's part (deadlines, progress, stop);
 //! - `worker`: one worker thread (connect, run, per-second hand-over,
 //!   unfinished requests), and `client_loop`, one client's request loop;
+//! - `open_loop`: an open-loop thread's dispatcher and connection tasks;
 //! - [`Schedule`]: which clients exist and when they send;
 //! - `state`: what the controller and workers share;
 //! - `placement`: CPU binding and time slice of the worker threads.
@@ -27,6 +29,7 @@
 mod client_loop;
 mod controller;
 mod merge;
+mod open_loop;
 mod placement;
 mod schedule;
 mod state;
@@ -79,6 +82,8 @@ pub fn run_step<D: Driver>(driver: &Arc<D>, plan: &StepPlan, opts: &EngineOption
     for t in 0..threads {
         let work = WorkerPlan {
             ids: schedule.clients_of(t, threads),
+            thread: t,
+            threads,
             schedule: schedule.clone(),
             n_seconds,
             cpu: opts.pin_cpus.get(t as usize).copied(),
@@ -100,5 +105,5 @@ pub fn run_step<D: Driver>(driver: &Arc<D>, plan: &StepPlan, opts: &EngineOption
     for h in handles {
         merge.add(&h.join().expect("a client thread panicked"));
     }
-    merge.finish(plan.concurrency, threads.min(cpu::allowed_cpus()), &window, &driver.statement_names())
+    merge.finish(schedule.clients(), schedule.offered_rate_per_s(), threads.min(cpu::allowed_cpus()), &window, &driver.statement_names())
 }

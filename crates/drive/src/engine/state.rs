@@ -74,6 +74,12 @@ pub(super) struct WorkerStats {
     pub(super) runq_wait_ns: Option<u64>,
     /// Per-statement latencies of the window, by index into the driver's statement names.
     pub(super) statements: Vec<LatencyHistogram>,
+    /// Open loop: service times (from the actual send) of the window's completions.
+    pub(super) service: LatencyHistogram,
+    /// Open loop: requests dropped (never sent) in the window.
+    pub(super) dropped: u64,
+    /// Open loop: requests sent late by the client's own doing.
+    pub(super) late_sends: u64,
     /// Connect times of the connections opened inside the window.
     pub(super) connect_latency: LatencyHistogram,
 }
@@ -91,6 +97,9 @@ impl WorkerStats {
             max_lag: None,
             runq_wait_ns: None,
             statements: Vec::new(),
+            service: LatencyHistogram::new(),
+            dropped: 0,
+            late_sends: 0,
             connect_latency: LatencyHistogram::new(),
         }
     }
@@ -105,4 +114,22 @@ pub(super) struct Local {
     /// wait in the event loop (a blocking socket answered in time) yields
     /// to it once this has passed, so the timer still fires.
     pub(super) timer_due: Option<Instant>,
+    /// Open loop: the requests accepted and not yet done on this thread.
+    pub(super) open: Dispatch,
+}
+
+/// Open loop, one thread: requests accepted (a connection was free) and
+/// waiting for a connection task to send them, and the current run of
+/// dropped ones. Bounded: at most `cap` accepted requests exist.
+#[derive(Default)]
+pub(super) struct Dispatch {
+    /// Intended send times of accepted requests not yet picked up.
+    pub(super) queue: std::collections::VecDeque<Instant>,
+    /// Accepted requests not yet done (queued or in flight).
+    pub(super) outstanding: u32,
+    /// This thread's connections: its share of `max_in_flight`.
+    pub(super) cap: u32,
+    /// Requests dropped since every connection became busy: (first
+    /// intended time, last intended time, count).
+    pub(super) drops: Option<(Instant, Instant, u64)>,
 }

@@ -47,7 +47,7 @@ impl Client for MaskClient {
 fn seen(threads: u32, pin_cpus: Vec<usize>, slice_us: Option<u64>) -> Vec<(u32, Vec<usize>, Option<u64>)> {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let driver = Arc::new(MaskDriver { seen: seen.clone() });
-    let plan = StepPlan { concurrency: 4, warmup_s: 0.0, window_s: 0.1, pause_s: 0.0, think_time_s: 0.0 };
+    let plan = StepPlan { concurrency: 4, warmup_s: 0.0, window_s: 0.1, pause_s: 0.0, think_time_s: 0.0, open_loop: None };
     let opts = EngineOptions { threads, pin_cpus, slice_us, stop: Arc::new(AtomicBool::new(false)), netns: None };
     let r = run_step(&driver, &plan, &opts, &mut |_| {});
     assert!(r.requests > 0, "the clients ran");
@@ -95,7 +95,7 @@ fn only_a_client_thread_with_one_connection_waits_in_a_blocking_socket() {
     for (clients, threads, blocks) in [(1, 1, true), (4, 4, true), (4, 8, true), (4, 2, false), (4, 1, false)] {
         let blocking = Arc::new(Mutex::new(Vec::new()));
         let driver = Arc::new(SettleDriver { blocking: blocking.clone() });
-        let plan = StepPlan { concurrency: clients, warmup_s: 0.0, window_s: 0.1, pause_s: 0.0, think_time_s: 0.0 };
+        let plan = StepPlan { concurrency: clients, warmup_s: 0.0, window_s: 0.1, pause_s: 0.0, think_time_s: 0.0, open_loop: None };
         let opts = EngineOptions { threads, pin_cpus: Vec::new(), slice_us: None, stop: Arc::new(AtomicBool::new(false)), netns: None };
         let r = run_step(&driver, &plan, &opts, &mut |_| {});
         assert!(r.requests > 0, "the clients ran");
@@ -140,7 +140,7 @@ impl Client for SlowClient {
 
 fn slow_step(delay_ms: u64, answered: u64) -> StepResult {
     let driver = Arc::new(SlowDriver { delay: Duration::from_millis(delay_ms), answered });
-    let plan = StepPlan { concurrency: 3, warmup_s: 0.0, window_s: 1.0, pause_s: 0.0, think_time_s: 0.0 };
+    let plan = StepPlan { concurrency: 3, warmup_s: 0.0, window_s: 1.0, pause_s: 0.0, think_time_s: 0.0, open_loop: None };
     let opts = EngineOptions { threads: 2, pin_cpus: Vec::new(), slice_us: None, stop: Arc::new(AtomicBool::new(false)), netns: None };
     run_step(&driver, &plan, &opts, &mut |_| {})
 }
@@ -202,4 +202,172 @@ fn event_loops_run_with_the_slice_asked_for() {
     for (id, _, slice) in seen(2, Vec::new(), None) {
         assert!(slice.is_none_or(|us| us > SHORT_CLIENT_SLICE_US), "client {id}: {slice:?}");
     }
+}
+
+/// Clients whose calls take `delay`, except that every call finishing
+/// inside the step's [`STALL`] waits for its end; they count the most
+/// calls ever out at once.
+struct PacedDriver {
+    delay: Duration,
+    stall: bool,
+    start: Instant,
+    out: Arc<std::sync::atomic::AtomicU32>,
+    most_out: Arc<std::sync::atomic::AtomicU32>,
+}
+
+/// The stall of a [`PacedDriver`]: from 300 ms to 500 ms after it is made.
+const STALL: (Duration, Duration) = (Duration::from_millis(300), Duration::from_millis(500));
+
+struct PacedClient {
+    delay: Duration,
+    stall: Option<Instant>,
+    out: Arc<std::sync::atomic::AtomicU32>,
+    most_out: Arc<std::sync::atomic::AtomicU32>,
+}
+
+impl Driver for PacedDriver {
+    type Client = PacedClient;
+    fn client(&self, _ctx: ClientCtx) -> PacedClient {
+        let (delay, out, most_out) = (self.delay, self.out.clone(), self.most_out.clone());
+        PacedClient { delay, stall: self.stall.then_some(self.start), out, most_out }
+    }
+}
+
+impl Client for PacedClient {
+    async fn connect(&mut self) -> Result<(), Failure> {
+        Ok(())
+    }
+    async fn call(&mut self) -> Result<u32, Failure> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let now = self.out.fetch_add(1, SeqCst) + 1;
+        self.most_out.fetch_max(now, SeqCst);
+        tokio::time::sleep(self.delay).await;
+        if let Some(start) = self.stall {
+            let t = start.elapsed();
+            if t >= STALL.0 && t < STALL.1 {
+                tokio::time::sleep(STALL.1 - t).await;
+            }
+        }
+        self.out.fetch_sub(1, SeqCst);
+        Ok(1)
+    }
+    fn reconnects(&self) -> u64 {
+        0
+    }
+}
+
+/// One step on a [`PacedDriver`]: open loop at `rate` with `max_in_flight`
+/// when given, else a closed loop of `clients`; (result, most calls out at once).
+fn paced_step(delay_ms: u64, stall: bool, open: Option<(f64, u32)>, clients: u32) -> (StepResult, u32) {
+    let most_out = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let driver = Arc::new(PacedDriver {
+        delay: Duration::from_millis(delay_ms),
+        stall,
+        start: Instant::now(),
+        out: Arc::new(std::sync::atomic::AtomicU32::new(0)),
+        most_out: most_out.clone(),
+    });
+    let open_loop = open.map(|(rate_per_s, max_in_flight)| scalelab_core::OpenLoopPlan {
+        rate_per_s,
+        arrival: scalelab_core::Arrival::Constant,
+        max_in_flight,
+    });
+    let plan = StepPlan { concurrency: clients, warmup_s: 0.1, window_s: 1.0, pause_s: 0.0, think_time_s: 0.0, open_loop };
+    let opts = EngineOptions { threads: 2, pin_cpus: Vec::new(), slice_us: None, stop: Arc::new(AtomicBool::new(false)), netns: None };
+    let r = run_step(&driver, &plan, &opts, &mut |_| {});
+    let most = most_out.load(std::sync::atomic::Ordering::SeqCst);
+    (r, most)
+}
+
+use std::time::Instant;
+
+#[test]
+fn an_open_loop_below_capacity_achieves_its_rate_and_drops_nothing() {
+    // 400 req/s on 20 connections of 2 ms calls: capacity 10,000/s.
+    let (r, most) = paced_step(2, false, Some((400.0, 20)), 1);
+    assert_eq!(r.offered_rate_per_s, Some(400.0));
+    assert_eq!((r.dropped, r.concurrency), (Some(0), 20));
+    let achieved = r.throughput_per_s();
+    // 1 s window at 400/s: 400 arrivals; the last few are still out at its end.
+    assert!((360.0..=404.0).contains(&achieved), "achieved {achieved} req/s of 400");
+    assert!(most <= 20);
+    let service = r.service.as_ref().unwrap().summary().unwrap();
+    assert!(service.p50 >= 2.0, "a call takes 2 ms: {service:?}");
+    // Latency counts from the intended time: never below the service time.
+    assert!(r.latency.summary().unwrap().p50 >= service.p50 - 0.01);
+}
+
+#[test]
+fn an_open_loop_past_capacity_drops_what_it_cannot_send_and_stays_bounded() {
+    // 1,000 req/s on 8 connections of 40 ms calls: capacity 200/s.
+    let (r, most) = paced_step(40, false, Some((1000.0, 8)), 1);
+    assert!(most <= 8, "never more than max_in_flight out: {most}");
+    let dropped = r.dropped.unwrap();
+    assert!(dropped > 500, "about 800 of 1,000 dropped, not {dropped}");
+    assert_eq!(r.errors.get(ErrorClass::Dropped), dropped);
+    let achieved = r.throughput_per_s();
+    assert!((140.0..=205.0).contains(&achieved), "the server's 200/s, not {achieved}");
+    // Dropped requests' lateness is in the latency histogram beside the completions.
+    assert_eq!(r.latency.count(), r.requests + dropped);
+}
+
+#[test]
+fn an_open_loop_shows_a_stall_that_a_closed_loop_hides() {
+    // Calls of 1 ms; every call out between 300 and 500 ms waits for 500 ms.
+    let (open, _) = paced_step(1, true, Some((1000.0, 50)), 1);
+    let p99 = open.latency.quantile_ms(0.99).unwrap();
+    assert!(p99 >= 100.0, "open loop p99 {p99} ms: the 200 ms stall shows");
+    let (closed, _) = paced_step(1, true, None, 10);
+    let p99 = closed.latency.quantile_ms(0.99).unwrap();
+    assert!(p99 < 100.0, "closed loop p99 {p99} ms: its 10 clients waited, and sent nothing meanwhile");
+    assert!(closed.offered_rate_per_s.is_none() && closed.service.is_none() && closed.dropped.is_none());
+}
+
+/// Clients of 1 ms calls; client 0 blocks its whole thread for 150 ms in
+/// its 100th call, as a descheduled client would stall.
+struct StallingClientDriver;
+
+struct StallingClient {
+    id: u32,
+    calls: u32,
+}
+
+impl Driver for StallingClientDriver {
+    type Client = StallingClient;
+    fn client(&self, ctx: ClientCtx) -> StallingClient {
+        StallingClient { id: ctx.id, calls: 0 }
+    }
+}
+
+impl Client for StallingClient {
+    async fn connect(&mut self) -> Result<(), Failure> {
+        Ok(())
+    }
+    async fn call(&mut self) -> Result<u32, Failure> {
+        self.calls += 1;
+        if self.id == 0 && self.calls == 100 {
+            std::thread::sleep(Duration::from_millis(150));
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        Ok(1)
+    }
+    fn reconnects(&self) -> u64 {
+        0
+    }
+}
+
+#[test]
+fn a_client_that_falls_behind_sends_late_rather_than_drops() {
+    let open_loop = Some(scalelab_core::OpenLoopPlan { rate_per_s: 1000.0, arrival: scalelab_core::Arrival::Constant, max_in_flight: 8 });
+    let plan = StepPlan { concurrency: 8, warmup_s: 0.0, window_s: 1.0, pause_s: 0.0, think_time_s: 0.0, open_loop };
+    let opts = EngineOptions { threads: 1, pin_cpus: Vec::new(), slice_us: None, stop: Arc::new(AtomicBool::new(false)), netns: None };
+    let r = run_step(&Arc::new(StallingClientDriver), &plan, &opts, &mut |_| {});
+    // ~150 arrivals came due while the client's thread was blocked: the
+    // client's lateness, sent late (and counted), not dropped for the server
+    // (those due while the 8 connections work off that burst may be).
+    let dropped = r.dropped.unwrap();
+    assert!(dropped <= 75, "{dropped} dropped: the ~150 the client overslept were not sent");
+    let late = r.late_sends.unwrap();
+    assert!(late >= 100, "about 150 late sends, not {late}");
+    assert!(r.latency.quantile_ms(0.99).unwrap() >= 100.0, "their lateness is in the latency");
 }

@@ -3,9 +3,10 @@
 //! keeps their statistics in plain (non-atomic) memory.
 
 use super::client_loop::client_loop;
+use super::open_loop;
 use super::placement::{enter_netns, place_current_thread};
 use super::schedule::Schedule;
-use super::state::{Gates, Local, Shared, WorkerStats};
+use super::state::{Dispatch, Gates, Local, Shared, WorkerStats};
 use crate::driver::{Client, ClientCtx, Driver};
 use scalelab_core::result::{Failure, UNFINISHED_AFTER};
 use scalelab_core::{ErrorClass, LatencyHistogram};
@@ -20,6 +21,9 @@ use std::time::{Duration, Instant};
 pub(super) struct WorkerPlan {
     /// The ids of this thread's clients.
     pub(super) ids: Vec<u32>,
+    /// This thread's number, and how many worker threads the step runs.
+    pub(super) thread: u32,
+    pub(super) threads: u32,
     pub(super) schedule: Schedule,
     /// Seconds of the window (the per-second histograms to keep).
     pub(super) n_seconds: usize,
@@ -46,12 +50,19 @@ pub(super) fn worker<D: Driver>(
         enter_netns(path).unwrap_or_else(|e| panic!("entering the client network namespace {}: {e}", path.display()));
     }
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("building a tokio runtime");
-    let local =
-        Rc::new(RefCell::new(Local { stats: WorkerStats::new(plan.n_seconds), in_flight: vec![None; plan.ids.len()], timer_due: None }));
+    let open = Dispatch { cap: plan.ids.len() as u32, ..Default::default() };
+    let local = Rc::new(RefCell::new(Local {
+        stats: WorkerStats::new(plan.n_seconds),
+        in_flight: vec![None; plan.ids.len()],
+        timer_due: None,
+        open,
+    }));
 
     // A thread with one client has nothing else to do while its request is
-    // out: the driver may wait for replies in a blocking socket.
-    let sole = plan.ids.len() == 1;
+    // out: the driver may wait for replies in a blocking socket. Not in an
+    // open loop, whose dispatcher must run while requests are out.
+    let arrivals = plan.schedule.arrivals_of(plan.thread, plan.threads);
+    let sole = plan.ids.len() == 1 && arrivals.is_none();
     let mut clients: Vec<D::Client> = plan.ids.iter().map(|&id| driver.client(ClientCtx::new(id).with_sole_connection(sole))).collect();
     // Open every connection before the window.
     rt.block_on(async {
@@ -79,13 +90,22 @@ pub(super) fn worker<D: Driver>(
     gates.go.wait();
 
     let set = tokio::task::LocalSet::new();
+    // An accepted request is queued (a connection woken); a connection came free.
+    let (notify, freed) = (Rc::new(tokio::sync::Notify::new()), Rc::new(tokio::sync::Notify::new()));
     for (slot, client) in clients.into_iter().enumerate() {
         let (local, shared) = (local.clone(), shared.clone());
-        set.spawn_local(client_loop(client, slot, local, shared, plan.schedule.clone()));
+        match &arrivals {
+            None => set.spawn_local(client_loop(client, slot, local, shared, plan.schedule.clone())),
+            Some(_) => set.spawn_local(open_loop::connection_loop(client, slot, local, shared, notify.clone(), freed.clone())),
+        };
+    }
+    if let Some(arrivals) = arrivals {
+        set.spawn_local(open_loop::dispatcher(arrivals, local.clone(), shared.clone(), notify, freed));
     }
     rt.block_on(set.run_until(control_loop(shared.clone(), local.clone(), sec_tx)));
     // Dropping the LocalSet drops every client (and its in-flight request).
     drop(set);
+    open_loop::end_drops(&mut local.borrow_mut(), shared, shared.window_end());
     drop(rt);
     Rc::try_unwrap(local).ok().expect("client tasks were dropped").into_inner().stats
 }

@@ -25,15 +25,20 @@ pub(super) fn client_bound(ctx: &Ctx) -> Option<Verdict> {
         (Some(w), Some(r), Some(share)) => w >= CLIENT_RUNQ_WAIT_PCT && r < w / 2.0 && share < SERVER_CPU_SHARE,
         _ => false,
     };
-    if !by_cpu && !by_lag && !by_wait {
+    // Open loop: the client must prove it kept the schedule.
+    let late = ctx.step.late_sends_pct();
+    let by_late = late.is_some_and(|p| p >= CLIENT_LATE_SENDS_PCT);
+    if !by_cpu && !by_lag && !by_wait && !by_late {
         return None;
     }
     let headline = if by_cpu {
         "THE LOAD GENERATOR WAS SATURATED: this result measures the client, not the server"
     } else if by_wait {
         "THE LOAD GENERATOR WAS STARVED OF CPU (its threads waited to run): this result measures the client, not the server"
-    } else {
+    } else if by_lag {
         "THE LOAD GENERATOR FELL BEHIND (its event loop ran late): this result measures the client, not the server"
+    } else {
+        "THE LOAD GENERATOR DID NOT KEEP ITS SCHEDULE (requests sent late with connections free): this result measures the client, not the server"
     };
     let mut d = Draft::new(
         VerdictKind::ClientBound,
@@ -49,6 +54,10 @@ pub(super) fn client_bound(ctx: &Ctx) -> Option<Verdict> {
     }
     if let Some(w) = wait {
         d.ev("client run-queue wait", Some(w), "% of the window");
+    }
+    if let (Some(p), Some(n)) = (late, ctx.step.late_sends) {
+        d.ev("late sends", Some(p), "% of requests sent");
+        d.ev("late sends", Some(n as f64 / ctx.step.window_s.max(1e-9)), "/s");
     }
     d.ev("client cores", Some(f64::from(ctx.step.client_cores)), "cores");
     d.ev("throughput", Some(ctx.step.throughput_per_s()), "req/s");
@@ -92,6 +101,9 @@ pub(super) fn errors(ctx: &Ctx) -> Option<Verdict> {
         }
         ErrorClass::FdLimit => {
             "the client ran out of file descriptors: raise the hard limit (`ulimit -Hn`, LimitNOFILE= in a unit, /etc/security/limits.conf) or use fewer clients"
+        }
+        ErrorClass::Dropped => {
+            "the server did not keep up with the offered rate: requests were scheduled while --max-in-flight were out and never sent; the rate is past what it sustains (see the other verdicts for why)"
         }
         ErrorClass::SqlError | ErrorClass::Other => "read the first error message of each class and the server's log at this load",
     };

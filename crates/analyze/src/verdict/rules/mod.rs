@@ -66,7 +66,7 @@ impl Draft {
             v: Verdict {
                 kind,
                 confidence: Confidence::High,
-                concurrency: ctx.step.concurrency,
+                concurrency: crate::series::level(ctx.step),
                 headline: headline.into(),
                 evidence: Vec::new(),
                 missing: Vec::new(),

@@ -1,0 +1,170 @@
+//! Open loop on one worker thread: a dispatcher starts requests at their
+//! intended times whatever the replies, and this thread's connections
+//! (its share of `max_in_flight`) send them.
+//!
+//! A request is accepted when one of the thread's connections is free and
+//! dropped otherwise: the client never holds more than `max_in_flight`
+//! requests, however far the server falls behind (vegeta's unbounded
+//! growth is the failure avoided). Latency counts from the intended time;
+//! service time from the actual send. A dropped request is counted (error
+//! class `dropped`) and its lateness until a connection came free again
+//! is recorded in the latency, so the wait it stands for is not omitted.
+
+use super::client_loop::record;
+use super::schedule::Arrivals;
+use super::state::{Local, Shared};
+use crate::driver::Client;
+use scalelab_core::result::{Failure, LATE_SEND_AFTER};
+use scalelab_core::ErrorClass;
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+/// Starts this thread's arrivals until the window's end: each is queued
+/// for a free connection (and one is woken), or dropped. Arrivals the
+/// client itself was late for (it woke after their time) wait for a
+/// connection instead: they are sent late and counted as late sends, not
+/// dropped for the server. The arrivals are computed as they come due, so
+/// waiting holds no memory.
+pub(super) async fn dispatcher(
+    mut arrivals: Arrivals,
+    local: Rc<RefCell<Local>>,
+    shared: Arc<Shared>,
+    notify: Rc<Notify>,
+    freed: Rc<Notify>,
+) {
+    let start = Instant::now();
+    let mut next = start + arrivals.next().unwrap_or_default();
+    // Intended times [from, before) the client overslept: its own lateness,
+    // not the wait for a connection (which makes the dispatcher late too).
+    let mut owed = (start, start);
+    loop {
+        let woke = Instant::now();
+        let end = shared.window_end();
+        if woke >= end {
+            break;
+        }
+        while next <= woke {
+            if Instant::now() >= end {
+                return;
+            }
+            let (full, unsent) = {
+                let l = local.borrow();
+                (l.open.outstanding >= l.open.cap, !l.open.queue.is_empty())
+            };
+            if full && unsent {
+                // Accepted requests not yet picked up hold free connections:
+                // let them be sent before judging whether all are out.
+                tokio::task::yield_now().await;
+                continue;
+            }
+            if full && owed.0 <= next && next < owed.1 {
+                let _ = tokio::time::timeout_at(end.into(), freed.notified()).await;
+                continue;
+            }
+            if arrive(&mut local.borrow_mut(), next) {
+                notify.notify_one();
+            }
+            next = start + arrivals.next().unwrap_or_default();
+        }
+        let due = next.min(end).max(Instant::now());
+        tokio::time::sleep_until(next.min(end).into()).await;
+        let woke = Instant::now();
+        if woke > due + LATE_SEND_AFTER {
+            owed = (due, woke - LATE_SEND_AFTER);
+        }
+    }
+}
+
+/// One arrival due at `intended`: accepted (queued; true) while fewer than
+/// the thread's connections have a request, else dropped (the dispatcher
+/// calls it with every accepted request sent, so "all have one out").
+fn arrive(l: &mut Local, intended: Instant) -> bool {
+    let d = &mut l.open;
+    if d.outstanding < d.cap {
+        d.outstanding += 1;
+        d.queue.push_back(intended);
+        return true;
+    }
+    d.drops = Some(match d.drops {
+        Some((first, _, n)) => (first, intended, n + 1),
+        None => (intended, intended, 1),
+    });
+    false
+}
+
+/// A connection came free at `at`: the requests dropped since they were all
+/// busy are counted, each with its lateness until now (spread evenly from
+/// the first's to the last's), by this time's second of the window.
+pub(super) fn end_drops(l: &mut Local, shared: &Shared, at: Instant) {
+    let Some((first, last, n)) = l.open.drops.take() else { return };
+    let (warm_end, end) = (shared.warm_end(), shared.window_end());
+    if at < warm_end || at > end {
+        return;
+    }
+    let sec = ((at - warm_end).as_secs() as usize).min(l.stats.seconds.len() - 1);
+    let oldest = at.saturating_duration_since(first);
+    let newest = at.saturating_duration_since(last);
+    let step = if n > 1 { (oldest - newest) / (n - 1).min(u64::from(u32::MAX)) as u32 } else { Duration::ZERO };
+    let s = &mut l.stats.seconds[sec];
+    for i in 0..n {
+        s.latency.record(oldest.saturating_sub(step * i.min(u64::from(u32::MAX)) as u32));
+    }
+    s.errors += n;
+    let message = format!(
+        "scheduled while all {} connections of a client thread had a request out (--max-in-flight reached): never sent",
+        l.open.cap
+    );
+    l.stats.errors.add_n(&Failure::new(ErrorClass::Dropped, message), n);
+    l.stats.dropped += n;
+    shared.errors.fetch_add(n, Ordering::Relaxed);
+}
+
+/// One connection: takes the next accepted request, sends it, records its
+/// latency from the intended time and its service time from the send.
+pub(super) async fn connection_loop<C: Client>(
+    mut client: C,
+    slot: usize,
+    local: Rc<RefCell<Local>>,
+    shared: Arc<Shared>,
+    notify: Rc<Notify>,
+    freed: Rc<Notify>,
+) {
+    let mut reconnects = client.reconnects();
+    loop {
+        let intended = loop {
+            if Instant::now() >= shared.window_end() {
+                return;
+            }
+            if let Some(t) = local.borrow_mut().open.queue.pop_front() {
+                break t;
+            }
+            notify.notified().await;
+        };
+        let t0 = Instant::now();
+        local.borrow_mut().in_flight[slot] = Some(t0);
+        let outcome = client.call().await;
+        let t1 = Instant::now();
+        {
+            let mut l = local.borrow_mut();
+            l.in_flight[slot] = None;
+            l.open.outstanding -= 1;
+            end_drops(&mut l, &shared, t1);
+        }
+        freed.notify_one();
+        let (recorded, _) = record(&mut client, &outcome, t1, t1 - intended, &local, &shared, &mut reconnects);
+        if recorded {
+            let mut l = local.borrow_mut();
+            if outcome.is_ok() {
+                l.stats.service.record(t1 - t0);
+            }
+            // A connection was free for it: a late send is the client's own delay.
+            if t0.saturating_duration_since(intended) > LATE_SEND_AFTER {
+                l.stats.late_sends += 1;
+            }
+        }
+    }
+}
