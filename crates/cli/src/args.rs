@@ -148,6 +148,11 @@ pub struct SweepArgs {
     /// one server address, so more connections need more sources.
     #[arg(long, value_delimiter = ',')]
     pub source_address: Vec<std::net::IpAddr>,
+    /// Emulate slow, distant clients: the load clients run in a network
+    /// namespace whose link to this machine adds each figure per direction,
+    /// e.g. 'delay=40ms jitter=5ms rate=256kbit loss=0.1%' (docs/network.md). Needs root.
+    #[arg(long, value_name = "SPEC")]
+    pub client_net: Option<String>,
     /// End the run after this many consecutive steps in which nothing succeeded.
     #[arg(long, default_value_t = 2)]
     pub max_failed_steps: u32,
@@ -377,7 +382,7 @@ pub struct SpecimenArgs {
     /// Address to bind.
     #[arg(long, default_value = "127.0.0.1")]
     pub bind: String,
-    /// scales, global-lock, single-thread, disk, spin, stall.
+    /// scales, global-lock, single-thread, disk, spin, stall, thread-per-connection.
     #[arg(long, default_value = "scales")]
     pub mode: String,
     /// stall mode: how long the server stops answering each time.

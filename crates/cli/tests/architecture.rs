@@ -56,7 +56,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("analyze", &["core", "micro"]),
     ("report", &["core", "analyze", "micro"]),
     ("testkit", &["core"]),
-    ("cli", &["core", "wire", "specimen", "store", "probe", "drive", "micro", "analyze", "report"]),
+    ("netem", &[]),
+    ("cli", &["core", "wire", "specimen", "store", "probe", "drive", "micro", "analyze", "report", "netem"]),
 ];
 
 #[test]

@@ -106,7 +106,7 @@ fn a_session_in_process_reports_its_steps_and_typed_samples_to_the_observer_and_
         source_addrs: vec![],
     };
     let driver = Arc::new(HttpDriver::new(&config).unwrap());
-    let engine = EngineOptions { threads: 1, pin_cpus: vec![], slice_us: None, stop: Arc::new(AtomicBool::new(false)) };
+    let engine = EngineOptions { threads: 1, pin_cpus: vec![], slice_us: None, stop: Arc::new(AtomicBool::new(false)), netns: None };
     let mut seen = Recorder::default();
     let swept = session.sweep(&driver, &engine, 1, &mut seen);
     session.stop_probes(&mut seen);

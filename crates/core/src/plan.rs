@@ -108,6 +108,12 @@ impl RunPlan {
         self.options.get("throughput_unit").and_then(|v| v.as_str()).unwrap_or("req/s")
     }
 
+    /// The clients' network spec when they ran behind one (`--client-net`,
+    /// options `client_net`, canonical text such as `delay=40ms rate=256kbit`).
+    pub fn client_net(&self) -> Option<&str> {
+        self.options.get("client_net").and_then(|v| v.as_str())
+    }
+
     /// The client threads in words: "2", "2 bound to CPUs 0,1" when the
     /// run bound each event loop to a CPU (options `client_cpus`), and
     /// ", 100 µs slice" when they ran with a slice of their own (options

@@ -228,6 +228,11 @@ pub struct StepResult {
     pub reconnects: u64,
     /// Mean time to open one connection before the window, milliseconds (`None` if none opened).
     pub connect_ms: Option<f64>,
+    /// Connect time of each connection opened inside the window (every
+    /// request without keep-alive, or a reconnect): the set-up share of the
+    /// request latency (which counts from the request's start, connect
+    /// included, as ab does), shown on its own. Empty: none opened.
+    pub connect_latency: LatencyHistogram,
     /// Worst lateness of the client's event loops in the window, ms: a timer
     /// due every 50 ms fired this late. Tens of ms mean the client could not
     /// keep up and latencies include its own queueing.

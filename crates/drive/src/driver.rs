@@ -61,6 +61,14 @@ pub trait Client: 'static {
     /// Connections this client re-opened after the first.
     fn reconnects(&self) -> u64;
 
+    /// Connect times of the connections the last [`Client::call`] opened
+    /// (none with a kept-alive connection); the engine records them on
+    /// their own (the request latency includes them) and clears the list.
+    /// None: not measured.
+    fn connect_times(&mut self) -> Option<&mut Vec<std::time::Duration>> {
+        None
+    }
+
     /// Latencies of the statements of the last [`Client::call`], as (index
     /// into [`Driver::statement_names`], latency); the engine records them
     /// when the unit counted and clears the list. None: not measured.

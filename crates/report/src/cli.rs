@@ -54,8 +54,9 @@ pub fn show_text(run: &Run, width: Option<usize>) -> String {
     } else {
         format!("incomplete ({})", run.outcome.as_deref().unwrap_or("killed or still running"))
     };
+    let client_net = run.plan.client_net().map(|n| format!(", client network {}", line(n))).unwrap_or_default();
     let head = format!(
-        "run {}: {} — {} — {}\ntarget {}, client threads {}, started {}\n",
+        "run {}: {} — {} — {}\ntarget {}, client threads {}{client_net}, started {}\n",
         run.id,
         line(&run.plan.label),
         line(&run.plan.workload),

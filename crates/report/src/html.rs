@@ -220,6 +220,10 @@ pub fn render(input: &ReportInput) -> String {
         for r in runs {
             let _ = write!(out, "<h3>Results per step — {}</h3>", esc(&r.name));
             table(&mut out, &step_rows(r), &[10]);
+            if let Some(rows) = crate::table::connect_rows(&r.run) {
+                let _ = write!(out, "<p>{}:</p>", esc(crate::table::CONNECT_TITLE));
+                table(&mut out, &rows, &[]);
+            }
         }
         out.push_str("</section>");
 

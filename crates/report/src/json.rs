@@ -37,6 +37,13 @@ fn errors_json(step: &StepResult) -> Value {
     Value::Object(by_class)
 }
 
+/// The `connect_latency_ms` object of a step: connections opened inside
+/// the window and their connect times; absent when none was opened.
+fn connect_json(step: &StepResult) -> Option<Value> {
+    let s = step.connect_latency.summary()?;
+    Some(json!({"count": step.connect_latency.count(), "mean": s.mean, "p50": s.p50, "p90": s.p90, "p99": s.p99, "max": s.max}))
+}
+
 fn step_json(step: &StepResult, first: Option<&StepResult>) -> Value {
     let lat = step.latency.summary().map(summary_json);
     let messages: Map<String, Value> =
@@ -82,6 +89,9 @@ fn step_json(step: &StepResult, first: Option<&StepResult>) -> Value {
         m.insert("service_ms".into(), json!(step.service.as_ref().and_then(|h| h.summary()).map(summary_json)));
         m.insert("dropped".into(), json!(step.dropped));
         m.insert("late_sends".into(), json!(step.late_sends));
+    }
+    if let (Some(c), Value::Object(m)) = (connect_json(step), &mut v) {
+        m.insert("connect_latency_ms".into(), c);
     }
     v
 }

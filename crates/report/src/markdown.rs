@@ -75,6 +75,10 @@ pub fn render(input: &ReportInput) -> String {
         for r in runs {
             let _ = writeln!(out, "\n### Results per step — {}\n", cell(&r.name));
             out.push_str(&md_table(&step_rows(r)));
+            if let Some(rows) = crate::table::connect_rows(&r.run) {
+                let _ = writeln!(out, "\n{}:\n", crate::table::CONNECT_TITLE);
+                out.push_str(&md_table(&rows));
+            }
             if let Some(rows) = telemetry_rows(r) {
                 out.push_str("\nTelemetry per step (window averages):\n\n");
                 out.push_str(&md_table(&rows));

@@ -5,7 +5,7 @@
 
 use crate::fmt::thousands;
 use scalelab_analyze::{Diagnosis, Evidence, Verdict};
-use scalelab_core::Run;
+use scalelab_core::{escape_control, Run};
 
 /// A figure for text (thousands separated, fewer decimals as it grows).
 pub fn num(v: f64) -> String {
@@ -151,6 +151,7 @@ pub fn environment_rows(runs: &[&Run]) -> Vec<EnvRow> {
         ("workload", Box::new(|r: &Run| r.plan.workload.clone())),
         ("schedule", Box::new(schedule)),
         ("client threads", Box::new(|r: &Run| r.plan.client_threads_text())),
+        ("client network", Box::new(|r: &Run| r.plan.client_net().unwrap_or("this machine (none added)").to_string())),
         ("host", Box::new(move |r: &Run| o(r.environment.hostname.clone()))),
         ("kernel", Box::new(move |r: &Run| o(r.environment.kernel.clone()))),
         ("distribution", Box::new(move |r: &Run| o(r.environment.distribution.clone()))),
@@ -174,9 +175,12 @@ pub fn environment_rows(runs: &[&Run]) -> Vec<EnvRow> {
     ];
     // Runs recorded before the preflight existed keep their table as it was.
     let any_preflight = runs.iter().any(|r| r.environment.preflight.is_some());
+    // Likewise runs whose clients all ran on this machine's own network.
+    let any_client_net = runs.iter().any(|r| r.plan.client_net().is_some());
     fields
         .into_iter()
         .filter(|(field, _)| any_preflight || *field != "preflight")
+        .filter(|(field, _)| any_client_net || *field != "client network")
         .map(|(field, f)| {
             let values: Vec<String> = runs.iter().map(|r| f(r)).collect();
             let known: Vec<&String> = values.iter().filter(|v| *v != "-").collect();
@@ -184,4 +188,17 @@ pub fn environment_rows(runs: &[&Run]) -> Vec<EnvRow> {
             EnvRow { field, values, differs }
         })
         .collect()
+}
+
+/// Under a comparison: each run's client network, one line per run, when
+/// any of them ran behind one (`--client-net`); None otherwise.
+pub fn client_net_lines(runs: &[(&str, &Run)]) -> Option<String> {
+    if !runs.iter().any(|(_, r)| r.plan.client_net().is_some()) {
+        return None;
+    }
+    let lines: Vec<String> = runs
+        .iter()
+        .map(|(label, r)| format!("client network {}: {}", escape_control(label), r.plan.client_net().unwrap_or("none (this machine)")))
+        .collect();
+    Some(lines.join("\n") + "\n")
 }

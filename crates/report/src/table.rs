@@ -108,8 +108,44 @@ fn run_table_at(run: &Run, width: Option<usize>) -> String {
         out.push('\n');
     }
     out.push_str(&statements_table(run));
+    out.push_str(&connect_table(run));
     out
 }
+
+/// The connect time of the connections opened inside each step's window
+/// (header first), or None when no step opened any (keep-alive held).
+pub fn connect_rows(run: &Run) -> Option<Vec<Vec<String>>> {
+    let steps: Vec<&StepResult> = run.steps.iter().filter(|s| !s.connect_latency.is_empty()).collect();
+    if steps.is_empty() {
+        return None;
+    }
+    let mut rows = vec![["concurrency", "connects", "connects/s", "mean ms", "p50", "p99", "max"].map(String::from).to_vec()];
+    for s in steps {
+        let c = s.connect_latency.summary();
+        let per_s = if s.window_s > 0.0 { s.connect_latency.count() as f64 / s.window_s } else { 0.0 };
+        rows.push(vec![
+            s.concurrency.to_string(),
+            thousands(s.connect_latency.count() as f64),
+            thousands(per_s),
+            ms(c.map(|c| c.mean)),
+            ms(c.map(|c| c.p50)),
+            ms(c.map(|c| c.p99)),
+            ms(c.map(|c| c.max)),
+        ]);
+    }
+    Some(rows)
+}
+
+/// What [`connect_rows`] says, as a titled table, or "" when it is None.
+pub fn connect_table(run: &Run) -> String {
+    match connect_rows(run) {
+        Some(rows) => format!("{CONNECT_TITLE}:\n{}", columns(&rows)),
+        None => String::new(),
+    }
+}
+
+/// The connect table's title in every format.
+pub const CONNECT_TITLE: &str = "connect time of the connections opened in the window (set-up cost; request latency above includes it)";
 
 /// A run with open-loop steps: the first column is the offered rate, an
 /// `achieved` column (completions in % of the offered rate) follows the

@@ -6,7 +6,9 @@ use std::str::FromStr;
 /// How the specimen serves requests; each mode is a known cause of poor scaling.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
-    /// No shared state: throughput rises until the CPUs are busy.
+    /// No shared state: throughput rises until the CPUs are busy. One event
+    /// loop per CPU (as nginx runs one worker per core): a thousand slow
+    /// connections cost sockets, not threads.
     Scales,
     /// Every request holds one process-wide mutex for its whole work (a
     /// "funnel" lock): throughput stops at one CPU's worth, latency grows.
@@ -20,11 +22,17 @@ pub enum Mode {
     /// Scales, but stops answering for `stall_for` every `stall_every`
     /// (a GC pause, a checkpoint): the coordinated-omission demonstration.
     Stall,
+    /// Each connection holds a thread for its whole life, up to
+    /// [`THREAD_CAP`](crate::server::THREAD_CAP) threads (as Apache prefork
+    /// or worker with MaxRequestWorkers): slow clients pin threads, and
+    /// beyond the cap new connections wait in the listen queue.
+    ThreadPerConnection,
 }
 
 impl Mode {
     /// Every mode, for help texts and tests.
-    pub const ALL: [Mode; 6] = [Mode::Scales, Mode::GlobalLock, Mode::SingleThread, Mode::Disk, Mode::Spin, Mode::Stall];
+    pub const ALL: [Mode; 7] =
+        [Mode::Scales, Mode::GlobalLock, Mode::SingleThread, Mode::Disk, Mode::Spin, Mode::Stall, Mode::ThreadPerConnection];
 
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
@@ -35,6 +43,7 @@ impl Mode {
             Mode::Disk => "disk",
             Mode::Spin => "spin",
             Mode::Stall => "stall",
+            Mode::ThreadPerConnection => "thread-per-connection",
         }
     }
 }
@@ -47,7 +56,7 @@ impl fmt::Display for Mode {
 
 /// An unknown mode name; the message lists the valid ones.
 #[derive(Debug, thiserror::Error)]
-#[error("unknown specimen mode '{0}': use one of scales, global-lock, single-thread, disk, spin, stall")]
+#[error("unknown specimen mode '{0}': use one of scales, global-lock, single-thread, disk, spin, stall, thread-per-connection")]
 pub struct UnknownMode(pub String);
 
 impl FromStr for Mode {

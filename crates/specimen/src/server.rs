@@ -1,9 +1,11 @@
 //! The specimen's HTTP/1.1 server.
 //!
-//! Thread per connection (like classic MySQL) in every mode but
-//! `single-thread`, so that a lock shows as threads blocked on a futex and the
-//! scheduler's behaviour is what gets measured. `single-thread` runs one
-//! event loop on one thread that does all the work itself.
+//! Thread per connection (like classic MySQL) in the lock and disk modes,
+//! so that a lock shows as threads blocked on a futex and the scheduler's
+//! behaviour is what gets measured; `thread-per-connection` likewise, up to
+//! [`THREAD_CAP`] threads. `scales` runs one event loop per CPU, connections
+//! handed to them in turn; `single-thread` runs one event loop on one thread
+//! that does all the work itself.
 //!
 //! Paths: `/__stats` answers the counters as JSON (how a test checks what the
 //! load generator really sent); `/status/NNN` answers with status NNN after
@@ -18,7 +20,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, TryLockError};
+use std::sync::{Arc, Condvar, Mutex, TryLockError};
 use std::time::{Duration, Instant};
 
 /// How to run the specimen.
@@ -115,7 +117,7 @@ impl State {
             return (200, body);
         }
         match self.mode {
-            Mode::Scales | Mode::SingleThread => {
+            Mode::Scales | Mode::SingleThread | Mode::ThreadPerConnection => {
                 burn(self.work_us);
             }
             Mode::Stall => {
@@ -190,10 +192,23 @@ pub fn serve(config: SpecimenConfig, on_bound: impl FnOnce(SocketAddr)) -> io::R
         stall: (config.stall_for.min(config.stall_every), config.stall_every, Instant::now()),
     });
     on_bound(listener.local_addr()?);
-    if config.mode == Mode::SingleThread {
-        return serve_single_thread(listener, state);
+    match config.mode {
+        Mode::SingleThread => return serve_single_thread(listener, state),
+        Mode::Scales => return serve_event_loops(listener, state),
+        _ => {}
     }
+    // Thread-per-connection modes; `thread-per-connection` waits for a free
+    // thread before it accepts, so excess connections queue in the backlog.
+    let cap = (config.mode == Mode::ThreadPerConnection).then(|| Arc::new((Mutex::new(0usize), Condvar::new())));
     for stream in listener.incoming() {
+        if let Some(cap) = &cap {
+            let (n, freed) = &**cap;
+            let mut n = n.lock().unwrap_or_else(|p| p.into_inner());
+            while *n >= THREAD_CAP {
+                n = freed.wait(n).unwrap_or_else(|p| p.into_inner());
+            }
+            *n += 1;
+        }
         let stream = match stream {
             Ok(s) => s,
             // EMFILE and friends: keep serving the connections we have.
@@ -203,10 +218,61 @@ pub fn serve(config: SpecimenConfig, on_bound: impl FnOnce(SocketAddr)) -> io::R
             }
         };
         state.connections.fetch_add(1, Ordering::Relaxed);
-        let state = state.clone();
-        let _ = std::thread::Builder::new().stack_size(256 * 1024).spawn(move || {
+        let (state, slot) = (state.clone(), cap.clone());
+        let spawned = std::thread::Builder::new().stack_size(256 * 1024).spawn(move || {
             let _ = serve_connection(stream, &state);
+            release(slot.as_deref());
         });
+        if spawned.is_err() {
+            release(cap.as_deref());
+        }
+    }
+    Ok(())
+}
+
+/// The most connection threads `thread-per-connection` runs at once (as
+/// Apache's MaxRequestWorkers caps its workers).
+pub const THREAD_CAP: usize = 1024;
+
+/// Gives a connection thread's slot back under the cap.
+fn release(cap: Option<&(Mutex<usize>, Condvar)>) {
+    if let Some((n, freed)) = cap {
+        *n.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
+        freed.notify_one();
+    }
+}
+
+/// `scales`: one event loop per CPU this process may use; the accepting
+/// thread hands each connection to the next loop in turn, so the loops
+/// share the clients evenly whatever their number.
+fn serve_event_loops(listener: TcpListener, state: Arc<State>) -> io::Result<()> {
+    let loops = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut senders = Vec::new();
+    for i in 0..loops {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<TcpStream>();
+        senders.push(tx);
+        let state = state.clone();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_io().build()?;
+        std::thread::Builder::new().name(format!("specimen-loop-{i}")).spawn(move || {
+            let local = tokio::task::LocalSet::new();
+            local.block_on(&rt, async move {
+                while let Some(s) = rx.recv().await {
+                    if let Ok(s) = tokio::net::TcpStream::from_std(s) {
+                        tokio::task::spawn_local(serve_async(s, state.clone()));
+                    }
+                }
+            })
+        })?;
+    }
+    for (n, stream) in listener.incoming().enumerate() {
+        let Ok(stream) = stream else {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            continue;
+        };
+        state.connections.fetch_add(1, Ordering::Relaxed);
+        if stream.set_nonblocking(true).is_ok() {
+            let _ = senders[n % loops].send(stream);
+        }
     }
     Ok(())
 }
@@ -346,39 +412,41 @@ fn serve_connection(mut stream: TcpStream, state: &State) -> io::Result<()> {
 }
 
 fn serve_single_thread(listener: TcpListener, state: Arc<State>) -> io::Result<()> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     listener.set_nonblocking(true)?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_io().build()?;
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
         let listener = tokio::net::TcpListener::from_std(listener)?;
         loop {
-            let (mut stream, _) = match listener.accept().await {
+            let (stream, _) = match listener.accept().await {
                 Ok(s) => s,
                 Err(_) => continue,
             };
             state.connections.fetch_add(1, Ordering::Relaxed);
             let state = state.clone();
-            tokio::task::spawn_local(async move {
-                let _ = stream.set_nodelay(true);
-                let mut requests = Requests::new();
-                loop {
-                    // The work runs on the event loop itself: every other
-                    // connection waits for it, which is the point of the mode.
-                    match requests.next(&state) {
-                        Next::Reply { bytes, close } => {
-                            if stream.write_all(&bytes).await.is_err() || close {
-                                return;
-                            }
-                        }
-                        Next::Close => return,
-                        Next::Read => match stream.read(requests.space()).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => requests.advance(n),
-                        },
-                    }
-                }
-            });
+            tokio::task::spawn_local(serve_async(stream, state));
         }
     })
+}
+
+/// One connection on an event loop: the work runs on the loop itself, so
+/// the loop's other connections wait for it (the point of `single-thread`).
+async fn serve_async(mut stream: tokio::net::TcpStream, state: Arc<State>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let _ = stream.set_nodelay(true);
+    let mut requests = Requests::new();
+    loop {
+        match requests.next(&state) {
+            Next::Reply { bytes, close } => {
+                if stream.write_all(&bytes).await.is_err() || close {
+                    return;
+                }
+            }
+            Next::Close => return,
+            Next::Read => match stream.read(requests.space()).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => requests.advance(n),
+            },
+        }
+    }
 }

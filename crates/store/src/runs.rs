@@ -75,14 +75,15 @@ impl Store {
         let tx = self.conn.transaction().map_err(sql)?;
         let errors_json = serde_json::to_string(&step.errors).expect("error counts serialize");
         let hdr = (!step.latency.is_empty()).then(|| step.latency.to_bytes());
+        let connect_hdr = (!step.connect_latency.is_empty()).then(|| step.connect_latency.to_bytes());
         let statements_json =
             (!step.statements.is_empty()).then(|| serde_json::to_string(&step.statements).expect("statement latencies serialize"));
         tx.execute(
             "INSERT INTO steps(run_id, idx, concurrency, window_s, window_start_unix_ms, window_end_unix_ms, requests, queries,
                                errors_json, latency_hdr, client_cpu_s, client_cores, reconnects, connect_ms, partial,
                                published_throughput_per_s, client_lag_ms, client_runq_wait_pct, statements_json,
-                               offered_rate_per_s, service_hdr, dropped, late_sends)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
+                               offered_rate_per_s, service_hdr, dropped, late_sends, connect_hdr)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
             params![
                 run_id,
                 idx as i64,
@@ -107,6 +108,7 @@ impl Store {
                 step.service.as_ref().map(|h| h.to_bytes()),
                 step.dropped.map(|n| n as i64),
                 step.late_sends.map(|n| n as i64),
+                connect_hdr,
             ],
         )
         .map_err(sql)?;
@@ -334,7 +336,8 @@ impl Store {
             .prepare(
                 "SELECT idx, concurrency, window_s, window_start_unix_ms, window_end_unix_ms, requests, queries, errors_json,
                         latency_hdr, client_cpu_s, client_cores, reconnects, connect_ms, partial, published_throughput_per_s,
-                        client_lag_ms, client_runq_wait_pct, statements_json, offered_rate_per_s, service_hdr, dropped, late_sends
+                        client_lag_ms, client_runq_wait_pct, statements_json, offered_rate_per_s, service_hdr, dropped, late_sends,
+                        connect_hdr
                  FROM steps WHERE run_id = ?1 ORDER BY idx",
             )
             .map_err(|e| self.sql(e))?;
@@ -346,6 +349,10 @@ impl Store {
             let hdr: Option<Vec<u8>> = r.get(8).map_err(|e| self.sql(e))?;
             let latency = match hdr {
                 Some(b) => LatencyHistogram::from_bytes(&b).map_err(|e| corrupt(format!("step {idx}: {e}")))?,
+                None => LatencyHistogram::new(),
+            };
+            let connect_latency = match r.get::<_, Option<Vec<u8>>>(22).map_err(|e| self.sql(e))? {
+                Some(b) => LatencyHistogram::from_bytes(&b).map_err(|e| corrupt(format!("connect times of step {idx}: {e}")))?,
                 None => LatencyHistogram::new(),
             };
             let statements = match r.get::<_, Option<String>>(17).map_err(|e| self.sql(e))? {
@@ -371,6 +378,7 @@ impl Store {
                 client_cores: r.get::<_, Option<u32>>(10).map_err(|e| self.sql(e))?.unwrap_or(0),
                 reconnects: r.get::<_, Option<i64>>(11).map_err(|e| self.sql(e))?.unwrap_or(0) as u64,
                 connect_ms: r.get(12).map_err(|e| self.sql(e))?,
+                connect_latency,
                 partial: r.get(13).map_err(|e| self.sql(e))?,
                 published_throughput_per_s: r.get(14).map_err(|e| self.sql(e))?,
                 client_lag_ms: r.get(15).map_err(|e| self.sql(e))?,

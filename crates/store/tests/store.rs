@@ -48,9 +48,16 @@ fn run_round_trip() {
     let mut store = Store::open(&dir.path().join("s.db")).unwrap();
     let id = store.begin_run(RunKind::Sweep, &plan("a"), &Default::default(), None).unwrap();
     store.add_step(id, 0, &step(1)).unwrap();
-    store.add_step(id, 1, &step(2)).unwrap();
+    let mut without_keepalive = step(2);
+    for ms in [40, 41, 45] {
+        without_keepalive.connect_latency.record(std::time::Duration::from_millis(ms));
+    }
+    store.add_step(id, 1, &without_keepalive).unwrap();
     let run = store.load_run(id).unwrap();
     assert!(!run.complete, "open until finished");
+    assert!(run.steps[0].connect_latency.is_empty(), "no connection opened in the window: none stored");
+    assert_eq!(run.steps[1].connect_latency.count(), 3);
+    assert!((run.steps[1].connect_latency.summary().unwrap().max - 45.0).abs() < 0.1);
     store.finish_run(id, true, "completed").unwrap();
     let run = store.load_run(id).unwrap();
     assert!(run.complete);
@@ -130,8 +137,10 @@ fn a_version_7_store_migrates_and_keeps_open_loop_steps() {
         assert!(old.execute_raw("SELECT dropped FROM steps").is_err(), "version 7 has no open-loop columns");
     }
     let mut store = Store::open(&path).unwrap();
-    assert_eq!((store.schema_version().unwrap(), LATEST_VERSION), (8, 8));
+    // 8: open-loop steps; 9: connect times in the window.
+    assert_eq!((store.schema_version().unwrap(), LATEST_VERSION), (9, 9));
     let old = &store.load_run(3).unwrap().steps[0];
+    assert!(old.connect_latency.is_empty(), "a step from before version 9 has no connect times");
     assert_eq!((old.requests, old.offered_rate_per_s, old.dropped, old.late_sends), (800, None, None, None));
     assert!(old.service.is_none(), "a closed-loop step has no service-time histogram");
 

@@ -129,14 +129,23 @@ pub fn compare_runs(store_path: &Path, a: &CompareArgs) -> anyhow::Result<ExitCo
     let diagnoses: Vec<_> = runs.iter().map(scalelab_analyze::diagnose).collect();
     let side: Vec<(&str, &scalelab_analyze::Diagnosis)> = series.iter().map(|s| s.label.as_str()).zip(&diagnoses).collect();
     let curves = scalelab_report::summary::side_by_side(&side, false);
+    let labelled: Vec<(&str, &scalelab_core::Run)> = series.iter().map(|s| s.label.as_str()).zip(&runs).collect();
+    let client_net = scalelab_report::summary::client_net_lines(&labelled);
     match a.format {
         CompareFormat::Table => {
             say!("{}", render_compare::to_text(&table));
+            if let Some(t) = &client_net {
+                say!("{t}");
+            }
             sayln!();
             say!("{}", scalelab_report::fmt::columns(&curves));
         }
         CompareFormat::Md => {
             say!("{}", render_compare::to_markdown(&table));
+            if let Some(t) = &client_net {
+                sayln!();
+                say!("{t}");
+            }
             sayln!();
             say!("{}", scalelab_report::markdown::md_table_aligned(&curves, false));
         }

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod analysis;
+mod client_net;
 mod compare;
 mod fd_limit;
 mod install;

@@ -34,4 +34,6 @@ pub struct Common {
     pub assertions: Vec<scalelab_analyze::Assertion>,
     /// The preflight checks, recorded in the run's environment.
     pub preflight: Vec<scalelab_core::preflight::Check>,
+    /// The clients' network (`--client-net`), up until the load is over.
+    pub client_net: Option<scalelab_netem::ClientNet>,
 }

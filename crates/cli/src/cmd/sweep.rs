@@ -167,6 +167,7 @@ pub fn run(store_path: &Path, mut a: SweepArgs) -> anyhow::Result<ExitCode> {
     let target = a.target.as_deref().map(Target::parse);
     let sql = matches!(&target, Some(Ok(t)) if t.kind().is_sql());
     refuse_options_that_do_not_apply(&a, sql)?;
+    let client_net = super::client_net::check(&a)?;
     if let Some(t) = &a.target {
         if !t.contains("://") {
             return Err(bad(format!(
@@ -210,8 +211,9 @@ pub fn run(store_path: &Path, mut a: SweepArgs) -> anyhow::Result<ExitCode> {
         }
         let prepared = super::sql_sweep::prepare_sql(&a, t.as_given())?;
         let preflight = run_preflight(&a, t, &prepared, &concurrency, threads)?;
+        let client_net = super::client_net::up(client_net.as_ref(), t, None)?;
         let store = Store::open(store_path)?;
-        let common = Common { target: t.clone(), steps, threads, assertions, preflight };
+        let common = Common { target: t.clone(), steps, threads, assertions, preflight, client_net };
         return execute(store, store_path, &a, common, prepared);
     }
     // A placeholder URL validates the HTTP options before the specimen starts.
@@ -224,7 +226,8 @@ pub fn run(store_path: &Path, mut a: SweepArgs) -> anyhow::Result<ExitCode> {
     // then the preflight (docs/preflight.md), which --strict turns into a gate.
     let prepared = prepare_http(&a, specimen_mode)?;
     let preflight = run_preflight(&a, &target, &prepared, &concurrency, threads)?;
-    let common = Common { target, steps, threads, assertions, preflight };
+    let client_net = super::client_net::up(client_net.as_ref(), &target, prepared.specimen.as_ref().map(|s| s.addr))?;
+    let common = Common { target, steps, threads, assertions, preflight, client_net };
     // 3. Only now, with every input known good, the store is opened (or
     // created), and it must be usable before load starts.
     let store = Store::open(store_path)?;
@@ -379,6 +382,9 @@ pub fn execute<D: scalelab_drive::Driver>(
     if let Some(us) = slice_us {
         options.insert("client_slice_us".into(), us.into());
     }
+    if let Some(net) = &common.client_net {
+        options.insert("client_net".into(), net.spec().to_string().into());
+    }
     let plan = RunPlan {
         label: a.label.clone().unwrap_or_else(|| target_name.clone()),
         target: target_name.clone(),
@@ -411,7 +417,8 @@ pub fn execute<D: scalelab_drive::Driver>(
     let steps = plan.steps.clone();
     let mut session = Session::begin(store, RunKind::Sweep, plan, &env, probes)?;
     let run_id = session.run_id().expect("a sweep is recorded");
-    let opts = EngineOptions { threads: common.threads, pin_cpus, slice_us, stop: stop.clone() };
+    let netns = common.client_net.as_ref().map(|n| n.netns_path());
+    let opts = EngineOptions { threads: common.threads, pin_cpus, slice_us, stop: stop.clone(), netns };
     // Progress (the live view, or a line per step) goes to stderr; stdout
     // gets the table once, at the end.
     if !a.json && !a.quiet {
@@ -425,6 +432,8 @@ pub fn execute<D: scalelab_drive::Driver>(
     view.finish();
     session.stop_probes(&mut Silent);
     let profile_cost = session.profile_overhead().map(super::profile::overhead_line);
+    // The clients' namespace goes first, then the specimen it led to.
+    drop(common.client_net.take());
     drop(specimen);
     let (complete, outcome, code) = swept.verdict();
     if let Some((index, e)) = &swept.store_error {

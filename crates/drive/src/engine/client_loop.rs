@@ -94,6 +94,12 @@ pub(super) fn record<C: Client>(
     if let Some(times) = client.statement_times() {
         times.clear();
     }
+    if let Some(times) = client.connect_times() {
+        if recorded {
+            times.iter().for_each(|d| l.stats.connect_latency.record(*d));
+        }
+        times.clear();
+    }
     let r = client.reconnects();
     if recorded {
         l.stats.reconnects += r - *reconnects;

@@ -58,6 +58,7 @@ impl Merge {
         for (m, h) in self.statements.iter_mut().zip(&stats.statements) {
             m.merge(h);
         }
+        self.result.connect_latency.merge(&stats.connect_latency);
     }
 
     /// The step's result: `concurrency` clients on `client_cores` cores,

@@ -62,6 +62,10 @@ pub struct EngineOptions {
     pub slice_us: Option<u64>,
     /// Set from a signal handler: the window ends at the next whole second.
     pub stop: Arc<AtomicBool>,
+    /// A network namespace (a file such as /run/netns/NAME) each worker
+    /// thread enters before it connects, so the clients' traffic takes that
+    /// namespace's network (`--client-net`); None: this process's own.
+    pub netns: Option<std::path::PathBuf>,
 }
 
 /// Runs one step and returns its merged result. `live` is called from the
@@ -84,6 +88,7 @@ pub fn run_step<D: Driver>(driver: &Arc<D>, plan: &StepPlan, opts: &EngineOption
             n_seconds,
             cpu: opts.pin_cpus.get(t as usize).copied(),
             slice_us: opts.slice_us,
+            netns: opts.netns.clone(),
         };
         let (driver, shared, gates, sec_tx) = (driver.clone(), shared.clone(), gates.clone(), sec_tx.clone());
         handles.push(

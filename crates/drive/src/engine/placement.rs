@@ -37,3 +37,16 @@ pub(super) fn place_current_thread(cpu: Option<usize>, slice_us: Option<u64>) {
         crate::cpu::set_thread_slice_us(us);
     }
 }
+
+/// Moves the calling worker thread into the network namespace at `path`
+/// (`--client-net`): its sockets then use that namespace's routes and
+/// devices, while the rest of the process (the probes) stays on the host's.
+pub(super) fn enter_netns(path: &std::path::Path) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(path)?;
+    // SAFETY: setns on a descriptor we hold open; it changes only this thread's network namespace.
+    if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}

@@ -80,6 +80,8 @@ pub(super) struct WorkerStats {
     pub(super) dropped: u64,
     /// Open loop: requests sent late by the client's own doing.
     pub(super) late_sends: u64,
+    /// Connect times of the connections opened inside the window.
+    pub(super) connect_latency: LatencyHistogram,
 }
 
 impl WorkerStats {
@@ -98,6 +100,7 @@ impl WorkerStats {
             service: LatencyHistogram::new(),
             dropped: 0,
             late_sends: 0,
+            connect_latency: LatencyHistogram::new(),
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use super::client_loop::client_loop;
 use super::open_loop;
-use super::placement::place_current_thread;
+use super::placement::{enter_netns, place_current_thread};
 use super::schedule::Schedule;
 use super::state::{Dispatch, Gates, Local, Shared, WorkerStats};
 use crate::driver::{Client, ClientCtx, Driver};
@@ -31,6 +31,8 @@ pub(super) struct WorkerPlan {
     pub(super) cpu: Option<usize>,
     /// The time slice to ask for, µs (None: the kernel's default).
     pub(super) slice_us: Option<u64>,
+    /// The network namespace to enter before connecting (None: stay).
+    pub(super) netns: Option<std::path::PathBuf>,
 }
 
 /// Runs on a new worker thread: places it, connects its clients, meets the
@@ -43,6 +45,10 @@ pub(super) fn worker<D: Driver>(
     sec_tx: mpsc::Sender<(u32, LatencyHistogram)>,
 ) -> WorkerStats {
     place_current_thread(plan.cpu, plan.slice_us);
+    if let Some(path) = &plan.netns {
+        // The caller made the namespace just before; a failure here is a bug, not input.
+        enter_netns(path).unwrap_or_else(|e| panic!("entering the client network namespace {}: {e}", path.display()));
+    }
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("building a tokio runtime");
     let open = Dispatch { cap: plan.ids.len() as u32, ..Default::default() };
     let local = Rc::new(RefCell::new(Local {

@@ -151,6 +151,7 @@ impl Driver for HttpDriver {
             buf: Vec::new(),
             rng: 0x9E37_79B9_7F4A_7C15 ^ (u64::from(id) + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9),
             opened: 0,
+            connect_times: Vec::new(),
         }
     }
 }
@@ -277,6 +278,8 @@ pub struct HttpClient {
     buf: Vec<u8>,
     rng: u64,
     opened: u64,
+    /// Connect times of the connections opened by the current call.
+    connect_times: Vec<Duration>,
 }
 
 impl HttpClient {
@@ -294,7 +297,9 @@ impl HttpClient {
     }
 
     async fn open(&mut self) -> Result<(), Failure> {
+        let t0 = std::time::Instant::now();
         self.conn = Some(connect(&self.inner).await?);
+        self.connect_times.push(t0.elapsed());
         self.opened += 1;
         Ok(())
     }
@@ -331,7 +336,10 @@ impl HttpClient {
 impl Client for HttpClient {
     async fn connect(&mut self) -> Result<(), Failure> {
         if self.inner.keepalive {
-            self.open().await
+            // Timed by the engine as the step's connect_ms, not as a window connect.
+            let r = self.open().await;
+            self.connect_times.clear();
+            r
         } else {
             // Without keep-alive every request opens its own connection.
             Ok(())
@@ -372,5 +380,9 @@ impl Client for HttpClient {
 
     fn reconnects(&self) -> u64 {
         self.opened.saturating_sub(1)
+    }
+
+    fn connect_times(&mut self) -> Option<&mut Vec<Duration>> {
+        Some(&mut self.connect_times)
     }
 }

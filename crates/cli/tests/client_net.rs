@@ -1,0 +1,244 @@
+//! `sweep --client-net`: the load clients in a network namespace scalelab
+//! creates (`scalelab-<pid>`), behind a link that delays, paces and drops
+//! their packets; the namespace is gone after the run, also after a
+//! `kill -9` followed by another run. Needs root (as the preflight's
+//! namespace tests do); the windows are short and the assertions are
+//! bounds that hold beside a CPU hog.
+
+mod common;
+
+use common::{bin, run, spawn, stderr};
+use serde_json::Value;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// One namespace test at a time: they watch /run/netns, and each removes
+/// the namespaces of killed runs.
+fn exclusive() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn netns_of(pid: u32) -> std::path::PathBuf {
+    Path::new("/run/netns").join(format!("scalelab-{pid}"))
+}
+
+/// A JSON sweep of the specimen with the short schedule, behind `net`;
+/// returns the run document and the scalelab process's pid.
+fn sweep(store: &Path, extra: &[&str], net: &str, conc: &str) -> (Value, u32) {
+    let mut args =
+        vec!["sweep", "--client-net", net, "-c", conc, "--warmup", "0.3s", "--duration", "1.5s", "--pause", "0.2s", "--json", "-q"];
+    args.extend_from_slice(extra);
+    let child = spawn(store, &args);
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "scalelab {args:?} failed ({:?}): {}", out.status.code(), stderr(&out));
+    (serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", stderr(&out))), pid)
+}
+
+fn mean_ms(step: &Value) -> f64 {
+    step["latency_ms"]["mean"].as_f64().unwrap_or_else(|| panic!("no mean latency: {step}"))
+}
+
+#[test]
+fn a_delay_of_20ms_gives_one_client_a_mean_of_40ms_and_leaves_no_namespace() {
+    let _one = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let (doc, pid) = sweep(&store, &[], "delay=20ms", "1");
+    let step = &doc["steps"][0];
+    // Two traversals of the link per request (keep-alive: no connect in the window).
+    assert!(mean_ms(step) >= 40.0, "mean {} ms with delay=20ms each way: {step}", mean_ms(step));
+    assert!(mean_ms(step) < 200.0, "{step}");
+    assert!(step.get("connect_latency_ms").is_none(), "keep-alive: no connection opened in the window: {step}");
+    common::assert_matches_schema(&doc);
+    assert_eq!(doc["schedule"]["options"]["client_net"], "delay=20ms", "{}", doc["schedule"]);
+    assert!(!netns_of(pid).exists(), "namespace scalelab-{pid} left behind");
+    let devs = std::fs::read_to_string("/proc/net/dev").unwrap();
+    assert!(!devs.contains(&format!("slnet-{pid}")), "device slnet-{pid} left behind");
+    // `show` and the report's configuration say which network the clients had.
+    let show = run(&store, &["show", "last"]);
+    assert!(String::from_utf8_lossy(&show.stdout).contains("client network delay=20ms"), "{}", String::from_utf8_lossy(&show.stdout));
+    let md = dir.path().join("r.md");
+    let out = run(&store, &["report", "last", "--format", "md", "-o", md.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&md).unwrap();
+    assert!(text.lines().any(|l| l.contains("client network") && l.contains("delay=20ms")), "{text}");
+
+    // Without the option the same sweep is an order of magnitude faster.
+    let out = run(&store, &["sweep", "-c", "1", "--warmup", "0.3s", "--duration", "1s", "--pause", "0.2s", "--json", "-q"]);
+    let plain: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(mean_ms(&plain["steps"][0]) < 20.0, "{}", plain["steps"][0]);
+    assert!(plain["schedule"]["options"].get("client_net").is_none());
+}
+
+#[test]
+fn after_kill_9_the_next_run_removes_the_namespace_left_behind() {
+    let _one = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let mut child =
+        spawn(&store, &["sweep", "--client-net", "delay=5ms", "-c", "1", "--warmup", "0.3s", "--duration", "60s", "-q", "--no-tui"]);
+    let pid = child.id();
+    let t0 = Instant::now();
+    while !netns_of(pid).exists() {
+        assert!(t0.elapsed() < Duration::from_secs(30), "scalelab-{pid} never appeared");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    child.kill().unwrap(); // SIGKILL: no clean-up runs
+    child.wait().unwrap();
+    assert!(netns_of(pid).exists(), "a killed run leaves its namespace (the case to clean up)");
+    let child =
+        spawn(&store, &["sweep", "--client-net", "delay=1ms", "-c", "1", "--warmup", "0.1s", "--duration", "0.5s", "-q", "--no-tui"]);
+    let next = child.id();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{:?}: {}", out.status.code(), stderr(&out));
+    assert!(stderr(&out).contains(&format!("removed network namespace scalelab-{pid}")), "{}", stderr(&out));
+    assert!(!netns_of(pid).exists() && !netns_of(next).exists());
+}
+
+#[test]
+fn a_bad_spec_is_one_line_and_exit_2_with_nothing_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    for (spec, says) in [
+        ("delay=40", "--client-net: delay='40': use a time with a unit"),
+        ("latency=4ms", "--client-net: unknown key 'latency'"),
+        ("rate=256k", "--client-net: rate='256k'"),
+        ("loss=0.1", "--client-net: loss='0.1'"),
+        ("jitter=5ms", "--client-net: jitter 5ms is larger than delay 0ns"),
+    ] {
+        let out = bin().arg("--store").arg(&store).args(["sweep", "--client-net", spec, "-c", "1"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{spec}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert_eq!(err.trim().lines().count(), 1, "{spec}: {err}");
+        assert!(err.contains(says), "{spec}: {err}");
+        assert!(!store.exists(), "{spec}: the store was created");
+    }
+}
+
+#[test]
+fn without_keep_alive_the_connect_time_shows_apart_from_the_request_latency() {
+    let _one = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let (doc, _) = sweep(&store, &["--no-keepalive"], "delay=20ms", "2");
+    let step = &doc["steps"][0];
+    common::assert_matches_schema(&doc);
+    let c = &step["connect_latency_ms"];
+    // A handshake is one round trip (SYN out, SYN-ACK back); the request adds another.
+    assert!(c["count"].as_u64().unwrap() >= 5, "{step}");
+    assert!(c["mean"].as_f64().unwrap() >= 40.0, "{step}");
+    assert!(mean_ms(step) >= c["mean"].as_f64().unwrap() + 40.0, "{step}");
+    let show = String::from_utf8_lossy(&run(&store, &["show", "last"]).stdout).into_owned();
+    assert!(show.contains("connect time of the connections opened in the window"), "{show}");
+}
+
+/// The most threads process `pid` had while `f` ran (polled every 20 ms).
+fn max_threads_during(pid: u32, f: impl FnOnce()) -> u64 {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    let (stop, max) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)));
+    let poller = {
+        let (stop, max) = (stop.clone(), max.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+                let n = status.lines().find_map(|l| l.strip_prefix("Threads:")).and_then(|v| v.trim().parse().ok()).unwrap_or(0);
+                max.fetch_max(n, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    f();
+    stop.store(true, Ordering::Relaxed);
+    poller.join().unwrap();
+    max.load(Ordering::Relaxed)
+}
+
+/// The specimen in `mode` as a server of its own; returns it and its address.
+fn specimen(mode: &str) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child =
+        bin().args(["specimen", "--port", "0", "--mode", mode, "--work-us", "10"]).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let addr = line.split_whitespace().nth(2).unwrap().to_string();
+    (child, addr)
+}
+
+/// The slow-clients experiment: 100 ms each way, 10 then 100 clients. A
+/// thread-per-connection server needs a thread per connection; the
+/// event-driven default holds them all with one loop per CPU.
+#[test]
+fn slow_clients_pin_a_thread_each_on_thread_per_connection_and_not_on_the_default() {
+    let _one = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let cpus = std::thread::available_parallelism().unwrap().get() as u64;
+    let mut seen = Vec::new();
+    for mode in ["thread-per-connection", "scales"] {
+        let (mut server, addr) = specimen(mode);
+        let url = format!("http://{addr}/");
+        let mut at = Vec::new();
+        for c in ["10", "100"] {
+            let max = max_threads_during(server.id(), || {
+                let args = ["sweep", &url, "--client-net", "delay=100ms", "-c", c, "--warmup", "0.5s", "--duration", "1s", "--json", "-q"];
+                let out = run(&store, &args);
+                assert!(out.status.success(), "{mode} c={c}: {}", stderr(&out));
+                let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+                let step = &doc["steps"][0];
+                assert_eq!(step["errors_total"], 0, "{mode} c={c}: {step}");
+                assert!(mean_ms(step) >= 200.0, "{mode} c={c}: two traversals of 100 ms: {step}");
+            });
+            at.push(max);
+        }
+        let _ = server.kill();
+        let _ = server.wait();
+        seen.push((mode, at));
+    }
+    eprintln!("threads at 10 and 100 slow clients: {seen:?}");
+    let (tpc, ev) = (&seen[0].1, &seen[1].1);
+    assert!(tpc[1] >= 100 && tpc[1] >= tpc[0] + 80, "thread-per-connection threads at 10 and 100 slow clients: {seen:?}");
+    assert!(ev[1] <= ev[0] + 1 && ev[1] <= cpus + 3, "the event-driven default's threads at 10 and 100 slow clients: {seen:?}");
+}
+
+/// A 64 kbit/s link carries 8,000 bytes a second each way; every response
+/// is at least 140 bytes on the wire (its status line, headers and body,
+/// plus 40 bytes of IP and TCP headers), so at most 57 responses a second
+/// fit, however many clients ask.
+#[test]
+fn a_rate_limited_client_network_bounds_the_throughput() {
+    let _one = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let (doc, _) = sweep(&store, &["--work-us", "10"], "rate=64kbit", "10");
+    let step = &doc["steps"][0];
+    let x = step["throughput_per_s"].as_f64().unwrap();
+    assert!(x * 140.0 <= 8_000.0 * 1.05, "{x:.0} req/s through a 64 kbit/s link: {step}");
+    assert!(x >= 5.0, "{x:.0} req/s: the link should still carry some: {step}");
+    assert_eq!(doc["schedule"]["options"]["client_net"], "rate=64kbit");
+}
+
+#[test]
+fn ctrl_c_ends_the_run_and_removes_the_namespace() {
+    let _one = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let child =
+        spawn(&store, &["sweep", "--client-net", "delay=5ms", "-c", "1,2", "--warmup", "0.2s", "--duration", "60s", "-q", "--no-tui"]);
+    let pid = child.id();
+    let t0 = Instant::now();
+    while !netns_of(pid).exists() {
+        assert!(t0.elapsed() < Duration::from_secs(30), "scalelab-{pid} never appeared");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: signalling the child we spawned, by its pid.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(30), "the run did not stop on SIGINT");
+    assert!(stderr(&out).contains("interrupted"), "{:?}: {}", out.status.code(), stderr(&out));
+    assert!(!netns_of(pid).exists(), "namespace scalelab-{pid} left after Ctrl-C");
+}

@@ -1,0 +1,93 @@
+//! The clients' namespace: its name (`scalelab-<pid>`, under /run/netns as
+//! `ip netns` keeps them), the /30 it uses, and the removal of namespaces
+//! whose scalelab process is gone (killed before it could clean up).
+
+use crate::error::Error;
+use crate::sys::ip;
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+
+/// Where `ip netns` keeps named namespaces.
+pub const NETNS_DIR: &str = "/run/netns";
+/// The prefix of every namespace scalelab creates.
+pub const PREFIX: &str = "scalelab-";
+
+/// The namespace name of process `pid`.
+pub fn name_of(pid: u32) -> String {
+    format!("{PREFIX}{pid}")
+}
+
+/// The file that holds namespace `name` open.
+pub fn path_of(name: &str) -> PathBuf {
+    Path::new(NETNS_DIR).join(name)
+}
+
+/// Whether process `pid` is a live scalelab (a recycled pid running
+/// something else does not keep a namespace alive).
+fn alive(pid: u32) -> bool {
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    !comm.is_empty() && (comm.trim().starts_with("scalelab") || String::from_utf8_lossy(&cmdline).contains("scalelab"))
+}
+
+/// Removes every `scalelab-<pid>` namespace whose process is gone (and one
+/// of our own pid left by an earlier process); returns the names removed.
+pub fn remove_stale(own_pid: u32) -> Vec<String> {
+    let mut removed = Vec::new();
+    let Ok(dir) = std::fs::read_dir(NETNS_DIR) else { return removed };
+    for entry in dir.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix(PREFIX).and_then(|p| p.parse::<u32>().ok()) else { continue };
+        // Another run may be removing the same one: only what we removed is reported.
+        if (pid == own_pid || !alive(pid)) && ip(&["netns", "del", &name]).is_ok() {
+            removed.push(name);
+        }
+    }
+    removed
+}
+
+/// A /30 for the wire: host side `.1`, namespace side `.2`, chosen in
+/// 10.253.0.0/16 from the pid and moved on past any address or route the
+/// host already has there (another scalelab's, or the site's).
+pub fn free_net(pid: u32) -> Result<(Ipv4Addr, Ipv4Addr), Error> {
+    let used = format!("{}\n{}", ip(&["-4", "-o", "addr", "show"])?, ip(&["-4", "route", "show", "table", "all"])?);
+    let taken = |net: Ipv4Addr| used.split_whitespace().any(|w| overlaps(w, net));
+    for i in 0..16384u32 {
+        let index = (pid + i) % 16384;
+        let base = u32::from(Ipv4Addr::new(10, 253, 0, 0)) + index * 4;
+        if !taken(Ipv4Addr::from(base)) {
+            return Ok((Ipv4Addr::from(base + 1), Ipv4Addr::from(base + 2)));
+        }
+    }
+    Err(Error::Setup("no free /30 in 10.253.0.0/16 for the client network".into()))
+}
+
+/// Whether the word `A.B.C.D[/len]` of `ip` output overlaps the /30 at `net`.
+fn overlaps(word: &str, net: Ipv4Addr) -> bool {
+    let (addr, len) = word.split_once('/').unwrap_or((word, "32"));
+    let (Ok(addr), Ok(len)) = (addr.parse::<Ipv4Addr>(), len.parse::<u32>()) else { return false };
+    if len == 0 || len > 32 {
+        return false;
+    }
+    // Two prefixes overlap when they agree on the shorter one's bits.
+    let len = len.min(30);
+    let mask = u32::MAX << (32 - len);
+    u32::from(addr) & mask == u32::from(net) & mask
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slash_30_overlaps_what_covers_it_and_nothing_else() {
+        let net = Ipv4Addr::new(10, 253, 1, 4);
+        assert!(overlaps("10.253.1.5", net));
+        assert!(overlaps("10.253.1.6/32", net));
+        assert!(overlaps("10.0.0.0/8", net));
+        assert!(!overlaps("10.253.1.8/30", net));
+        assert!(!overlaps("192.168.0.0/16", net));
+        assert!(!overlaps("default", net));
+        assert!(!overlaps("0.0.0.0/0", net), "a default route does not hold the /30");
+    }
+}
