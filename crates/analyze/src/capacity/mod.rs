@@ -202,3 +202,20 @@ impl Search {
         }
     }
 }
+
+impl Observation {
+    /// What a stored or just-run step measured, for the search.
+    pub fn of_step(step: &scalelab_core::StepResult) -> Observation {
+        let errors = step.errors.total();
+        let all = step.requests + errors;
+        Observation {
+            offered_per_s: step.offered_rate_per_s.unwrap_or(0.0),
+            achieved_per_s: step.throughput_per_s(),
+            p50_ms: step.latency.quantile_ms(0.50),
+            p90_ms: step.latency.quantile_ms(0.90),
+            p99_ms: step.latency.quantile_ms(0.99),
+            p999_ms: step.latency.quantile_ms(0.999),
+            error_share: if all > 0 { errors as f64 / all as f64 } else { 0.0 },
+        }
+    }
+}
