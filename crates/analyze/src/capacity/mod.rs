@@ -45,6 +45,9 @@ impl Observation {
 pub enum Phase {
     Ramp,
     Bisect,
+    /// A rate that failed once, tried again: a breach must repeat to count
+    /// (one stall of a busy machine does not end the ramp).
+    Recheck,
     Confirm,
 }
 
@@ -53,6 +56,7 @@ impl Phase {
         match self {
             Phase::Ramp => "ramp",
             Phase::Bisect => "bisect",
+            Phase::Recheck => "recheck",
             Phase::Confirm => "confirm",
         }
     }
@@ -116,6 +120,8 @@ pub struct Search {
     fail: Option<f64>,
     trials: Vec<Trial>,
     found: Option<Found>,
+    /// A rate that failed once and is tried again next.
+    recheck: Option<f64>,
 }
 
 /// Rates are whole requests per second.
@@ -125,7 +131,7 @@ fn whole(r: f64) -> f64 {
 
 impl Search {
     pub fn new(settings: Settings) -> Search {
-        Search { settings, pass: None, fail: None, trials: Vec::new(), found: None }
+        Search { settings, pass: None, fail: None, trials: Vec::new(), found: None, recheck: None }
     }
 
     pub fn settings(&self) -> &Settings {
@@ -147,11 +153,11 @@ impl Search {
         self.found.as_ref()
     }
 
-    /// The first trial that failed at the lowest failing rate (the one whose
-    /// diagnosis says why the limit is where it is).
+    /// The trial that failed (for the second time) at the lowest failing
+    /// rate: its diagnosis says why the limit is where it is.
     pub fn first_failing(&self) -> Option<usize> {
         let fail = self.fail?;
-        self.trials.iter().position(|t| t.phase != Phase::Confirm && !t.passed() && t.observation.offered_per_s == fail)
+        self.trials.iter().position(|t| t.phase == Phase::Recheck && !t.passed() && t.observation.offered_per_s == fail)
     }
 
     /// Time ran out: the search ends with the bracket it reached.
@@ -168,6 +174,9 @@ impl Search {
         }
         let s = &self.settings;
         let try_ = |rate: f64, phase| Next::Try { rate: whole(rate), phase };
+        if let Some(r) = self.recheck {
+            return try_(r, Phase::Recheck);
+        }
         match (self.pass, self.fail) {
             (None, None) => try_(s.start_per_s.min(s.max_per_s), Phase::Ramp),
             (Some(p), None) if p < s.max_per_s => try_((p * 2.0).min(s.max_per_s), Phase::Ramp),
@@ -191,6 +200,11 @@ impl Search {
             self.found = Some(if passed { Found::Capacity { rate, above: self.fail } } else { Found::Noisy { rate } });
             return;
         }
+        if !passed && phase != Phase::Recheck {
+            self.recheck = Some(rate);
+            return;
+        }
+        self.recheck = None;
         if passed {
             self.pass = Some(self.pass.map_or(rate, |p| p.max(rate)));
         } else {

@@ -9,7 +9,7 @@ use super::started::{begin, Execute, Started};
 use crate::args::{CapacityArgs, SweepArgs};
 use crate::error::bad;
 use crate::session::Silent;
-use scalelab_analyze::capacity::{parse_slo, Found, Next, Observation, Search, Settings, Slo};
+use scalelab_analyze::capacity::{parse_slo, Found, Next, Observation, Search, Settings, Slo, SloMetric};
 use scalelab_core::{escape_control, parse_duration, OpenLoopPlan, RunKind, StepPlan};
 use scalelab_store::Store;
 use std::path::Path;
@@ -60,6 +60,9 @@ pub fn run(store_path: &Path, c: CapacityArgs) -> anyhow::Result<ExitCode> {
     // The highest rate sizes the checks made before load (descriptors, preflight).
     a.rate = Some(format!("{max_per_s}"));
     let fixed_in_flight = a.max_in_flight.is_some();
+    if !fixed_in_flight {
+        a.max_in_flight = Some(in_flight(max_per_s, &parsed).to_string());
+    }
     let settings = Settings { slos: parsed, start_per_s, max_per_s, resolution: resolution / 100.0, min_per_s: 1.0 };
     super::sweep::prepare_then(store_path, a, Capacity { settings, max_time, slo_text: slos, fixed_in_flight })
 }
@@ -97,7 +100,7 @@ impl Execute for Capacity {
                 break;
             }
             let open = template.open_loop.as_ref().expect("capacity steps are open loop");
-            let m = if self.fixed_in_flight { open.max_in_flight } else { OpenLoopPlan::default_max_in_flight(rate) };
+            let m = if self.fixed_in_flight { open.max_in_flight } else { in_flight(rate, &self.settings.slos) };
             let plan = StepPlan {
                 concurrency: m,
                 open_loop: Some(OpenLoopPlan { rate_per_s: rate, max_in_flight: m, ..*open }),
@@ -156,6 +159,15 @@ impl Execute for Capacity {
         };
         Ok(ExitCode::from(if !passed && code == 0 { 1 } else { code }))
     }
+}
+
+/// Connections for a tried rate: enough for twice the loosest latency
+/// bound (Little: rate x latency), so a request is dropped only once it
+/// would breach that SLO anyway; never below sweep's default, at most 2,000.
+fn in_flight(rate: f64, slos: &[Slo]) -> u32 {
+    let bound_s = slos.iter().filter_map(|s| matches!(s.metric, SloMetric::Latency(_)).then_some(s.limit / 1000.0)).fold(0.0, f64::max);
+    let m = (rate * 2.0 * bound_s).ceil().min(2_000.0) as u32;
+    m.max(OpenLoopPlan::default_max_in_flight(rate))
 }
 
 /// Sleeps `d` unless a stop is raised first; false when it was.
