@@ -15,6 +15,9 @@ have psql || missing+=(postgresql-client)
 have mariadbd || missing+=(mariadb-server)
 have mariadb || missing+=(mariadb-client)
 [ -x /usr/bin/chromium ] || missing+=(chromium)   # the HTML report is loaded in headless Chromium
+have perf || missing+=(linux-perf)                 # sweep --profile (docs/profiles.md)
+have cc || missing+=(gcc)                          # the profile tests build a small C server
+have ip || missing+=(iproute2)                     # network namespaces (preflight's port-range test)
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}" >&2

@@ -13,6 +13,7 @@
 //! - [`mod@assert`]: the CI assertion language (`peak >= 5000`, `no collapse`, ...).
 //! - [`preflight`]: the preflight checks judged from the facts `probe` read.
 //! - [`pct`]: percentage rounding shared by the tables.
+//! - [`profile`]: a step's stacks read: hottest frames and functions, lock call sites, what grew.
 //!
 //! - [`telemetry`]: a run's raw samples derived: rates, step-window summaries
 //!   (system, server process, threads, database, specimen).
@@ -30,6 +31,7 @@ pub mod import;
 pub mod micro;
 pub mod pct;
 pub mod preflight;
+pub mod profile;
 pub mod series;
 pub mod telemetry;
 pub mod usl;

@@ -36,6 +36,8 @@ pub enum Command {
     Report(ReportArgs),
     /// OS micro-benchmarks (lmbench-class): syscalls, fork, signals, context switches, IPC, memory, FPU.
     Micro(MicroArgs),
+    /// Show the stacks a `sweep --profile` stored: a step's hottest frames and lock call sites, or what grew between two steps.
+    Profile(ProfileArgs),
     /// Watch a server under its own traffic (no load): per-second telemetry, optionally recorded.
     Watch(WatchArgs),
     /// Check what would skew a benchmark here (governor, limits, backlog, ports, IRQs, server and database settings).
@@ -194,6 +196,10 @@ pub struct SweepArgs {
     /// Refuse to start (exit 2, before any load) when a preflight check warns (docs/preflight.md).
     #[arg(long)]
     pub strict: bool,
+    /// Profile the server per step with perf: on-CPU stacks (99 Hz) over each window, off-CPU stacks (futex,
+    /// I/O, run queue) over its first second; `scalelab profile RUN` reads them (docs/profiles.md).
+    #[arg(long)]
+    pub profile: bool,
 }
 
 #[derive(Args, Debug)]
@@ -277,6 +283,25 @@ pub struct PrepareArgs {
     /// No progress line.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ProfileArgs {
+    /// Run id, label, or `last`.
+    #[arg(default_value = "last")]
+    pub run: String,
+    /// The step with this many clients (default: the last profiled step).
+    #[arg(long)]
+    pub step: Option<u32>,
+    /// Off-CPU: lock call sites and where threads slept, instead of on-CPU.
+    #[arg(long)]
+    pub off_cpu: bool,
+    /// Rows per table.
+    #[arg(long, default_value_t = 20)]
+    pub top: usize,
+    /// What grew from the step with A clients to the step with B clients.
+    #[arg(long, num_args = 2, value_names = ["A", "B"])]
+    pub diff: Option<Vec<u32>>,
 }
 
 #[derive(Args, Debug)]

@@ -52,7 +52,7 @@ pub fn main() -> ExitCode {
 /// `sweep` or `import` must finish writing the store.
 fn end_quietly_on_closed_pipe(command: &args::Command) {
     use args::Command::*;
-    if matches!(command, Runs | Show(_) | Diagnose(_) | Export(_) | Compare(_) | Report(_) | Completions(_) | Man(_)) {
+    if matches!(command, Runs | Show(_) | Profile(_) | Diagnose(_) | Export(_) | Compare(_) | Report(_) | Completions(_) | Man(_)) {
         // SAFETY: sets a signal disposition before any thread is started.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     }

@@ -8,6 +8,7 @@
 use crate::telemetry::{store_records, Record};
 use scalelab_core::{Environment, RunKind, RunPlan, Source, StepPlan, StepResult};
 use scalelab_drive::{run_step, run_sweep, Driver, EngineOptions, LiveTick, SweepEnd, SweepEvent};
+use scalelab_probe::profile::{Overhead, ProfileConfig, Profiler};
 use scalelab_probe::{Collector, CollectorConfig};
 use scalelab_store::{Store, StoreError};
 use scalelab_wire::SqlUrl;
@@ -50,6 +51,8 @@ pub struct Probes {
     pub db: Option<SqlUrl>,
     /// The built-in specimen's address, to read its own counters.
     pub specimen: Option<SocketAddr>,
+    /// `--profile`: on-CPU and off-CPU stacks of the server per step window.
+    pub profile: bool,
 }
 
 /// How a sweep of a session ended.
@@ -87,6 +90,36 @@ pub struct Session {
     run_id: Option<i64>,
     plan: RunPlan,
     telemetry: Option<Collector>,
+    profile: Profiling,
+}
+
+/// `--profile`'s state in a session.
+#[derive(Default)]
+struct Profiling {
+    profiler: Option<Profiler>,
+    /// Records to store before the first drain (why profiling is unavailable).
+    pending: Vec<Record>,
+    /// What was done to make profiling work, for the user.
+    notices: Vec<String>,
+    /// The step whose captures are started, and the one whose window is being profiled.
+    prepared: Option<usize>,
+    open: Option<usize>,
+    overhead: Option<Overhead>,
+}
+
+impl Profiling {
+    fn start(p: &Probes) -> Profiling {
+        if !p.profile {
+            return Profiling::default();
+        }
+        let Some(pid) = p.server_pid else {
+            let why =
+                format!("no server process to profile ({}); fix: pass --server-pid", p.why_no_server.as_deref().unwrap_or("none found"));
+            return Profiling { pending: vec![Record::Unavailable(Source::Profile, why)], ..Default::default() };
+        };
+        let (profiler, pending, notices) = Profiler::start(ProfileConfig::new(pid));
+        Profiling { profiler, pending, notices, ..Default::default() }
+    }
 }
 
 impl Session {
@@ -97,18 +130,31 @@ impl Session {
         if let Some(why) = &probes.why_no_server {
             store.add_probe_note(run_id, Source::Process.name(), &format!("server process not found: {why}"))?;
         }
-        Ok(Session { store: Some(store), run_id: Some(run_id), plan, telemetry: Some(start_probes(probes)) })
+        let profile = Profiling::start(&probes);
+        Ok(Session { store: Some(store), run_id: Some(run_id), plan, telemetry: Some(start_probes(probes)), profile })
     }
 
     /// A session that stores nothing (a `watch` without `--record`): the
     /// probes run and the observer sees their records.
     pub fn unrecorded(plan: RunPlan, probes: Probes) -> Session {
-        Session { store: None, run_id: None, plan, telemetry: Some(start_probes(probes)) }
+        let profile = Profiling::start(&probes);
+        Session { store: None, run_id: None, plan, telemetry: Some(start_probes(probes)), profile }
     }
 
     /// The run's id in the store, when it is recorded.
     pub fn run_id(&self) -> Option<i64> {
         self.run_id
+    }
+
+    /// What was done to make `--profile` work (tracefs mounted, frame
+    /// pointers instead of DWARF), to tell the user.
+    pub fn profile_notices(&self) -> &[String] {
+        &self.profile.notices
+    }
+
+    /// What `--profile` cost, once the probes are stopped (None: not profiled).
+    pub fn profile_overhead(&self) -> Option<&Overhead> {
+        self.profile.overhead.as_ref()
     }
 
     /// What the run was planned to be.
@@ -126,7 +172,8 @@ impl Session {
     }
 
     fn drain(&mut self, observer: &mut dyn Observer) {
-        let records = self.telemetry.as_ref().map(Collector::drain).unwrap_or_default();
+        let mut records = std::mem::take(&mut self.profile.pending);
+        records.extend(self.telemetry.as_ref().map(Collector::drain).unwrap_or_default());
         self.keep(records, observer);
     }
 
@@ -149,10 +196,28 @@ impl Session {
         let end = run_sweep(driver, &steps, engine, max_failed_steps, &mut |ev| match ev {
             SweepEvent::StepStarted { index, plan } => observer.step_started(index, plan),
             SweepEvent::Tick { index, tick } => {
+                // The window opened (the first tick past the warm-up): profile it.
+                // perf starts (disabled) at the first warm-up tick, when the clients are
+                // connected and their server threads exist (perf attaches to the threads
+                // there are), and is enabled when the window opens.
+                if let Some(p) = self.profile.profiler.as_mut() {
+                    if self.profile.prepared != Some(index) {
+                        p.prepare_step(index);
+                        self.profile.prepared = Some(index);
+                    }
+                    if !tick.warming_up && self.profile.open != Some(index) {
+                        p.open_window();
+                        self.profile.open = Some(index);
+                    }
+                    p.tick();
+                }
                 self.drain(observer);
                 observer.tick(index, &steps[index], tick);
             }
             SweepEvent::StepFinished { index, result } => {
+                if let (Some(p), Some(_)) = (self.profile.profiler.as_mut(), self.profile.open.take()) {
+                    p.end_step();
+                }
                 self.drain(observer);
                 if failed_step.is_none() {
                     failed_step = result.failure().map(|why| format!("step {} ({} clients): {why}", index + 1, result.concurrency));
@@ -217,7 +282,14 @@ impl Session {
     /// they watch is stopped, so its exit is not recorded as a failure).
     pub fn stop_probes(&mut self, observer: &mut dyn Observer) {
         if let Some(t) = self.telemetry.take() {
-            let records = t.stop();
+            let mut records = std::mem::take(&mut self.profile.pending);
+            records.extend(t.stop());
+            self.keep(records, observer);
+        }
+        // Folded now, with the load off, while the server still runs.
+        if let Some(p) = self.profile.profiler.take() {
+            let (records, overhead) = p.finish();
+            self.profile.overhead = Some(overhead);
             self.keep(records, observer);
         }
     }

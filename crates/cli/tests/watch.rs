@@ -5,16 +5,22 @@ mod common;
 use common::*;
 use std::io::BufRead;
 
-#[test]
-fn watch_records_a_server_by_port_and_shows_it() {
-    let mut specimen = bin()
+/// A specimen of its own on a free loopback port, and its address.
+fn specimen() -> (std::process::Child, String) {
+    let mut child = bin()
         .args(["specimen", "--port", "0", "--mode", "scales", "--work-us", "10"])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let mut line = String::new();
-    std::io::BufReader::new(specimen.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let addr = line.split_whitespace().nth(2).unwrap().to_string();
+    (child, addr)
+}
+
+#[test]
+fn watch_records_a_server_by_port_and_shows_it() {
+    let (mut specimen, addr) = specimen();
     let port = addr.rsplit(':').next().unwrap().to_string();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
@@ -47,14 +53,7 @@ fn watch_of_a_port_nobody_listens_on_is_bad_input() {
 fn watch_of_a_target_in_any_scheme_finds_the_server_by_its_port() {
     // A server scalelab cannot load but can observe: any scheme names a host
     // and port (tcp://, redis://); the owner of the port is the server.
-    let mut specimen = bin()
-        .args(["specimen", "--port", "0", "--mode", "scales", "--work-us", "10"])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(specimen.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let addr = line.split_whitespace().nth(2).unwrap().to_string();
+    let (mut specimen, addr) = specimen();
     let dir = tempfile::tempdir().unwrap();
     let out = run(&dir.path().join("s.db"), &["watch", &format!("tcp://{addr}"), "--duration", "1.5s"]);
     let _ = specimen.kill();

@@ -80,11 +80,15 @@ pub enum Source {
     DbStats,
     /// PostgreSQL: checkpoint counters.
     DbCheckpoints,
+    /// `--profile`: on-CPU stacks (`perf record -e cpu-clock`).
+    Profile,
+    /// `--profile`: off-CPU stacks (`sched:sched_switch` tracepoint, tracefs).
+    ProfileOffCpu,
 }
 
 impl Source {
     /// Every source, in declaration order.
-    pub const ALL: [Source; 31] = [
+    pub const ALL: [Source; 33] = [
         Source::Stat,
         Source::Loadavg,
         Source::PressureCpu,
@@ -116,6 +120,8 @@ impl Source {
         Source::DbPerfSchemaInstruments,
         Source::DbStats,
         Source::DbCheckpoints,
+        Source::Profile,
+        Source::ProfileOffCpu,
     ];
 
     /// The name stored in a run's probe notes (never change one: stores hold them).
@@ -152,6 +158,8 @@ impl Source {
             Source::DbPerfSchemaInstruments => "Db_perf_schema_instruments",
             Source::DbStats => "Db_stats",
             Source::DbCheckpoints => "Db_checkpoints",
+            Source::Profile => "Profile",
+            Source::ProfileOffCpu => "ProfileOffCpu",
         }
     }
 
@@ -189,6 +197,8 @@ impl Source {
             Source::DbPerfSchemaInstruments => "db_perf_schema_instruments",
             Source::DbStats => "db_stats",
             Source::DbCheckpoints => "db_checkpoints",
+            Source::Profile => "profile",
+            Source::ProfileOffCpu => "profileoffcpu",
         }
     }
 

@@ -52,6 +52,7 @@ pub mod power;
 pub mod preflight;
 pub mod pressure;
 pub mod process;
+pub mod profile;
 pub mod read;
 pub mod sample;
 pub mod sockdiag;

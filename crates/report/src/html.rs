@@ -153,6 +153,10 @@ pub fn render(input: &ReportInput) -> String {
     if !input.micro.is_empty() {
         out.push_str(r##"<a href="#micro">Micro-benchmarks</a>"##);
     }
+    let profiled = runs.iter().any(|r| !r.run.samples.profile.is_empty());
+    if profiled {
+        out.push_str(r##"<a href="#profiles">Flame graphs</a>"##);
+    }
     out.push_str("</nav>");
 
     if !runs.is_empty() {
@@ -249,6 +253,13 @@ pub fn render(input: &ReportInput) -> String {
             let mut rows = vec![t.columns.clone()];
             rows.extend(t.rows.iter().cloned());
             table(&mut out, &rows, &[]);
+        }
+        out.push_str("</section>");
+    }
+    if profiled {
+        out.push_str(r#"<section id="profiles"><h2>10. Flame graphs (--profile)</h2><p class="note">Width: share of the step's samples (on-CPU) or of its threads' sleep (off-CPU, ns); click a frame to zoom, Ctrl-F or Search to highlight a function. The differential graph shows the knee step's stacks coloured by change from the first step: red grew, blue shrank (docs/profiles.md).</p>"#);
+        for r in runs {
+            crate::flame::profiles_html(&mut out, r);
         }
         out.push_str("</section>");
     }

@@ -102,7 +102,7 @@ impl ViewState {
                 }
             }
             Sample::Threads(t) => self.threads = Some(t.clone()),
-            Sample::Db(_) | Sample::Specimen(_) => {}
+            Sample::Db(_) | Sample::Specimen(_) | Sample::Profile(_) => {}
         }
     }
 

@@ -60,6 +60,8 @@ impl SpinLock {
     }
 
     /// Runs `f` while holding the lock; returns true if it had to wait.
+    /// Never inlined: `--profile` names it as the spinning function.
+    #[inline(never)]
     pub fn with<R>(&self, f: impl FnOnce() -> R) -> (R, bool) {
         let mut waited = false;
         let mut rounds = 0u64;

@@ -16,7 +16,7 @@ use scalelab_core::{Run, RunSamples, Source, Target, TargetKind};
 /// the probe outlived (a reading after its window) keeps its figures without it.
 pub fn derive(run: &mut Run) {
     let Run { samples, notes, steps, plan, .. } = run;
-    let RunSamples { system, process, threads, db, specimen } = samples;
+    let RunSamples { system, process, threads, db, specimen, .. } = samples;
     if system.is_empty() {
         return;
     }

@@ -18,6 +18,7 @@
 //! figures ([`SoftirqCpu`](scalelab_core::SoftirqCpu)).
 
 mod diagnosis;
+mod profiled;
 mod rules;
 
 pub use diagnosis::{diagnose, to_json, Diagnosis};
@@ -328,6 +329,7 @@ pub fn verdicts(run: &Run, curve: &Curve) -> Vec<Verdict> {
             v.headline.push_str(" (confidence lowered: the client was saturated)");
         }
     }
+    profiled::add_profile_evidence(run, &mut best);
     best.sort_by(|a, b| {
         let client = |v: &Verdict| v.kind != VerdictKind::ClientBound;
         (client(a), std::cmp::Reverse(a.confidence), a.kind.priority(), a.concurrency).cmp(&(

@@ -9,6 +9,7 @@ mod micro;
 pub mod preflight;
 mod prepare;
 mod prepared;
+pub mod profile;
 mod report;
 pub mod show;
 mod specimen;
@@ -41,6 +42,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Export(a) => show::export(&cli.store, &a),
         Command::Specimen(a) => specimen::run(a),
         Command::Watch(a) => watch::run(&cli.store, &a),
+        Command::Profile(a) => profile::run(&cli.store, &a),
         Command::Report(a) => report::run(&cli.store, &a),
         Command::Micro(a) => micro::run(&cli.store, &a),
         Command::Import(a) => compare::import(&cli.store, &a),

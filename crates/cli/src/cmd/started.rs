@@ -92,6 +92,7 @@ pub fn begin<D>(store: Store, a: &SweepArgs, mut common: Common, prepared: Prepa
         thread_hz: a.thread_sample_hz,
         db,
         specimen: specimen.as_ref().map(|s| s.addr),
+        profile: a.profile,
     };
     let label = scalelab_core::escape_control(&plan.label).into_owned();
     let workload = scalelab_core::escape_control(&plan.workload).into_owned();

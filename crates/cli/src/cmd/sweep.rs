@@ -388,10 +388,14 @@ pub fn execute<D: scalelab_drive::Driver>(
     if !a.json && !a.quiet {
         sayln!("run {run_id}: {label} ({workload}), store {}", store_path.display());
     }
+    for n in session.profile_notices() {
+        esayln!("{n}");
+    }
     let mut view = LiveView::start(a.quiet, a.no_tui, label, &steps, stop.clone());
     let swept = session.sweep(&driver, &opts, a.max_failed_steps, &mut view);
     view.finish();
     session.stop_probes(&mut Silent);
+    let profile_cost = session.profile_overhead().map(super::profile::overhead_line);
     drop(specimen);
     let (complete, outcome, code) = swept.verdict();
     if let Some((index, e)) = &swept.store_error {
@@ -409,6 +413,9 @@ pub fn execute<D: scalelab_drive::Driver>(
     let run: Run = super::show::load_run(&store, run_id)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&super::analysis::run_json_with_diagnosis(&run))?);
+        if let Some(line) = &profile_cost {
+            esayln!("{line}");
+        }
     } else {
         if !a.quiet {
             sayln!();
@@ -421,6 +428,9 @@ pub fn execute<D: scalelab_drive::Driver>(
                 say!("{t}");
             }
             say!("{}", scalelab_report::fmt::wrap(&super::analysis::diagnosis_text(&run), width));
+        }
+        if let Some(line) = &profile_cost {
+            sayln!("{line}");
         }
         sayln!("run {run_id} {outcome}; stored in {}", store_path.display());
     }

@@ -61,6 +61,7 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         thread_hz: if pid.is_some() { a.thread_sample_hz } else { 0.0 },
         db: db_url,
         specimen: None,
+        profile: false,
     };
     let mut session = match store {
         Some(store) => {
@@ -116,7 +117,7 @@ impl Observer for Lines {
                     self.db_recent.retain(|s| s.unix_ms >= newest - 2000);
                 }
                 Record::Unavailable(src, why) => notes.push(format!("{}: {why}", src.name())),
-                Record::Sample(Sample::Specimen(_)) => {}
+                Record::Sample(Sample::Specimen(_) | Sample::Profile(_)) => {}
             }
         }
         for n in notes {

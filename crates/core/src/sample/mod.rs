@@ -11,6 +11,7 @@
 //! - [`process`]: [`ProcessSample`], and [`SpecimenSample`] (the specimen's own counters).
 //! - [`threads`]: [`ThreadState`], [`ThreadInterval`] and its parts, [`ThreadSecond`] (as stored).
 //! - [`db`]: [`DbSample`] and the database readings it carries.
+//! - [`profile`]: [`ProfileSample`], a step's on-CPU and off-CPU folded stacks.
 //!
 //! JSON happens only at the store boundary: [`Sample::to_json`] writes the
 //! reading alone (the stored row's `json`, byte for byte what earlier
@@ -21,6 +22,7 @@ pub mod db;
 pub mod kernel;
 pub mod net;
 pub mod process;
+pub mod profile;
 pub mod system;
 pub mod threads;
 
@@ -31,6 +33,7 @@ pub use db::{
 pub use kernel::{CpuStat, CpuTicks, DiskStat, Interrupts, LoadAvg, Memory, NetDev, PerCpuTicks, Pressure, Psi, PsiLine, Softirqs};
 pub use net::{FileHandles, PortUsage, SockStat, TcpMemLimits, TcpMib, TcpStates};
 pub use process::{ProcessIo, ProcessSample, SpecimenSample};
+pub use profile::{FoldedStack, ProfileSample, StackProfile};
 pub use system::{PowerReading, SystemSample, Timestamp, Unavailable};
 pub use threads::{StateCounts, StateShares, StateTimes, ThreadInterval, ThreadSecond, ThreadState, ThreadStats};
 
@@ -43,11 +46,13 @@ pub enum SampleKind {
     Threads,
     Db,
     Specimen,
+    Profile,
 }
 
 impl SampleKind {
     /// Every kind.
-    pub const ALL: [SampleKind; 5] = [SampleKind::System, SampleKind::Process, SampleKind::Threads, SampleKind::Db, SampleKind::Specimen];
+    pub const ALL: [SampleKind; 6] =
+        [SampleKind::System, SampleKind::Process, SampleKind::Threads, SampleKind::Db, SampleKind::Specimen, SampleKind::Profile];
 
     /// The stored `kind` (never change one: stores hold them).
     pub fn name(self) -> &'static str {
@@ -57,6 +62,7 @@ impl SampleKind {
             SampleKind::Threads => "threads",
             SampleKind::Db => "db",
             SampleKind::Specimen => "specimen",
+            SampleKind::Profile => "profile",
         }
     }
 
@@ -80,6 +86,8 @@ pub enum Sample {
     Db(Box<DbSample>),
     /// The specimen's `/__stats` counters.
     Specimen(SpecimenSample),
+    /// A step's on-CPU and off-CPU stacks (`--profile`).
+    Profile(Box<ProfileSample>),
 }
 
 impl Sample {
@@ -91,6 +99,7 @@ impl Sample {
             Sample::Threads(_) => SampleKind::Threads,
             Sample::Db(_) => SampleKind::Db,
             Sample::Specimen(_) => SampleKind::Specimen,
+            Sample::Profile(_) => SampleKind::Profile,
         }
     }
 
@@ -102,6 +111,7 @@ impl Sample {
             Sample::Threads(s) => s.unix_ms,
             Sample::Db(s) => s.unix_ms,
             Sample::Specimen(s) => s.unix_ms,
+            Sample::Profile(s) => s.unix_ms,
         }
     }
 
@@ -113,6 +123,7 @@ impl Sample {
             Sample::Threads(s) => serde_json::to_string(s),
             Sample::Db(s) => serde_json::to_string(s),
             Sample::Specimen(s) => serde_json::to_string(s),
+            Sample::Profile(s) => serde_json::to_string(s),
         }
     }
 
@@ -124,6 +135,7 @@ impl Sample {
             SampleKind::Threads => Sample::Threads(serde_json::from_str(json)?),
             SampleKind::Db => Sample::Db(Box::new(serde_json::from_str(json)?)),
             SampleKind::Specimen => Sample::Specimen(serde_json::from_str(json)?),
+            SampleKind::Profile => Sample::Profile(Box::new(serde_json::from_str(json)?)),
         })
     }
 }
@@ -137,6 +149,8 @@ pub struct RunSamples {
     pub threads: Vec<ThreadSecond>,
     pub db: Vec<DbSample>,
     pub specimen: Vec<SpecimenSample>,
+    /// Per-step profiles (`--profile`).
+    pub profile: Vec<ProfileSample>,
 }
 
 impl RunSamples {
@@ -148,6 +162,7 @@ impl RunSamples {
             Sample::Threads(s) => self.threads.push(s),
             Sample::Db(s) => self.db.push(*s),
             Sample::Specimen(s) => self.specimen.push(s),
+            Sample::Profile(s) => self.profile.push(*s),
         }
     }
 }
@@ -159,7 +174,7 @@ mod tests {
     #[test]
     fn kind_names_are_the_stored_ones() {
         let names: Vec<&str> = SampleKind::ALL.iter().map(|k| k.name()).collect();
-        assert_eq!(names, ["system", "process", "threads", "db", "specimen"]);
+        assert_eq!(names, ["system", "process", "threads", "db", "specimen", "profile"]);
         assert!(SampleKind::ALL.iter().all(|k| SampleKind::from_name(k.name()) == Some(*k)));
         assert_eq!(SampleKind::from_name("System"), None);
     }
@@ -173,6 +188,20 @@ mod tests {
             Sample::Threads(ThreadSecond { unix_ms: 7, ..Default::default() }),
             Sample::Db(Box::new(DbSample { unix_ms: 8, engine: "postgres".into(), since_unix_ms: Some(3), ..Default::default() })),
             Sample::Specimen(SpecimenSample { unix_ms: 9, requests: 10, lock_waits: 2, spin_rounds: 0, fsyncs: 1, connections: 4 }),
+            Sample::Profile(Box::new(ProfileSample {
+                step: 2,
+                unix_ms: 10,
+                on_cpu: Some(StackProfile {
+                    duration_ns: 1_000,
+                    threads: 3,
+                    unwind: "dwarf".into(),
+                    rate_hz: 99,
+                    lost: 0,
+                    stacks: vec![FoldedStack { stack: "main;work".into(), value: 5, count: 5 }],
+                }),
+                off_cpu: None,
+                perf_cpu_s: 0.01,
+            })),
         ];
         for s in samples {
             let json = s.to_json().unwrap();
@@ -183,13 +212,19 @@ mod tests {
                 Sample::Threads(x) => serde_json::to_string(x),
                 Sample::Db(x) => serde_json::to_string(&**x),
                 Sample::Specimen(x) => serde_json::to_string(x),
+                Sample::Profile(x) => serde_json::to_string(&**x),
             }
             .unwrap();
             assert_eq!(json, old);
             assert_eq!(Sample::from_json(s.kind(), &json).unwrap(), s);
             let mut all = RunSamples::default();
             all.push(s.clone());
-            assert_eq!([all.system.len(), all.process.len(), all.threads.len(), all.db.len(), all.specimen.len()].iter().sum::<usize>(), 1);
+            assert_eq!(
+                [all.system.len(), all.process.len(), all.threads.len(), all.db.len(), all.specimen.len(), all.profile.len()]
+                    .iter()
+                    .sum::<usize>(),
+                1
+            );
         }
         assert!(Sample::from_json(SampleKind::System, "{\"not\": 1}").is_err());
     }

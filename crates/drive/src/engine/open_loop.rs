@@ -24,26 +24,45 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 /// Starts this thread's arrivals until the window's end: each is queued
-/// for a free connection (and one is woken), or dropped.
-pub(super) async fn dispatcher(mut arrivals: Arrivals, local: Rc<RefCell<Local>>, shared: Arc<Shared>, notify: Rc<Notify>) {
+/// for a free connection (and one is woken), or dropped. Arrivals the
+/// client itself was late for (it woke after their time) wait for a
+/// connection instead: they are sent late and counted as late sends, not
+/// dropped for the server. The arrivals are computed as they come due, so
+/// waiting holds no memory.
+pub(super) async fn dispatcher(
+    mut arrivals: Arrivals,
+    local: Rc<RefCell<Local>>,
+    shared: Arc<Shared>,
+    notify: Rc<Notify>,
+    freed: Rc<Notify>,
+) {
     let start = Instant::now();
     let mut next = start + arrivals.next().unwrap_or_default();
+    // Intended times [from, before) the client overslept: its own lateness,
+    // not the wait for a connection (which makes the dispatcher late too).
+    let mut owed = (start, start);
     loop {
-        let now = Instant::now();
+        let woke = Instant::now();
         let end = shared.window_end();
-        if now >= end {
+        if woke >= end {
             break;
         }
-        while next <= now && Instant::now() < end {
-            // Accepted requests not yet picked up hold connections that are
-            // free: let them be sent before judging whether all are out (a
-            // client catching up after its own stall must not drop).
-            let unsent = {
+        while next <= woke {
+            if Instant::now() >= end {
+                return;
+            }
+            let (full, unsent) = {
                 let l = local.borrow();
-                l.open.outstanding >= l.open.cap && !l.open.queue.is_empty()
+                (l.open.outstanding >= l.open.cap, !l.open.queue.is_empty())
             };
-            if unsent {
+            if full && unsent {
+                // Accepted requests not yet picked up hold free connections:
+                // let them be sent before judging whether all are out.
                 tokio::task::yield_now().await;
+                continue;
+            }
+            if full && owed.0 <= next && next < owed.1 {
+                let _ = tokio::time::timeout_at(end.into(), freed.notified()).await;
                 continue;
             }
             if arrive(&mut local.borrow_mut(), next) {
@@ -51,7 +70,12 @@ pub(super) async fn dispatcher(mut arrivals: Arrivals, local: Rc<RefCell<Local>>
             }
             next = start + arrivals.next().unwrap_or_default();
         }
+        let due = next.min(end).max(Instant::now());
         tokio::time::sleep_until(next.min(end).into()).await;
+        let woke = Instant::now();
+        if woke > due + LATE_SEND_AFTER {
+            owed = (due, woke - LATE_SEND_AFTER);
+        }
     }
 }
 
@@ -107,6 +131,7 @@ pub(super) async fn connection_loop<C: Client>(
     local: Rc<RefCell<Local>>,
     shared: Arc<Shared>,
     notify: Rc<Notify>,
+    freed: Rc<Notify>,
 ) {
     let mut reconnects = client.reconnects();
     loop {
@@ -129,6 +154,7 @@ pub(super) async fn connection_loop<C: Client>(
             l.open.outstanding -= 1;
             end_drops(&mut l, &shared, t1);
         }
+        freed.notify_one();
         let (recorded, _) = record(&mut client, &outcome, t1, t1 - intended, &local, &shared, &mut reconnects);
         if recorded {
             let mut l = local.borrow_mut();

@@ -84,16 +84,17 @@ pub(super) fn worker<D: Driver>(
     gates.go.wait();
 
     let set = tokio::task::LocalSet::new();
-    let notify = Rc::new(tokio::sync::Notify::new());
+    // An accepted request is queued (a connection woken); a connection came free.
+    let (notify, freed) = (Rc::new(tokio::sync::Notify::new()), Rc::new(tokio::sync::Notify::new()));
     for (slot, client) in clients.into_iter().enumerate() {
         let (local, shared) = (local.clone(), shared.clone());
         match &arrivals {
             None => set.spawn_local(client_loop(client, slot, local, shared, plan.schedule.clone())),
-            Some(_) => set.spawn_local(open_loop::connection_loop(client, slot, local, shared, notify.clone())),
+            Some(_) => set.spawn_local(open_loop::connection_loop(client, slot, local, shared, notify.clone(), freed.clone())),
         };
     }
     if let Some(arrivals) = arrivals {
-        set.spawn_local(open_loop::dispatcher(arrivals, local.clone(), shared.clone(), notify));
+        set.spawn_local(open_loop::dispatcher(arrivals, local.clone(), shared.clone(), notify, freed));
     }
     rt.block_on(set.run_until(control_loop(shared.clone(), local.clone(), sec_tx)));
     // Dropping the LocalSet drops every client (and its in-flight request).

@@ -1,0 +1,76 @@
+//! Verdicts sharpened by `--profile`'s stacks: lock contention names its
+//! call sites with their share of thread time, CPU-bound verdicts the
+//! hottest functions (and a spin loop when one burns the CPU), as evidence
+//! figures; `next` points to the step's flame graph.
+
+use super::{Evidence, Verdict, VerdictKind};
+use crate::profile::{lock_sites, spin_sites, top_own, top_self};
+use scalelab_core::sample::ProfileSample;
+use scalelab_core::Run;
+
+/// A lock site or function below this share is not named.
+const NAMED_SHARE: f64 = 0.02;
+
+fn profile_at(run: &Run, concurrency: u32) -> Option<&ProfileSample> {
+    let index = run.steps.iter().position(|s| s.concurrency == concurrency)?;
+    run.samples.profile.iter().find(|p| p.step == index)
+}
+
+fn flame_graph_hint(run: &Run, concurrency: u32, off_cpu: bool) -> String {
+    format!(
+        "the step's flame graph in `scalelab report {}`, and `scalelab profile {} --step {concurrency}{}`",
+        run.id,
+        run.id,
+        if off_cpu { " --off-cpu" } else { "" }
+    )
+}
+
+/// Adds the profile's figures to the verdicts whose step was profiled.
+pub fn add_profile_evidence(run: &Run, verdicts: &mut [Verdict]) {
+    for v in verdicts.iter_mut() {
+        let Some(p) = profile_at(run, v.concurrency) else { continue };
+        match v.kind {
+            VerdictKind::LockContention => {
+                let Some(off) = &p.off_cpu else { continue };
+                let sites: Vec<_> = lock_sites(off, 3).into_iter().filter(|s| s.thread_share >= NAMED_SHARE).collect();
+                let Some(top) = sites.first() else { continue };
+                v.headline.push_str(&format!("; the lock is taken in `{}` (via `{}`)", top.site, top.via));
+                for s in &sites {
+                    v.evidence.push(Evidence::new(
+                        format!("futex wait at {} -> {}", s.site, s.via),
+                        100.0 * s.thread_share,
+                        "% of thread time",
+                    ));
+                    v.evidence.push(Evidence::new(format!("futex waits at {}", s.site), s.waits_per_s, "waits/s"));
+                }
+                v.next = format!("{}; then {}", flame_graph_hint(run, v.concurrency, true), v.next);
+            }
+            VerdictKind::CpuBoundUser | VerdictKind::CpuBoundKernel | VerdictKind::CpuBoundMixed | VerdictKind::SingleHotThread => {
+                let Some(on) = &p.on_cpu else { continue };
+                let own: Vec<_> = top_own(on, 3).into_iter().filter(|f| f.share >= NAMED_SHARE).collect();
+                if let Some(top) = own.first() {
+                    v.headline.push_str(&format!("; hottest function `{}`", top.frame));
+                }
+                for f in &own {
+                    v.evidence.push(Evidence::new(format!("on-CPU in {}", f.frame), 100.0 * f.share, "% of samples"));
+                }
+                let kernel = top_self(on, 20).into_iter().filter(|f| f.frame.ends_with("_[k]") && f.share >= NAMED_SHARE).take(2);
+                for f in kernel {
+                    v.evidence.push(Evidence::new(
+                        format!("on-CPU in kernel {}", f.frame.trim_end_matches("_[k]")),
+                        100.0 * f.share,
+                        "% of samples",
+                    ));
+                }
+                if let Some(spin) = spin_sites(on, 1).into_iter().find(|f| f.share >= NAMED_SHARE) {
+                    v.headline.push_str(&format!("; `{}` spins, burning {:.0} % of the samples", spin.frame, 100.0 * spin.share));
+                    v.evidence.push(Evidence::new(format!("busy-waiting in {}", spin.frame), 100.0 * spin.share, "% of samples"));
+                }
+                if !own.is_empty() {
+                    v.next = flame_graph_hint(run, v.concurrency, false);
+                }
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! Whether `perf` can profile the server here, and if not, the exact reason
+//! and its fix: perf missing, `perf_event_paranoid`, locked-memory limits,
+//! tracefs not mounted (mounted here when root), no tracepoint, a container.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// Where tracefs is expected, and the older path under debugfs.
+const TRACEFS: &str = "/sys/kernel/tracing";
+const DEBUGFS_TRACING: &str = "/sys/kernel/debug/tracing";
+
+/// What the profiler may take, decided once before the first step.
+#[derive(Clone, Debug)]
+pub struct Availability {
+    /// On-CPU stacks: the unwinding that works (`dwarf`, or `fp`), or why none.
+    pub on_cpu: Result<&'static str, String>,
+    /// Off-CPU stacks, or why not.
+    pub off_cpu: Result<(), String>,
+    /// What was done to make it work (tracefs mounted), to tell the user.
+    pub notices: Vec<String>,
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn read_trim(path: &str) -> String {
+    std::fs::read_to_string(path).map(|s| s.trim().to_string()).unwrap_or_else(|_| "?".into())
+}
+
+fn in_container() -> bool {
+    Path::new("/.dockerenv").exists() || Path::new("/run/.containerenv").exists()
+}
+
+/// The reason and fix for a failed `perf record`, from its stderr.
+pub fn explain(stderr: &str, what: &str) -> String {
+    let low = stderr.to_lowercase();
+    let mut why = if low.contains("perf_event_paranoid")
+        || low.contains("access to performance monitoring")
+        || low.contains("no permission")
+    {
+        format!(
+            "{what}: perf may not watch the server (kernel.perf_event_paranoid = {}, not root); fix: run as root, or `sysctl kernel.perf_event_paranoid=1`, or give scalelab CAP_PERFMON",
+            read_trim("/proc/sys/kernel/perf_event_paranoid")
+        )
+    } else if low.contains("mlock") || low.contains("mapping pages") || low.contains("mmap") {
+        format!(
+            "{what}: perf cannot lock its ring buffers (kernel.perf_event_mlock_kb = {}); fix: `ulimit -l unlimited` or `sysctl kernel.perf_event_mlock_kb=2048`",
+            read_trim("/proc/sys/kernel/perf_event_mlock_kb")
+        )
+    } else if low.contains("unknown tracepoint") || low.contains("event syntax error") || low.contains("tracefs") {
+        format!("{what}: the kernel's sched:sched_switch tracepoint cannot be opened; fix: as root, `mount -t tracefs nodev {TRACEFS}` (kernels without CONFIG_FTRACE have none)")
+    } else {
+        let line = stderr.lines().map(str::trim).find(|l| !l.is_empty() && !l.starts_with('[')).unwrap_or("no message");
+        format!("{what}: perf record failed: {line}")
+    };
+    if in_container() {
+        why.push_str(" (in a container: run it with --cap-add PERFMON, or --privileged)");
+    }
+    why
+}
+
+/// Runs `perf record` on `pid` for 50 ms with `args`; the reason it failed.
+fn trial(perf: &Path, pid: u32, args: &[&str], dir: &Path, what: &str) -> Result<(), String> {
+    let out = dir.join("trial.data");
+    let result = Command::new(perf)
+        .arg("record")
+        .args(args)
+        .args(["-p", &pid.to_string(), "-o"])
+        .arg(&out)
+        .args(["--", "sleep", "0.05"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output();
+    let _ = std::fs::remove_file(&out);
+    match result {
+        Err(e) => Err(format!("{what}: `{}` cannot be run ({e}); fix: install perf (Debian: apt-get install linux-perf; Ubuntu: linux-tools-$(uname -r)), or set SCALELAB_PERF", perf.display())),
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => Err(explain(&String::from_utf8_lossy(&o.stderr), what)),
+    }
+}
+
+/// The sched tracepoints, or a reason; mounts tracefs when root and it is not.
+fn tracepoints(notices: &mut Vec<String>) -> Result<(), String> {
+    let has = |root: &str| Path::new(root).join("events/sched/sched_switch").exists();
+    if has(TRACEFS) || has(DEBUGFS_TRACING) {
+        return Ok(());
+    }
+    if !is_root() {
+        return Err(format!("off-CPU: tracefs is not mounted at {TRACEFS} (the sched tracepoints live there); fix: as root, `mount -t tracefs nodev {TRACEFS}`"));
+    }
+    let out = Command::new("mount").args(["-t", "tracefs", "nodev", TRACEFS]).stderr(Stdio::piped()).stdout(Stdio::null()).output();
+    match out {
+        Ok(o) if o.status.success() && has(TRACEFS) => {
+            notices.push(format!("profile: mounted tracefs at {TRACEFS} (off-CPU stacks need the sched tracepoints)"));
+            Ok(())
+        }
+        Ok(o) if o.status.success() => Err("off-CPU: tracefs is mounted but has no sched:sched_switch tracepoint (a kernel without CONFIG_FTRACE); fix: none on this kernel".into()),
+        Ok(o) => Err(format!(
+            "off-CPU: tracefs is not mounted at {TRACEFS} and mounting it failed ({}); fix: `mount -t tracefs nodev {TRACEFS}` on the host",
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
+        Err(e) => Err(format!("off-CPU: tracefs is not mounted at {TRACEFS} and `mount` cannot be run ({e}); fix: `mount -t tracefs nodev {TRACEFS}`")),
+    }
+}
+
+/// Decides what can be profiled on `pid` with `perf`, trying it for real.
+pub fn check(perf: &Path, pid: u32, dir: &Path, off_cpu: bool) -> Availability {
+    let mut notices = Vec::new();
+    let on_cpu = match trial(perf, pid, &["-e", "cpu-clock", "-F", "99", "--call-graph", "dwarf"], dir, "on-CPU") {
+        Ok(()) => Ok("dwarf"),
+        Err(why) if why.contains("cannot be run") => Err(why),
+        Err(dwarf_why) => match trial(perf, pid, &["-e", "cpu-clock", "-F", "99", "--call-graph", "fp"], dir, "on-CPU") {
+            Ok(()) => {
+                notices.push(format!("profile: DWARF unwinding failed ({dwarf_why}); frame pointers used, stacks through code built without them are cut short"));
+                Ok("fp")
+            }
+            Err(why) => Err(why),
+        },
+    };
+    let off_cpu = if !off_cpu {
+        Err("off-CPU: not asked for".to_string())
+    } else if let Err(why) = &on_cpu {
+        Err(why.replacen("on-CPU", "off-CPU", 1))
+    } else {
+        tracepoints(&mut notices).and_then(|()| {
+            let unwind = *on_cpu.as_ref().expect("checked above");
+            trial(perf, pid, &["-e", "sched:sched_switch", "--switch-events", "--call-graph", unwind], dir, "off-CPU")
+        })
+    };
+    Availability { on_cpu, off_cpu, notices }
+}

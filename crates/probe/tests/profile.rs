@@ -1,0 +1,145 @@
+//! `--profile`'s collection: `perf script` output folded (captured fixtures
+//! from a real run of tests/fixtures/profile/global_lock.c), a live profile
+//! of that program compiled here with `cc` (its lock site named from its
+//! symbol table), and the reason given when perf cannot run.
+
+use scalelab_analyze::profile::{lock_sites, top_own};
+use scalelab_core::{Sample, Source};
+use scalelab_probe::profile::fold::fold;
+use scalelab_probe::profile::{ProfileConfig, Profiler};
+use scalelab_probe::Record;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/profile").join(name)
+}
+
+#[test]
+fn off_cpu_waits_fold_to_the_function_that_takes_the_mutex() {
+    let text = std::fs::read(fixture("offcpu_global_lock.txt")).unwrap();
+    let f = fold(&text[..]).unwrap();
+    assert!(f.on_cpu.is_empty());
+    assert!(f.threads >= 4, "{f:?}");
+    let (a, b) = f.span_ns.unwrap();
+    let off = f.off_cpu_profile(b - a, 5, "dwarf");
+    let lock = "worker;update_counter;___pthread_mutex_lock;lll_mutex_lock_optimized;__GI___lll_lock_wait;futex_wait;entry_SYSCALL_64_after_hwframe_[k]";
+    let waits = off.stacks.iter().find(|s| s.stack.contains(lock)).unwrap_or_else(|| panic!("{:?}", off.stacks));
+    assert!(waits.stack.starts_with("clone3;start_thread;") && waits.stack.ends_with("schedule_[k];__schedule_[k];[S]"), "{waits:?}");
+    let sites = lock_sites(&off, 3);
+    assert_eq!(sites[0].site, "update_counter", "{sites:?}");
+    assert_eq!(sites[0].via, "___pthread_mutex_lock");
+    assert!(sites[0].waits >= 5 && sites[0].wait_ns > 0, "{sites:?}");
+}
+
+#[test]
+fn on_cpu_samples_fold_with_counts() {
+    let text = std::fs::read(fixture("oncpu_global_lock.txt")).unwrap();
+    let f = fold(&text[..]).unwrap();
+    let samples: u64 = f.on_cpu.values().sum();
+    let headers = String::from_utf8_lossy(&text).lines().filter(|l| l.contains(" cpu-clock:")).count() as u64;
+    assert_eq!(samples, headers, "every sample counted once");
+    assert!(f.on_cpu.keys().any(|s| s.ends_with("start_thread;worker;update_counter;busy")), "{:?}", f.on_cpu);
+}
+
+/// Builds the fixture program with `cc` into a temp dir.
+fn build_c(dir: &Path) -> PathBuf {
+    let exe = dir.join("global_lock");
+    let st = Command::new("cc").args(["-O2", "-pthread", "-o"]).arg(&exe).arg(fixture("global_lock.c")).status().expect("cc runs");
+    assert!(st.success(), "cc failed");
+    exe
+}
+
+#[test]
+fn a_c_program_s_mutex_is_named_from_its_symbol_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_c(dir.path());
+    let mut child = Command::new(&exe).args(["4", "20"]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    let mut config = ProfileConfig::new(child.id());
+    config.off_cpu_s = 0.8;
+    let (profiler, notes, _notices) = Profiler::start(config);
+    let mut profiler = profiler.unwrap_or_else(|| panic!("profiling unavailable: {notes:?}"));
+    profiler.prepare_step(0);
+    std::thread::sleep(Duration::from_millis(300));
+    profiler.open_window();
+    for _ in 0..15 {
+        std::thread::sleep(Duration::from_millis(100));
+        profiler.tick();
+    }
+    profiler.end_step();
+    let (records, overhead) = profiler.finish();
+    let _ = child.kill();
+    let _ = child.wait();
+    let sample = records
+        .iter()
+        .find_map(|r| match r {
+            Record::Sample(Sample::Profile(p)) => Some(p.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no profile: {records:?}"));
+    assert_eq!(sample.step, 0);
+    assert_eq!(overhead.windows, 1);
+    let off_ns = sample.off_cpu.as_ref().map_or(0, |p| p.duration_ns);
+    assert!((700_000_000..1_200_000_000).contains(&off_ns), "off-CPU capture ends after its planned 0.8 s: {off_ns}");
+    let on = sample.on_cpu.as_ref().expect("on-CPU profile");
+    assert_eq!(on.threads, 5, "main and four workers");
+    assert!(on.total() > 20, "{on:?}");
+    let own = top_own(on, 3);
+    assert!(own.iter().any(|f| f.frame == "busy" || f.frame == "update_counter"), "{own:?}");
+    let off = sample.off_cpu.as_ref().expect("off-CPU profile");
+    let sites = lock_sites(off, 3);
+    assert_eq!(sites.first().map(|s| s.site.as_str()), Some("update_counter"), "{sites:?}");
+    // Four workers on one lock: a good part of their time goes to waiting for
+    // it (less on a loaded machine, where they also wait for a CPU).
+    assert!(sites[0].thread_share > 0.05 && sites[0].waits_per_s > 50.0, "{sites:?}");
+}
+
+#[test]
+fn without_perf_the_reason_and_fix_are_recorded() {
+    let mut config = ProfileConfig::new(std::process::id());
+    config.perf = PathBuf::from("/nonexistent/perf");
+    let (profiler, notes, _) = Profiler::start(config);
+    assert!(profiler.is_none());
+    let why = notes
+        .iter()
+        .find_map(|r| match r {
+            Record::Unavailable(Source::Profile, why) => Some(why.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{notes:?}"));
+    assert!(why.contains("/nonexistent/perf") && why.contains("fix: install perf"), "{why}");
+}
+
+/// perf run as an unprivileged user (`setpriv` to nobody) may not watch a
+/// root process: the run gets the paranoid setting and the fix, not a
+/// profile of nothing.
+#[test]
+fn without_permission_the_paranoid_setting_and_fix_are_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let wrapper = dir.path().join("perf-as-nobody");
+    // perf writes its trial file into the profiler's directory: let nobody write there.
+    let script = "#!/bin/sh\nprev=\nfor a in \"$@\"; do [ \"$prev\" = -o ] && chmod 777 \"$(dirname \"$a\")\"; prev=\"$a\"; done\nexec setpriv --reuid=65534 --regid=65534 --clear-groups perf \"$@\"\n";
+    std::fs::write(&wrapper, script).unwrap();
+    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut config = ProfileConfig::new(std::process::id());
+    config.perf = wrapper;
+    let (profiler, notes, _) = Profiler::start(config);
+    assert!(profiler.is_none(), "{notes:?}");
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap();
+    let on = notes.iter().find_map(|r| match r {
+        Record::Unavailable(Source::Profile, why) => Some(why.clone()),
+        _ => None,
+    });
+    let on = on.unwrap_or_else(|| panic!("{notes:?}"));
+    assert!(on.starts_with("on-CPU: perf may not watch the server"), "{on}");
+    assert!(on.contains(&format!("kernel.perf_event_paranoid = {}", paranoid.trim())) && on.contains("fix: run as root"), "{on}");
+    let off = notes
+        .iter()
+        .any(|r| matches!(r, Record::Unavailable(Source::ProfileOffCpu, why) if why.starts_with("off-CPU: perf may not watch")));
+    assert!(off, "{notes:?}");
+}
