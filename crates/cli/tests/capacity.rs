@@ -84,6 +84,7 @@ fn capacity_of_global_lock_lands_near_its_measured_limit_and_is_stored() {
         .collect();
     assert_eq!(code, Some(0), "{}: {tried:?}\n{err}", doc["outcome"]);
     assert_eq!(doc["kind"], "capacity");
+    assert_matches_schema(&doc);
     let found = doc["schedule"]["options"]["capacity_per_s"].as_f64().expect("capacity_per_s");
     assert!((0.70 * limit..=1.02 * limit).contains(&found), "capacity {found} req/s, limit measured {limit} req/s");
     // Every tried rate is a step, the last one the confirmation at the answer.
