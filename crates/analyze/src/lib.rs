@@ -24,6 +24,7 @@
 //! `report` crate from these values.
 
 pub mod assert;
+pub mod capacity;
 pub mod compare;
 pub mod curve;
 pub mod import;

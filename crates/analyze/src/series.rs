@@ -16,6 +16,9 @@ pub struct Series {
     pub label: String,
     /// The steps, in any order; analyses sort them by concurrency.
     pub points: Vec<Point>,
+    /// A capacity run's result (req/s), from its plan's options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_per_s: Option<f64>,
 }
 
 /// The figures of one step (one concurrency) of a run.
@@ -101,7 +104,22 @@ pub enum SeriesError {
 impl Series {
     /// A series from its label and steps.
     pub fn new(label: impl Into<String>, points: Vec<Point>) -> Self {
-        Series { label: label.into(), points }
+        Series { label: label.into(), points, capacity_per_s: None }
+    }
+
+    /// A stored run's series under `label`: its complete steps, and a
+    /// capacity run's result. A capacity search tries its answer twice (the
+    /// confirmation): the later window at a rate replaces the earlier.
+    pub fn of_run(label: impl Into<String>, run: &scalelab_core::Run) -> Self {
+        let mut points: Vec<Point> = Vec::new();
+        for p in run.steps.iter().filter(|s| !s.partial).filter_map(Point::from_step) {
+            match points.iter_mut().find(|q| q.concurrency == p.concurrency) {
+                Some(q) if run.kind == scalelab_core::RunKind::Capacity => *q = p,
+                _ => points.push(p),
+            }
+        }
+        let capacity_per_s = run.plan.options.get("capacity_per_s").and_then(|v| v.as_f64());
+        Series { label: label.into(), points, capacity_per_s }
     }
 
     /// A throughput-only series from `(concurrency, throughput)` pairs.

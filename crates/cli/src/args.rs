@@ -18,6 +18,8 @@ pub struct Cli {
 pub enum Command {
     /// Sweep a target over concurrency levels (no target: the built-in specimen).
     Sweep(Box<SweepArgs>),
+    /// Find the highest offered rate at which every SLO holds (open loop; docs/open-loop.md, "Capacity").
+    Capacity(Box<CapacityArgs>),
     /// List stored runs.
     Runs,
     /// Show one run's table again (ID, label, or `last`).
@@ -203,6 +205,32 @@ pub struct SweepArgs {
     /// I/O, run queue) over its first second; `scalelab profile RUN` reads them (docs/profiles.md).
     #[arg(long)]
     pub profile: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct CapacityArgs {
+    /// An objective every tried rate must hold over its window, e.g.
+    /// 'p99<=20ms' (p50, p90, p99, p99.9; latency from the intended send) or
+    /// 'errors<=0.1%' (repeatable; at least one).
+    #[arg(long = "slo", required = true)]
+    pub slos: Vec<String>,
+    /// Offer at most this rate (req/s); when it holds, it is the answer [default: 1000000].
+    #[arg(long)]
+    pub max_rate: Option<String>,
+    /// First rate of the ramp (req/s), doubled until an SLO breaks.
+    #[arg(long, default_value = "500")]
+    pub start_rate: String,
+    /// Measured window per tried rate. Default: 10s, or 2s for the specimen.
+    #[arg(long)]
+    pub step: Option<String>,
+    /// The whole search stops by then and reports the bracket it reached.
+    #[arg(long, default_value = "5m")]
+    pub max_time: String,
+    /// Bisection stops when the bracket is this narrow (relative), e.g. 5%.
+    #[arg(long, default_value = "5%")]
+    pub resolution: String,
+    #[command(flatten)]
+    pub sweep: SweepArgs,
 }
 
 #[derive(Args, Debug)]

@@ -7,7 +7,7 @@
 
 use crate::telemetry::{store_records, Record};
 use scalelab_core::{Environment, RunKind, RunPlan, Source, StepPlan, StepResult};
-use scalelab_drive::{run_sweep, Driver, EngineOptions, LiveTick, SweepEnd, SweepEvent};
+use scalelab_drive::{run_step, run_sweep, Driver, EngineOptions, LiveTick, SweepEnd, SweepEvent};
 use scalelab_probe::profile::{Overhead, ProfileConfig, Profiler};
 use scalelab_probe::{Collector, CollectorConfig};
 use scalelab_store::{Store, StoreError};
@@ -232,6 +232,40 @@ impl Session {
             }
         });
         SweepOutcome { end, failed_step, store_error }
+    }
+
+    /// Runs one step (`plan`, stored as step `index`) and returns it; for a
+    /// search that chooses the next step from the last result. The step is
+    /// appended to the run's plan. A step that cannot be stored is an error.
+    pub fn step<D: Driver>(
+        &mut self,
+        index: usize,
+        driver: &Arc<D>,
+        plan: &StepPlan,
+        engine: &EngineOptions,
+        observer: &mut dyn Observer,
+    ) -> Result<StepResult, StoreError> {
+        self.plan.steps.push(plan.clone());
+        observer.step_started(index, plan);
+        let result = run_step(driver, plan, engine, &mut |tick| {
+            self.drain(observer);
+            observer.tick(index, plan, tick);
+        });
+        self.drain(observer);
+        if let (Some(store), Some(id)) = (self.store.as_mut(), self.run_id) {
+            store.add_step(id, index, &result)?;
+        }
+        observer.step_finished(index, &result, self.plan.throughput_unit());
+        Ok(result)
+    }
+
+    /// Records `key` = `value` in the run's plan options (and the store).
+    pub fn set_option(&mut self, key: &str, value: serde_json::Value) -> Result<(), StoreError> {
+        self.plan.options.insert(key.to_string(), value);
+        if let (Some(store), Some(id)) = (self.store.as_ref(), self.run_id) {
+            store.update_plan(id, &self.plan)?;
+        }
+        Ok(())
     }
 
     /// No load: the probes only, until `stop` is raised or `duration` has

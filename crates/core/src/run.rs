@@ -16,6 +16,9 @@ pub enum RunKind {
     Micro,
     /// Telemetry of a server under its own traffic (`scalelab watch --record`): samples, no steps.
     Watch,
+    /// A capacity search (`scalelab capacity`): the tried rates are its steps,
+    /// the capacity found is in the plan's options (`capacity_per_s`).
+    Capacity,
 }
 
 impl RunKind {
@@ -26,6 +29,7 @@ impl RunKind {
             RunKind::Imported => "imported",
             RunKind::Micro => "micro",
             RunKind::Watch => "watch",
+            RunKind::Capacity => "capacity",
         }
     }
 }

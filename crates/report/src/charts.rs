@@ -37,7 +37,7 @@ pub fn run_color(i: usize) -> &'static str {
 }
 
 fn points_of(r: &ReportRun) -> Vec<Point> {
-    let mut p: Vec<Point> = r.run.steps.iter().filter(|s| !s.partial).filter_map(Point::from_step).collect();
+    let mut p: Vec<Point> = scalelab_analyze::Series::of_run("", &r.run).points;
     p.sort_by_key(|p| p.concurrency);
     p
 }

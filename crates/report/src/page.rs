@@ -4,15 +4,12 @@
 
 use crate::model::ReportRun;
 use crate::table::{step_row, HEADER};
-use scalelab_analyze::{compare, CompareOptions, Comparison, Point, Series};
+use scalelab_analyze::{compare, CompareOptions, Comparison, Series};
 
 /// The comparison table of the report's runs: throughput, scaling, and with
 /// more than one run a delta column of each against the first (the baseline).
 pub fn comparison(runs: &[ReportRun]) -> Result<Comparison, String> {
-    let series: Vec<Series> = runs
-        .iter()
-        .map(|r| Series::new(r.name.clone(), r.run.steps.iter().filter(|s| !s.partial).filter_map(Point::from_step).collect()))
-        .collect();
+    let series: Vec<Series> = runs.iter().map(|r| Series::of_run(r.name.clone(), &r.run)).collect();
     let baseline = (runs.len() > 1).then(|| runs[0].name.clone());
     compare(&series, &CompareOptions { baseline, ..Default::default() }).map_err(|e| e.to_string())
 }

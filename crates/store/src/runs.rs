@@ -137,6 +137,14 @@ impl Store {
         Ok(())
     }
 
+    /// Replaces a run's plan (a capacity search records what it found in
+    /// the plan's options once it knows).
+    pub fn update_plan(&self, run_id: i64, plan: &RunPlan) -> Result<(), StoreError> {
+        let plan_json = serde_json::to_string(plan).expect("plans serialize");
+        self.conn.execute("UPDATE runs SET plan_json = ?2 WHERE id = ?1", params![run_id, plan_json]).map_err(|e| self.sql(e))?;
+        Ok(())
+    }
+
     /// Stores the JSON report of a micro-benchmark run.
     pub fn save_micro_report(&self, run_id: i64, report_json: &str) -> Result<(), StoreError> {
         self.conn
@@ -325,6 +333,7 @@ impl Store {
             "imported" => RunKind::Imported,
             "micro" => RunKind::Micro,
             "watch" => RunKind::Watch,
+            "capacity" => RunKind::Capacity,
             other => return Err(corrupt(format!("unknown run kind '{other}'"))),
         };
         let plan: RunPlan = serde_json::from_str(&plan_json).map_err(|e| corrupt(format!("plan: {e}")))?;

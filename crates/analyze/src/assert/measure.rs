@@ -53,6 +53,10 @@ pub(super) fn measure(metric: Metric, at: Option<u32>, s: &Series, c: &Curve, us
         f(fit).map(|v| (v, fmt_num(v))).ok_or_else(|| format!("the USL fit has no {name}"))
     };
     match metric {
+        Metric::Capacity => s
+            .capacity_per_s
+            .map(|v| (v, format!("{}/s", fmt_num(v))))
+            .ok_or_else(|| "no capacity: not a capacity run, or its search found none (`scalelab show` says why)".to_string()),
         Metric::Peak => Ok((c.peak, format!("{}/s at {} clients", fmt_num(c.peak), c.peak_concurrency))),
         Metric::PeakConcurrency => Ok((c.peak_concurrency.into(), format!("{} clients", c.peak_concurrency))),
         Metric::Knee => Ok((c.knee_concurrency.into(), format!("{} clients", c.knee_concurrency))),

@@ -27,6 +27,8 @@ pub use parse::ParseError;
 pub enum Metric {
     /// Highest throughput of the run (/s).
     Peak,
+    /// A capacity run's result: the highest offered rate that held every SLO (/s).
+    Capacity,
     /// Concurrency of the peak.
     PeakConcurrency,
     /// [`Curve::knee_concurrency`]: smallest concurrency reaching 90 % of the peak.

@@ -28,6 +28,7 @@ enum At {
 /// the unit suffixes its value may carry.
 const METRICS: &[(&[&str], Metric, At, &[&str])] = &[
     (&["peak"], Metric::Peak, At::Never, &["/s"]),
+    (&["capacity"], Metric::Capacity, At::Never, &["/s"]),
     (&["peak_concurrency"], Metric::PeakConcurrency, At::Never, &[]),
     (&["knee", "knee_concurrency"], Metric::Knee, At::Never, &[]),
     (&["knee_marginal", "knee_marginal_concurrency"], Metric::KneeMarginal, At::Never, &[]),

@@ -113,7 +113,7 @@ fn parse_err(text: &str) -> String {
 fn parse_errors_say_what_was_expected() {
     assert_eq!(
         parse_err("p95_ms@50 <= 20"),
-        "assertion `p95_ms@50 <= 20`: unknown metric `p95_ms`: expected one of peak, peak_concurrency, knee, \
+        "assertion `p95_ms@50 <= 20`: unknown metric `p95_ms`: expected one of peak, capacity, peak_concurrency, knee, \
          knee_marginal, last_pct_of_peak, throughput, scaling, p50_ms, p99_ms, p999_ms, errors, lambda, sigma, kappa, r2, n_opt, delta_pct"
     );
     assert_eq!(parse_err("peak = 5"), "assertion `peak = 5`: no comparison operator (`=` alone is not one: write `==`): expected `METRIC[@N] OP VALUE` with OP one of >= <= > < == !=, or one of `no collapse`, `no retrograde`, `no errors`");
@@ -127,7 +127,7 @@ fn parse_errors_say_what_was_expected() {
         "assertion `no crashes`: unknown flag `no crashes`: expected one of `no collapse`, `no retrograde`, `no errors`"
     );
     assert_eq!(parse_err("peak >== 4"), "assertion `peak >== 4`: unexpected `=` after `>=`");
-    assert_eq!(parse_err(">= 4"), "assertion `>= 4`: no metric before `>=`: expected one of peak, peak_concurrency, knee, knee_marginal, last_pct_of_peak, throughput, scaling, p50_ms, p99_ms, p999_ms, errors, lambda, sigma, kappa, r2, n_opt, delta_pct");
+    assert_eq!(parse_err(">= 4"), "assertion `>= 4`: no metric before `>=`: expected one of peak, capacity, peak_concurrency, knee, knee_marginal, last_pct_of_peak, throughput, scaling, p50_ms, p99_ms, p999_ms, errors, lambda, sigma, kappa, r2, n_opt, delta_pct");
 }
 
 #[test]

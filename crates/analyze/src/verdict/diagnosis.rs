@@ -3,7 +3,7 @@
 
 use super::{verdicts, Verdict};
 use crate::curve::Curve;
-use crate::series::{Point, Series};
+use crate::series::Series;
 use crate::usl::{self, UslFit};
 use scalelab_core::Run;
 use serde::{Deserialize, Serialize};
@@ -39,8 +39,7 @@ fn default_unit() -> String {
 /// Diagnoses `run`: its series (partial steps skipped, as the CLI does), the
 /// curve, the USL fit and the verdicts of the steps at and beyond the knee.
 pub fn diagnose(run: &Run) -> Diagnosis {
-    let points: Vec<Point> = run.steps.iter().filter(|s| !s.partial).filter_map(Point::from_step).collect();
-    let series = Series::new(run.plan.label.clone(), points);
+    let series = Series::of_run(run.plan.label.clone(), run);
     let curve = Curve::of(&series);
     let rate_sweep = !series.points.is_empty() && series.points.iter().all(|p| p.offered_rate_per_s.is_some());
     let (usl, usl_error) = match usl::fit(&series) {

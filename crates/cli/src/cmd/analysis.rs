@@ -1,13 +1,12 @@
 //! The analysis printed under a run's table, and `--assert` evaluation.
 
 use crate::error::bad;
-use scalelab_analyze::{assert as assertions, Curve, Point, Series};
+use scalelab_analyze::{assert as assertions, Curve, Series};
 use scalelab_core::Run;
 
 /// A run as the analysis sees it: one point per measured (non-partial) step.
 pub fn series_of(run: &Run) -> Series {
-    let points: Vec<Point> = run.steps.iter().filter(|s| !s.partial).filter_map(Point::from_step).collect();
-    Series::new(run.plan.label.clone(), points)
+    Series::of_run(run.plan.label.clone(), run)
 }
 
 /// The diagnosis printed under a run's tables: curve, USL fit, verdicts with

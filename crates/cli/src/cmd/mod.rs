@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod analysis;
+mod capacity;
 mod client_net;
 mod compare;
 mod fd_limit;
@@ -14,6 +15,7 @@ mod report;
 pub mod show;
 mod specimen;
 mod sql_sweep;
+mod started;
 mod sweep;
 pub mod watch;
 
@@ -34,6 +36,7 @@ fn stop_on_signals() -> anyhow::Result<std::sync::Arc<std::sync::atomic::AtomicB
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Sweep(a) => sweep::run(&cli.store, *a),
+        Command::Capacity(a) => capacity::run(&cli.store, *a),
         Command::Runs => show::runs(&cli.store),
         Command::Show(a) => show::show(&cli.store, &a),
         Command::Diagnose(a) => show::diagnose(&cli.store, &a),

@@ -2,16 +2,17 @@
 //! the steps, committing each to the store as it finishes.
 
 use super::prepared::{Common, Prepared};
+use super::started::{begin, check_sampling, Execute, Started};
 use crate::args::SweepArgs;
 use crate::error::bad;
 use crate::live::LiveView;
-use crate::session::{Probes, Session, Silent, SweepOutcome};
+use crate::session::{Silent, SweepOutcome};
 use crate::specimen_child::SpecimenChild;
 use scalelab_core::{
-    escape_control, parse_concurrency_list, parse_duration, parse_rate_list, Arrival, OpenLoopPlan, Run, RunKind, RunPlan, StepPlan, Target,
+    escape_control, parse_concurrency_list, parse_duration, parse_rate_list, Arrival, OpenLoopPlan, Run, RunKind, StepPlan, Target,
 };
 use scalelab_drive::http::{parse_url_file, HttpConfig, HttpDriver, RequestSpec, StatusMatch};
-use scalelab_drive::{cpu, EngineOptions, SweepEnd};
+use scalelab_drive::SweepEnd;
 use scalelab_report::table;
 use scalelab_store::Store;
 use std::path::Path;
@@ -150,7 +151,29 @@ fn refuse_options_that_do_not_apply(a: &SweepArgs, sql: bool) -> anyhow::Result<
     Ok(())
 }
 
-pub fn run(store_path: &Path, mut a: SweepArgs) -> anyhow::Result<ExitCode> {
+pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
+    prepare_then(store_path, a, Sweep)
+}
+
+/// Runs the sweep's steps in order.
+struct Sweep;
+
+impl Execute for Sweep {
+    fn execute<D: scalelab_drive::Driver>(
+        self,
+        store: Store,
+        store_path: &Path,
+        a: &SweepArgs,
+        common: Common,
+        prepared: Prepared<D>,
+    ) -> anyhow::Result<ExitCode> {
+        execute(store, store_path, a, common, prepared)
+    }
+}
+
+/// Checks everything the user gave, prepares the target (specimen, HTTP or
+/// SQL) and its preflight, opens the store, then hands over to `x`.
+pub fn prepare_then<X: Execute>(store_path: &Path, mut a: SweepArgs, x: X) -> anyhow::Result<ExitCode> {
     // 1. Everything the user gave is checked before any load.
     if let (None, Some(path)) = (&a.target, &a.url_file) {
         a.target = Some(url_file_target(path)?);
@@ -214,7 +237,7 @@ pub fn run(store_path: &Path, mut a: SweepArgs) -> anyhow::Result<ExitCode> {
         let client_net = super::client_net::up(client_net.as_ref(), t, None)?;
         let store = Store::open(store_path)?;
         let common = Common { target: t.clone(), steps, threads, assertions, preflight, client_net };
-        return execute(store, store_path, &a, common, prepared);
+        return x.execute(store, store_path, &a, common, prepared);
     }
     // A placeholder URL validates the HTTP options before the specimen starts.
     http_config(&a, a.target.as_deref().unwrap_or("http://127.0.0.1/"))?;
@@ -231,7 +254,7 @@ pub fn run(store_path: &Path, mut a: SweepArgs) -> anyhow::Result<ExitCode> {
     // 3. Only now, with every input known good, the store is opened (or
     // created), and it must be usable before load starts.
     let store = Store::open(store_path)?;
-    execute(store, store_path, &a, common, prepared)
+    x.execute(store, store_path, &a, common, prepared)
 }
 
 /// Starts the specimen if asked, builds the HTTP driver and sends the preflight request.
@@ -307,15 +330,6 @@ fn run_preflight<D>(
     Ok(checks)
 }
 
-/// The sample interval, or bad input (checked before anything is created).
-fn check_sampling(a: &SweepArgs) -> anyhow::Result<Duration> {
-    let sample_interval = parse_duration(&a.sample_interval).map_err(|e| bad(format!("--sample-interval: {e}")))?;
-    if sample_interval < Duration::from_millis(100) || !(0.0..=1000.0).contains(&a.thread_sample_hz) {
-        return Err(bad("--sample-interval must be at least 100ms and --thread-sample-hz between 0 and 1000"));
-    }
-    Ok(sample_interval)
-}
-
 /// The steps' load levels: closed-loop concurrencies (`-c`), or offered
 /// rates (`--rate`) with their connections (`max_in_flight`) and open-loop plan.
 fn load_levels(a: &SweepArgs) -> anyhow::Result<Vec<(u32, Option<OpenLoopPlan>)>> {
@@ -365,60 +379,13 @@ pub fn execute<D: scalelab_drive::Driver>(
     store: Store,
     store_path: &Path,
     a: &SweepArgs,
-    mut common: Common,
+    common: Common,
     prepared: Prepared<D>,
 ) -> anyhow::Result<ExitCode> {
-    let Prepared { driver, target_name, workload, server, mut options, specimen, sql_url } = prepared;
-    let mut env = scalelab_probe::capture_environment(&Default::default(), server, cpu::open_files_limit());
-    super::preflight::warn_on_stderr(&common.preflight);
-    env.preflight = Some(std::mem::take(&mut common.preflight));
-    let pin_cpus = scalelab_drive::engine::pin_plan(common.threads, a.no_pin);
-    options.insert("client_threads_bound".into(), (!pin_cpus.is_empty()).into());
-    if !pin_cpus.is_empty() {
-        options.insert("client_cpus".into(), pin_cpus.clone().into());
-    }
-    // What the kernel grants (nothing before Linux 6.12) is what the run records.
-    let slice_us = Some(a.client_slice_us).filter(|us| *us > 0).and_then(cpu::thread_slice_us);
-    if let Some(us) = slice_us {
-        options.insert("client_slice_us".into(), us.into());
-    }
-    if let Some(net) = &common.client_net {
-        options.insert("client_net".into(), net.spec().to_string().into());
-    }
-    let plan = RunPlan {
-        label: a.label.clone().unwrap_or_else(|| target_name.clone()),
-        target: target_name.clone(),
-        workload,
-        steps: common.steps,
-        client_threads: common.threads,
-        options,
-    };
-
-    let sample_interval = check_sampling(a)?;
-    let server_pid = scalelab_probe::server_pid(Some(&common.target), specimen.as_ref().map(|s| s.pid()), a.server_pid);
-    let db = match a.db_probe.as_deref() {
-        Some(url) => Some(scalelab_probe::collect::parse_url(url).map_err(bad)?),
-        None => sql_url,
-    };
-
-    // 4. Load. SIGINT/SIGTERM finish the current second and keep what was measured.
-    let stop = super::stop_on_signals()?;
-    let probes = Probes {
-        why_no_server: server_pid.as_ref().err().cloned(),
-        server_pid: server_pid.ok(),
-        interval: sample_interval,
-        thread_hz: a.thread_sample_hz,
-        db,
-        specimen: specimen.as_ref().map(|s| s.addr),
-        profile: a.profile,
-    };
-    let label = escape_control(&plan.label).into_owned();
-    let workload = escape_control(&plan.workload).into_owned();
-    let steps = plan.steps.clone();
-    let mut session = Session::begin(store, RunKind::Sweep, plan, &env, probes)?;
-    let run_id = session.run_id().expect("a sweep is recorded");
-    let netns = common.client_net.as_ref().map(|n| n.netns_path());
-    let opts = EngineOptions { threads: common.threads, pin_cpus, slice_us, stop: stop.clone(), netns };
+    let assertions = common.assertions.clone();
+    let Started { mut session, driver, specimen, engine: opts, run_id, label, workload, stop, client_net } =
+        begin(store, a, common, prepared, RunKind::Sweep)?;
+    let steps = session.plan().steps.clone();
     // Progress (the live view, or a line per step) goes to stderr; stdout
     // gets the table once, at the end.
     if !a.json && !a.quiet {
@@ -433,7 +400,7 @@ pub fn execute<D: scalelab_drive::Driver>(
     session.stop_probes(&mut Silent);
     let profile_cost = session.profile_overhead().map(super::profile::overhead_line);
     // The clients' namespace goes first, then the specimen it led to.
-    drop(common.client_net.take());
+    drop(client_net);
     drop(specimen);
     let (complete, outcome, code) = swept.verdict();
     if let Some((index, e)) = &swept.store_error {
@@ -472,7 +439,7 @@ pub fn execute<D: scalelab_drive::Driver>(
         }
         sayln!("run {run_id} {outcome}; stored in {}", store_path.display());
     }
-    let passed = super::analysis::check(&run, &common.assertions);
+    let passed = super::analysis::check(&run, &assertions);
     match end {
         SweepEnd::TargetFailed { step } => {
             esayln!("error: target failed at step {step} (nothing succeeded for {} step(s) in a row)", a.max_failed_steps)

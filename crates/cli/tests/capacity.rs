@@ -1,0 +1,119 @@
+//! `scalelab capacity` (issue 21) against the real specimen: bad input, and
+//! a search that lands near the limit measured in the same test.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+#[test]
+fn bad_capacity_input_is_one_line_exit_2_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    for (args, says) in [
+        (&["--slo", "p99<20ms"][..], "--slo 'p99<20ms'"),
+        (&["--slo", "p98<=20ms"][..], "--slo 'p98<=20ms'"),
+        (&["--slo", "errors<=lots"][..], "--slo 'errors<=lots'"),
+        (&["--slo", "p99<=20ms", "--max-rate", "0"][..], "--max-rate '0'"),
+        (&["--slo", "p99<=20ms", "--resolution", "5"][..], "--resolution '5'"),
+        (&["--slo", "p99<=20ms", "--max-time", "soon"][..], "--max-time"),
+        (&["--slo", "p99<=20ms", "--rate", "1000"][..], "--rate does not apply to capacity"),
+        (&["--slo", "p99<=20ms", "-c", "4"][..], "does not apply to capacity"),
+        (&["--slo", "p99<=20ms", "--assert", "capacity >= fast"][..], "capacity"),
+    ] {
+        let mut all = vec!["capacity", "-q"];
+        all.extend_from_slice(args);
+        let out = run(&store, &all);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line, not {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!store.exists(), "{args:?}: nothing created");
+    }
+}
+
+/// The specimen's physical limit here and now: the best closed-loop throughput.
+fn measured_limit(store: &std::path::Path) -> f64 {
+    let args = ["sweep", "--specimen", "global-lock", "--work-us", "200", "-c", "4,16", "--warmup", "0.3s", "-d", "1s"];
+    let run = json(store, &[&args[..], &["--pause", "0.2s", "--json", "-q"]].concat());
+    steps(&run).iter().map(|s| s["throughput_per_s"].as_f64().unwrap()).fold(0.0, f64::max)
+}
+
+fn capacity(store: &std::path::Path) -> (Option<i32>, Value, String) {
+    let out = run(
+        store,
+        &[
+            "capacity",
+            "--specimen",
+            "global-lock",
+            "--work-us",
+            "200",
+            "--slo",
+            "p99<=50ms",
+            "--step",
+            "1s",
+            "--warmup",
+            "0.3s",
+            "--pause",
+            "0.2s",
+            "--start-rate",
+            "1000",
+            "--json",
+            "-q",
+        ],
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", stderr(&out)));
+    (out.status.code(), doc, stderr(&out))
+}
+
+#[test]
+fn capacity_of_global_lock_lands_near_its_measured_limit_and_is_stored() {
+    let _cpu = cpu_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let limit = measured_limit(&store);
+    // One retry when the search gave no number (its confirmation failed:
+    // noisy, on a machine shared with builds); the result must then be one.
+    let (mut code, mut doc, mut err) = capacity(&store);
+    if code != Some(0) {
+        (code, doc, err) = capacity(&store);
+    }
+    let tried: Vec<String> = steps(&doc)
+        .iter()
+        .map(|s| format!("{}/s: p99 {} ms, {}/s", s["offered_rate_per_s"], s["latency_ms"]["p99"], s["throughput_per_s"]))
+        .collect();
+    let options = &doc["schedule"]["options"];
+    if code == Some(1) && options["capacity_result"] == "noisy" {
+        // Beside a busy neighbour the confirmation window can fail twice: the
+        // run then says "noisy" instead of a number, which is the truth; the
+        // search must still have bracketed the limit it could not confirm.
+        let held = options["capacity_bracket"][0].as_f64().expect("a rate that held");
+        assert!((0.70 * limit..=1.02 * limit).contains(&held), "noisy: held {held} req/s, limit measured {limit} req/s: {tried:?}");
+        eprintln!("note: both searches were noisy (held {held} req/s of a measured {limit}); the stored-run checks need a number");
+        return;
+    }
+    assert_eq!(code, Some(0), "{}: {tried:?}\n{err}", doc["outcome"]);
+    assert_eq!(doc["kind"], "capacity");
+    assert_matches_schema(&doc);
+    let found = doc["schedule"]["options"]["capacity_per_s"].as_f64().expect("capacity_per_s");
+    assert!((0.70 * limit..=1.02 * limit).contains(&found), "capacity {found} req/s, limit measured {limit} req/s");
+    // Every tried rate is a step, the last one the confirmation at the answer.
+    let tried = steps(&doc);
+    assert!(tried.len() >= 4, "{}", tried.len());
+    assert_eq!(tried.last().unwrap()["offered_rate_per_s"].as_f64(), Some(found));
+    // Stored: show and compare read it; `capacity` is an assertion on it.
+    let id = doc["id"].as_i64().unwrap().to_string();
+    let out = run(&store, &["show", &id]);
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("offered/s"), "{}", stderr(&out));
+    let out = run(&store, &["compare", "1", &id]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let holds = format!("capacity >= {}", (found * 0.99).floor());
+    let breaks = format!("capacity >= {}", (found * 1.5).ceil());
+    assert_eq!(run(&store, &["show", &id, "--assert", &holds]).status.code(), Some(0));
+    let out = run(&store, &["show", &id, "--assert", &breaks]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    // A sweep has no capacity: the assertion says so and fails.
+    let out = run(&store, &["show", "1", "--assert", "capacity >= 1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no capacity"), "{}", stderr(&out));
+}
