@@ -103,7 +103,10 @@ fn no_tui_on_a_terminal_and_a_pipe_give_plain_progress() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
     let (code, drawn) = on_pty(&store, "sweep -c 1 --warmup 0.2s --duration 0.6s --pause 0s --no-tui", None);
-    assert_eq!(code, 0, "{drawn}");
+    // A server starved for the whole short window by a busy neighbour answers
+    // nothing in it: the run then fails (exit 1) and says why; either way
+    // the progress is drawn as plain lines, which is what this test is about.
+    assert!(code == 0 || (code == 1 && drawn.contains("nothing succeeded")), "{drawn}");
     assert!(!drawn.contains(ALT_SCREEN), "--no-tui draws no full-screen view");
     assert!(drawn.contains("step 1/1 c=1"), "the progress line is written instead: {drawn}");
 
