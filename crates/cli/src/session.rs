@@ -11,8 +11,6 @@ use scalelab_drive::{run_step, run_sweep, Driver, EngineOptions, LiveTick, Sweep
 use scalelab_probe::profile::{Overhead, ProfileConfig, Profiler};
 use scalelab_probe::{Collector, CollectorConfig};
 use scalelab_store::{Store, StoreError};
-use scalelab_wire::SqlUrl;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -38,19 +36,12 @@ impl Observer for Silent {}
 
 /// What the probes of a session watch.
 pub struct Probes {
-    /// The server process (with its descendants) to sample.
-    pub server_pid: Option<u32>,
+    /// The collector's samplers: machine, server process tree, thread
+    /// states, database, specimen counters.
+    pub collect: CollectorConfig,
     /// Why no server process is sampled when one was expected: stored
     /// with the run as a probe note.
     pub why_no_server: Option<String>,
-    /// Machine and process samples, this often.
-    pub interval: Duration,
-    /// Thread-state samples of the server per second (0: none).
-    pub thread_hz: f64,
-    /// The database to poll for its internals (waits, locks, activity).
-    pub db: Option<SqlUrl>,
-    /// The built-in specimen's address, to read its own counters.
-    pub specimen: Option<SocketAddr>,
     /// `--profile`: on-CPU and off-CPU stacks of the server per step window.
     pub profile: bool,
 }
@@ -112,13 +103,37 @@ impl Profiling {
         if !p.profile {
             return Profiling::default();
         }
-        let Some(pid) = p.server_pid else {
+        let Some(pid) = p.collect.server_pid else {
             let why =
                 format!("no server process to profile ({}); fix: pass --server-pid", p.why_no_server.as_deref().unwrap_or("none found"));
             return Profiling { pending: vec![Record::Unavailable(Source::Profile, why)], ..Default::default() };
         };
         let (profiler, pending, notices) = Profiler::start(ProfileConfig::new(pid));
         Profiling { profiler, pending, notices, ..Default::default() }
+    }
+
+    /// A tick of step `index`. perf starts (disabled) at the step's first
+    /// warm-up tick, when the clients are connected and their server threads
+    /// exist (perf attaches to the threads there are), and is enabled when
+    /// the window opens (the first tick past the warm-up).
+    fn tick(&mut self, index: usize, tick: &LiveTick) {
+        let Some(p) = self.profiler.as_mut() else { return };
+        if self.prepared != Some(index) {
+            p.prepare_step(index);
+            self.prepared = Some(index);
+        }
+        if !tick.warming_up && self.open != Some(index) {
+            p.open_window();
+            self.open = Some(index);
+        }
+        p.tick();
+    }
+
+    /// The step ended: its window's capture is closed.
+    fn end_step(&mut self) {
+        if let (Some(p), Some(_)) = (self.profiler.as_mut(), self.open.take()) {
+            p.end_step();
+        }
     }
 }
 
@@ -131,14 +146,14 @@ impl Session {
             store.add_probe_note(run_id, Source::Process.name(), &format!("server process not found: {why}"))?;
         }
         let profile = Profiling::start(&probes);
-        Ok(Session { store: Some(store), run_id: Some(run_id), plan, telemetry: Some(start_probes(probes)), profile })
+        Ok(Session { store: Some(store), run_id: Some(run_id), plan, telemetry: Some(Collector::start(probes.collect)), profile })
     }
 
     /// A session that stores nothing (a `watch` without `--record`): the
     /// probes run and the observer sees their records.
     pub fn unrecorded(plan: RunPlan, probes: Probes) -> Session {
         let profile = Profiling::start(&probes);
-        Session { store: None, run_id: None, plan, telemetry: Some(start_probes(probes)), profile }
+        Session { store: None, run_id: None, plan, telemetry: Some(Collector::start(probes.collect)), profile }
     }
 
     /// The run's id in the store, when it is recorded.
@@ -196,28 +211,12 @@ impl Session {
         let end = run_sweep(driver, &steps, engine, max_failed_steps, &mut |ev| match ev {
             SweepEvent::StepStarted { index, plan } => observer.step_started(index, plan),
             SweepEvent::Tick { index, tick } => {
-                // The window opened (the first tick past the warm-up): profile it.
-                // perf starts (disabled) at the first warm-up tick, when the clients are
-                // connected and their server threads exist (perf attaches to the threads
-                // there are), and is enabled when the window opens.
-                if let Some(p) = self.profile.profiler.as_mut() {
-                    if self.profile.prepared != Some(index) {
-                        p.prepare_step(index);
-                        self.profile.prepared = Some(index);
-                    }
-                    if !tick.warming_up && self.profile.open != Some(index) {
-                        p.open_window();
-                        self.profile.open = Some(index);
-                    }
-                    p.tick();
-                }
+                self.profile.tick(index, tick);
                 self.drain(observer);
                 observer.tick(index, &steps[index], tick);
             }
             SweepEvent::StepFinished { index, result } => {
-                if let (Some(p), Some(_)) = (self.profile.profiler.as_mut(), self.profile.open.take()) {
-                    p.end_step();
-                }
+                self.profile.end_step();
                 self.drain(observer);
                 if failed_step.is_none() {
                     failed_step = result.failure().map(|why| format!("step {} ({} clients): {why}", index + 1, result.concurrency));
@@ -248,9 +247,11 @@ impl Session {
         self.plan.steps.push(plan.clone());
         observer.step_started(index, plan);
         let result = run_step(driver, plan, engine, &mut |tick| {
+            self.profile.tick(index, tick);
             self.drain(observer);
             observer.tick(index, plan, tick);
         });
+        self.profile.end_step();
         self.drain(observer);
         if let (Some(store), Some(id)) = (self.store.as_mut(), self.run_id) {
             store.add_step(id, index, &result)?;
@@ -306,14 +307,4 @@ impl Session {
             _ => Ok(None),
         }
     }
-}
-
-fn start_probes(p: Probes) -> Collector {
-    Collector::start(CollectorConfig {
-        server_pid: p.server_pid,
-        interval: p.interval,
-        thread_hz: p.thread_hz,
-        db: p.db,
-        specimen: p.specimen,
-    })
 }

@@ -8,7 +8,7 @@ use scalelab::telemetry::Record;
 use scalelab_core::{RunKind, RunPlan, StepPlan, StepResult};
 use scalelab_drive::http::{HttpConfig, HttpDriver, RequestSpec, StatusMatch};
 use scalelab_drive::{EngineOptions, LiveTick, SweepEnd};
-use scalelab_probe::Sample;
+use scalelab_probe::{CollectorConfig, Sample};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -83,12 +83,14 @@ fn a_session_in_process_reports_its_steps_and_typed_samples_to_the_observer_and_
     };
     let me = std::process::id();
     let probes = Probes {
-        server_pid: Some(me),
+        collect: CollectorConfig {
+            server_pid: Some(me),
+            interval: Duration::from_millis(200),
+            thread_hz: 20.0,
+            db: None,
+            specimen: Some(addr),
+        },
         why_no_server: None,
-        interval: Duration::from_millis(200),
-        thread_hz: 20.0,
-        db: None,
-        specimen: Some(addr),
         profile: false,
     };
     let env = scalelab_core::Environment::default();

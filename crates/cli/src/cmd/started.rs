@@ -9,6 +9,7 @@ use crate::session::{Probes, Session};
 use crate::specimen_child::SpecimenChild;
 use scalelab_core::{parse_duration, RunKind, RunPlan};
 use scalelab_drive::{cpu, EngineOptions};
+use scalelab_probe::CollectorConfig;
 use scalelab_store::Store;
 use std::path::Path;
 use std::process::ExitCode;
@@ -93,11 +94,13 @@ pub fn begin<D>(store: Store, a: &SweepArgs, mut common: Common, prepared: Prepa
     let stop = super::stop_on_signals()?;
     let probes = Probes {
         why_no_server: server_pid.as_ref().err().cloned(),
-        server_pid: server_pid.ok(),
-        interval: sample_interval,
-        thread_hz: a.thread_sample_hz,
-        db,
-        specimen: specimen.as_ref().map(|s| s.addr),
+        collect: CollectorConfig {
+            server_pid: server_pid.ok(),
+            interval: sample_interval,
+            thread_hz: a.thread_sample_hz,
+            db,
+            specimen: specimen.as_ref().map(|s| s.addr),
+        },
         profile: a.profile,
     };
     let label = scalelab_core::escape_control(&plan.label).into_owned();

@@ -9,6 +9,7 @@ use scalelab_analyze::telemetry::{process_rates, system_rates};
 use scalelab_core::sample::ThreadSecond;
 use scalelab_core::{RunKind, RunPlan};
 use scalelab_probe::db::DbSample;
+use scalelab_probe::CollectorConfig;
 use scalelab_probe::{ProcessSample, RunSamples, Sample, SystemSample};
 use scalelab_report::fmt::columns;
 use scalelab_store::Store;
@@ -54,13 +55,15 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         options: Default::default(),
     };
     let probes = Probes {
-        server_pid: pid,
+        collect: CollectorConfig {
+            server_pid: pid,
+            interval,
+            thread_hz: if pid.is_some() { a.thread_sample_hz } else { 0.0 },
+            db: db_url,
+            specimen: None,
+        },
         // A watch of the machine alone is what was asked: no note.
         why_no_server: None,
-        interval,
-        thread_hz: if pid.is_some() { a.thread_sample_hz } else { 0.0 },
-        db: db_url,
-        specimen: None,
         profile: false,
     };
     let mut session = match store {
