@@ -23,12 +23,7 @@ fn bad_capacity_input_is_one_line_exit_2_and_creates_nothing() {
     ] {
         let mut all = vec!["capacity", "-q"];
         all.extend_from_slice(args);
-        let out = run(&store, &all);
-        let err = stderr(&out);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{args:?}: one line, not {err}");
-        assert!(err.contains(says), "{args:?}: {err}");
-        assert!(!store.exists(), "{args:?}: nothing created");
+        assert_bad_input(&store, &all, says);
     }
 }
 

@@ -37,6 +37,17 @@ pub fn json(store: &Path, args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
+/// `scalelab ARGS` is bad input: exit 2, one line on stderr that contains
+/// `says`, and the store at `store` not created.
+pub fn assert_bad_input(store: &Path, args: &[&str], says: &str) {
+    let out = run(store, args);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: one line, not {err}");
+    assert!(err.contains(says), "{args:?}: {err}");
+    assert!(!store.exists(), "{args:?}: nothing created");
+}
+
 /// Stderr as text.
 pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
