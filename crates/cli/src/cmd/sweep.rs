@@ -224,9 +224,9 @@ pub fn prepare_then<X: Execute>(store_path: &Path, mut a: SweepArgs, x: X) -> an
     }
     check_sampling(&a)?;
     // Before the store or the target: every client needs a descriptor.
-    let probe_fds = super::fd_limit::check(levels.iter().map(|l| l.0).max().unwrap_or(1), threads)?;
     // The connections each step may open (clients, or an open-loop step's pool).
     let concurrency: Vec<u32> = levels.iter().map(|l| l.0).collect();
+    let probe_fds = super::fd_limit::check(concurrency.iter().copied().max().unwrap_or(1), threads)?;
     scalelab_probe::collect::set_root_fd_budget(probe_fds);
     if let Some(Ok(t)) = target.as_ref().filter(|_| sql) {
         if !a.source_address.is_empty() {
