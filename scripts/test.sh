@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 missing=()
 have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ]; }
 have nginx || missing+=(nginx-light)
+have apache2 || missing+=(apache2-bin)                 # preflight counts Apache's workers live
 have openssl || missing+=(openssl)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 have psql || missing+=(postgresql-client)

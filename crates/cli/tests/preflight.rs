@@ -224,3 +224,34 @@ fn nginx_workers_and_backlog_are_read_live() {
     assert!(c["figure"].as_str().unwrap().starts_with(&format!("backlog {send_q} for 50 clients")), "ss says {send_q}: {c}");
     assert!(check(&all, "target.server")["figure"].as_str().unwrap().starts_with("nginx"), "{}", check(&all, "target.server"));
 }
+
+/// Apache serves a connection per process (prefork) or thread (worker):
+/// with 2 processes ready for 50 clients the steps would measure its
+/// spawning, so the check warns; with 60 ready (or 3 × 25 threads) it does not.
+#[test]
+fn apache_with_fewer_servers_than_clients_is_flagged_live() {
+    use scalelab_testkit::apache::{Apache, Mpm};
+    let cases = [(Mpm::Prefork, 2, "warn"), (Mpm::Prefork, 60, "ok"), (Mpm::Worker { threads_per_child: 25 }, 3, "ok")];
+    for (mpm, start, want) in cases {
+        let apache = Apache::start(mpm, start);
+        // Apache starts its children after it listens: wait until they are all up.
+        let want_children = start as usize;
+        for _ in 0..250 {
+            if scalelab_testkit::children_of(apache.pid()).len() >= want_children {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let out = bin().args(["preflight", &apache.url("/"), "-c", "50", "--json"]).output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let all = checks(&out);
+        let c = check(&all, "server.workers");
+        let figure = c["figure"].as_str().unwrap();
+        assert!(figure.starts_with("apache2 with ") && figure.ends_with("for 50 client(s)"), "{mpm:?} {start}: {c}");
+        assert_eq!(c["status"], want, "{mpm:?} StartServers {start}: {c}");
+        if want == "warn" {
+            assert!(c["fix"].as_str().unwrap().contains("StartServers"), "{c}");
+        }
+        assert!(check(&all, "target.server")["figure"].as_str().unwrap().starts_with("Apache"), "{}", check(&all, "target.server"));
+    }
+}

@@ -82,6 +82,9 @@ pub struct Workers {
     pub server: String,
     /// Worker processes (the master's children).
     pub workers: u32,
+    /// Threads of those workers together: Apache serves a connection per
+    /// thread (worker, event MPMs) or per process (prefork).
+    pub threads: u32,
 }
 
 /// Database settings that change what a benchmark measures.

@@ -12,12 +12,18 @@ pub fn checks(f: &PreflightFacts, plan: &PreflightPlan, out: &mut Vec<Check>) {
     out.push(judge(
         "server.workers",
         &f.workers,
-        "an nginx with fewer worker processes than CPUs can keep only that many cores busy; Apache's process count is its concurrency",
-        "nginx: `worker_processes auto;`; Apache: raise StartServers/MaxRequestWorkers (ServerLimit) for the planned clients",
+        "an nginx with fewer worker processes than CPUs can keep only that many cores busy; Apache serves each connection with a process (prefork) or a thread (worker, event) and starts more only as clients arrive (at most 32 processes a second): until it has one per client the steps measure its spawning",
+        "nginx: `worker_processes auto;`; Apache: start them before the run, StartServers and MinSpareServers (prefork) or MinSpareThreads (worker, event) at least the planned clients, with MaxRequestWorkers and ServerLimit above them",
         |w| {
             let cpus = f.logical_cpus.as_ref().copied().unwrap_or(1);
-            let bad = w.server == "nginx" && w.workers < cpus;
-            (bad, format!("{} with {} worker process(es) on {cpus} CPU(s)", w.server, w.workers))
+            if w.server == "nginx" {
+                return (w.workers < cpus, format!("nginx with {} worker process(es) on {cpus} CPU(s)", w.workers));
+            }
+            let clients = plan.max_concurrency;
+            (
+                w.threads < clients,
+                format!("{} with {} worker process(es), {} thread(s) serving, for {clients} client(s)", w.server, w.workers, w.threads),
+            )
         },
     ));
     // A database target, or a database read beside another (`--db-probe`).
