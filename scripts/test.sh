@@ -19,6 +19,7 @@ have mariadb || missing+=(mariadb-client)
 have perf || missing+=(linux-perf)                 # sweep --profile (docs/profiles.md)
 have cc || missing+=(gcc)                          # the profile tests build a small C server
 have ip || missing+=(iproute2)                     # network namespaces (preflight's port-range test)
+have nft || missing+=(nftables)                   # conntrack counted live (preflight test)
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}" >&2

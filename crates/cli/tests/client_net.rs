@@ -53,6 +53,10 @@ fn a_delay_of_20ms_gives_one_client_a_mean_of_40ms_and_leaves_no_namespace() {
     assert!(step.get("connect_latency_ms").is_none(), "keep-alive: no connection opened in the window: {step}");
     common::assert_matches_schema(&doc);
     assert_eq!(doc["schedule"]["options"]["client_net"], "delay=20ms", "{}", doc["schedule"]);
+    // The preflight stored with the run knows the wire is emulated.
+    let checks = doc["environment"]["preflight"].as_array().expect("preflight checks stored with the run");
+    let network = checks.iter().find(|c| c["id"] == "target.network").expect("target.network");
+    assert!(network["figure"].as_str().unwrap().contains("emulated client network (delay=20ms)"), "{network}");
     assert!(!netns_of(pid).exists(), "namespace scalelab-{pid} left behind");
     let devs = std::fs::read_to_string("/proc/net/dev").unwrap();
     assert!(!devs.contains(&format!("slnet-{pid}")), "device slnet-{pid} left behind");
@@ -70,6 +74,8 @@ fn a_delay_of_20ms_gives_one_client_a_mean_of_40ms_and_leaves_no_namespace() {
     let plain: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(mean_ms(&plain["steps"][0]) < 20.0, "{}", plain["steps"][0]);
     assert!(plain["schedule"]["options"].get("client_net").is_none());
+    let network = plain["environment"]["preflight"].as_array().unwrap().iter().find(|c| c["id"] == "target.network").unwrap().clone();
+    assert!(network["figure"].as_str().unwrap().starts_with("loopback: no NIC"), "{network}");
 }
 
 #[test]

@@ -52,6 +52,8 @@ pub struct PreflightPlan {
     pub client_cpus: Vec<usize>,
     /// The client threads are pinned, one per CPU of `client_cpus`.
     pub client_pinned: bool,
+    /// The emulated client network the load goes through (`--client-net`), as given.
+    pub client_net: Option<String>,
 }
 
 /// The interface the route to the target leaves by.

@@ -96,7 +96,14 @@ fn machine(base: &Path, good: bool) {
 }
 
 fn plan(target: &str, keepalive: bool) -> PreflightPlan {
-    PreflightPlan { target: Target::parse(target).unwrap(), max_concurrency: 100, keepalive, client_cpus: vec![0, 1], client_pinned: true }
+    PreflightPlan {
+        target: Target::parse(target).unwrap(),
+        max_concurrency: 100,
+        keepalive,
+        client_cpus: vec![0, 1],
+        client_pinned: true,
+        client_net: None,
+    }
 }
 
 fn run(base: &Path, target: &str, keepalive: bool) -> Vec<Check> {

@@ -59,6 +59,7 @@ impl Apache {
                 max = (256 / t.max(1)) * t
             ),
         };
+        // SAFETY: geteuid has no preconditions.
         let user = if unsafe { libc::geteuid() } == 0 { "User nobody\nGroup nogroup\n" } else { "" };
         let conf = format!(
             "ServerRoot {d}\n{mpm_conf}LoadModule authz_core_module {m}/mod_authz_core.so\nServerName localhost\nListen 127.0.0.1:{port}\nPidFile {d}/httpd.pid\nErrorLog {d}/logs/error.log\nMutex file:{d}\n{user}DocumentRoot {d}/www\n<Directory {d}/www>\n  Require all granted\n</Directory>\nKeepAliveTimeout 65\nMaxKeepAliveRequests 0\n",

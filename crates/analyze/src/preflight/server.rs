@@ -31,15 +31,12 @@ pub fn checks(f: &PreflightFacts, plan: &PreflightPlan, out: &mut Vec<Check>) {
         database(f, out);
     }
     let lo = plan.target.is_loopback();
-    out.push(ok(
-        "target.network",
-        if lo {
-            "loopback: no NIC, no wire; client and server share this machine".into()
-        } else {
-            format!("over the network{}", f.route.as_ref().map(|r| format!(" via {}", r.interface)).unwrap_or_default())
-        },
-        "loopback results have no network cost and are not comparable with clients over a network",
-    ));
+    let network = match (&plan.client_net, lo) {
+        (Some(spec), _) => format!("loopback through an emulated client network ({spec}): the wire is emulated, not a NIC"),
+        (None, true) => "loopback: no NIC, no wire; client and server share this machine".into(),
+        (None, false) => format!("over the network{}", f.route.as_ref().map(|r| format!(" via {}", r.interface)).unwrap_or_default()),
+    };
+    out.push(ok("target.network", network, "loopback results have no network cost and are not comparable with clients over a network"));
     let https = plan.target.kind() == TargetKind::Https;
     let tls_why = "with TLS each request pays encryption, and each new connection a handshake that can cost more than the request";
     let tls_text = if https { "TLS (https)" } else { "no TLS" };

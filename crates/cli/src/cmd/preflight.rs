@@ -25,6 +25,8 @@ pub struct Ask<'a> {
     pub keepalive: bool,
     pub threads: u32,
     pub no_pin: bool,
+    /// `--client-net`'s spec, normalized.
+    pub client_net: Option<String>,
 }
 
 /// Reads and judges every check.
@@ -39,6 +41,7 @@ pub fn checks(ask: Ask) -> anyhow::Result<Vec<Check>> {
         keepalive: ask.keepalive,
         client_cpus,
         client_pinned,
+        client_net: ask.client_net,
     };
     let input = PreflightInput {
         target: ask.target,
@@ -117,6 +120,10 @@ pub fn run(a: &PreflightArgs) -> anyhow::Result<ExitCode> {
     } else {
         scalelab_probe::server_pid(Some(&target), None, a.server_pid)
     };
+    let client_net = match &a.client_net {
+        Some(text) => Some(scalelab_netem::NetSpec::parse(text).map_err(|e| bad(format!("--client-net: {e}")))?.to_string()),
+        None => None,
+    };
     let checks = checks(Ask {
         target: &target,
         port: target.port(),
@@ -127,6 +134,7 @@ pub fn run(a: &PreflightArgs) -> anyhow::Result<ExitCode> {
         keepalive: !a.no_keepalive,
         threads,
         no_pin: a.no_pin,
+        client_net,
     })?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&scalelab_report::preflight::json(&checks))?);
