@@ -30,6 +30,8 @@ const TELEMETRY_COLUMNS: &[TelemetryColumn] = &[
     ("cs_per_s", |t| t.cs_per_s),
     ("server_cpu_pct_of_one_core", |t| t.server_cpu_pct),
     ("server_cs_per_s", |t| t.server_cs_per_s),
+    ("server_threads", |t| t.server_threads.map(|v| v as f64)),
+    ("server_rss_mb", |t| t.server_rss_mb),
     ("server_cs_per_request", |t| t.cs_per_request),
     ("threads_running_pct", |t| t.thread_states_pct.map(|s| s.running)),
     ("threads_runnable_pct", |t| t.thread_states_pct.map(|s| s.runnable)),
