@@ -259,6 +259,43 @@ fn slow_clients_take_a_thread_each_on_apache_and_not_on_nginx() {
     assert!(n[1] <= n[0] + 1 && n[1] <= 4, "nginx threads at 10 and 100 slow clients: {n:?}");
 }
 
+/// A database target goes through the same link. The clients connect from
+/// the namespace's address, so the run says so: a pg_hba.conf that trusts
+/// only 127.0.0.1 refuses them. Allowed, PostgreSQL point-selects from one
+/// client behind 20 ms each way take at least 40 ms (one round trip per
+/// query; the connection was opened before the window).
+#[test]
+fn a_postgres_target_goes_through_the_client_network() {
+    let _one = exclusive();
+    let pg = scalelab_testkit::postgres::Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let url = pg.url();
+    let out = run(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "1000", "-q"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let args = ["sweep", &url, "--workload", "point-select", "-c", "1", "--warmup", "0.5s", "--duration", "1.5s", "--json", "-q"];
+    let net = [&args[..], &["--client-net", "delay=20ms"]].concat();
+    let refused = run(&store, &net);
+    assert!(!refused.status.success(), "pg_hba.conf trusts 127.0.0.1 only: {}", stderr(&refused));
+    let err = stderr(&refused);
+    assert!(err.contains("note: the clients connect from 10.253.") && err.contains("must allow 10.253.0.0/16"), "{err}");
+    let hba = pg.dir().join("data/pg_hba.conf");
+    let rules = std::fs::read_to_string(&hba).unwrap();
+    std::fs::write(&hba, format!("{rules}host all all 10.253.0.0/16 trust\n")).unwrap();
+    assert_eq!(pg.psql("bench", "SELECT pg_reload_conf()"), "t");
+
+    let out = run(&store, &net);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let step = &doc["steps"][0];
+    assert_eq!(step["errors_total"], 0, "{step}");
+    assert!(mean_ms(step) >= 40.0 && mean_ms(step) < 200.0, "point-select behind delay=20ms: {step}");
+    assert_eq!(doc["schedule"]["options"]["client_net"], "delay=20ms");
+    let out = run(&store, &args);
+    let plain: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(mean_ms(&plain["steps"][0]) < 20.0, "without the link: {}", plain["steps"][0]);
+}
+
 /// A 64 kbit/s link carries 8,000 bytes a second each way; every response
 /// is at least 140 bytes on the wire (its status line, headers and body,
 /// plus 40 bytes of IP and TCP headers), so at most 57 responses a second
