@@ -8,7 +8,7 @@ use scalelab_analyze::preflight::{judge, warnings};
 use scalelab_core::preflight::{Check, PreflightPlan, Reading};
 use scalelab_core::{parse_concurrency_list, Target, TargetKind};
 use scalelab_drive::cpu;
-use scalelab_drive::http::{HttpConfig, HttpDriver, RequestSpec, StatusMatch};
+use scalelab_drive::http::{HttpConfig, HttpDriver};
 use scalelab_probe::preflight::{read, PreflightInput};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -77,17 +77,8 @@ fn server_version(target: &Target) -> Reading<String> {
     let timeout = Duration::from_secs(3);
     match target.kind() {
         TargetKind::Http | TargetKind::Https => {
-            let config = HttpConfig {
-                requests: vec![RequestSpec { method: "GET".into(), url: target.as_given().into(), weight: 1 }],
-                headers: Vec::new(),
-                body: None,
-                keepalive: true,
-                timeout,
-                connect_timeout: timeout,
-                expect: StatusMatch::parse("2xx").map_err(|e| e.to_string())?,
-                insecure: true,
-                source_addrs: Vec::new(),
-            };
+            // Any certificate: this only asks the server what it is.
+            let config = HttpConfig { insecure: true, ..HttpConfig::get(target.as_given(), timeout) };
             let driver = HttpDriver::new(&config).map_err(|e| e.to_string())?;
             let p = driver.preflight().map_err(|f| format!("cannot reach {}: {}", target.redacted(), f.message))?;
             p.server.ok_or_else(|| format!("{} sent no Server header", target.redacted()))
