@@ -174,6 +174,58 @@ fn a_stall_shows_in_the_open_loop_p99_and_hides_in_the_closed_loop() {
 }
 
 #[test]
+fn per_second_service_time_shows_the_gap_coordinated_omission_leaves() {
+    let _cpu = cpu_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    // 10 connections, like the closed loop's 10 clients above: during a
+    // 200 ms stall they are all out, the ~400 requests due meanwhile are
+    // dropped (their lateness counts in the latency), and only those 10
+    // see the stall in their service time.
+    let args = [
+        "sweep",
+        "--specimen",
+        "stall",
+        "--rate",
+        "2000",
+        "--max-in-flight",
+        "10",
+        "-d",
+        "3s",
+        "--warmup",
+        "0.3s",
+        "--pause",
+        "0.2s",
+        "--sample-interval",
+        "200ms",
+        "--json",
+        "-q",
+    ];
+    json(&store, &args);
+    // Read back from the store: the per-second service histograms were kept.
+    let shown = json(&store, &["show", "last", "--json"]);
+    assert_matches_schema(&shown);
+    let seconds = steps(&shown)[0]["seconds"].as_array().unwrap().clone();
+    assert_eq!(seconds.len(), 3, "{seconds:?}");
+    for s in &seconds {
+        assert!(s["service_p50_ms"].as_f64().is_some() && s["service_p99_ms"].as_f64().is_some(), "{s}");
+    }
+    let stall = seconds.iter().max_by(|a, b| a["p99_ms"].as_f64().partial_cmp(&b["p99_ms"].as_f64()).unwrap()).unwrap();
+    let (latency, service) = (stall["p99_ms"].as_f64().unwrap(), stall["service_p99_ms"].as_f64().unwrap());
+    // ~400 late requests of ~2,000 in the stall second; 10 slow services of ~1,600.
+    assert!(latency >= 100.0, "the stall second's latency p99 {latency} ms: {stall}");
+    assert!(latency >= 4.0 * service, "latency p99 {latency} ms vs service p99 {service} ms: {stall}");
+    // The CSV of the seconds carries them too.
+    let out = run(&store, &["export", "last", "--series"]);
+    let csv = String::from_utf8_lossy(&out.stdout);
+    assert!(csv.lines().next().unwrap_or("").ends_with(",service_p50_ms,service_p99_ms"), "{csv}");
+
+    // A closed loop's seconds keep their shape: no service keys.
+    let closed = json(&store, &["sweep", "--specimen", "stall", "-c", "2", "-d", "1s", "--warmup", "0.2s", "--json", "-q"]);
+    assert!(steps(&closed)[0]["seconds"][0].get("service_p99_ms").is_none());
+}
+
+#[test]
 fn a_sql_target_takes_an_offered_rate_too() {
     let pg = scalelab_testkit::postgres::Postgres::start();
     let dir = tempfile::tempdir().unwrap();
