@@ -244,3 +244,50 @@ fn a_sql_target_takes_an_offered_rate_too() {
     assert!(s["service_ms"]["p50"].as_f64().unwrap() <= s["latency_ms"]["p50"].as_f64().unwrap() + 0.01, "{s}");
     assert_eq!(s["concurrency"].as_u64(), Some(50), "the pool: max_in_flight connections");
 }
+
+/// `report RUN -o HTML --svg DIR` of the run in `store`: the page and the chart files by name.
+pub fn report(store: &std::path::Path, run_id: &str) -> (String, std::collections::BTreeMap<String, String>) {
+    let dir = store.parent().unwrap().join(format!("report-{run_id}"));
+    let html = dir.join("r.html");
+    let svg = dir.join("svg");
+    let out = common::run(store, &["report", run_id, "-o", html.to_str().unwrap(), "--svg", svg.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let files = std::fs::read_dir(&svg)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| (p.file_stem().unwrap().to_string_lossy().into_owned(), std::fs::read_to_string(&p).unwrap()))
+        .collect();
+    (std::fs::read_to_string(&html).unwrap(), files)
+}
+
+#[test]
+fn a_rate_sweep_report_draws_the_hockey_stick_and_achieved_vs_offered_and_a_closed_loop_does_not() {
+    let _cpu = cpu_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let base = ["--specimen", "global-lock", "--work-us", "500", "--warmup", "0.2s", "--pause", "0.1s", "-d", "1s", "--json", "-q"];
+    let open = json(&store, &[&["sweep", "--rate", "400,800,3000", "--label", "rates <&>"][..], &base[..]].concat());
+    let closed = json(&store, &[&["sweep", "-c", "1,2"][..], &base[..]].concat());
+    let (page, svgs) = report(&store, &open["id"].to_string());
+    let id = open["id"].as_i64().unwrap();
+    let hockey = svgs.get(&format!("run-{id}-latency-vs-rate")).unwrap_or_else(|| panic!("{:?}", svgs.keys()));
+    for name in ["p50", "p99", "p99.9", "service p99 (from the actual send)"] {
+        assert!(hockey.contains(&format!(r#"<g class="series" data-name="{name}">"#)), "{name}: {hockey}");
+    }
+    assert!(hockey.contains("latency (ms, log scale)") && hockey.contains("offered rate (req/s)"), "{hockey}");
+    // The label is escaped in the title, never raw markup.
+    assert!(hockey.contains("Latency vs offered rate — rates &lt;&amp;&gt;") && !hockey.contains("rates <&>"), "{hockey}");
+    // One dot per offered rate on each percentile line, at x 400, 800, 3000.
+    for rate in ["400", "800", "3000"] {
+        assert!(hockey.contains(&format!(" at {rate}\"")), "{rate}: {hockey}");
+    }
+    let achieved = &svgs[&format!("run-{id}-achieved-vs-offered")];
+    assert!(achieved.contains(r#"data-name="achieved""#) && achieved.contains(r#"data-name="offered (every request answered)""#));
+    assert!(page.contains("Latency vs offered rate") && page.contains("Achieved vs offered rate"));
+    assert!(!svgs.keys().any(|k| k.contains("capacity")), "a rate sweep is not a capacity search: {:?}", svgs.keys());
+
+    let (page, svgs) = report(&store, &closed["id"].to_string());
+    assert!(svgs.keys().any(|k| k.ends_with("-latency")), "{:?}", svgs.keys());
+    assert!(!svgs.keys().any(|k| k.contains("vs-rate") || k.contains("vs-offered") || k.contains("capacity")), "{:?}", svgs.keys());
+    assert!(!page.contains("offered rate"), "a closed-loop report has no open-loop chart");
+}
