@@ -291,3 +291,32 @@ fn a_rate_sweep_report_draws_the_hockey_stick_and_achieved_vs_offered_and_a_clos
     assert!(!svgs.keys().any(|k| k.contains("vs-rate") || k.contains("vs-offered") || k.contains("capacity")), "{:?}", svgs.keys());
     assert!(!page.contains("offered rate"), "a closed-loop report has no open-loop chart");
 }
+
+#[test]
+fn plain_progress_lines_name_open_loop_steps_by_their_offered_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let args = [
+        "sweep",
+        "--specimen",
+        "scales",
+        "--rate",
+        "2000,3000",
+        "--max-in-flight",
+        "40",
+        "--warmup",
+        "0.2s",
+        "-d",
+        "1.2s",
+        "--pause",
+        "0s",
+        "--no-tui",
+    ];
+    let out = run(&store, &args);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("step 1/2: 2,000/s\n") && err.contains("step 2/2: 3,000/s\n"), "{err}");
+    assert!(err.contains("step 1/2 2,000/s done: ") && err.contains("step 2/2 3,000/s done: "), "{err}");
+    assert!(err.contains("step 2/2 3,000/s window "), "the tick lines too: {err}");
+    assert!(!err.contains("40 clients") && !err.contains("c=40"), "not by its connections: {err}");
+}
