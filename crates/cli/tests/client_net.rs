@@ -134,7 +134,14 @@ fn without_keep_alive_the_connect_time_shows_apart_from_the_request_latency() {
     common::assert_matches_schema(&doc);
     let c = &step["connect_latency_ms"];
     // A handshake is one round trip (SYN out, SYN-ACK back); the request adds another.
-    assert!(c["count"].as_u64().unwrap() >= 5, "{step}");
+    // About 35 connections in 1.5 s; a client starved of CPU (its own run-queue
+    // wait says so) opens fewer, but each still shows the two traversals.
+    let starved = step["client_runq_wait_pct"].as_f64().is_some_and(|w| w > 50.0);
+    let want = if starved { 1 } else { 5 };
+    if starved {
+        eprintln!("note: the client waited for a CPU {}% of the window: judging the connect count at >= 1", step["client_runq_wait_pct"]);
+    }
+    assert!(c["count"].as_u64().unwrap() >= want, "{step}");
     assert!(c["mean"].as_f64().unwrap() >= 40.0, "{step}");
     assert!(mean_ms(step) >= c["mean"].as_f64().unwrap() + 40.0, "{step}");
     let show = String::from_utf8_lossy(&run(&store, &["show", "last"]).stdout).into_owned();
