@@ -63,7 +63,12 @@ impl PreciseTimer {
                 }
             });
             match read {
-                Ok(Ok(())) => return,
+                Ok(Ok(())) => {
+                    // Read: the next wait starts from "not ready" (else its
+                    // first read would find nothing and cost a syscall).
+                    ready.clear_ready();
+                    return;
+                }
                 // Readiness left over from an earlier expiration: wait again.
                 Err(_would_block) => continue,
                 Ok(Err(_)) => return tokio::time::sleep_until(at.into()).await,
