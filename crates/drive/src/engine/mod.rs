@@ -31,6 +31,7 @@ mod controller;
 mod merge;
 mod open_loop;
 mod placement;
+mod precise;
 mod schedule;
 mod state;
 #[cfg(test)]

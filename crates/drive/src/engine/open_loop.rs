@@ -36,6 +36,7 @@ pub(super) async fn dispatcher(
     notify: Rc<Notify>,
     freed: Rc<Notify>,
 ) {
+    let timer = super::precise::PreciseTimer::new();
     let start = Instant::now();
     let mut next = start + arrivals.next().unwrap_or_default();
     // Intended times [from, before) the client overslept: its own lateness,
@@ -71,7 +72,7 @@ pub(super) async fn dispatcher(
             next = start + arrivals.next().unwrap_or_default();
         }
         let due = next.min(end).max(Instant::now());
-        tokio::time::sleep_until(next.min(end).into()).await;
+        timer.sleep_until(next.min(end)).await;
         let woke = Instant::now();
         if woke > due + LATE_SEND_AFTER {
             owed = (due, woke - LATE_SEND_AFTER);

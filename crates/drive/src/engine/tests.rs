@@ -298,6 +298,16 @@ fn an_open_loop_below_capacity_achieves_its_rate_and_drops_nothing() {
 }
 
 #[test]
+fn an_open_loop_sends_at_the_intended_time_not_at_the_next_millisecond_tick() {
+    // 500 req/s, 2 ms apart, on calls that take no time: the latency from
+    // the intended send is the client's own lateness. On tokio's 1 ms timer
+    // wheel a request due between two ticks waits for the next one (~1 ms).
+    let (r, _) = paced_step(0, false, Some((500.0, 20)), 1);
+    let (latency, service) = (r.latency.quantile_ms(0.5).unwrap(), r.service.as_ref().unwrap().quantile_ms(0.5).unwrap());
+    assert!(latency - service < 0.5, "p50 {latency} ms from the intended send, {service} ms from the actual one");
+}
+
+#[test]
 fn an_open_loop_past_capacity_drops_what_it_cannot_send_and_stays_bounded() {
     // 1,000 req/s on 8 connections of 40 ms calls: capacity 200/s.
     let (r, most) = paced_step(40, false, Some((1000.0, 8)), 1);
