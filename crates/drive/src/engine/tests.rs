@@ -333,19 +333,22 @@ fn an_open_loop_shows_a_stall_that_a_closed_loop_hides() {
     assert!(closed.offered_rate_per_s.is_none() && closed.service.is_none() && closed.dropped.is_none());
 }
 
-/// Clients of 1 ms calls; client 0 blocks its whole thread for 150 ms in
-/// its 100th call, as a descheduled client would stall.
-struct StallingClientDriver;
+/// Clients of 1 ms calls; the 100th call of all blocks the (one) client
+/// thread for 150 ms, as a descheduled client would stall. Counted over all
+/// clients: which connection a scheduled request lands on is the pool's choice.
+#[derive(Default)]
+struct StallingClientDriver {
+    calls: Arc<std::sync::atomic::AtomicU32>,
+}
 
 struct StallingClient {
-    id: u32,
-    calls: u32,
+    calls: Arc<std::sync::atomic::AtomicU32>,
 }
 
 impl Driver for StallingClientDriver {
     type Client = StallingClient;
-    fn client(&self, ctx: ClientCtx) -> StallingClient {
-        StallingClient { id: ctx.id, calls: 0 }
+    fn client(&self, _ctx: ClientCtx) -> StallingClient {
+        StallingClient { calls: self.calls.clone() }
     }
 }
 
@@ -354,8 +357,7 @@ impl Client for StallingClient {
         Ok(())
     }
     async fn call(&mut self) -> Result<u32, Failure> {
-        self.calls += 1;
-        if self.id == 0 && self.calls == 100 {
+        if self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1 == 100 {
             std::thread::sleep(Duration::from_millis(150));
         }
         tokio::time::sleep(Duration::from_millis(1)).await;
@@ -371,7 +373,7 @@ fn a_client_that_falls_behind_sends_late_rather_than_drops() {
     let open_loop = Some(scalelab_core::OpenLoopPlan { rate_per_s: 1000.0, arrival: scalelab_core::Arrival::Constant, max_in_flight: 8 });
     let plan = StepPlan { concurrency: 8, warmup_s: 0.0, window_s: 1.0, pause_s: 0.0, think_time_s: 0.0, open_loop };
     let opts = EngineOptions { threads: 1, pin_cpus: Vec::new(), slice_us: None, stop: Arc::new(AtomicBool::new(false)), netns: None };
-    let r = run_step(&Arc::new(StallingClientDriver), &plan, &opts, &mut |_| {});
+    let r = run_step(&Arc::new(StallingClientDriver::default()), &plan, &opts, &mut |_| {});
     // ~150 arrivals came due while the client's thread was blocked: the
     // client's lateness, sent late (and counted), not dropped for the server
     // (those due while the 8 connections work off that burst may be).
