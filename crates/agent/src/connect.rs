@@ -76,7 +76,10 @@ pub struct Opened {
     pub stderr: Arc<Mutex<String>>,
 }
 
-async fn open(addr: &AgentAddr, reach: &Reach) -> Result<(Reader, Writer, Option<Vec<u8>>, Option<tokio::process::Child>, Arc<Mutex<String>>), String> {
+async fn open(
+    addr: &AgentAddr,
+    reach: &Reach,
+) -> Result<(Reader, Writer, Option<Vec<u8>>, Option<tokio::process::Child>, Arc<Mutex<String>>), String> {
     let stderr: Arc<Mutex<String>> = Arc::default();
     match addr {
         AgentAddr::Tcp { addr } => {
@@ -146,7 +149,9 @@ pub async fn open_agent(addr: &AgentAddr, reach: &Reach) -> Result<Opened, Strin
         }
     };
     let c_nonce = auth::nonce();
-    write_frame(&mut w, &ToAgent::Hello { protocol: reach.protocol, nonce: c_nonce.clone() }).await.map_err(|e| with_stderr(e.to_string()))?;
+    write_frame(&mut w, &ToAgent::Hello { protocol: reach.protocol, nonce: c_nonce.clone() })
+        .await
+        .map_err(|e| with_stderr(e.to_string()))?;
     let (a_nonce, host) = match recv(&mut r, "the agent's hello").await {
         Ok(FromAgent::Hello { protocol, nonce, host, .. }) if protocol == reach.protocol => (nonce, host),
         Ok(FromAgent::Hello { protocol, .. }) => return Err(mismatch(protocol, reach.protocol)),

@@ -12,7 +12,7 @@ use scalelab_core::{LiveTick, StepPlan, StepResult};
 use scalelab_probe::Record;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc as tmpsc;
 
@@ -64,11 +64,14 @@ pub struct Coordinator {
     server: Option<Link>,
     events: mpsc::Receiver<(usize, Event)>,
     loss: Loss,
-    /// Per step: which agent did what (JSON, for the run's options).
-    pub shares: Vec<serde_json::Value>,
+    /// Per step: which agent did what (JSON, for the run's options);
+    /// shared so whoever stores the run can read it while a sweep runs.
+    pub shares: Arc<Mutex<Vec<serde_json::Value>>>,
     /// The agents lost so far, with the step (0-based) and why.
     pub lost: Vec<(String, usize, String)>,
-    records: Vec<Record>,
+    /// The server agent's records, as they arrive (drained by the session).
+    records: Arc<Mutex<Vec<Record>>>,
+    steps_run: usize,
 }
 
 /// Index of the server agent in events.
@@ -102,6 +105,7 @@ impl Coordinator {
         }
         let handles: Vec<_> = addrs.into_iter().map(|(_, a, role)| rt.spawn(setup(a, reach.clone(), role))).collect();
         let (ev_tx, events) = mpsc::channel();
+        let records: Arc<Mutex<Vec<Record>>> = Arc::default();
         let mut links = Vec::new();
         for ((name, _), h) in all.iter().zip(handles) {
             let (o, server, cores) = rt
@@ -109,10 +113,10 @@ impl Coordinator {
                 .map_err(|e| format!("agent {name}: {e}"))?
                 .map_err(|e| format!("agent {}: {}", scalelab_core::escape_control(name), scalelab_core::escape_control(&e)))?;
             let idx = if links.len() < load.len() { links.len() } else { SERVER };
-            links.push(Self::run_link(&rt, idx, name.clone(), o, server, cores, ev_tx.clone()));
+            links.push(Self::run_link(&rt, idx, name.clone(), o, (server, cores), ev_tx.clone(), records.clone()));
         }
         let server = (links.len() > load.len()).then(|| links.pop()).flatten();
-        Ok(Coordinator { rt, load: links, server, events, loss, shares: Vec::new(), lost: Vec::new(), records: Vec::new() })
+        Ok(Coordinator { rt, load: links, server, events, loss, shares: Arc::default(), lost: Vec::new(), records, steps_run: 0 })
     }
 
     fn run_link(
@@ -120,9 +124,9 @@ impl Coordinator {
         idx: usize,
         name: String,
         o: Opened,
-        server: Option<String>,
-        cores: u32,
+        (server, cores): (Option<String>, u32),
         ev: mpsc::Sender<(usize, Event)>,
+        records: Arc<Mutex<Vec<Record>>>,
     ) -> Link {
         let Opened { mut r, mut w, host, offset_us, rtt_us, child, stderr } = o;
         let bytes = Arc::new(AtomicU64::new(0));
@@ -140,6 +144,12 @@ impl Coordinator {
         rt.spawn(async move {
             let why = loop {
                 match read_frame::<_, FromAgent>(&mut r).await {
+                    Ok(Some((FromAgent::Records { records: r }, n))) => {
+                        counted.fetch_add(n as u64, Ordering::Relaxed);
+                        // Onto the coordinator's clock.
+                        let r = r.iter().filter_map(|v| from_wire(v, offset_us / 1000));
+                        records.lock().expect("not poisoned").extend(r);
+                    }
                     Ok(Some((f, n))) => {
                         counted.fetch_add(n as u64, Ordering::Relaxed);
                         if ev.send((idx, Event::Frame(f))).is_err() {
@@ -169,27 +179,26 @@ impl Coordinator {
         self.server.as_ref()
     }
 
-    /// The server agent's records received so far.
-    pub fn take_records(&mut self) -> Vec<Record> {
-        while let Ok((i, e)) = self.events.try_recv() {
-            self.handle_other(i, e);
-        }
-        std::mem::take(&mut self.records)
+    /// Where the server agent's records arrive, for the session to drain.
+    pub fn records(&self) -> Arc<Mutex<Vec<Record>>> {
+        self.records.clone()
     }
 
     /// An event outside a step's bookkeeping: records, or the server agent lost.
     fn handle_other(&mut self, i: usize, e: Event) {
         match (i, e) {
-            (_, Event::Frame(FromAgent::Records { records })) => self.records.extend(records.iter().filter_map(from_wire)),
             (SERVER, Event::Lost(why)) => {
                 if let Some(s) = self.server.as_mut().filter(|s| s.alive) {
                     s.alive = false;
-                    self.records.push(Record::Unavailable(scalelab_core::Source::Process, format!("server agent {} lost: {why}", s.name)));
+                    self.records
+                        .lock()
+                        .expect("not poisoned")
+                        .push(Record::Unavailable(scalelab_core::Source::Process, format!("server agent {} lost: {why}", s.name)));
                 }
             }
             (i, Event::Lost(why)) if i < self.load.len() && self.load[i].alive => {
                 self.load[i].alive = false;
-                self.lost.push((self.load[i].name.clone(), self.shares.len(), why));
+                self.lost.push((self.load[i].name.clone(), self.steps_run, why));
             }
             _ => {}
         }
@@ -236,7 +245,9 @@ impl Coordinator {
                 }
             };
             match self.events.recv_timeout(Duration::from_millis(50)) {
-                Ok((i, Event::Frame(FromAgent::Tick { index: j, elapsed_s, warming_up, throughput_per_s, errors, p99_ms }))) if j == index => {
+                Ok((i, Event::Frame(FromAgent::Tick { index: j, elapsed_s, warming_up, throughput_per_s, errors, p99_ms })))
+                    if j == index =>
+                {
                     ticks.insert(i, LiveTick { elapsed_s, warming_up, throughput_per_s, errors, p50_ms: None, p99_ms });
                 }
                 Ok((i, Event::Frame(FromAgent::StepDone { index: j, result }))) if j == index && pending.contains_key(&i) => {
@@ -279,7 +290,8 @@ impl Coordinator {
         shares.extend(lost_now.iter().map(|&(i, c)| (i, AgentShare::lost(&self.load[i].name, c))));
         shares.sort_by_key(|(i, _)| *i);
         let shares: Vec<AgentShare> = shares.into_iter().map(|(_, s)| s).collect();
-        self.shares.push(serde_json::json!({ "step": index, "agents": shares }));
+        self.shares.lock().expect("not poisoned").push(serde_json::json!({ "step": index, "agents": shares }));
+        self.steps_run = index + 1;
         let none_left = !self.load.iter().any(|l| l.alive);
         if !lost_now.is_empty() && (self.loss == Loss::Abort || none_left) {
             stop.store(true, Ordering::Relaxed);
@@ -310,6 +322,7 @@ impl Coordinator {
         let Coordinator { rt, load, server, records, .. } = self;
         drop((load, server));
         rt.shutdown_timeout(Duration::from_millis(200));
-        records
+        let last = std::mem::take(&mut *records.lock().expect("not poisoned"));
+        last
     }
 }

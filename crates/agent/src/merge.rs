@@ -92,7 +92,8 @@ pub fn merge(concurrency: u32, parts: &[StepResult], lost: bool) -> StepResult {
     let mut busiest: Option<&StepResult> = None;
     for p in parts {
         m.window_s = m.window_s.max(p.window_s);
-        m.window_start_unix_ms = if m.window_start_unix_ms == 0 { p.window_start_unix_ms } else { m.window_start_unix_ms.min(p.window_start_unix_ms) };
+        m.window_start_unix_ms =
+            if m.window_start_unix_ms == 0 { p.window_start_unix_ms } else { m.window_start_unix_ms.min(p.window_start_unix_ms) };
         m.window_end_unix_ms = m.window_end_unix_ms.max(p.window_end_unix_ms);
         m.requests += p.requests;
         m.queries += p.queries;

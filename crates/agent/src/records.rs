@@ -22,13 +22,30 @@ pub fn to_wire(r: &Record) -> Option<Value> {
     }
 }
 
-/// A frame's element as the record it was; None for what this build does not know.
-pub fn from_wire(v: &Value) -> Option<Record> {
+/// A frame's element as the record it was, its time moved by `offset_ms`
+/// (agent clock minus coordinator clock); None for what this build does not know.
+pub fn from_wire(v: &Value, offset_ms: i64) -> Option<Record> {
     if let Some(src) = v.get("unavailable").and_then(Value::as_str) {
         return Some(Record::Unavailable(Source::from_name(src)?, v.get("why")?.as_str()?.to_string()));
     }
     let kind = SampleKind::from_name(v.get("kind")?.as_str()?)?;
-    Sample::from_json(kind, v.get("json")?.as_str()?).ok().map(Record::Sample)
+    let mut reading: Value = serde_json::from_str(v.get("json")?.as_str()?).ok()?;
+    if offset_ms != 0 {
+        // Every sample kind keeps its time as `unix_ms`, at the top or in `at`.
+        if let Some(slot) = reading.get_mut("unix_ms") {
+            shift(slot, offset_ms);
+        }
+        if let Some(slot) = reading.get_mut("at").and_then(|a| a.get_mut("unix_ms")) {
+            shift(slot, offset_ms);
+        }
+    }
+    Sample::from_json(kind, &reading.to_string()).ok().map(Record::Sample)
+}
+
+fn shift(slot: &mut Value, offset_ms: i64) {
+    if let Some(t) = slot.as_i64() {
+        *slot = Value::from(t - offset_ms);
+    }
 }
 
 /// The probes running on the agent, and the thread that sends their records.
@@ -47,7 +64,8 @@ impl Probing {
         thread_hz: f64,
         tx: UnboundedSender<FromAgent>,
     ) -> Result<(Probing, u32), String> {
-        let target = port.map(|p| scalelab_core::Target::parse(&format!("http://127.0.0.1:{p}/"))).transpose().map_err(|e| e.to_string())?;
+        let target =
+            port.map(|p| scalelab_core::Target::parse(&format!("http://127.0.0.1:{p}/"))).transpose().map_err(|e| e.to_string())?;
         let pid = scalelab_probe::server_pid(target.as_ref(), None, server_pid);
         let mut first = Vec::new();
         if let Err(why) = &pid {

@@ -108,7 +108,7 @@ async fn handshake(r: &mut Reader, w: &mut Writer, proof: Option<&Proof>, protoc
         _ => {
             let m = "the agent refused the coordinator: its token proof did not match (the tokens differ; check --agent-token-file)";
             let _ = write_frame(w, &FromAgent::Refused { message: m.into() }).await;
-            Err("refused: wrong token (the coordinator's proof did not match)".into())
+            Err("wrong token (the coordinator's proof did not match)".into())
         }
     }
 }
@@ -146,7 +146,7 @@ pub async fn serve(mut r: Reader, mut w: Writer, proof: Option<Proof>, protocol:
                 });
                 match done_rx.await.unwrap_or_else(|_| Err("the driver thread panicked".into())) {
                     Ok((d, server)) => {
-                        let threads = threads.unwrap_or_else(|| scalelab_drive::cpu::allowed_cpus());
+                        let threads = threads.unwrap_or_else(scalelab_drive::cpu::allowed_cpus);
                         let pin_cpus = scalelab_drive::engine::pin_plan(threads, no_pin);
                         let opts = EngineOptions { threads, pin_cpus, slice_us: None, stop: Arc::default(), netns: None };
                         load = Some((Arc::new(d), opts));
