@@ -191,10 +191,14 @@ pub async fn serve(mut r: Reader, mut w: Writer, proof: Option<Proof>, protocol:
                     }
                     let deadline = Instant::now() + plan.warmup() + plan.window() + GRACE;
                     let opts = EngineOptions { stop: stop.clone(), ..opts };
+                    let mut cut = false;
                     let result = run_step(&d, &plan, &opts, &mut |t| {
                         // Never load past the step's end plus the grace, nor without a coordinator.
-                        if gone.load(Ordering::Relaxed) || Instant::now() > deadline {
+                        if !cut && (gone.load(Ordering::Relaxed) || Instant::now() > deadline) {
+                            cut = true;
                             stop.store(true, Ordering::Relaxed);
+                            let why = if gone.load(Ordering::Relaxed) { "the coordinator is gone" } else { "past its end and the grace" };
+                            eprintln!("agent: step {} cut: {why}", index + 1);
                         }
                         let _ = tx.send(FromAgent::Tick {
                             index,

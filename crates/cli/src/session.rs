@@ -44,6 +44,10 @@ pub struct Probes {
     pub why_no_server: Option<String>,
     /// `--profile`: on-CPU and off-CPU stacks of the server per step window.
     pub profile: bool,
+    /// Records taken on the server's host by a server agent (drained as
+    /// they arrive). When given, the local collector does not run: its
+    /// machine samples would be this machine's, not the server's.
+    pub remote: Option<Arc<std::sync::Mutex<Vec<Record>>>>,
 }
 
 /// How a sweep of a session ended.
@@ -148,21 +152,16 @@ impl Session {
             store.add_probe_note(run_id, Source::Process.name(), &format!("server process not found: {why}"))?;
         }
         let profile = Profiling::start(&probes);
-        Ok(Session {
-            store: Some(store),
-            run_id: Some(run_id),
-            plan,
-            telemetry: Some(Collector::start(probes.collect)),
-            profile,
-            remote: None,
-        })
+        let telemetry = probes.remote.is_none().then(|| Collector::start(probes.collect));
+        Ok(Session { store: Some(store), run_id: Some(run_id), plan, telemetry, profile, remote: probes.remote })
     }
 
     /// A session that stores nothing (a `watch` without `--record`): the
     /// probes run and the observer sees their records.
     pub fn unrecorded(plan: RunPlan, probes: Probes) -> Session {
         let profile = Profiling::start(&probes);
-        Session { store: None, run_id: None, plan, telemetry: Some(Collector::start(probes.collect)), profile, remote: None }
+        let telemetry = probes.remote.is_none().then(|| Collector::start(probes.collect));
+        Session { store: None, run_id: None, plan, telemetry, profile, remote: probes.remote }
     }
 
     /// The run's id in the store, when it is recorded.
@@ -202,12 +201,6 @@ impl Session {
             records.append(&mut r.lock().expect("not poisoned"));
         }
         self.keep(records, observer);
-    }
-
-    /// Adds a source of records taken elsewhere (a server agent's probes):
-    /// they are stored and observed as the local probes' are.
-    pub fn add_remote_records(&mut self, records: Arc<std::sync::Mutex<Vec<Record>>>) {
-        self.remote = Some(records);
     }
 
     /// Stores records handed over at the end (a server agent's last ones).

@@ -254,3 +254,46 @@ fn agent_flags_are_checked_before_anything_is_created() {
     let args = ["sweep", "http://127.0.0.1:9/", "--agent", "tcp://127.0.0.1:9", "--agent-token-file", short.to_str().unwrap()];
     assert_bad_input(&store, &args, "at least 16 characters");
 }
+
+#[test]
+fn a_server_agent_observes_the_server_on_its_host() {
+    let nginx = Nginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let tok = token(dir.path(), TOKEN);
+    let (load, probe) = (Agent::start(&tok, &[]), Agent::start(&tok, &[]));
+    let store = dir.path().join("s.db");
+    // No --server-pid: the server agent finds the target port's owner on its host.
+    let run = json(
+        &store,
+        &[
+            "sweep",
+            &nginx.url("/index.html"),
+            "-c",
+            "4",
+            "--warmup",
+            "0.3s",
+            "-d",
+            "2s",
+            "-t",
+            "1",
+            "--json",
+            "-q",
+            "--agent",
+            &load.url(),
+            "--server-agent",
+            &probe.url(),
+            "--agent-token-file",
+            tok.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(run["complete"], true, "{}", run["outcome"]);
+    let roles: Vec<&str> = run["schedule"]["options"]["agents"].as_array().unwrap().iter().map(|a| a["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, vec!["load", "server"]);
+    let t = &steps(&run)[0]["telemetry"];
+    assert!(t["server_cpu_pct"].as_f64().unwrap() > 5.0, "the server's CPU, from the server agent: {t}");
+    let workers = scalelab_testkit::nginx::children_of(nginx.pid());
+    let hottest = t["hottest_threads"][0]["tid"].as_i64().unwrap() as i32;
+    assert!(workers.contains(&hottest), "hottest thread {hottest} is an nginx worker ({workers:?}): {t}");
+    assert!(t["thread_states_pct"].is_object(), "thread states sampled on the server's host: {t}");
+    assert!(t["cpu_busy_pct"].as_f64().is_some(), "the host's CPU split: {t}");
+}

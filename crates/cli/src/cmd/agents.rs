@@ -107,6 +107,12 @@ pub fn describe(c: &Coordinator) -> serde_json::Value {
     serde_json::Value::Array(all)
 }
 
+/// Control bytes (both ways) of each agent so far.
+pub fn control_bytes(c: &Coordinator) -> serde_json::Value {
+    let links = c.load_agents().iter().chain(c.server_agent());
+    links.map(|l| serde_json::json!({ "agent": l.name, "bytes": l.bytes.load(std::sync::atomic::Ordering::Relaxed) })).collect()
+}
+
 /// The agents as the sweep's step runner.
 pub struct Remote<'a>(pub &'a mut Coordinator);
 

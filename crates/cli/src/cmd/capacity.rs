@@ -83,7 +83,7 @@ impl Execute for Capacity {
         prepared.options.insert("slo".into(), self.slo_text.clone().into());
         prepared.options.insert("capacity_resolution".into(), self.settings.resolution.into());
         prepared.options.insert("capacity_max_rate_per_s".into(), self.settings.max_per_s.into());
-        let Started { mut session, driver, specimen, engine, run_id, label, workload, stop, client_net } =
+        let Started { mut session, driver, specimen, engine, run_id, label, workload, stop, client_net, .. } =
             begin(store, a, common, prepared, RunKind::Capacity)?;
         if !a.json && !a.quiet {
             sayln!("run {run_id}: capacity of {label} ({workload}), store {}", store_path.display());

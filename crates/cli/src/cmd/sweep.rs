@@ -387,13 +387,10 @@ pub fn execute<D: scalelab_drive::Driver>(
     prepared: Prepared<D>,
 ) -> anyhow::Result<ExitCode> {
     let assertions = common.assertions.clone();
-    let mut common = common;
-    let mut agents = common.agents.take();
-    let Started { mut session, driver, specimen, engine: opts, run_id, label, workload, stop, client_net } =
+    let Started { mut session, driver, specimen, engine: opts, run_id, label, workload, stop, client_net, mut agents } =
         begin(store, a, common, prepared, RunKind::Sweep)?;
     if let Some(c) = &agents {
         session.set_option("agents", super::agents::describe(c))?;
-        session.add_remote_records(c.records());
     }
     let steps = session.plan().steps.clone();
     // Progress (the live view, or a line per step) goes to stderr; stdout
@@ -421,6 +418,10 @@ pub fn execute<D: scalelab_drive::Driver>(
         }
     }
     let lost = agents.as_ref().map(|c| c.lost.clone()).unwrap_or_default();
+    if let Some(c) = agents.as_ref() {
+        // What the control channels cost, per agent (bench/agents_overhead).
+        let _ = session.set_option("agent_control_bytes", super::agents::control_bytes(c));
+    }
     if let Some(c) = agents.take() {
         let last = c.finish();
         session.keep_records(last);
