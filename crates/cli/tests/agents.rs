@@ -129,6 +129,11 @@ fn two_tcp_agents_make_one_run_whose_counts_are_their_sum() {
         let tol = 2.0 * c as f64 + step["throughput_per_s"].as_f64().unwrap() * 0.01 + 2.0;
         assert!((logged - sum as f64).abs() <= tol, "nginx logged {logged} in the window, agents counted {sum} (±{tol})");
     }
+    // `show` has the per-agent breakdown: one row per step and agent.
+    let shown = common::run(&store, &["show", "last"]);
+    let text = String::from_utf8_lossy(&shown.stdout);
+    let rows = text.lines().filter(|l| l.contains(&a.url()) || l.contains(&b.url())).count();
+    assert!(text.contains("\nagents\n") && rows == 4, "{text}");
     // The agents served their sessions and are still listening.
     assert!(!a.log().contains("refused") && !b.log().contains("refused"), "{} {}", a.log(), b.log());
 }

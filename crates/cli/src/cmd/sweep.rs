@@ -462,6 +462,9 @@ pub fn execute<D: scalelab_drive::Driver>(
             if let Some(t) = table::telemetry_table_width(&run, width) {
                 say!("{t}");
             }
+            if let Some(t) = scalelab_report::agents::agents_table(&run.plan.options) {
+                say!("{t}");
+            }
             say!("{}", scalelab_report::fmt::wrap(&super::analysis::diagnosis_text(&run), width));
         }
         if let Some(line) = &profile_cost {
