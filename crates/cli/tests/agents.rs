@@ -109,6 +109,7 @@ fn two_tcp_agents_make_one_run_whose_counts_are_their_sum() {
             tok.to_str().unwrap(),
         ],
     );
+    assert_matches_schema(&run);
     assert_eq!(run["complete"], true, "{}", run["outcome"]);
     let agents = run["schedule"]["options"]["agents"].as_array().unwrap();
     assert_eq!(agents.len(), 2);
@@ -301,4 +302,40 @@ fn a_server_agent_observes_the_server_on_its_host() {
     assert!(workers.contains(&hottest), "hottest thread {hottest} is an nginx worker ({workers:?}): {t}");
     assert!(t["thread_states_pct"].is_object(), "thread states sampled on the server's host: {t}");
     assert!(t["cpu_busy_pct"].as_f64().is_some(), "the host's CPU split: {t}");
+}
+
+#[test]
+fn an_agent_stops_loading_within_a_second_when_its_coordinator_dies() {
+    let nginx = Nginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let tok = token(dir.path(), TOKEN);
+    let agent = Agent::start(&tok, &[]);
+    let store = dir.path().join("s.db");
+    let url = agent.url();
+    let mut coord = bin()
+        .arg("--store")
+        .arg(&store)
+        .args(["sweep", &nginx.url("/"), "-c", "2", "--warmup", "0.2s", "--duration", "20s", "-t", "1", "--no-tui"])
+        .args(["--agent", &url, "--agent-token-file", tok.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(coord.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.starts_with("step 1/1") {
+        line.clear();
+        assert!(err.read_line(&mut line).unwrap() > 0, "the sweep ended early");
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let before = nginx.access_log().len();
+    coord.kill().unwrap();
+    let killed_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as f64;
+    let _ = coord.wait();
+    std::thread::sleep(Duration::from_secs(3));
+    let log = nginx.access_log();
+    assert!(before > 100, "the agent was loading: {before} requests");
+    let last = log.last().unwrap().unix_ms;
+    assert!(last < killed_ms + 1500.0, "the agent kept loading {} ms after its coordinator died", last - killed_ms);
+    assert!(agent.log().contains("agent: step 1 cut: the coordinator is gone"), "{}", agent.log());
 }
