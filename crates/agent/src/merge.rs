@@ -47,6 +47,9 @@ pub struct AgentShare {
     pub client_bound: bool,
     /// The agent was lost during this step: its share is missing.
     pub lost: bool,
+    /// Its window's start on the coordinator's clock (Unix ms; 0 when lost):
+    /// the agents' starts differ by the clock offsets' error.
+    pub window_start_unix_ms: i64,
 }
 
 impl AgentShare {
@@ -62,6 +65,7 @@ impl AgentShare {
             client_cpu_pct: r.client_cpu_pct(),
             client_bound: r.client_saturated(),
             lost: false,
+            window_start_unix_ms: r.window_start_unix_ms,
         }
     }
 
@@ -77,6 +81,7 @@ impl AgentShare {
             client_cpu_pct: None,
             client_bound: false,
             lost: true,
+            window_start_unix_ms: 0,
         }
     }
 }

@@ -124,6 +124,9 @@ fn two_tcp_agents_make_one_run_whose_counts_are_their_sum() {
         let conc: Vec<u64> = parts.iter().map(|p| p["concurrency"].as_u64().unwrap()).collect();
         let c = step["concurrency"].as_u64().unwrap();
         assert_eq!(conc, vec![c - c / 2, c / 2], "remainder to the first agent");
+        // One timeline: both agents' windows start at the same instant (within a few ms on loopback).
+        let starts: Vec<i64> = parts.iter().map(|p| p["window_start_unix_ms"].as_i64().unwrap()).collect();
+        assert!((starts[0] - starts[1]).abs() <= 25, "windows start together: {starts:?}");
         // What nginx served inside the window matches (in-flight requests at the edges aside).
         let (start, end) = (step["window_start_unix_ms"].as_f64().unwrap(), step["window_end_unix_ms"].as_f64().unwrap());
         let logged = nginx.access_log().into_iter().filter(|l| l.unix_ms >= start && l.unix_ms < end).count() as f64;
@@ -338,4 +341,42 @@ fn an_agent_stops_loading_within_a_second_when_its_coordinator_dies() {
     let last = log.last().unwrap().unix_ms;
     assert!(last < killed_ms + 1500.0, "the agent kept loading {} ms after its coordinator died", last - killed_ms);
     assert!(agent.log().contains("agent: step 1 cut: the coordinator is gone"), "{}", agent.log());
+}
+
+#[test]
+fn sigint_on_the_coordinator_cuts_every_agents_step_and_keeps_it_as_partial() {
+    let nginx = Nginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let tok = token(dir.path(), TOKEN);
+    let (a, b) = (Agent::start(&tok, &[]), Agent::start(&tok, &[]));
+    let store = dir.path().join("s.db");
+    let (ua, ub) = (a.url(), b.url());
+    let mut coord = bin()
+        .arg("--store")
+        .arg(&store)
+        .args(["sweep", &nginx.url("/"), "-c", "2,2", "--warmup", "0.2s", "--duration", "20s", "-t", "1", "--no-tui"])
+        .args(["--agent", &ua, "--agent", &ub, "--agent-token-file", tok.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(coord.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.starts_with("step 1/2") {
+        line.clear();
+        assert!(err.read_line(&mut line).unwrap() > 0, "the sweep ended early");
+    }
+    std::thread::sleep(Duration::from_millis(2000));
+    let sent = Instant::now();
+    // SAFETY: sends SIGINT to a child process this test started.
+    assert_eq!(unsafe { libc::kill(coord.id() as i32, libc::SIGINT) }, 0);
+    let code = coord.wait().unwrap().code();
+    assert!(sent.elapsed() < Duration::from_secs(5), "the step ended at the next second, not at its planned end");
+    assert_eq!(code, Some(130));
+    let run = json(&store, &["export", "last"]);
+    assert_eq!(run["complete"], false);
+    let s = steps(&run);
+    assert_eq!(s.len(), 1);
+    assert_eq!(s[0]["partial"], true);
+    assert!(s[0]["window_s"].as_f64().unwrap() < 5.0 && s[0]["requests"].as_u64().unwrap() > 0, "{}", s[0]);
 }
