@@ -7,6 +7,7 @@
 use crate::auth;
 use crate::proto::{mismatch, read_frame, write_frame, FromAgent, ToAgent};
 use crate::serve::{unix_us, Reader, Writer};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::AsyncBufReadExt;
@@ -61,6 +62,28 @@ pub struct Reach {
     pub protocol: u32,
 }
 
+/// What ssh (or the remote agent) last wrote on stderr.
+#[derive(Default)]
+pub struct LastWords {
+    line: Mutex<String>,
+    /// Its stderr is closed (or there is none: a TCP agent).
+    done: AtomicBool,
+}
+
+impl LastWords {
+    /// The last line, once stderr is closed (waiting up to a second for
+    /// ssh to say why it ended: its stdout may close first).
+    pub async fn get(&self) -> String {
+        for _ in 0..50 {
+            if self.done.load(Ordering::Relaxed) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.line.lock().expect("not poisoned").clone()
+    }
+}
+
 /// An open, authenticated channel to one agent, its clock measured.
 pub struct Opened {
     pub r: Reader,
@@ -72,15 +95,14 @@ pub struct Opened {
     pub rtt_us: i64,
     /// Kept for the session: the ssh child, killed on drop.
     pub child: Option<tokio::process::Child>,
-    /// The last lines ssh or the remote agent wrote on stderr.
-    pub stderr: Arc<Mutex<String>>,
+    /// The last line ssh or the remote agent wrote on stderr.
+    pub stderr: Arc<LastWords>,
 }
 
-async fn open(
-    addr: &AgentAddr,
-    reach: &Reach,
-) -> Result<(Reader, Writer, Option<Vec<u8>>, Option<tokio::process::Child>, Arc<Mutex<String>>), String> {
-    let stderr: Arc<Mutex<String>> = Arc::default();
+type Channel = (Reader, Writer, Option<Vec<u8>>, Option<tokio::process::Child>, Arc<LastWords>);
+
+async fn open(addr: &AgentAddr, reach: &Reach) -> Result<Channel, String> {
+    let stderr: Arc<LastWords> = Arc::default();
     match addr {
         AgentAddr::Tcp { addr } => {
             reach.token.as_ref().ok_or("a tcp:// agent needs --agent-token-file (the token the agent was started with)")?;
@@ -97,6 +119,7 @@ async fn open(
             let mut ekm = vec![0u8; 32];
             tls.get_ref().1.export_keying_material(&mut ekm[..], auth::EXPORTER_LABEL, None).map_err(|e| format!("TLS exporter: {e}"))?;
             let (r, w) = tokio::io::split(tls);
+            stderr.done.store(true, Ordering::Relaxed);
             Ok((Box::new(r), Box::new(w), Some(ekm), None, stderr))
         }
         AgentAddr::Ssh { host, port } => {
@@ -118,9 +141,9 @@ async fn open(
             tokio::spawn(async move {
                 let mut lines = tokio::io::BufReader::new(err).lines();
                 while let Ok(Some(l)) = lines.next_line().await {
-                    let mut k = keep.lock().expect("not poisoned");
-                    *k = l;
+                    *keep.line.lock().expect("not poisoned") = l;
                 }
+                keep.done.store(true, Ordering::Relaxed);
             });
             Ok((Box::new(r), Box::new(w), None, Some(child), stderr))
         }
@@ -141,22 +164,25 @@ async fn recv(r: &mut Reader, what: &str) -> Result<FromAgent, String> {
 pub async fn open_agent(addr: &AgentAddr, reach: &Reach) -> Result<Opened, String> {
     let (mut r, mut w, ekm, child, stderr) = open(addr, reach).await?;
     let with_stderr = |e: String| {
-        let last = stderr.lock().expect("not poisoned").clone();
-        if last.is_empty() {
-            e
-        } else {
-            format!("{e}; ssh said: {}", scalelab_core::escape_control(&last))
+        let stderr = stderr.clone();
+        async move {
+            let last = stderr.get().await;
+            if last.is_empty() {
+                e
+            } else {
+                format!("{e}; ssh said: {}", scalelab_core::escape_control(&last))
+            }
         }
     };
     let c_nonce = auth::nonce();
-    write_frame(&mut w, &ToAgent::Hello { protocol: reach.protocol, nonce: c_nonce.clone() })
-        .await
-        .map_err(|e| with_stderr(e.to_string()))?;
+    if let Err(e) = write_frame(&mut w, &ToAgent::Hello { protocol: reach.protocol, nonce: c_nonce.clone() }).await {
+        return Err(with_stderr(e.to_string()).await);
+    }
     let (a_nonce, host) = match recv(&mut r, "the agent's hello").await {
         Ok(FromAgent::Hello { protocol, nonce, host, .. }) if protocol == reach.protocol => (nonce, host),
         Ok(FromAgent::Hello { protocol, .. }) => return Err(mismatch(protocol, reach.protocol)),
         Ok(_) => return Err("the agent's first frame was not a hello".into()),
-        Err(e) => return Err(with_stderr(e)),
+        Err(e) => return Err(with_stderr(e).await),
     };
     if let (Some(ekm), Some(token)) = (&ekm, &reach.token) {
         let mine = auth::proof(token, "coordinator", &c_nonce, &a_nonce, ekm);

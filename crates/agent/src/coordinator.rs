@@ -161,8 +161,7 @@ impl Coordinator {
                 }
             };
             // ssh's last words, if any, say more than a closed pipe.
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            let last = stderr.lock().expect("not poisoned").clone();
+            let last = stderr.get().await;
             let why = if last.is_empty() { why } else { format!("{why} ({})", scalelab_core::escape_control(&last)) };
             let _ = ev.send((idx, Event::Lost(why)));
         });
