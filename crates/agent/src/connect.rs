@@ -162,7 +162,11 @@ async fn recv(r: &mut Reader, what: &str) -> Result<FromAgent, String> {
 
 /// Opens the channel, says hello, proves the token (TCP) and measures the clock.
 pub async fn open_agent(addr: &AgentAddr, reach: &Reach) -> Result<Opened, String> {
-    let (mut r, mut w, ekm, child, stderr) = open(addr, reach).await?;
+    greet(open(addr, reach).await?, reach).await
+}
+
+/// The handshake and the clock on an open channel.
+async fn greet((mut r, mut w, ekm, child, stderr): Channel, reach: &Reach) -> Result<Opened, String> {
     let with_stderr = |e: String| {
         let stderr = stderr.clone();
         async move {
@@ -214,6 +218,48 @@ pub async fn open_agent(addr: &AgentAddr, reach: &Reach) -> Result<Opened, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Copies `from` to `to`, each chunk `delay` late (a slow link, one way).
+    async fn link(mut from: tokio::io::DuplexStream, mut to: tokio::io::DuplexStream, delay: Duration) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut buf = vec![0u8; 1 << 16];
+        while let Ok(n) = from.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            tokio::time::sleep(delay).await;
+            if to.write_all(&buf[..n]).await.is_err() {
+                break;
+            }
+        }
+    }
+
+    /// An agent (its real `serve`) behind a link with `there` and `back` delays.
+    async fn clock_over(there: Duration, back: Duration) -> Opened {
+        let (c_w, l1) = tokio::io::duplex(1 << 16);
+        let (l2, a_r) = tokio::io::duplex(1 << 16);
+        let (a_w, l3) = tokio::io::duplex(1 << 16);
+        let (l4, c_r) = tokio::io::duplex(1 << 16);
+        tokio::spawn(link(l1, l2, there));
+        tokio::spawn(link(l3, l4, back));
+        tokio::spawn(crate::serve::serve(Box::new(a_r), Box::new(a_w), None, crate::PROTOCOL));
+        let stderr: Arc<LastWords> = Arc::default();
+        stderr.done.store(true, Ordering::Relaxed);
+        let reach = Reach { protocol: crate::PROTOCOL, ..Default::default() };
+        greet((Box::new(c_r), Box::new(c_w), None, None, stderr), &reach).await.unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn added_latency_does_not_skew_the_clock_beyond_half_its_asymmetry() {
+        // Same clock on both sides: the true offset is 0.
+        let o = clock_over(Duration::from_millis(25), Duration::from_millis(25)).await;
+        assert!(o.rtt_us >= 50_000, "the round trip includes the delay: {}", o.rtt_us);
+        assert!(o.offset_us.abs() < 5_000, "a symmetric delay leaves the offset near 0: {} µs", o.offset_us);
+        // 40 ms there, 10 ms back: the estimate is off by the asymmetry's half, never more.
+        let o = clock_over(Duration::from_millis(40), Duration::from_millis(10)).await;
+        assert!((o.offset_us - 15_000).abs() < 5_000, "offset {} µs, rtt {} µs", o.offset_us, o.rtt_us);
+        assert!(o.offset_us.abs() <= o.rtt_us / 2, "bounded by half the round trip");
+    }
 
     #[test]
     fn agent_addresses() {
