@@ -93,8 +93,20 @@ pub async fn write_frame<W: AsyncWrite + Unpin, T: Serialize>(w: &mut W, msg: &T
     Ok(buf.len())
 }
 
+/// Frames before the peer is authenticated (hello, auth) are small: a
+/// stranger cannot make the agent allocate more than this.
+pub const MAX_HANDSHAKE_FRAME: u32 = 4096;
+
 /// Reads one frame; `Ok(None)` at a clean end of stream.
 pub async fn read_frame<R: AsyncRead + Unpin, T: for<'de> Deserialize<'de>>(r: &mut R) -> std::io::Result<Option<(T, usize)>> {
+    read_frame_max(r, MAX_FRAME).await
+}
+
+/// [`read_frame`] refusing frames over `max` bytes.
+pub async fn read_frame_max<R: AsyncRead + Unpin, T: for<'de> Deserialize<'de>>(
+    r: &mut R,
+    max: u32,
+) -> std::io::Result<Option<(T, usize)>> {
     let mut len = [0u8; 4];
     match r.read_exact(&mut len).await {
         Ok(_) => {}
@@ -102,7 +114,7 @@ pub async fn read_frame<R: AsyncRead + Unpin, T: for<'de> Deserialize<'de>>(r: &
         Err(e) => return Err(e),
     }
     let n = u32::from_be_bytes(len);
-    if n > MAX_FRAME {
+    if n > max {
         return Err(std::io::Error::other(format!("a frame of {n} bytes is over the limit: not a scalelab agent peer")));
     }
     let mut body = vec![0u8; n as usize];
@@ -126,5 +138,13 @@ mod tests {
         let (m, _): (ToAgent, _) = read_frame(&mut b).await.unwrap().unwrap();
         assert!(matches!(m, ToAgent::Hello { protocol: 9, .. }));
         assert!(read_frame::<_, ToAgent>(&mut b).await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_stranger_cannot_announce_a_huge_frame_before_the_handshake() {
+        let (mut a, mut b) = tokio::io::duplex(1 << 16);
+        tokio::io::AsyncWriteExt::write_all(&mut a, &(50u32 << 20).to_be_bytes()).await.unwrap();
+        let e = read_frame_max::<_, ToAgent>(&mut b, MAX_HANDSHAKE_FRAME).await.unwrap_err();
+        assert!(e.to_string().contains("over the limit"), "{e}");
     }
 }

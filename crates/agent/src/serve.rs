@@ -6,7 +6,7 @@
 //! past its planned end plus [`GRACE`].
 
 use crate::auth;
-use crate::proto::{mismatch, read_frame, write_frame, FromAgent, HttpSpec, ToAgent};
+use crate::proto::{mismatch, read_frame, read_frame_max, write_frame, FromAgent, HttpSpec, ToAgent, MAX_HANDSHAKE_FRAME};
 use crate::records;
 use crate::wire_step::WireStep;
 use scalelab_drive::http::{HttpConfig, HttpDriver, RequestSpec, StatusMatch};
@@ -79,7 +79,7 @@ fn driver(target: &str, http: &HttpSpec) -> Result<(HttpDriver, Option<String>),
 /// The handshake: hello both ways, then (TCP) the proofs. Err: why the
 /// session was refused, already logged by the caller.
 async fn handshake(r: &mut Reader, w: &mut Writer, proof: Option<&Proof>, protocol: u32) -> Result<(), String> {
-    let first = tokio::time::timeout(Duration::from_secs(10), read_frame::<_, ToAgent>(r)).await;
+    let first = tokio::time::timeout(Duration::from_secs(10), read_frame_max::<_, ToAgent>(r, MAX_HANDSHAKE_FRAME)).await;
     let c_nonce = match first {
         Ok(Ok(Some((ToAgent::Hello { protocol: p, nonce }, _)))) => {
             let a_nonce = auth::nonce();
@@ -99,7 +99,7 @@ async fn handshake(r: &mut Reader, w: &mut Writer, proof: Option<&Proof>, protoc
     };
     let Some(p) = proof else { return Ok(()) };
     let (c, a) = c_nonce;
-    match tokio::time::timeout(Duration::from_secs(10), read_frame::<_, ToAgent>(r)).await {
+    match tokio::time::timeout(Duration::from_secs(10), read_frame_max::<_, ToAgent>(r, MAX_HANDSHAKE_FRAME)).await {
         Ok(Ok(Some((ToAgent::Auth { proof: given }, _)))) if auth::verify(&p.token, "coordinator", &c, &a, &p.ekm, &given) => {
             let mine = auth::proof(&p.token, "agent", &c, &a, &p.ekm);
             write_frame(w, &FromAgent::Auth { proof: mine }).await.map_err(|e| e.to_string())?;
