@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 missing=()
 have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ]; }
 have nginx || missing+=(nginx-light)
+have apache2 || missing+=(apache2-bin)                 # preflight counts Apache's workers live
 have openssl || missing+=(openssl)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 have psql || missing+=(postgresql-client)
@@ -18,6 +19,7 @@ have mariadb || missing+=(mariadb-client)
 have perf || missing+=(linux-perf)                 # sweep --profile (docs/profiles.md)
 have cc || missing+=(gcc)                          # the profile tests build a small C server
 have ip || missing+=(iproute2)                     # network namespaces (preflight's port-range test)
+have nft || missing+=(nftables)                   # conntrack counted live (preflight test)
 have sshd || missing+=(openssh-server)             # ssh:// agents (tests start their own sshd)
 have ssh || missing+=(openssh-client)
 

@@ -108,6 +108,7 @@ pub fn merge(concurrency: u32, parts: &[StepResult], lost: bool) -> StepResult {
             ms.requests += s.requests;
             ms.errors += s.errors;
             ms.latency.merge(&s.latency);
+            ms.service.merge(&s.service);
         }
         m.reconnects += p.reconnects;
         if let Some(c) = p.connect_ms {
@@ -137,6 +138,9 @@ pub fn merge(concurrency: u32, parts: &[StepResult], lost: bool) -> StepResult {
     }
     for s in &mut m.seconds {
         s.latency.pack();
+        if !s.service.is_empty() {
+            s.service.pack();
+        }
     }
     m.connect_ms = (connect.1 > 0).then(|| connect.0 / f64::from(connect.1));
     if parts.len() > 1 {

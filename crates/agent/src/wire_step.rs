@@ -15,6 +15,9 @@ pub struct WireSecond {
     pub requests: u64,
     pub errors: u64,
     pub latency: String,
+    /// Open loop: the second's service times (absent when empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<String>,
 }
 
 /// An agent's share of a step.
@@ -69,7 +72,13 @@ impl WireStep {
             seconds: r
                 .seconds
                 .iter()
-                .map(|s| WireSecond { second: s.second, requests: s.requests, errors: s.errors, latency: enc(&s.latency) })
+                .map(|s| WireSecond {
+                    second: s.second,
+                    requests: s.requests,
+                    errors: s.errors,
+                    latency: enc(&s.latency),
+                    service: (!s.service.is_empty()).then(|| enc(&s.service)),
+                })
                 .collect(),
             client_cpu_s: r.client_cpu_s,
             client_cores: r.client_cores,
@@ -95,7 +104,11 @@ impl WireStep {
         for s in self.seconds {
             let mut latency = dec(&s.latency)?;
             latency.pack();
-            seconds.push(SecondResult { second: s.second, requests: s.requests, errors: s.errors, latency });
+            let mut service = s.service.as_deref().map(dec).transpose()?.unwrap_or_default();
+            if !service.is_empty() {
+                service.pack();
+            }
+            seconds.push(SecondResult { second: s.second, requests: s.requests, errors: s.errors, latency, service });
         }
         Ok(StepResult {
             concurrency: self.concurrency,

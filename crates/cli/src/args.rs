@@ -341,6 +341,9 @@ pub struct PreflightArgs {
     /// Read database settings from this database (default: the target when it is one).
     #[arg(long, value_name = "URL")]
     pub db_probe: Option<String>,
+    /// The run would put its clients behind this emulated network (as `sweep --client-net`).
+    #[arg(long, value_name = "SPEC")]
+    pub client_net: Option<String>,
     /// Print the checks as JSON (stable ids; docs/preflight.md).
     #[arg(long)]
     pub json: bool,

@@ -54,7 +54,7 @@ impl LiveView {
 impl Observer for LiveView {
     fn step_started(&mut self, index: usize, plan: &StepPlan) {
         match self {
-            LiveView::Lines(p) => p.step_started(index, plan.concurrency),
+            LiveView::Lines(p) => p.step_started(index, plan),
             LiveView::Screen(s) => {
                 s.state.step_started(index);
                 s.draw();
@@ -64,7 +64,7 @@ impl Observer for LiveView {
 
     fn tick(&mut self, index: usize, plan: &StepPlan, tick: &LiveTick) {
         match self {
-            LiveView::Lines(p) => p.tick(index, plan.concurrency, tick),
+            LiveView::Lines(p) => p.tick(index, plan, tick),
             LiveView::Screen(s) => {
                 s.state.tick(index, tick);
                 s.draw();

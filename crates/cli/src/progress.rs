@@ -2,8 +2,8 @@
 //! (one per second) otherwise, nothing with --quiet. Written to stderr so
 //! stdout stays the table or the JSON.
 
-use scalelab_core::LiveTick;
-use scalelab_core::StepResult;
+use scalelab_core::{LiveTick, StepPlan, StepResult};
+use scalelab_report::cli::{level_short, level_words};
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
@@ -20,18 +20,25 @@ impl Progress {
         Progress { enabled: !quiet, tty: std::io::stderr().is_terminal(), last_plain: None, steps, done: 0 }
     }
 
-    pub fn step_started(&mut self, index: usize, concurrency: u32) {
+    /// Names the step by its load level: its offered rate (`2,000/s`), or its clients.
+    pub fn step_started(&mut self, index: usize, plan: &StepPlan) {
         if self.enabled && !self.tty {
-            eprintln!("step {}/{}: {} client{}", index + 1, self.steps, concurrency, if concurrency == 1 { "" } else { "s" });
+            eprintln!(
+                "step {}/{}: {}",
+                index + 1,
+                self.steps,
+                level_words(plan.open_loop.as_ref().map(|o| o.rate_per_s), plan.concurrency)
+            );
         }
         self.last_plain = None;
     }
 
-    pub fn tick(&mut self, index: usize, concurrency: u32, t: &LiveTick) {
+    pub fn tick(&mut self, index: usize, plan: &StepPlan, t: &LiveTick) {
         if !self.enabled {
             return;
         }
-        let line = scalelab_report::cli::tick_line(index, self.steps, concurrency, t);
+        let level = level_short(plan.open_loop.as_ref().map(|o| o.rate_per_s), plan.concurrency);
+        let line = scalelab_report::cli::tick_line(index, self.steps, &level, t);
         if self.tty {
             let mut e = std::io::stderr();
             let _ = write!(e, "\r\x1b[2K{line}");

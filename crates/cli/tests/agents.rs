@@ -380,3 +380,46 @@ fn sigint_on_the_coordinator_cuts_every_agents_step_and_keeps_it_as_partial() {
     assert_eq!(s[0]["partial"], true);
     assert!(s[0]["window_s"].as_f64().unwrap() < 5.0 && s[0]["requests"].as_u64().unwrap() > 0, "{}", s[0]);
 }
+
+#[test]
+fn an_open_loop_rate_is_split_across_agents_and_merged() {
+    let nginx = Nginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let tok = token(dir.path(), TOKEN);
+    let (a, b) = (Agent::start(&tok, &[]), Agent::start(&tok, &[]));
+    let store = dir.path().join("s.db");
+    let run = json(
+        &store,
+        &[
+            "sweep",
+            &nginx.url("/"),
+            "--rate",
+            "400",
+            "--max-in-flight",
+            "16",
+            "--warmup",
+            "0.3s",
+            "-d",
+            "2s",
+            "-t",
+            "1",
+            "--json",
+            "-q",
+            "--agent",
+            &a.url(),
+            "--agent",
+            &b.url(),
+            "--agent-token-file",
+            tok.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(run["complete"], true, "{}", run["outcome"]);
+    let step = &steps(&run)[0];
+    assert_eq!(step["offered_rate_per_s"].as_f64(), Some(400.0), "{step}");
+    let x = step["throughput_per_s"].as_f64().unwrap();
+    assert!((x - 400.0).abs() < 40.0, "the two halves of the rate add up: {x}");
+    let parts = agent_steps(&run)[0]["agents"].as_array().unwrap().clone();
+    let each: Vec<f64> = parts.iter().map(|p| p["throughput_per_s"].as_f64().unwrap()).collect();
+    assert!(each.iter().all(|x| (x - 200.0).abs() < 25.0), "each agent offered half: {each:?}");
+    assert_eq!(parts.iter().map(|p| p["concurrency"].as_u64().unwrap()).sum::<u64>(), 16, "the connections split too");
+}

@@ -112,3 +112,68 @@ fn capacity_of_global_lock_lands_near_its_measured_limit_and_is_stored() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("no capacity"), "{}", stderr(&out));
 }
+
+#[test]
+fn a_capacity_report_draws_the_search_path_pass_and_fail_the_slo_line_and_the_capacity() {
+    let _cpu = cpu_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    // global-lock at 2 ms a request holds at most 500 req/s: the ramp
+    // 100, 200, 400 holds, 800 fails, bisection tries 600, confirms 400.
+    let args = [
+        "capacity",
+        "--specimen",
+        "global-lock",
+        "--work-us",
+        "2000",
+        "--slo",
+        "p99<=100ms",
+        "--step",
+        "0.5s",
+        "--warmup",
+        "0.2s",
+        "--pause",
+        "0.5s",
+        "--start-rate",
+        "100",
+        "--max-rate",
+        "800",
+        "--resolution",
+        "50%",
+        "--json",
+        "-q",
+    ];
+    let out = run(&store, &args);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", stderr(&out)));
+    let id = doc["id"].as_i64().unwrap();
+    let html = dir.path().join("r.html");
+    let svg_dir = dir.path().join("svg");
+    let out = run(&store, &["report", &id.to_string(), "-o", html.to_str().unwrap(), "--svg", svg_dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let svg = |name: &str| std::fs::read_to_string(svg_dir.join(format!("run-{id}-{name}.svg"))).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let (path, latency) = (svg("capacity-search"), svg("capacity-latency"));
+    let tried = steps(&doc).len();
+    let failed = steps(&doc).iter().filter(|s| s["offered_rate_per_s"].as_f64() == Some(800.0)).count();
+    assert!(failed >= 1 && tried >= 4, "800 req/s is beyond the limit and tried: {tried} tries");
+    for name in ["tried rate", "passed", "failed"] {
+        assert!(path.contains(&format!(r#"<g class="series" data-name="{name}">"#)), "{name}: {path}");
+    }
+    // Every try is one dot on the path: passed and failed together.
+    let dots = path.matches("data-tip=\"passed: ").count() + path.matches("data-tip=\"failed: ").count();
+    assert_eq!(dots, tried, "{path}");
+    assert!(path.contains("data-tip=\"failed: 800 at "), "{path}");
+    assert!(latency.contains(r#"data-name="SLO p99 ≤ 100 ms""#), "{latency}");
+    match doc["schedule"]["options"]["capacity_per_s"].as_f64() {
+        Some(c) => {
+            let label = format!("capacity {c:.0} req/s");
+            assert!(path.contains(r#"<g class="marker">"#) && path.contains(&label), "{label}: {path}");
+            assert!(latency.contains(&label), "{label}: {latency}");
+        }
+        None => {
+            let note = format!("no capacity marked: the search ended {}", doc["schedule"]["options"]["capacity_result"].as_str().unwrap());
+            assert!(path.contains(&note) && latency.contains(&note), "{note}: {path}");
+        }
+    }
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("Capacity search path") && page.contains("Latency vs offered rate"));
+}

@@ -53,6 +53,10 @@ fn a_delay_of_20ms_gives_one_client_a_mean_of_40ms_and_leaves_no_namespace() {
     assert!(step.get("connect_latency_ms").is_none(), "keep-alive: no connection opened in the window: {step}");
     common::assert_matches_schema(&doc);
     assert_eq!(doc["schedule"]["options"]["client_net"], "delay=20ms", "{}", doc["schedule"]);
+    // The preflight stored with the run knows the wire is emulated.
+    let checks = doc["environment"]["preflight"].as_array().expect("preflight checks stored with the run");
+    let network = checks.iter().find(|c| c["id"] == "target.network").expect("target.network");
+    assert!(network["figure"].as_str().unwrap().contains("emulated client network (delay=20ms)"), "{network}");
     assert!(!netns_of(pid).exists(), "namespace scalelab-{pid} left behind");
     let devs = std::fs::read_to_string("/proc/net/dev").unwrap();
     assert!(!devs.contains(&format!("slnet-{pid}")), "device slnet-{pid} left behind");
@@ -70,6 +74,8 @@ fn a_delay_of_20ms_gives_one_client_a_mean_of_40ms_and_leaves_no_namespace() {
     let plain: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(mean_ms(&plain["steps"][0]) < 20.0, "{}", plain["steps"][0]);
     assert!(plain["schedule"]["options"].get("client_net").is_none());
+    let network = plain["environment"]["preflight"].as_array().unwrap().iter().find(|c| c["id"] == "target.network").unwrap().clone();
+    assert!(network["figure"].as_str().unwrap().starts_with("loopback: no NIC"), "{network}");
 }
 
 #[test]
@@ -128,7 +134,14 @@ fn without_keep_alive_the_connect_time_shows_apart_from_the_request_latency() {
     common::assert_matches_schema(&doc);
     let c = &step["connect_latency_ms"];
     // A handshake is one round trip (SYN out, SYN-ACK back); the request adds another.
-    assert!(c["count"].as_u64().unwrap() >= 5, "{step}");
+    // About 35 connections in 1.5 s; a client starved of CPU (its own run-queue
+    // wait says so) opens fewer, but each still shows the two traversals.
+    let starved = step["client_runq_wait_pct"].as_f64().is_some_and(|w| w > 50.0);
+    let want = if starved { 1 } else { 5 };
+    if starved {
+        eprintln!("note: the client waited for a CPU {}% of the window: judging the connect count at >= 1", step["client_runq_wait_pct"]);
+    }
+    assert!(c["count"].as_u64().unwrap() >= want, "{step}");
     assert!(c["mean"].as_f64().unwrap() >= 40.0, "{step}");
     assert!(mean_ms(step) >= c["mean"].as_f64().unwrap() + 40.0, "{step}");
     let show = String::from_utf8_lossy(&run(&store, &["show", "last"]).stdout).into_owned();
@@ -177,11 +190,11 @@ fn slow_clients_pin_a_thread_each_on_thread_per_connection_and_not_on_the_defaul
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
     let cpus = std::thread::available_parallelism().unwrap().get() as u64;
-    let mut seen = Vec::new();
+    let (mut seen, mut recorded) = (Vec::new(), Vec::new());
     for mode in ["thread-per-connection", "scales"] {
         let (mut server, addr) = specimen(mode);
         let url = format!("http://{addr}/");
-        let mut at = Vec::new();
+        let (mut at, mut told) = (Vec::new(), Vec::new());
         for c in ["10", "100"] {
             let max = max_threads_during(server.id(), || {
                 let args = ["sweep", &url, "--client-net", "delay=100ms", "-c", c, "--warmup", "0.5s", "--duration", "1s", "--json", "-q"];
@@ -191,17 +204,103 @@ fn slow_clients_pin_a_thread_each_on_thread_per_connection_and_not_on_the_defaul
                 let step = &doc["steps"][0];
                 assert_eq!(step["errors_total"], 0, "{mode} c={c}: {step}");
                 assert!(mean_ms(step) >= 200.0, "{mode} c={c}: two traversals of 100 ms: {step}");
+                // The run's own telemetry shows the server's threads and memory.
+                let t = &step["telemetry"];
+                told.push((
+                    t["server_threads"].as_u64().unwrap_or_else(|| panic!("no server_threads: {t}")),
+                    t["server_rss_mb"].as_f64().unwrap_or_else(|| panic!("no server_rss_mb: {t}")),
+                ));
             });
             at.push(max);
         }
         let _ = server.kill();
         let _ = server.wait();
         seen.push((mode, at));
+        recorded.push((mode, told));
     }
+    eprintln!("threads and RSS (MB) the runs recorded at 10 and 100 slow clients: {recorded:?}");
+    let (tpc, ev) = (&recorded[0].1, &recorded[1].1);
+    assert!(tpc[1].0 >= 100 && tpc[1].0 >= tpc[0].0 + 80, "recorded thread-per-connection threads: {recorded:?}");
+    assert!(ev[1].0 <= ev[0].0 + 1 && ev[1].0 <= cpus + 3, "recorded event-driven threads: {recorded:?}");
+    // Each thread has its own stack: the memory grows with the threads (the event loop's does not).
+    assert!(tpc[1].1 > tpc[0].1, "recorded thread-per-connection RSS: {recorded:?}");
     eprintln!("threads at 10 and 100 slow clients: {seen:?}");
     let (tpc, ev) = (&seen[0].1, &seen[1].1);
     assert!(tpc[1] >= 100 && tpc[1] >= tpc[0] + 80, "thread-per-connection threads at 10 and 100 slow clients: {seen:?}");
     assert!(ev[1] <= ev[0] + 1 && ev[1] <= cpus + 3, "the event-driven default's threads at 10 and 100 slow clients: {seen:?}");
+}
+
+/// The same experiment on real servers: Apache's worker MPM serves each
+/// connection with a thread (25 to a process, more processes started as
+/// clients arrive), nginx holds them all in its one worker. The runs' own
+/// telemetry records both.
+#[test]
+fn slow_clients_take_a_thread_each_on_apache_and_not_on_nginx() {
+    use scalelab_testkit::apache::{Apache, Mpm};
+    let _one = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let threads_at = |url: &str, c: &str| -> u64 {
+        // Apache starts at most a doubling number of processes a second: a 2 s warm-up lets it catch up.
+        let args = ["sweep", url, "--client-net", "delay=100ms", "-c", c, "--warmup", "2s", "--duration", "1s", "--json", "-q"];
+        let mut out = run(&store, &args);
+        if !out.status.success() && stderr(&out).contains("nothing succeeded") {
+            // A machine so busy that no request finished in the window (the
+            // client reports its own lag): once more, it is not what is tested.
+            eprintln!("note: retried once, a starved window: {}", stderr(&out));
+            out = run(&store, &args);
+        }
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let step = &doc["steps"][0];
+        assert_eq!(step["errors_total"], 0, "{args:?}: {step}");
+        step["telemetry"]["server_threads"].as_u64().unwrap_or_else(|| panic!("no server_threads: {step}"))
+    };
+    let apache = Apache::start(Mpm::Worker { threads_per_child: 25 }, 1);
+    let a = [threads_at(&apache.url("/index.html"), "10"), threads_at(&apache.url("/index.html"), "100")];
+    drop(apache);
+    let nginx = scalelab_testkit::nginx::Nginx::start();
+    let n = [threads_at(&nginx.url("/"), "10"), threads_at(&nginx.url("/"), "100")];
+    eprintln!("server threads at 10 and 100 slow clients: apache {a:?}, nginx {n:?}");
+    assert!(a[1] >= 100 && a[1] >= a[0] + 50, "Apache worker threads at 10 and 100 slow clients: {a:?}");
+    assert!(n[1] <= n[0] + 1 && n[1] <= 4, "nginx threads at 10 and 100 slow clients: {n:?}");
+}
+
+/// A database target goes through the same link. The clients connect from
+/// the namespace's address, so the run says so: a pg_hba.conf that trusts
+/// only 127.0.0.1 refuses them. Allowed, PostgreSQL point-selects from one
+/// client behind 20 ms each way take at least 40 ms (one round trip per
+/// query; the connection was opened before the window).
+#[test]
+fn a_postgres_target_goes_through_the_client_network() {
+    let _one = exclusive();
+    let pg = scalelab_testkit::postgres::Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let url = pg.url();
+    let out = run(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "1000", "-q"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let args = ["sweep", &url, "--workload", "point-select", "-c", "1", "--warmup", "0.5s", "--duration", "1.5s", "--json", "-q"];
+    let net = [&args[..], &["--client-net", "delay=20ms"]].concat();
+    let refused = run(&store, &net);
+    assert!(!refused.status.success(), "pg_hba.conf trusts 127.0.0.1 only: {}", stderr(&refused));
+    let err = stderr(&refused);
+    assert!(err.contains("note: the clients connect from 10.253.") && err.contains("must allow 10.253.0.0/16"), "{err}");
+    let hba = pg.dir().join("data/pg_hba.conf");
+    let rules = std::fs::read_to_string(&hba).unwrap();
+    std::fs::write(&hba, format!("{rules}host all all 10.253.0.0/16 trust\n")).unwrap();
+    assert_eq!(pg.psql("bench", "SELECT pg_reload_conf()"), "t");
+
+    let out = run(&store, &net);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let step = &doc["steps"][0];
+    assert_eq!(step["errors_total"], 0, "{step}");
+    assert!(mean_ms(step) >= 40.0 && mean_ms(step) < 200.0, "point-select behind delay=20ms: {step}");
+    assert_eq!(doc["schedule"]["options"]["client_net"], "delay=20ms");
+    let out = run(&store, &args);
+    let plain: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(mean_ms(&plain["steps"][0]) < 20.0, "without the link: {}", plain["steps"][0]);
 }
 
 /// A 64 kbit/s link carries 8,000 bytes a second each way; every response

@@ -174,6 +174,58 @@ fn a_stall_shows_in_the_open_loop_p99_and_hides_in_the_closed_loop() {
 }
 
 #[test]
+fn per_second_service_time_shows_the_gap_coordinated_omission_leaves() {
+    let _cpu = cpu_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    // 10 connections, like the closed loop's 10 clients above: during a
+    // 200 ms stall they are all out, the ~400 requests due meanwhile are
+    // dropped (their lateness counts in the latency), and only those 10
+    // see the stall in their service time.
+    let args = [
+        "sweep",
+        "--specimen",
+        "stall",
+        "--rate",
+        "2000",
+        "--max-in-flight",
+        "10",
+        "-d",
+        "3s",
+        "--warmup",
+        "0.3s",
+        "--pause",
+        "0.2s",
+        "--sample-interval",
+        "200ms",
+        "--json",
+        "-q",
+    ];
+    json(&store, &args);
+    // Read back from the store: the per-second service histograms were kept.
+    let shown = json(&store, &["show", "last", "--json"]);
+    assert_matches_schema(&shown);
+    let seconds = steps(&shown)[0]["seconds"].as_array().unwrap().clone();
+    assert_eq!(seconds.len(), 3, "{seconds:?}");
+    for s in &seconds {
+        assert!(s["service_p50_ms"].as_f64().is_some() && s["service_p99_ms"].as_f64().is_some(), "{s}");
+    }
+    let stall = seconds.iter().max_by(|a, b| a["p99_ms"].as_f64().partial_cmp(&b["p99_ms"].as_f64()).unwrap()).unwrap();
+    let (latency, service) = (stall["p99_ms"].as_f64().unwrap(), stall["service_p99_ms"].as_f64().unwrap());
+    // ~400 late requests of ~2,000 in the stall second; 10 slow services of ~1,600.
+    assert!(latency >= 100.0, "the stall second's latency p99 {latency} ms: {stall}");
+    assert!(latency >= 4.0 * service, "latency p99 {latency} ms vs service p99 {service} ms: {stall}");
+    // The CSV of the seconds carries them too.
+    let out = run(&store, &["export", "last", "--series"]);
+    let csv = String::from_utf8_lossy(&out.stdout);
+    assert!(csv.lines().next().unwrap_or("").ends_with(",service_p50_ms,service_p99_ms"), "{csv}");
+
+    // A closed loop's seconds keep their shape: no service keys.
+    let closed = json(&store, &["sweep", "--specimen", "stall", "-c", "2", "-d", "1s", "--warmup", "0.2s", "--json", "-q"]);
+    assert!(steps(&closed)[0]["seconds"][0].get("service_p99_ms").is_none());
+}
+
+#[test]
 fn a_sql_target_takes_an_offered_rate_too() {
     let pg = scalelab_testkit::postgres::Postgres::start();
     let dir = tempfile::tempdir().unwrap();
@@ -191,4 +243,80 @@ fn a_sql_target_takes_an_offered_rate_too() {
     assert!((180.0..=220.0).contains(&achieved), "{achieved} q/s of 200 offered: {s}");
     assert!(s["service_ms"]["p50"].as_f64().unwrap() <= s["latency_ms"]["p50"].as_f64().unwrap() + 0.01, "{s}");
     assert_eq!(s["concurrency"].as_u64(), Some(50), "the pool: max_in_flight connections");
+}
+
+/// `report RUN -o HTML --svg DIR` of the run in `store`: the page and the chart files by name.
+pub fn report(store: &std::path::Path, run_id: &str) -> (String, std::collections::BTreeMap<String, String>) {
+    let dir = store.parent().unwrap().join(format!("report-{run_id}"));
+    let html = dir.join("r.html");
+    let svg = dir.join("svg");
+    let out = common::run(store, &["report", run_id, "-o", html.to_str().unwrap(), "--svg", svg.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let files = std::fs::read_dir(&svg)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| (p.file_stem().unwrap().to_string_lossy().into_owned(), std::fs::read_to_string(&p).unwrap()))
+        .collect();
+    (std::fs::read_to_string(&html).unwrap(), files)
+}
+
+#[test]
+fn a_rate_sweep_report_draws_the_hockey_stick_and_achieved_vs_offered_and_a_closed_loop_does_not() {
+    let _cpu = cpu_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let base = ["--specimen", "global-lock", "--work-us", "500", "--warmup", "0.2s", "--pause", "0.1s", "-d", "1s", "--json", "-q"];
+    let open = json(&store, &[&["sweep", "--rate", "400,800,3000", "--label", "rates <&>"][..], &base[..]].concat());
+    let closed = json(&store, &[&["sweep", "-c", "1,2"][..], &base[..]].concat());
+    let (page, svgs) = report(&store, &open["id"].to_string());
+    let id = open["id"].as_i64().unwrap();
+    let hockey = svgs.get(&format!("run-{id}-latency-vs-rate")).unwrap_or_else(|| panic!("{:?}", svgs.keys()));
+    for name in ["p50", "p99", "p99.9", "service p99 (from the actual send)"] {
+        assert!(hockey.contains(&format!(r#"<g class="series" data-name="{name}">"#)), "{name}: {hockey}");
+    }
+    assert!(hockey.contains("latency (ms, log scale)") && hockey.contains("offered rate (req/s)"), "{hockey}");
+    // The label is escaped in the title, never raw markup.
+    assert!(hockey.contains("Latency vs offered rate — rates &lt;&amp;&gt;") && !hockey.contains("rates <&>"), "{hockey}");
+    // One dot per offered rate on each percentile line, at x 400, 800, 3000.
+    for rate in ["400", "800", "3000"] {
+        assert!(hockey.contains(&format!(" at {rate}\"")), "{rate}: {hockey}");
+    }
+    let achieved = &svgs[&format!("run-{id}-achieved-vs-offered")];
+    assert!(achieved.contains(r#"data-name="achieved""#) && achieved.contains(r#"data-name="offered (every request answered)""#));
+    assert!(page.contains("Latency vs offered rate") && page.contains("Achieved vs offered rate"));
+    assert!(!svgs.keys().any(|k| k.contains("capacity")), "a rate sweep is not a capacity search: {:?}", svgs.keys());
+
+    let (page, svgs) = report(&store, &closed["id"].to_string());
+    assert!(svgs.keys().any(|k| k.ends_with("-latency")), "{:?}", svgs.keys());
+    assert!(!svgs.keys().any(|k| k.contains("vs-rate") || k.contains("vs-offered") || k.contains("capacity")), "{:?}", svgs.keys());
+    assert!(!page.contains("offered rate"), "a closed-loop report has no open-loop chart");
+}
+
+#[test]
+fn plain_progress_lines_name_open_loop_steps_by_their_offered_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let args = [
+        "sweep",
+        "--specimen",
+        "scales",
+        "--rate",
+        "2000,3000",
+        "--max-in-flight",
+        "40",
+        "--warmup",
+        "0.2s",
+        "-d",
+        "1.2s",
+        "--pause",
+        "0s",
+        "--no-tui",
+    ];
+    let out = run(&store, &args);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("step 1/2: 2,000/s\n") && err.contains("step 2/2: 3,000/s\n"), "{err}");
+    assert!(err.contains("step 1/2 2,000/s done: ") && err.contains("step 2/2 3,000/s done: "), "{err}");
+    assert!(err.contains("step 2/2 3,000/s window "), "the tick lines too: {err}");
+    assert!(!err.contains("40 clients") && !err.contains("c=40"), "not by its connections: {err}");
 }

@@ -77,8 +77,8 @@ fn a_listen_backlog_of_8_is_flagged() {
 struct Netns(String);
 
 impl Netns {
-    fn create() -> Option<Netns> {
-        let name = format!("scalelab-pf-{}", std::process::id());
+    fn create(tag: &str) -> Option<Netns> {
+        let name = format!("scalelab-pf{tag}-{}", std::process::id());
         let _ = Command::new("ip").args(["netns", "del", &name]).output();
         let ok = Command::new("ip").args(["netns", "add", &name]).output().is_ok_and(|o| o.status.success());
         if !ok {
@@ -108,7 +108,7 @@ impl Drop for Netns {
 
 #[test]
 fn a_1000_port_range_is_flagged_for_a_plan_without_keepalive() {
-    let Some(ns) = Netns::create() else {
+    let Some(ns) = Netns::create("p") else {
         eprintln!("skipped: `ip netns add` is not available here (needs root or CAP_SYS_ADMIN and iproute2)");
         return;
     };
@@ -156,6 +156,53 @@ fn a_1000_port_range_is_flagged_for_a_plan_without_keepalive() {
     assert_eq!(check(stored, "net.port_range")["status"], "warn");
     // The specimen listened in the namespace: its backlog was read.
     assert_ne!(check(stored, "net.listen_backlog")["status"], "unavailable", "{}", check(stored, "net.listen_backlog"));
+}
+
+/// Conntrack read live, in a namespace this test creates: loaded but hooked
+/// by no rule it tracks nothing; once an nftables rule asks for connection
+/// state, the connections of a short sweep without keep-alive are counted
+/// (closed ones stay for 120 s) against the kernel's table size.
+#[test]
+fn conntrack_entries_are_counted_live_in_a_namespace() {
+    let max_path = "/proc/sys/net/netfilter/nf_conntrack_max";
+    let Ok(max) = std::fs::read_to_string(max_path) else {
+        eprintln!("skipped: conntrack is not loaded here ({max_path} missing); the check then reads \"conntrack not loaded\"");
+        let out = bin().args(["preflight", "--json"]).output().unwrap();
+        assert_eq!(check(&checks(&out), "net.conntrack")["figure"], "conntrack not loaded");
+        return;
+    };
+    let max = max.trim().to_string();
+    let Some(ns) = Netns::create("c") else {
+        eprintln!("skipped: `ip netns add` is not available here (needs root or CAP_SYS_ADMIN and iproute2)");
+        return;
+    };
+    let out = ns.scalelab(&["preflight", "--json"]);
+    let c = check(&checks(&out), "net.conntrack").clone();
+    assert_eq!(c["figure"], format!("conntrack loaded (max {max}) but tracking no connection"), "{c}");
+    assert_eq!(c["status"], "ok", "{c}");
+
+    for rule in [
+        &["nft", "add", "table", "inet", "sl"][..],
+        &["nft", "add chain inet sl out { type filter hook output priority 0; }"],
+        &["nft", "add", "rule", "inet", "sl", "out", "ct", "state", "new", "counter"],
+    ] {
+        let o = ns.exec(rule);
+        assert!(o.status.success(), "{rule:?}: {} (./scripts/test.sh installs nftables)", stderr(&o));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let sweep =
+        ["--store", store.to_str().unwrap(), "sweep", "--no-keepalive", "-c", "2", "-d", "300ms", "--warmup", "0s", "--pause", "0s", "-q"];
+    let o = ns.scalelab(&sweep);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = ns.scalelab(&["preflight", "-c", "2", "--json"]);
+    let c = check(&checks(&out), "net.conntrack").clone();
+    let figure = c["figure"].as_str().unwrap();
+    let (count, rest) = figure.split_once(" of ").unwrap_or_else(|| panic!("{c}"));
+    let count: u64 = count.parse().unwrap_or_else(|_| panic!("{c}"));
+    assert!(count >= 10, "a sweep without keep-alive left {count} tracked connections: {c}");
+    assert!(rest.starts_with(&format!("{max} entries in use; the plan may add ~")), "{c}");
+    assert_eq!(c["status"], "ok", "{c}");
 }
 
 /// PostgreSQL as the test harness runs it (fsync and synchronous_commit
@@ -223,4 +270,35 @@ fn nginx_workers_and_backlog_are_read_live() {
     let c = check(&all, "net.listen_backlog");
     assert!(c["figure"].as_str().unwrap().starts_with(&format!("backlog {send_q} for 50 clients")), "ss says {send_q}: {c}");
     assert!(check(&all, "target.server")["figure"].as_str().unwrap().starts_with("nginx"), "{}", check(&all, "target.server"));
+}
+
+/// Apache serves a connection per process (prefork) or thread (worker):
+/// with 2 processes ready for 50 clients the steps would measure its
+/// spawning, so the check warns; with 60 ready (or 3 × 25 threads) it does not.
+#[test]
+fn apache_with_fewer_servers_than_clients_is_flagged_live() {
+    use scalelab_testkit::apache::{Apache, Mpm};
+    let cases = [(Mpm::Prefork, 2, "warn"), (Mpm::Prefork, 60, "ok"), (Mpm::Worker { threads_per_child: 25 }, 3, "ok")];
+    for (mpm, start, want) in cases {
+        let apache = Apache::start(mpm, start);
+        // Apache starts its children after it listens: wait until they are all up.
+        let want_children = start as usize;
+        for _ in 0..250 {
+            if scalelab_testkit::children_of(apache.pid()).len() >= want_children {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let out = bin().args(["preflight", &apache.url("/"), "-c", "50", "--json"]).output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let all = checks(&out);
+        let c = check(&all, "server.workers");
+        let figure = c["figure"].as_str().unwrap();
+        assert!(figure.starts_with("apache2 with ") && figure.ends_with("for 50 client(s)"), "{mpm:?} {start}: {c}");
+        assert_eq!(c["status"], want, "{mpm:?} StartServers {start}: {c}");
+        if want == "warn" {
+            assert!(c["fix"].as_str().unwrap().contains("StartServers"), "{c}");
+        }
+        assert!(check(&all, "target.server")["figure"].as_str().unwrap().starts_with("Apache"), "{}", check(&all, "target.server"));
+    }
 }

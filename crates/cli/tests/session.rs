@@ -6,7 +6,7 @@
 use scalelab::session::{Observer, Probes, Session};
 use scalelab::telemetry::Record;
 use scalelab_core::{RunKind, RunPlan, StepPlan, StepResult};
-use scalelab_drive::http::{HttpConfig, HttpDriver, RequestSpec, StatusMatch};
+use scalelab_drive::http::{HttpConfig, HttpDriver};
 use scalelab_drive::{EngineOptions, LiveTick, SweepEnd};
 use scalelab_probe::{CollectorConfig, Sample};
 use std::sync::atomic::AtomicBool;
@@ -97,17 +97,7 @@ fn a_session_in_process_reports_its_steps_and_typed_samples_to_the_observer_and_
     let env = scalelab_core::Environment::default();
     let mut session = Session::begin(store, RunKind::Sweep, plan, &env, probes).unwrap();
     let id = session.run_id().expect("recorded");
-    let config = HttpConfig {
-        requests: vec![RequestSpec { method: "GET".into(), url: format!("http://{addr}/"), weight: 1 }],
-        headers: vec![],
-        body: None,
-        keepalive: true,
-        timeout: Duration::from_secs(5),
-        connect_timeout: Duration::from_secs(5),
-        expect: StatusMatch::parse("2xx").unwrap(),
-        insecure: false,
-        source_addrs: vec![],
-    };
+    let config = HttpConfig::get(&format!("http://{addr}/"), Duration::from_secs(5));
     let driver = Arc::new(HttpDriver::new(&config).unwrap());
     let engine = EngineOptions { threads: 1, pin_cpus: vec![], slice_us: None, stop: Arc::new(AtomicBool::new(false)), netns: None };
     let mut seen = Recorder::default();

@@ -52,6 +52,8 @@ pub struct PreflightPlan {
     pub client_cpus: Vec<usize>,
     /// The client threads are pinned, one per CPU of `client_cpus`.
     pub client_pinned: bool,
+    /// The emulated client network the load goes through (`--client-net`), as given.
+    pub client_net: Option<String>,
 }
 
 /// The interface the route to the target leaves by.
@@ -82,6 +84,9 @@ pub struct Workers {
     pub server: String,
     /// Worker processes (the master's children).
     pub workers: u32,
+    /// Threads of those workers together: Apache serves a connection per
+    /// thread (worker, event MPMs) or per process (prefork).
+    pub threads: u32,
 }
 
 /// Database settings that change what a benchmark measures.

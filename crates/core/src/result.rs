@@ -180,6 +180,10 @@ pub struct SecondResult {
     pub errors: u64,
     /// Latencies of this second's successful completions.
     pub latency: LatencyHistogram,
+    /// Open loop: service times (from the actual send) of this second's
+    /// successful completions; empty for a closed loop, where they equal
+    /// `latency`.
+    pub service: LatencyHistogram,
 }
 
 /// Latency of one statement inside transaction units over a step's window

@@ -91,6 +91,13 @@ pub struct StepTelemetry {
     /// The server process: CPU in % of one core, and its context switches.
     pub server_cpu_pct: Option<f64>,
     pub server_cs_per_s: Option<f64>,
+    /// The most threads the server (all its processes) had in the window:
+    /// a thread- or process-per-connection server grows with the clients.
+    #[serde(default)]
+    pub server_threads: Option<u64>,
+    /// The most resident memory of the server (summed over its processes) in the window, MB.
+    #[serde(default)]
+    pub server_rss_mb: Option<f64>,
     /// Server context switches (voluntary + involuntary) per completed request.
     pub cs_per_request: Option<f64>,
     pub thread_states_pct: Option<ThreadStatesPct>,

@@ -4,7 +4,7 @@
 //! it lowers this process's open-file limit.
 
 use scalelab_core::{ErrorClass, StepPlan};
-use scalelab_drive::http::{HttpConfig, HttpDriver, RequestSpec, StatusMatch};
+use scalelab_drive::http::{HttpConfig, HttpDriver};
 use scalelab_drive::{run_step, EngineOptions};
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -29,17 +29,7 @@ fn connects_past_the_open_file_limit_are_fd_limit_errors_and_back_off() {
             });
         }
     });
-    let config = HttpConfig {
-        requests: vec![RequestSpec { method: "GET".into(), url: format!("http://{addr}/"), weight: 1 }],
-        headers: vec![],
-        body: None,
-        keepalive: true,
-        timeout: Duration::from_secs(5),
-        connect_timeout: Duration::from_secs(5),
-        expect: StatusMatch::parse("2xx").unwrap(),
-        insecure: false,
-        source_addrs: Vec::new(),
-    };
+    let config = HttpConfig::get(&format!("http://{addr}/"), Duration::from_secs(5));
     let driver = Arc::new(HttpDriver::new(&config).unwrap());
     // Room for the client thread's event loop and a few connections (each
     // accepted one also costs the server thread here a descriptor), not for 40.

@@ -96,7 +96,14 @@ fn machine(base: &Path, good: bool) {
 }
 
 fn plan(target: &str, keepalive: bool) -> PreflightPlan {
-    PreflightPlan { target: Target::parse(target).unwrap(), max_concurrency: 100, keepalive, client_cpus: vec![0, 1], client_pinned: true }
+    PreflightPlan {
+        target: Target::parse(target).unwrap(),
+        max_concurrency: 100,
+        keepalive,
+        client_cpus: vec![0, 1],
+        client_pinned: true,
+        client_net: None,
+    }
 }
 
 fn run(base: &Path, target: &str, keepalive: bool) -> Vec<Check> {
@@ -352,4 +359,37 @@ fn a_database_probed_beside_an_http_target_is_judged_too() {
     let v = |n: &str, s: &str| (n.to_string(), s.to_string());
     let checks = db_checks("http://127.0.0.1:8080/", mysql_settings(&[v("innodb_flush_log_at_trx_commit", "0")], None));
     assert_eq!(status(&checks, "db.durability").status, CheckStatus::Warn);
+}
+
+/// An Apache master with `children` workers of `threads` threads each (task dirs).
+fn apache(base: &Path, children: u32, threads: u32) {
+    put(base, &format!("proc/{SERVER_PID}/comm"), "apache2\n");
+    put(base, &format!("proc/{SERVER_PID}/stat"), &format!("{SERVER_PID} (apache2) S 1 0 0\n"));
+    for w in 0..children {
+        let pid = 6000 + w;
+        put(base, &format!("proc/{pid}/stat"), &format!("{pid} (apache2) S {SERVER_PID} 0 0\n"));
+        put(base, &format!("proc/{pid}/comm"), "apache2\n");
+        put(base, &format!("proc/{pid}/cmdline"), "/usr/sbin/apache2\0-k\0start\0");
+        for t in 0..threads {
+            fs::create_dir_all(base.join(format!("proc/{pid}/task/{}", pid * 100 + t))).unwrap();
+        }
+    }
+}
+
+/// Apache serves a connection per thread: fewer threads than the planned
+/// clients (100) warns, with the figures; as many does not.
+#[test]
+fn an_apache_with_fewer_threads_than_clients_is_flagged() {
+    let few = tempfile::tempdir().unwrap();
+    apache(few.path(), 3, 25);
+    let checks = run(few.path(), "http://127.0.0.1:8080/", true);
+    let c = status(&checks, "server.workers");
+    assert_eq!(c.status, CheckStatus::Warn, "{c:?}");
+    assert_eq!(c.figure, "apache2 with 3 worker process(es), 75 thread(s) serving, for 100 client(s)");
+    let enough = tempfile::tempdir().unwrap();
+    apache(enough.path(), 4, 25);
+    let checks = run(enough.path(), "http://127.0.0.1:8080/", true);
+    let c = status(&checks, "server.workers");
+    assert_eq!(c.status, CheckStatus::Ok, "{c:?}");
+    assert_eq!(c.figure, "apache2 with 4 worker process(es), 100 thread(s) serving, for 100 client(s)");
 }

@@ -122,14 +122,13 @@ pub fn utc(ms: i64) -> String {
 
 /// The progress line of a running step (`--no-tui`, not a terminal):
 /// step, clients, phase, elapsed time, throughput, p99, errors.
-pub fn tick_line(index: usize, steps: usize, concurrency: u32, t: &scalelab_core::LiveTick) -> String {
+pub fn tick_line(index: usize, steps: usize, level: &str, t: &scalelab_core::LiveTick) -> String {
     let p99 = t.p99_ms.map_or("-".to_string(), |v| format!("{v:.2} ms"));
     let phase = if t.warming_up { "warm-up" } else { "window" };
     format!(
-        "step {}/{} c={} {} {:.1}s  {:.0}/s  p99 {}  errors {}",
+        "step {}/{} {level} {} {:.1}s  {:.0}/s  p99 {}  errors {}",
         index + 1,
         steps,
-        concurrency,
         phase,
         t.elapsed_s,
         t.throughput_per_s,
@@ -138,15 +137,29 @@ pub fn tick_line(index: usize, steps: usize, concurrency: u32, t: &scalelab_core
     )
 }
 
+/// A step's load level in words, as progress lines and the live view name
+/// it: `2,000/s` (open loop: its offered rate, not its connections) or `4 clients`.
+pub fn level_words(offered_rate_per_s: Option<f64>, concurrency: u32) -> String {
+    match offered_rate_per_s {
+        Some(rate) => format!("{}/s", thousands(rate)),
+        None => format!("{concurrency} client{}", if concurrency == 1 { "" } else { "s" }),
+    }
+}
+
+/// A step's load level, short (the tick and done lines): `2,000/s` or `c=4`.
+pub fn level_short(offered_rate_per_s: Option<f64>, concurrency: u32) -> String {
+    match offered_rate_per_s {
+        Some(rate) => format!("{}/s", thousands(rate)),
+        None => format!("c={concurrency}"),
+    }
+}
+
 /// The line that stays for a finished step (`done` steps finished before
 /// it): its throughput in `unit`, p99, errors, and whether it was cut short
 /// or the client saturated.
 pub fn step_done_line(done: usize, steps: usize, r: &scalelab_core::StepResult, unit: &str) -> String {
     let p99 = r.latency.summary().map_or("-".to_string(), |s| format!("{:.2} ms", s.p99));
-    let level = match r.offered_rate_per_s {
-        Some(rate) => format!("rate={}", crate::fmt::thousands(rate)),
-        None => format!("c={}", r.concurrency),
-    };
+    let level = level_short(r.offered_rate_per_s, r.concurrency);
     let mut line = format!(
         "step {}/{} {level} done: {} {unit}  p99 {p99}  errors {}",
         done + 1,

@@ -30,6 +30,8 @@ const TELEMETRY_COLUMNS: &[TelemetryColumn] = &[
     ("cs_per_s", |t| t.cs_per_s),
     ("server_cpu_pct_of_one_core", |t| t.server_cpu_pct),
     ("server_cs_per_s", |t| t.server_cs_per_s),
+    ("server_threads", |t| t.server_threads.map(|v| v as f64)),
+    ("server_rss_mb", |t| t.server_rss_mb),
     ("server_cs_per_request", |t| t.cs_per_request),
     ("threads_running_pct", |t| t.thread_states_pct.map(|s| s.running)),
     ("threads_runnable_pct", |t| t.thread_states_pct.map(|s| s.runnable)),
@@ -110,11 +112,11 @@ pub fn steps_csv(run: &Run) -> String {
 
 /// The per-second series of every step's window as CSV.
 pub fn seconds_csv(run: &Run) -> String {
-    let mut out = String::from("run_id,concurrency,second,unix_ms,requests,errors,p50_ms,p99_ms,max_ms\n");
+    let mut out = String::from("run_id,concurrency,second,unix_ms,requests,errors,p50_ms,p99_ms,max_ms,service_p50_ms,service_p99_ms\n");
     for s in &run.steps {
         for sec in &s.seconds {
             out.push_str(&format!(
-                "{},{},{},{},{},{},{},{},{}\n",
+                "{},{},{},{},{},{},{},{},{},{},{}\n",
                 run.id,
                 s.concurrency,
                 sec.second,
@@ -124,6 +126,8 @@ pub fn seconds_csv(run: &Run) -> String {
                 opt(sec.latency.quantile_ms(0.5)),
                 opt(sec.latency.quantile_ms(0.99)),
                 opt(sec.latency.quantile_ms(1.0)),
+                opt(sec.service.quantile_ms(0.5)),
+                opt(sec.service.quantile_ms(0.99)),
             ));
         }
     }

@@ -172,9 +172,13 @@ pub fn render(input: &ReportInput) -> String {
         figure(&mut out, &charts::throughput(runs));
         out.push_str("</section>");
 
-        out.push_str(r#"<section id="latency"><h2>3. Latency vs concurrency</h2>"#);
+        let open = runs.iter().any(|r| charts::rate::is_open_loop(&r.run));
+        let heading = if open { "Latency vs concurrency or offered rate (open loop)" } else { "Latency vs concurrency" };
+        let _ = write!(out, r#"<section id="latency"><h2>3. {heading}</h2>"#);
         for r in runs {
-            figure(&mut out, &charts::latency(r));
+            for c in charts::load_charts(r) {
+                figure(&mut out, &c);
+            }
         }
         out.push_str("</section>");
 

@@ -73,13 +73,7 @@ fn step_json(step: &StepResult, first: Option<&StepResult>) -> Value {
         "partial": step.partial,
         "statements": step.statements,
         "telemetry": step.telemetry.as_ref().map(|t| telemetry_json(t, step)),
-        "seconds": step.seconds.iter().map(|s| json!({
-            "second": s.second,
-            "requests": s.requests,
-            "errors": s.errors,
-            "p50_ms": s.latency.quantile_ms(0.5),
-            "p99_ms": s.latency.quantile_ms(0.99),
-        })).collect::<Vec<_>>(),
+        "seconds": step.seconds.iter().map(|s| second_json(s, step.offered_rate_per_s.is_some())).collect::<Vec<_>>(),
     });
     // Open loop only (closed-loop steps keep their shape): `latency_ms` counts
     // from the intended send, `service_ms` from the actual one.
@@ -92,6 +86,23 @@ fn step_json(step: &StepResult, first: Option<&StepResult>) -> Value {
     }
     if let (Some(c), Value::Object(m)) = (connect_json(step), &mut v) {
         m.insert("connect_latency_ms".into(), c);
+    }
+    v
+}
+
+/// One second of a step's window; an open-loop second adds its service
+/// time (from the actual send) beside its latency (from the intended send).
+fn second_json(s: &scalelab_core::SecondResult, open_loop: bool) -> Value {
+    let mut v = json!({
+        "second": s.second,
+        "requests": s.requests,
+        "errors": s.errors,
+        "p50_ms": s.latency.quantile_ms(0.5),
+        "p99_ms": s.latency.quantile_ms(0.99),
+    });
+    if let (true, Value::Object(m)) = (open_loop, &mut v) {
+        m.insert("service_p50_ms".into(), json!(s.service.quantile_ms(0.5)));
+        m.insert("service_p99_ms".into(), json!(s.service.quantile_ms(0.99)));
     }
     v
 }

@@ -4,6 +4,7 @@
 //! warnings), updated from the session's events and drawn into any ratatui
 //! frame. The terminal itself (raw mode, keys) is the binary's.
 
+use crate::cli::level_words;
 use crate::fmt::thousands;
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -22,8 +23,10 @@ const RECENT_TICKS: usize = 240;
 #[derive(Default)]
 pub struct ViewState {
     title: String,
-    /// Per step: clients, warm-up seconds, window seconds.
-    plan: Vec<(u32, f64, f64)>,
+    /// Per step: its load level in words (`2,000/s` or `4 clients`), warm-up seconds, window seconds.
+    plan: Vec<(String, f64, f64)>,
+    /// The steps are offered rates (an open loop), not clients.
+    open_loop: bool,
     index: usize,
     elapsed_s: f64,
     warming_up: bool,
@@ -32,7 +35,8 @@ pub struct ViewState {
     p50_ms: Option<f64>,
     p99_ms: Option<f64>,
     errors: u64,
-    finished: Vec<(u32, f64)>,
+    /// Finished steps: the bar's label (clients, or the rate short: `2.0k`) and throughput.
+    finished: Vec<(String, f64)>,
     last_system: Option<SystemSample>,
     cpu: Option<(f64, f64, f64, f64)>,
     cs_per_s: Option<f64>,
@@ -47,7 +51,11 @@ impl ViewState {
     pub fn new(title: String, steps: &[StepPlan]) -> Self {
         ViewState {
             title,
-            plan: steps.iter().map(|s| (s.concurrency, s.warmup_s, s.window_s)).collect(),
+            plan: steps
+                .iter()
+                .map(|s| (level_words(s.open_loop.as_ref().map(|o| o.rate_per_s), s.concurrency), s.warmup_s, s.window_s))
+                .collect(),
+            open_loop: steps.iter().any(|s| s.open_loop.is_some()),
             warming_up: true,
             ..Default::default()
         }
@@ -117,15 +125,20 @@ impl ViewState {
     }
 
     pub fn step_finished(&mut self, r: &StepResult) {
-        self.finished.push((r.concurrency, r.throughput_per_s()));
+        let bar = match r.offered_rate_per_s {
+            Some(rate) => short(rate),
+            None => r.concurrency.to_string(),
+        };
+        self.finished.push((bar, r.throughput_per_s()));
+        let level = level_words(r.offered_rate_per_s, r.concurrency);
         if r.client_saturated() {
-            self.warn(format!("client saturated at {} clients: the result may be the client's limit", r.concurrency));
+            self.warn(format!("client saturated at {level}: the result may be the client's limit"));
         }
         if r.errors.total() > 0 {
-            self.warn(format!("{} errors at {} clients", thousands(r.errors.total() as f64), r.concurrency));
+            self.warn(format!("{} errors at {level}", thousands(r.errors.total() as f64)));
         }
         if r.partial {
-            self.warn(format!("step at {} clients cut short (partial)", r.concurrency));
+            self.warn(format!("step at {level} cut short (partial)"));
         }
     }
 
@@ -153,7 +166,7 @@ impl ViewState {
     }
 
     fn render_step(&self, f: &mut Frame, area: Rect) {
-        let (concurrency, warmup_s, window_s) = self.plan.get(self.index).copied().unwrap_or((0, 0.0, 0.0));
+        let (level, warmup_s, window_s) = self.plan.get(self.index).cloned().unwrap_or_default();
         // Each phase shows its own progress: the elapsed time counts from
         // the step's start, so the window's part starts after the warm-up.
         let (phase, done_s, phase_s) = if self.warming_up {
@@ -164,11 +177,9 @@ impl ViewState {
         let phase = if self.stopping { "stopping" } else { phase };
         let ratio = if phase_s > 0.0 { (done_s / phase_s).clamp(0.0, 1.0) } else { 0.0 };
         let label = format!(
-            "step {}/{}: {} client{}, {phase} {done_s:.1}/{phase_s:.1}s",
+            "step {}/{}: {level}, {phase} {done_s:.1}/{phase_s:.1}s",
             (self.index + 1).min(self.plan.len().max(1)),
             self.plan.len(),
-            concurrency,
-            if concurrency == 1 { "" } else { "s" },
         );
         let gauge = Gauge::default()
             .block(Block::default().borders(Borders::ALL).title(format!(" scalelab sweep: {} ", self.title)))
@@ -194,7 +205,8 @@ impl ViewState {
     }
 
     fn render_curve(&self, f: &mut Frame, area: Rect) {
-        let block = Block::default().borders(Borders::ALL).title(" curve so far: throughput/s per clients ");
+        let per = if self.open_loop { "rate" } else { "clients" };
+        let block = Block::default().borders(Borders::ALL).title(format!(" curve so far: throughput/s per {per} "));
         if self.finished.is_empty() {
             f.render_widget(Paragraph::new("no finished step yet").block(block), area);
             return;
@@ -202,7 +214,7 @@ impl ViewState {
         let bars: Vec<Bar> = self
             .finished
             .iter()
-            .map(|(c, x)| Bar::default().value(x.round() as u64).label(Line::from(c.to_string())).text_value(short(*x)))
+            .map(|(c, x)| Bar::default().value(x.round() as u64).label(Line::from(c.clone())).text_value(short(*x)))
             .collect();
         let inner = area.width.saturating_sub(2) as usize;
         let n = self.finished.len().max(1);
@@ -328,7 +340,7 @@ mod tests {
             1,
             &LiveTick { elapsed_s: 2.5, warming_up: false, throughput_per_s: 12_345.0, errors: 0, p50_ms: Some(0.21), p99_ms: Some(1.5) },
         );
-        s.finished.push((1, 8_000.0));
+        s.finished.push(("1".into(), 8_000.0));
         let text = screen_text(&s);
         assert!(text.contains("step 2/3: 2 clients, window 1.5/4.0s"), "the window's own progress: {text}");
         assert!(text.contains("throughput 12,345/s"), "{text}");
@@ -362,6 +374,30 @@ mod tests {
         assert!(text.contains("p50 0.21 ms  p99 12.75 ms  errors 12,345"), "p99 whole at 80 columns: {text}");
         assert!(text.contains("q or Ctrl-C: stop, keeping finished steps"), "{text}");
         assert!(text.contains("! client saturated at 50 clients"), "{text}");
+    }
+
+    #[test]
+    fn open_loop_steps_are_named_by_their_offered_rate() {
+        let open = |rate: f64| StepPlan {
+            concurrency: 40,
+            open_loop: Some(scalelab_core::OpenLoopPlan { rate_per_s: rate, max_in_flight: 40, arrival: scalelab_core::Arrival::Constant }),
+            ..plan()[0].clone()
+        };
+        let mut s = ViewState::new("specimen".into(), &[open(2000.0), open(10_000.0)]);
+        s.step_started(1);
+        s.step_finished(&StepResult {
+            concurrency: 40,
+            offered_rate_per_s: Some(2000.0),
+            window_s: 1.0,
+            requests: 1990,
+            partial: true,
+            ..Default::default()
+        });
+        let text = screen_text(&s);
+        assert!(text.contains("step 2/2: 10,000/s, warm-up"), "{text}");
+        assert!(text.contains("curve so far: throughput/s per rate "), "{text}");
+        assert!(text.contains("2.0k") && text.contains("! step at 2,000/s cut short"), "{text}");
+        assert!(!text.contains("clients"), "a rate step is not named by its connections: {text}");
     }
 
     #[test]

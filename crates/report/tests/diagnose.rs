@@ -20,6 +20,8 @@ fn telemetry(busy: f64, user: f64, sys: f64, futex: f64, cs_per_request: f64, se
         cs_per_s: Some(5000.0),
         server_cpu_pct: Some(server_cpu),
         server_cs_per_s: Some(2000.0),
+        server_threads: None,
+        server_rss_mb: None,
         cs_per_request: Some(cs_per_request),
         thread_states_pct: Some(ThreadStatesPct { running: 100.0 - futex - 10.0, runnable: 5.0, futex, io: 0.0, idle: 5.0, other: 0.0 }),
         hottest_threads: vec![HotThread { tid: 4242, name: "worker-1".into(), cpu_pct: 35.0, runnable_pct: None }],

@@ -53,8 +53,9 @@ fn sweep(id: i64, label: &str, host: &str, xs: [f64; 4], thread_states: bool) ->
         .map(|(i, (&c, x))| {
             let start = t0 + 1000 + i as i64 * 4000;
             let lat = 1000.0 * f64::from(c) / x;
-            let seconds =
-                (0..2).map(|s| SecondResult { second: s, requests: x as u64, errors: 0, latency: hist(&[lat, lat * 1.5]) }).collect();
+            let seconds = (0..2)
+                .map(|s| SecondResult { second: s, requests: x as u64, errors: 0, latency: hist(&[lat, lat * 1.5]), ..Default::default() })
+                .collect();
             let states =
                 ThreadStatesPct { running: 60.0 - 10.0 * i as f64, runnable: 5.0, futex: 10.0 * i as f64, io: 0.0, idle: 35.0, other: 0.0 };
             let mut unavailable = std::collections::BTreeMap::new();

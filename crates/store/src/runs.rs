@@ -115,12 +115,14 @@ impl Store {
         {
             let mut stmt = tx
                 .prepare(
-                    "INSERT INTO step_seconds(run_id, step_idx, second, requests, errors, latency_hdr) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    "INSERT INTO step_seconds(run_id, step_idx, second, requests, errors, latency_hdr, service_hdr)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                 )
                 .map_err(sql)?;
             for s in &step.seconds {
                 let hdr = (!s.latency.is_empty()).then(|| s.latency.to_bytes());
-                stmt.execute(params![run_id, idx as i64, s.second, s.requests as i64, s.errors as i64, hdr]).map_err(sql)?;
+                let service = (!s.service.is_empty()).then(|| s.service.to_bytes());
+                stmt.execute(params![run_id, idx as i64, s.second, s.requests as i64, s.errors as i64, hdr, service]).map_err(sql)?;
             }
         }
         tx.commit().map_err(sql)
@@ -421,26 +423,35 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT second, requests, errors, latency_hdr FROM step_seconds WHERE run_id = ?1 AND step_idx = ?2 ORDER BY second",
+                "SELECT second, requests, errors, latency_hdr, service_hdr FROM step_seconds
+                 WHERE run_id = ?1 AND step_idx = ?2 ORDER BY second",
             )
             .map_err(|e| self.sql(e))?;
         let rows = stmt
             .query_map(params![run, idx], |r| {
-                Ok((r.get::<_, u32>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?, r.get::<_, Option<Vec<u8>>>(3)?))
+                Ok((
+                    r.get::<_, u32>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, Option<Vec<u8>>>(3)?,
+                    r.get::<_, Option<Vec<u8>>>(4)?,
+                ))
             })
             .map_err(|e| self.sql(e))?;
         let mut out = Vec::new();
         for row in rows {
-            let (second, requests, errors, hdr) = row.map_err(|e| self.sql(e))?;
-            let latency = match hdr {
+            let (second, requests, errors, hdr, service_hdr) = row.map_err(|e| self.sql(e))?;
+            let decode = |bytes: Option<Vec<u8>>, what: &str| match bytes {
                 Some(b) => LatencyHistogram::from_bytes(&b).map_err(|e| StoreError::Corrupt {
                     path: self.path.clone(),
                     run,
-                    why: format!("step {idx} second {second}: {e}"),
-                })?,
-                None => LatencyHistogram::new(),
+                    why: format!("step {idx} second {second}{what}: {e}"),
+                }),
+                None => Ok(LatencyHistogram::new()),
             };
-            out.push(SecondResult { second, requests: requests as u64, errors: errors as u64, latency });
+            let latency = decode(hdr, "")?;
+            let service = decode(service_hdr, " service time")?;
+            out.push(SecondResult { second, requests: requests as u64, errors: errors as u64, latency, service });
         }
         Ok(out)
     }

@@ -24,7 +24,7 @@ fn step(concurrency: u32) -> StepResult {
             h.record(Duration::from_micros(100 + i + u64::from(s) * 1000));
         }
         latency.merge(&h);
-        seconds.push(SecondResult { second: s, requests: 100, errors: 1, latency: h });
+        seconds.push(SecondResult { second: s, requests: 100, errors: 1, latency: h, ..Default::default() });
     }
     let mut r = StepResult {
         concurrency,
@@ -137,8 +137,8 @@ fn a_version_7_store_migrates_and_keeps_open_loop_steps() {
         assert!(old.execute_raw("SELECT dropped FROM steps").is_err(), "version 7 has no open-loop columns");
     }
     let mut store = Store::open(&path).unwrap();
-    // 8: open-loop steps; 9: connect times in the window.
-    assert_eq!((store.schema_version().unwrap(), LATEST_VERSION), (9, 9));
+    // 8: open-loop steps; 9: connect times in the window; 10: service time per second.
+    assert_eq!((store.schema_version().unwrap(), LATEST_VERSION), (10, 10));
     let old = &store.load_run(3).unwrap().steps[0];
     assert!(old.connect_latency.is_empty(), "a step from before version 9 has no connect times");
     assert_eq!((old.requests, old.offered_rate_per_s, old.dropped, old.late_sends), (800, None, None, None));
@@ -150,6 +150,7 @@ fn a_version_7_store_migrates_and_keeps_open_loop_steps() {
     let mut service = LatencyHistogram::new();
     service.record(Duration::from_micros(150));
     open.service = Some(service);
+    open.seconds[1].service.record(Duration::from_millis(3));
     open.dropped = Some(12);
     open.late_sends = Some(3);
     let id = store.begin_run(RunKind::Sweep, &plan("open"), &Default::default(), None).unwrap();
@@ -159,6 +160,10 @@ fn a_version_7_store_migrates_and_keeps_open_loop_steps() {
     let s = &run.steps[0];
     assert_eq!((s.offered_rate_per_s, s.dropped, s.late_sends), (Some(2000.0), Some(12), Some(3)));
     assert_eq!(s.service.as_ref().map(|h| h.count()), Some(1));
+    assert!(s.seconds[0].service.is_empty(), "a second without service times stores none");
+    assert_eq!(s.seconds[1].service.count(), 1);
+    assert!((s.seconds[1].service.quantile_ms(0.99).unwrap() - 3.0).abs() < 0.01);
     let closed = &run.steps[1];
+    assert!(closed.seconds.iter().all(|x| x.service.is_empty()));
     assert_eq!((closed.offered_rate_per_s, closed.dropped, closed.late_sends), (None, None, None));
 }

@@ -5,9 +5,11 @@
 //! - [`free_port`]: a port nothing listens on right now.
 //! - [`nginx`]: a private nginx with an access log that records the time of
 //!   every request, so tests can count what the server really served.
+//! - [`apache`]: a private Apache httpd, prefork or worker MPM.
 //! - [`postgres`], [`mariadb`]: private database servers (initdb /
 //!   mariadb-install-db into temp dirs) with a `bench` database.
 
+pub mod apache;
 pub mod mariadb;
 pub mod nginx;
 pub mod postgres;

@@ -185,7 +185,7 @@ unsafe fn libc_kill(pid: i32, sig: i32) {
     libc::kill(pid, sig);
 }
 
-fn set_mode(p: &Path, mode: u32) {
+pub(crate) fn set_mode(p: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     let _ = fs::set_permissions(p, fs::Permissions::from_mode(mode));
 }

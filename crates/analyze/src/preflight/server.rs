@@ -12,12 +12,18 @@ pub fn checks(f: &PreflightFacts, plan: &PreflightPlan, out: &mut Vec<Check>) {
     out.push(judge(
         "server.workers",
         &f.workers,
-        "an nginx with fewer worker processes than CPUs can keep only that many cores busy; Apache's process count is its concurrency",
-        "nginx: `worker_processes auto;`; Apache: raise StartServers/MaxRequestWorkers (ServerLimit) for the planned clients",
+        "an nginx with fewer worker processes than CPUs can keep only that many cores busy; Apache serves each connection with a process (prefork) or a thread (worker, event) and starts more only as clients arrive (at most 32 processes a second): until it has one per client the steps measure its spawning",
+        "nginx: `worker_processes auto;`; Apache: start them before the run, StartServers and MinSpareServers (prefork) or MinSpareThreads (worker, event) at least the planned clients, with MaxRequestWorkers and ServerLimit above them",
         |w| {
             let cpus = f.logical_cpus.as_ref().copied().unwrap_or(1);
-            let bad = w.server == "nginx" && w.workers < cpus;
-            (bad, format!("{} with {} worker process(es) on {cpus} CPU(s)", w.server, w.workers))
+            if w.server == "nginx" {
+                return (w.workers < cpus, format!("nginx with {} worker process(es) on {cpus} CPU(s)", w.workers));
+            }
+            let clients = plan.max_concurrency;
+            (
+                w.threads < clients,
+                format!("{} with {} worker process(es), {} thread(s) serving, for {clients} client(s)", w.server, w.workers, w.threads),
+            )
         },
     ));
     // A database target, or a database read beside another (`--db-probe`).
@@ -25,15 +31,12 @@ pub fn checks(f: &PreflightFacts, plan: &PreflightPlan, out: &mut Vec<Check>) {
         database(f, out);
     }
     let lo = plan.target.is_loopback();
-    out.push(ok(
-        "target.network",
-        if lo {
-            "loopback: no NIC, no wire; client and server share this machine".into()
-        } else {
-            format!("over the network{}", f.route.as_ref().map(|r| format!(" via {}", r.interface)).unwrap_or_default())
-        },
-        "loopback results have no network cost and are not comparable with clients over a network",
-    ));
+    let network = match (&plan.client_net, lo) {
+        (Some(spec), _) => format!("loopback through an emulated client network ({spec}): the wire is emulated, not a NIC"),
+        (None, true) => "loopback: no NIC, no wire; client and server share this machine".into(),
+        (None, false) => format!("over the network{}", f.route.as_ref().map(|r| format!(" via {}", r.interface)).unwrap_or_default()),
+    };
+    out.push(ok("target.network", network, "loopback results have no network cost and are not comparable with clients over a network"));
     let https = plan.target.kind() == TargetKind::Https;
     let tls_why = "with TLS each request pays encryption, and each new connection a handshake that can cost more than the request";
     let tls_text = if https { "TLS (https)" } else { "no TLS" };

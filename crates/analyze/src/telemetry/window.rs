@@ -83,6 +83,8 @@ pub fn summarize_window(
         missing(&mut t, "system", "no system sample in the window");
     }
     let procs = within(process, |p| p.at.unix_ms, start_ms, end_ms);
+    t.server_threads = procs.iter().filter(|p| p.alive).filter_map(|p| p.threads).max();
+    t.server_rss_mb = procs.iter().filter(|p| p.alive).filter_map(|p| p.rss_kib).max().map(|k| k as f64 / 1024.0);
     match (procs.first(), procs.last()) {
         (Some(a), Some(b)) if procs.len() >= 2 => {
             let r = process_rates(a, b);

@@ -21,6 +21,8 @@ fn healthy() -> StepTelemetry {
         cs_per_s: Some(2000.0),
         server_cpu_pct: Some(150.0),
         server_cs_per_s: Some(1000.0),
+        server_threads: None,
+        server_rss_mb: None,
         cs_per_request: Some(1.0),
         thread_states_pct: Some(ThreadStatesPct { running: 60.0, runnable: 5.0, futex: 5.0, io: 0.0, idle: 30.0, other: 0.0 }),
         hottest_threads: vec![HotThread { tid: 101, name: "worker-0".into(), cpu_pct: 40.0, runnable_pct: Some(2.0) }],

@@ -49,5 +49,12 @@ pub fn up(spec: Option<&NetSpec>, target: &Target, specimen: Option<SocketAddr>)
     for name in net.removed_stale() {
         esayln!("note: removed network namespace {name} left by a scalelab that is gone");
     }
+    if target.kind().is_sql() {
+        // A database admits clients by address: 127.0.0.1 rules do not match the namespace's.
+        let (client, _) = net.addresses();
+        esayln!(
+            "note: the clients connect from {client} (the client network), not 127.0.0.1: a server that admits by address must allow 10.253.0.0/16 (pg_hba.conf `host … 10.253.0.0/16 …`, MySQL `'user'@'10.253.%'`)"
+        );
+    }
     Ok(Some(net))
 }

@@ -8,7 +8,7 @@ use scalelab_analyze::preflight::{judge, warnings};
 use scalelab_core::preflight::{Check, PreflightPlan, Reading};
 use scalelab_core::{parse_concurrency_list, Target, TargetKind};
 use scalelab_drive::cpu;
-use scalelab_drive::http::{HttpConfig, HttpDriver, RequestSpec, StatusMatch};
+use scalelab_drive::http::{HttpConfig, HttpDriver};
 use scalelab_probe::preflight::{read, PreflightInput};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -25,6 +25,8 @@ pub struct Ask<'a> {
     pub keepalive: bool,
     pub threads: u32,
     pub no_pin: bool,
+    /// `--client-net`'s spec, normalized.
+    pub client_net: Option<String>,
 }
 
 /// Reads and judges every check.
@@ -39,6 +41,7 @@ pub fn checks(ask: Ask) -> anyhow::Result<Vec<Check>> {
         keepalive: ask.keepalive,
         client_cpus,
         client_pinned,
+        client_net: ask.client_net,
     };
     let input = PreflightInput {
         target: ask.target,
@@ -74,17 +77,8 @@ fn server_version(target: &Target) -> Reading<String> {
     let timeout = Duration::from_secs(3);
     match target.kind() {
         TargetKind::Http | TargetKind::Https => {
-            let config = HttpConfig {
-                requests: vec![RequestSpec { method: "GET".into(), url: target.as_given().into(), weight: 1 }],
-                headers: Vec::new(),
-                body: None,
-                keepalive: true,
-                timeout,
-                connect_timeout: timeout,
-                expect: StatusMatch::parse("2xx").map_err(|e| e.to_string())?,
-                insecure: true,
-                source_addrs: Vec::new(),
-            };
+            // Any certificate: this only asks the server what it is.
+            let config = HttpConfig { insecure: true, ..HttpConfig::get(target.as_given(), timeout) };
             let driver = HttpDriver::new(&config).map_err(|e| e.to_string())?;
             let p = driver.preflight().map_err(|f| format!("cannot reach {}: {}", target.redacted(), f.message))?;
             p.server.ok_or_else(|| format!("{} sent no Server header", target.redacted()))
@@ -117,6 +111,10 @@ pub fn run(a: &PreflightArgs) -> anyhow::Result<ExitCode> {
     } else {
         scalelab_probe::server_pid(Some(&target), None, a.server_pid)
     };
+    let client_net = match &a.client_net {
+        Some(text) => Some(scalelab_netem::NetSpec::parse(text).map_err(|e| bad(format!("--client-net: {e}")))?.to_string()),
+        None => None,
+    };
     let checks = checks(Ask {
         target: &target,
         port: target.port(),
@@ -127,6 +125,7 @@ pub fn run(a: &PreflightArgs) -> anyhow::Result<ExitCode> {
         keepalive: !a.no_keepalive,
         threads,
         no_pin: a.no_pin,
+        client_net,
     })?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&scalelab_report::preflight::json(&checks))?);

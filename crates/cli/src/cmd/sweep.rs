@@ -234,7 +234,7 @@ pub fn prepare_then<X: Execute>(store_path: &Path, mut a: SweepArgs, x: X) -> an
             return Err(bad("--source-address applies to HTTP targets only"));
         }
         let prepared = super::sql_sweep::prepare_sql(&a, t.as_given())?;
-        let preflight = run_preflight(&a, t, &prepared, &concurrency, threads)?;
+        let preflight = run_preflight(&a, t, &prepared, &concurrency, threads, client_net.as_ref())?;
         let client_net = super::client_net::up(client_net.as_ref(), t, None)?;
         let agents = super::agents::connect(&a, t, None, check_sampling(&a)?.as_millis() as u64)?;
         let store = Store::open(store_path)?;
@@ -250,7 +250,7 @@ pub fn prepare_then<X: Execute>(store_path: &Path, mut a: SweepArgs, x: X) -> an
     // 2. The target: start the specimen, or check the URL parses and answers;
     // then the preflight (docs/preflight.md), which --strict turns into a gate.
     let prepared = prepare_http(&a, specimen_mode)?;
-    let preflight = run_preflight(&a, &target, &prepared, &concurrency, threads)?;
+    let preflight = run_preflight(&a, &target, &prepared, &concurrency, threads, client_net.as_ref())?;
     let client_net = super::client_net::up(client_net.as_ref(), &target, prepared.specimen.as_ref().map(|s| s.addr))?;
     let config = http_config(&a, a.target.as_deref().unwrap_or("http://127.0.0.1/"))?;
     let agents = super::agents::connect(&a, &target, Some(&config), check_sampling(&a)?.as_millis() as u64)?;
@@ -317,6 +317,7 @@ fn run_preflight<D>(
     prepared: &Prepared<D>,
     concurrency: &[u32],
     threads: u32,
+    client_net: Option<&scalelab_netem::NetSpec>,
 ) -> anyhow::Result<Vec<scalelab_core::preflight::Check>> {
     let specimen = prepared.specimen.as_ref();
     let checks = super::preflight::checks(super::preflight::Ask {
@@ -329,6 +330,7 @@ fn run_preflight<D>(
         keepalive: !a.no_keepalive,
         threads,
         no_pin: a.no_pin,
+        client_net: client_net.map(|n| n.to_string()),
     })?;
     super::preflight::gate(&checks, a.strict)?;
     Ok(checks)

@@ -29,6 +29,7 @@ pub struct ProcessSample {
     pub cpu_user_ticks: Option<u64>,
     /// System CPU ticks of the whole process, exited threads included.
     pub cpu_system_ticks: Option<u64>,
+    /// Threads of the process (the server tree's sample: of all its processes).
     pub threads: Option<u64>,
     /// Voluntary context switches (blocking: locks, I/O, waits) of every
     /// thread seen since the sampler started, each counted from its creation.
@@ -38,6 +39,7 @@ pub struct ProcessSample {
     pub voluntary_ctxt_switches: Option<u64>,
     /// Involuntary context switches (preempted), accumulated the same way.
     pub nonvoluntary_ctxt_switches: Option<u64>,
+    /// Resident memory (the server tree's sample: summed over its processes).
     pub rss_kib: Option<u64>,
     pub open_fds: Option<u64>,
     pub io: Option<ProcessIo>,

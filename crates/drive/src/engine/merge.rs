@@ -17,7 +17,6 @@ pub(super) struct Merge {
     statements: Vec<LatencyHistogram>,
     runq_total_ns: Option<u64>,
     runq_threads: u32,
-    service: LatencyHistogram,
     dropped: u64,
     late_sends: u64,
 }
@@ -34,6 +33,7 @@ impl Merge {
             m.requests += s.requests;
             m.errors += s.errors;
             m.latency.merge(&s.latency);
+            m.service.merge(&s.service);
         }
         let result = &mut self.result;
         result.errors.merge(&stats.errors);
@@ -49,7 +49,6 @@ impl Merge {
             result.client_lag_ms = Some(result.client_lag_ms.map_or(ms, |m: f64| m.max(ms)));
         }
         self.connects += stats.connects;
-        self.service.merge(&stats.service);
         self.dropped += stats.dropped;
         self.late_sends += stats.late_sends;
         if self.statements.len() < stats.statements.len() {
@@ -65,21 +64,10 @@ impl Merge {
     /// over `window`, offering `offered` requests per second when an open
     /// loop; `names` are the driver's statement names.
     pub(super) fn finish(self, concurrency: u32, offered: Option<f64>, client_cores: u32, window: &Window, names: &[String]) -> StepResult {
-        let Merge {
-            mut seconds,
-            mut result,
-            connect_total,
-            connects,
-            statements,
-            runq_total_ns,
-            runq_threads,
-            service,
-            dropped,
-            late_sends,
-        } = self;
+        let Merge { mut seconds, mut result, connect_total, connects, statements, runq_total_ns, runq_threads, dropped, late_sends } = self;
         if offered.is_some() {
             result.offered_rate_per_s = offered;
-            result.service = Some(service);
+            result.service = Some(LatencyHistogram::new());
             result.dropped = Some(dropped);
             result.late_sends = Some(late_sends);
         }
@@ -110,6 +98,12 @@ impl Merge {
             result.requests += s.requests;
             result.latency.merge(&s.latency);
             s.latency.pack();
+            if let Some(service) = &mut result.service {
+                service.merge(&s.service);
+                if !s.service.is_empty() {
+                    s.service.pack();
+                }
+            }
         }
         result.seconds = seconds;
         if let (Some(ns), true) = (runq_total_ns, window_s > 0.0 && runq_threads > 0) {

@@ -159,7 +159,9 @@ pub(super) async fn connection_loop<C: Client>(
         if recorded {
             let mut l = local.borrow_mut();
             if outcome.is_ok() {
-                l.stats.service.record(t1 - t0);
+                // By its completion's second, as `record` files its latency.
+                let sec = ((t1 - shared.warm_end()).as_secs() as usize).min(l.stats.seconds.len() - 1);
+                l.stats.seconds[sec].service.record(t1 - t0);
             }
             // A connection was free for it: a late send is the client's own delay.
             if t0.saturating_duration_since(intended) > LATE_SEND_AFTER {

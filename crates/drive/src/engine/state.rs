@@ -74,8 +74,6 @@ pub(super) struct WorkerStats {
     pub(super) runq_wait_ns: Option<u64>,
     /// Per-statement latencies of the window, by index into the driver's statement names.
     pub(super) statements: Vec<LatencyHistogram>,
-    /// Open loop: service times (from the actual send) of the window's completions.
-    pub(super) service: LatencyHistogram,
     /// Open loop: requests dropped (never sent) in the window.
     pub(super) dropped: u64,
     /// Open loop: requests sent late by the client's own doing.
@@ -97,7 +95,6 @@ impl WorkerStats {
             max_lag: None,
             runq_wait_ns: None,
             statements: Vec::new(),
-            service: LatencyHistogram::new(),
             dropped: 0,
             late_sends: 0,
             connect_latency: LatencyHistogram::new(),

@@ -134,6 +134,9 @@ async fn control_loop(shared: Arc<Shared>, local: Rc<RefCell<Local>>, sec_tx: mp
                     // takes hundreds of bytes instead of ~100 KB, so a long
                     // window does not grow the client (bench/soak).
                     s.latency.pack();
+                    if !s.service.is_empty() {
+                        s.service.pack();
+                    }
                 }
                 sent += 1;
             }

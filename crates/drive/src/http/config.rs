@@ -56,6 +56,24 @@ pub struct HttpConfig {
     pub source_addrs: Vec<std::net::IpAddr>,
 }
 
+impl HttpConfig {
+    /// GET of one URL with keep-alive, 2xx as success and `timeout` for the
+    /// request and the connect: the plain request a probe or a test sends.
+    pub fn get(url: &str, timeout: Duration) -> HttpConfig {
+        HttpConfig {
+            requests: vec![RequestSpec { method: "GET".into(), url: url.into(), weight: 1 }],
+            headers: Vec::new(),
+            body: None,
+            keepalive: true,
+            timeout,
+            connect_timeout: timeout,
+            expect: StatusMatch::Any(vec![StatusRule::Class(2)]),
+            insecure: false,
+            source_addrs: Vec::new(),
+        }
+    }
+}
+
 /// Which response statuses count as success.
 #[derive(Clone, Debug, PartialEq)]
 pub enum StatusMatch {

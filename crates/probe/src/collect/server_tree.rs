@@ -108,12 +108,14 @@ impl ServerTree {
         self.threads.is_some()
     }
 
-    /// The server's sample with CPU ticks, context switches and the thread
-    /// count of its descendants added; rescans descendants first.
+    /// The server's sample with CPU ticks, context switches, the thread
+    /// count and the resident memory of its descendants added (pages shared
+    /// between processes count once per process, as `ps` sums them);
+    /// rescans descendants first.
     pub fn sample(&mut self) -> ProcessSample {
         self.rescan();
         let mut s = self.process.sample();
-        let mut threads = 0;
+        let (mut threads, mut rss_kib) = (0, 0);
         for m in self.members.values_mut() {
             let ms = m.process.sample();
             let cur = [ms.cpu_user_ticks, ms.cpu_system_ticks, ms.voluntary_ctxt_switches, ms.nonvoluntary_ctxt_switches];
@@ -121,6 +123,7 @@ impl ServerTree {
                 continue;
             }
             threads += ms.threads.unwrap_or(0);
+            rss_kib += ms.rss_kib.unwrap_or(0);
             let last = m.last.get_or_insert([0; 4]);
             for i in 0..4 {
                 if let Some(v) = cur[i] {
@@ -141,6 +144,7 @@ impl ServerTree {
             add(&mut s.voluntary_ctxt_switches, self.extra[2]);
             add(&mut s.nonvoluntary_ctxt_switches, self.extra[3]);
             add(&mut s.threads, threads);
+            add(&mut s.rss_kib, rss_kib);
         }
         s
     }

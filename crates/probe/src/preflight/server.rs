@@ -18,15 +18,18 @@ pub fn workers(roots: &Roots, pid: u32) -> Reading<Workers> {
         return Err(format!("the server process is {comm:?}, not nginx or Apache: no worker processes to count"));
     }
     let children = crate::tree::descendants(&roots.proc, pid).map_err(|e| format!("cannot list {}: {e}", roots.proc.display()))?;
-    let workers = children
+    let workers: Vec<u32> = children
         .into_iter()
         .filter(|c| {
             let cmdline = std::fs::read(roots.proc.join(format!("{c}/cmdline"))).unwrap_or_default();
             let cmdline = String::from_utf8_lossy(&cmdline);
             text(&roots.proc.join(format!("{c}/comm"))).is_ok_and(|n| n == comm) && (comm != "nginx" || cmdline.contains("worker process"))
         })
-        .count() as u32;
-    Ok(Workers { server: comm, workers })
+        .collect();
+    // A process whose task dir cannot be read (gone since) counts as one thread.
+    let threads =
+        workers.iter().map(|w| std::fs::read_dir(roots.proc.join(format!("{w}/task"))).map_or(1, |d| d.count().max(1) as u32)).sum();
+    Ok(Workers { server: comm, workers: workers.len() as u32, threads })
 }
 
 /// A size setting in bytes: `shared_buffers` is in units of its `unit` ("8kB").

@@ -1,8 +1,12 @@
 //! The report's charts, built from [`ReportRun`]s: throughput and scaling
-//! vs concurrency (all runs), latency per run, each run's per-second
+//! vs concurrency (all runs), latency per run (vs offered rate for an open
+//! loop, with the capacity search's own charts: `rate`, `capacity`), each run's per-second
 //! timeline and its thread states per step. A chart with nothing to draw is
 //! an `Err` carrying the reason, shown as text in its place, never an empty
 //! or zero-filled plot.
+
+pub mod capacity;
+pub mod rate;
 
 use crate::model::{PhaseKind, Points, ReportRun, Timeline};
 use crate::svg::{Band, LineChart, LineSeries, Marker, Stack, StackedBars, PALETTE, PAUSE_FILL, WARMUP_FILL, WINDOW_FILL};
@@ -135,6 +139,18 @@ pub fn scaling(runs: &[ReportRun]) -> Chart {
         });
     }
     Chart::line("scaling".into(), chart, "no run has a first step with throughput")
+}
+
+/// The load charts of one run: latency vs concurrency for a closed loop;
+/// for an open loop latency and achieved throughput vs offered rate, and a
+/// capacity run's search path and SLO latency.
+pub fn load_charts(r: &ReportRun) -> Vec<Chart> {
+    if !rate::is_open_loop(&r.run) {
+        return vec![latency(r)];
+    }
+    let mut out = vec![rate::hockey_stick(r), rate::achieved(r)];
+    out.extend(capacity::charts(r));
+    out
 }
 
 /// Latency percentiles (p50, p99, p99.9) vs concurrency of one run.
@@ -383,7 +399,7 @@ pub fn db_waits(r: &ReportRun) -> Option<Chart> {
 /// Every chart of the report, in the order the HTML shows them.
 pub fn all(runs: &[ReportRun]) -> Vec<Chart> {
     let mut out = vec![scaling(runs), throughput(runs)];
-    out.extend(runs.iter().map(latency));
+    out.extend(runs.iter().flat_map(load_charts));
     for r in runs {
         out.extend(timeline(r));
         out.extend(thread_states(r));
