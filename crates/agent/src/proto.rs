@@ -48,8 +48,9 @@ pub enum ToAgent {
     Ping { seq: u32 },
     /// The session: the one target this agent may send load to, and how.
     Load { target: String, http: HttpSpec, threads: Option<u32>, no_pin: bool },
-    /// Probes for the server on the agent's host (`--server-agent`).
-    Probe { server_pid: Option<u32>, port: Option<u16>, interval_ms: u64, thread_hz: f64 },
+    /// Probes for the server on the agent's host (`--server-agent`), and
+    /// the database to poll from there (`--db-probe`, or a SQL target).
+    Probe { server_pid: Option<u32>, port: Option<u16>, interval_ms: u64, thread_hz: f64, db: Option<String> },
     /// Run this agent's share of a step, starting at `start_at_unix_us` on the agent's clock.
     Step { index: usize, plan: StepPlan, start_at_unix_us: i64 },
     /// Cut the running step short (the coordinator was interrupted).

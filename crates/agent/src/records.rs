@@ -60,10 +60,11 @@ impl Probing {
     pub fn start(
         server_pid: Option<u32>,
         port: Option<u16>,
-        interval_ms: u64,
-        thread_hz: f64,
+        (interval_ms, thread_hz): (u64, f64),
+        db: Option<&str>,
         tx: UnboundedSender<FromAgent>,
     ) -> Result<(Probing, u32), String> {
+        let db = db.map(scalelab_probe::collect::parse_url).transpose()?;
         let target =
             port.map(|p| scalelab_core::Target::parse(&format!("http://127.0.0.1:{p}/"))).transpose().map_err(|e| e.to_string())?;
         let pid = scalelab_probe::server_pid(target.as_ref(), None, server_pid);
@@ -75,7 +76,7 @@ impl Probing {
             server_pid: pid.ok(),
             interval: Duration::from_millis(interval_ms.max(100)),
             thread_hz,
-            db: None,
+            db,
             specimen: None,
         });
         let stop = Arc::new(AtomicBool::new(false));

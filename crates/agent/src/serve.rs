@@ -157,8 +157,8 @@ pub async fn serve(mut r: Reader, mut w: Writer, proof: Option<Proof>, protocol:
                     }
                 }
             }
-            ToAgent::Probe { server_pid, port, interval_ms, thread_hz } => {
-                match records::Probing::start(server_pid, port, interval_ms, thread_hz, tx.clone()) {
+            ToAgent::Probe { server_pid, port, interval_ms, thread_hz, db } => {
+                match records::Probing::start(server_pid, port, (interval_ms, thread_hz), db.as_deref(), tx.clone()) {
                     Ok((p, cores)) => {
                         probes = Some(p);
                         let _ = tx.send(FromAgent::Ready { server: None, cores });

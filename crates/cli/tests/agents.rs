@@ -423,3 +423,40 @@ fn an_open_loop_rate_is_split_across_agents_and_merged() {
     assert!(each.iter().all(|x| (x - 200.0).abs() < 25.0), "each agent offered half: {each:?}");
     assert_eq!(parts.iter().map(|p| p["concurrency"].as_u64().unwrap()).sum::<u64>(), 16, "the connections split too");
 }
+
+#[test]
+fn the_server_agent_polls_the_database_from_the_servers_host() {
+    let pg = scalelab_testkit::postgres::Postgres::start();
+    let nginx = Nginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let tok = token(dir.path(), TOKEN);
+    let probe = Agent::start(&tok, &[]);
+    let store = dir.path().join("s.db");
+    // Local load, the server's host (here the same) observed by the server agent, with --db-probe.
+    let run = json(
+        &store,
+        &[
+            "sweep",
+            &nginx.url("/"),
+            "-c",
+            "1",
+            "--warmup",
+            "0.2s",
+            "-d",
+            "1.5s",
+            "-t",
+            "1",
+            "--json",
+            "-q",
+            "--db-probe",
+            &pg.url(),
+            "--server-agent",
+            &probe.url(),
+            "--agent-token-file",
+            tok.to_str().unwrap(),
+        ],
+    );
+    let d = &steps(&run)[0]["telemetry"]["db"];
+    assert_eq!(d["engine"], "postgres", "{}", steps(&run)[0]["telemetry"]);
+    assert!(d["activity_polls"].as_u64().unwrap() >= 3, "{d}");
+}
