@@ -20,6 +20,8 @@ have perf || missing+=(linux-perf)                 # sweep --profile (docs/profi
 have cc || missing+=(gcc)                          # the profile tests build a small C server
 have ip || missing+=(iproute2)                     # network namespaces (preflight's port-range test)
 have nft || missing+=(nftables)                   # conntrack counted live (preflight test)
+have sshd || missing+=(openssh-server)             # ssh:// agents (tests start their own sshd)
+have ssh || missing+=(openssh-client)
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}" >&2
@@ -29,7 +31,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   # Debian starts the packaged services; the tests never use them.
   if have nginx && [ -f /run/nginx.pid ]; then $sudo nginx -s quit 2>/dev/null || true; fi
-  for svc in postgresql mariadb; do
+  for svc in postgresql mariadb ssh; do
     if command -v service >/dev/null 2>&1; then $sudo service "$svc" stop >/dev/null 2>&1 || true; fi
   done
 fi

@@ -42,6 +42,8 @@ pub enum Command {
     Watch(WatchArgs),
     /// Check what would skew a benchmark here (governor, limits, backlog, ports, IRQs, server and database settings).
     Preflight(PreflightArgs),
+    /// Be an agent for a coordinator on another host: load (`sweep --agent`) or probes (`--server-agent`) (docs/agents.md).
+    Agent(AgentArgs),
     /// Run the built-in specimen server (scalelab starts it by itself for `sweep`).
     Specimen(SpecimenArgs),
     /// Create and load a dataset (sbtest, pgbench) in a PostgreSQL or MySQL database.
@@ -205,6 +207,90 @@ pub struct SweepArgs {
     /// I/O, run queue) over its first second; `scalelab profile RUN` reads them (docs/profiles.md).
     #[arg(long)]
     pub profile: bool,
+    /// Send the load from agents on other hosts instead of this one (repeatable; each gets an even share of every
+    /// step's clients): `ssh://[user@]host[:port]` runs `scalelab agent --stdio` there through your ssh, `tcp://HOST:PORT`
+    /// reaches a `scalelab agent --listen` (TLS and --agent-token-file). docs/agents.md.
+    #[arg(long = "agent", value_name = "URL")]
+    pub agents: Vec<String>,
+    /// An agent on the server's host (`tcp://` or `ssh://`) that runs the probes there (system, the server's
+    /// process tree by --server-pid or by the target port's owner, thread states), so the run observes a remote server.
+    #[arg(long, value_name = "URL")]
+    pub server_agent: Option<String>,
+    /// The token of tcp:// agents (the file given to `scalelab agent --token-file`).
+    #[arg(long, value_name = "FILE")]
+    pub agent_token_file: Option<PathBuf>,
+    /// The scalelab binary on ssh:// agent hosts [default: scalelab].
+    #[arg(long, value_name = "PATH")]
+    pub agent_command: Option<String>,
+    /// An option for ssh to reach ssh:// agents, as for `ssh -o` (repeatable; or SCALELAB_SSH_OPTIONS, ';'-separated).
+    #[arg(long = "ssh-option", value_name = "OPTION", env = "SCALELAB_SSH_OPTIONS", value_delimiter = ';')]
+    pub ssh_options: Vec<String>,
+    /// When a load agent is lost mid-run: abort (the step is kept as partial, the run ends incomplete) or
+    /// continue (the step is kept as partial, the next steps run on the other agents).
+    #[arg(long, value_enum, default_value = "abort")]
+    pub agent_loss: AgentLoss,
+}
+
+/// `--agent-loss`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AgentLoss {
+    Abort,
+    Continue,
+}
+
+/// `scalelab agent`: serve a coordinator over ssh's stdio, or listen on TCP.
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct AgentArgs {
+    #[command(subcommand)]
+    pub command: Option<AgentCommand>,
+    /// Serve one coordinator over stdin/stdout (what `--agent ssh://HOST` runs).
+    #[arg(long, conflicts_with = "listen")]
+    pub stdio: bool,
+    /// Listen on this address (e.g. 0.0.0.0:7070) with TLS, for coordinators that hold the token.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// The token file (its first line, at least 16 characters; `openssl rand -hex 32`).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// TLS certificate (PEM) instead of the self-signed one made at start.
+    #[arg(long, value_name = "FILE", requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// TLS private key (PEM) of --cert.
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
+    /// Tests only: speak another protocol number.
+    #[arg(long, hide = true)]
+    pub protocol_version: Option<u32>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum AgentCommand {
+    /// Print a deployment of agents for a cluster (docs/agents.md).
+    Manifest(ManifestArgs),
+}
+
+/// `scalelab agent manifest`.
+#[derive(Args, Debug)]
+pub struct ManifestArgs {
+    /// A Kubernetes Indexed Job and headless Service.
+    #[arg(long)]
+    pub kubernetes: bool,
+    /// How many agents.
+    #[arg(long, default_value_t = 2)]
+    pub agents: u32,
+    /// The container image that holds scalelab.
+    #[arg(long)]
+    pub image: String,
+    /// The port the agents listen on.
+    #[arg(long, default_value_t = 7070)]
+    pub port: u16,
+    /// The Secret that holds the token (key `token`).
+    #[arg(long, default_value = "scalelab-agent-token")]
+    pub secret: String,
+    /// Name of the Job and Service.
+    #[arg(long, default_value = "scalelab-agent")]
+    pub name: String,
 }
 
 #[derive(Args, Debug)]

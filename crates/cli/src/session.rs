@@ -7,7 +7,7 @@
 
 use crate::telemetry::{store_records, Record};
 use scalelab_core::{Environment, RunKind, RunPlan, Source, StepPlan, StepResult};
-use scalelab_drive::{run_step, run_sweep, Driver, EngineOptions, LiveTick, SweepEnd, SweepEvent};
+use scalelab_drive::{run_step, run_sweep_with, Driver, EngineOptions, LiveTick, Local, StepRunner, SweepEnd, SweepEvent};
 use scalelab_probe::profile::{Overhead, ProfileConfig, Profiler};
 use scalelab_probe::{Collector, CollectorConfig};
 use scalelab_store::{Store, StoreError};
@@ -44,6 +44,10 @@ pub struct Probes {
     pub why_no_server: Option<String>,
     /// `--profile`: on-CPU and off-CPU stacks of the server per step window.
     pub profile: bool,
+    /// Records taken on the server's host by a server agent (drained as
+    /// they arrive). When given, the local collector does not run: its
+    /// machine samples would be this machine's, not the server's.
+    pub remote: Option<Arc<std::sync::Mutex<Vec<Record>>>>,
 }
 
 /// How a sweep of a session ended.
@@ -82,6 +86,8 @@ pub struct Session {
     plan: RunPlan,
     telemetry: Option<Collector>,
     profile: Profiling,
+    /// Records from elsewhere (a server agent's probes), drained with the collector's.
+    remote: Option<Arc<std::sync::Mutex<Vec<Record>>>>,
 }
 
 /// `--profile`'s state in a session.
@@ -146,14 +152,16 @@ impl Session {
             store.add_probe_note(run_id, Source::Process.name(), &format!("server process not found: {why}"))?;
         }
         let profile = Profiling::start(&probes);
-        Ok(Session { store: Some(store), run_id: Some(run_id), plan, telemetry: Some(Collector::start(probes.collect)), profile })
+        let telemetry = probes.remote.is_none().then(|| Collector::start(probes.collect));
+        Ok(Session { store: Some(store), run_id: Some(run_id), plan, telemetry, profile, remote: probes.remote })
     }
 
     /// A session that stores nothing (a `watch` without `--record`): the
     /// probes run and the observer sees their records.
     pub fn unrecorded(plan: RunPlan, probes: Probes) -> Session {
         let profile = Profiling::start(&probes);
-        Session { store: None, run_id: None, plan, telemetry: Some(Collector::start(probes.collect)), profile }
+        let telemetry = probes.remote.is_none().then(|| Collector::start(probes.collect));
+        Session { store: None, run_id: None, plan, telemetry, profile, remote: probes.remote }
     }
 
     /// The run's id in the store, when it is recorded.
@@ -189,7 +197,15 @@ impl Session {
     fn drain(&mut self, observer: &mut dyn Observer) {
         let mut records = std::mem::take(&mut self.profile.pending);
         records.extend(self.telemetry.as_ref().map(Collector::drain).unwrap_or_default());
+        if let Some(r) = &self.remote {
+            records.append(&mut r.lock().expect("not poisoned"));
+        }
         self.keep(records, observer);
+    }
+
+    /// Stores records handed over at the end (a server agent's last ones).
+    pub fn keep_records(&mut self, records: Vec<Record>) {
+        self.keep(records, &mut Silent);
     }
 
     /// Runs the plan's steps against `driver`, storing each step as it
@@ -204,11 +220,25 @@ impl Session {
         max_failed_steps: u32,
         observer: &mut dyn Observer,
     ) -> SweepOutcome {
+        self.sweep_with(&mut Local(driver), engine, max_failed_steps, observer, &mut || None)
+    }
+
+    /// [`Session::sweep`] with the steps run by `runner` (a coordinator's
+    /// agents); after each step `note` may give a plan option to record
+    /// (which agent did what).
+    pub fn sweep_with(
+        &mut self,
+        runner: &mut dyn StepRunner,
+        engine: &EngineOptions,
+        max_failed_steps: u32,
+        observer: &mut dyn Observer,
+        note: &mut dyn FnMut() -> Option<(String, serde_json::Value)>,
+    ) -> SweepOutcome {
         let steps = self.plan.steps.clone();
         let unit = self.plan.throughput_unit().to_string();
         let mut failed_step: Option<String> = None;
         let mut store_error = None;
-        let end = run_sweep(driver, &steps, engine, max_failed_steps, &mut |ev| match ev {
+        let end = run_sweep_with(runner, &steps, engine, max_failed_steps, &mut |ev| match ev {
             SweepEvent::StepStarted { index, plan } => observer.step_started(index, plan),
             SweepEvent::Tick { index, tick } => {
                 self.profile.tick(index, tick);
@@ -226,6 +256,9 @@ impl Session {
                         store_error.get_or_insert((index, e));
                         engine.stop.store(true, Ordering::Relaxed);
                     }
+                }
+                if let Some((key, value)) = note() {
+                    let _ = self.set_option(&key, value);
                 }
                 observer.step_finished(index, &result, &unit);
             }

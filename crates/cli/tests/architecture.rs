@@ -57,7 +57,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("report", &["core", "analyze", "micro"]),
     ("testkit", &["core"]),
     ("netem", &[]),
-    ("cli", &["core", "wire", "specimen", "store", "probe", "drive", "micro", "analyze", "report", "netem"]),
+    ("agent", &["core", "wire", "drive", "probe"]),
+    ("cli", &["core", "wire", "specimen", "store", "probe", "drive", "micro", "analyze", "report", "netem", "agent"]),
 ];
 
 #[test]

@@ -20,4 +20,4 @@ pub mod sweep;
 
 pub use driver::{Client, ClientCtx, Driver};
 pub use engine::{run_step, EngineOptions, LiveTick, Schedule};
-pub use sweep::{run_sweep, SweepEnd, SweepEvent};
+pub use sweep::{run_sweep, run_sweep_with, Local, StepRunner, SweepEnd, SweepEvent};

@@ -31,9 +31,38 @@ pub enum SweepEnd {
     TargetFailed { step: usize },
 }
 
+/// What runs one step: the engine on this machine ([`Local`]), or a
+/// coordinator's agents on others; either returns the same [`StepResult`].
+pub trait StepRunner {
+    /// Runs step `index` and returns its result; `live` gets progress ticks.
+    fn run_step(&mut self, index: usize, plan: &StepPlan, opts: &EngineOptions, live: &mut dyn FnMut(&LiveTick)) -> StepResult;
+}
+
+/// The engine on this machine, driving `driver`.
+pub struct Local<'a, D>(pub &'a Arc<D>);
+
+impl<D: Driver> StepRunner for Local<'_, D> {
+    fn run_step(&mut self, _index: usize, plan: &StepPlan, opts: &EngineOptions, live: &mut dyn FnMut(&LiveTick)) -> StepResult {
+        run_step(self.0, plan, opts, live)
+    }
+}
+
 /// Runs every step of `steps` against `driver`, calling `on` for each event.
 pub fn run_sweep<D: Driver>(
     driver: &Arc<D>,
+    steps: &[StepPlan],
+    opts: &EngineOptions,
+    max_failed_steps: u32,
+    on: &mut dyn FnMut(SweepEvent<'_>),
+) -> SweepEnd {
+    run_sweep_with(&mut Local(driver), steps, opts, max_failed_steps, on)
+}
+
+/// Runs every step of `steps` with `runner`, calling `on` for each event.
+/// A step cut short ends the sweep only when a stop was asked for (SIGINT,
+/// or a coordinator that lost an agent); locally the two go together.
+pub fn run_sweep_with(
+    runner: &mut dyn StepRunner,
     steps: &[StepPlan],
     opts: &EngineOptions,
     max_failed_steps: u32,
@@ -45,11 +74,10 @@ pub fn run_sweep<D: Driver>(
             return SweepEnd::Interrupted;
         }
         on(SweepEvent::StepStarted { index, plan });
-        let result = run_step(driver, plan, opts, &mut |tick| on(SweepEvent::Tick { index, tick }));
+        let result = runner.run_step(index, plan, opts, &mut |tick| on(SweepEvent::Tick { index, tick }));
         let failed = result.failed() && !result.partial;
-        let partial = result.partial;
         on(SweepEvent::StepFinished { index, result: Box::new(result) });
-        if partial || opts.stop.load(Ordering::Relaxed) {
+        if opts.stop.load(Ordering::Relaxed) {
             return SweepEnd::Interrupted;
         }
         failed_in_a_row = if failed { failed_in_a_row + 1 } else { 0 };

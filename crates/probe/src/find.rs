@@ -179,7 +179,10 @@ pub fn server_pid(target: Option<&scalelab_core::Target>, specimen_pid: Option<u
     let target = target.ok_or("the target is not a URL")?;
     let port = target.port().ok_or("no port in the target")?;
     if !target.is_loopback() {
-        return Err(format!("{} is not this machine: pass --server-pid to observe a local server", target.host()));
+        return Err(format!(
+            "{} is not this machine, so the server was not observed: run a --server-agent on its host (docs/agents.md), or pass --server-pid for a local server",
+            target.host()
+        ));
     }
     find_by_port(&Roots::default(), port).map(|s| s.pid).map_err(|e| e.to_string())
 }
@@ -197,7 +200,10 @@ mod tests {
         assert_eq!(server_pid(Some(&remote), None, Some(7)), Ok(7));
         assert_eq!(server_pid(Some(&remote), Some(9), None), Ok(9));
         let e = server_pid(Some(&remote), None, None).unwrap_err();
-        assert_eq!(e, "10.1.2.3 is not this machine: pass --server-pid to observe a local server");
+        assert_eq!(
+            e,
+            "10.1.2.3 is not this machine, so the server was not observed: run a --server-agent on its host (docs/agents.md), or pass --server-pid for a local server"
+        );
         assert_eq!(server_pid(None, None, None).unwrap_err(), "the target is not a URL");
         assert_eq!(server_pid(Some(&Target::specimen("scales")), None, None).unwrap_err(), "no port in the target");
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -70,6 +70,9 @@ pub fn show_text(run: &Run, width: Option<usize>) -> String {
     if let Some(t) = crate::table::telemetry_table_width(run, width) {
         out.push_str(&t);
     }
+    if let Some(t) = crate::agents::agents_table(&run.plan.options) {
+        out.push_str(&t);
+    }
     out.push_str(&wrap(&diagnosis_text(run), width));
     out
 }

@@ -21,6 +21,7 @@
 //! - [`page`]: the comparison and per-step tables both formats show.
 //! - [`html`]: the self-contained HTML document; [`markdown`]: the Markdown one.
 
+pub mod agents;
 pub mod capacity;
 pub mod charts;
 pub mod cli;

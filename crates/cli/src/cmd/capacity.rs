@@ -40,6 +40,7 @@ pub fn run(store_path: &Path, c: CapacityArgs) -> anyhow::Result<ExitCode> {
         (a.rate.is_some(), "--rate", "the search chooses the rates (--start-rate, --max-rate)"),
         (a.concurrency.is_some(), "-c/--concurrency", "a capacity search offers rates (open loop)"),
         (a.duration.is_some(), "-d/--duration", "the window per tried rate is --step"),
+        (super::agents::wanted(&a), "--agent/--server-agent", "agents run sweeps so far"),
     ] {
         if given {
             return Err(bad(format!("{name} does not apply to capacity: {fix}")));
@@ -82,7 +83,7 @@ impl Execute for Capacity {
         prepared.options.insert("slo".into(), self.slo_text.clone().into());
         prepared.options.insert("capacity_resolution".into(), self.settings.resolution.into());
         prepared.options.insert("capacity_max_rate_per_s".into(), self.settings.max_per_s.into());
-        let Started { mut session, driver, specimen, engine, run_id, label, workload, stop, client_net } =
+        let Started { mut session, driver, specimen, engine, run_id, label, workload, stop, client_net, .. } =
             begin(store, a, common, prepared, RunKind::Capacity)?;
         if !a.json && !a.quiet {
             sayln!("run {run_id}: capacity of {label} ({workload}), store {}", store_path.display());

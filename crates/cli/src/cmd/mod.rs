@@ -1,5 +1,7 @@
 //! One module per subcommand.
 
+mod agent;
+mod agents;
 pub mod analysis;
 mod capacity;
 mod client_net;
@@ -41,6 +43,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Show(a) => show::show(&cli.store, &a),
         Command::Diagnose(a) => show::diagnose(&cli.store, &a),
         Command::Export(a) => show::export(&cli.store, &a),
+        Command::Agent(a) => agent::run(&a),
         Command::Specimen(a) => specimen::run(a),
         Command::Watch(a) => watch::run(&cli.store, &a),
         Command::Profile(a) => profile::run(&cli.store, &a),

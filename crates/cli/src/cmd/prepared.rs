@@ -36,4 +36,6 @@ pub struct Common {
     pub preflight: Vec<scalelab_core::preflight::Check>,
     /// The clients' network (`--client-net`), up until the load is over.
     pub client_net: Option<scalelab_netem::ClientNet>,
+    /// The agents (`--agent`, `--server-agent`), connected and set up.
+    pub agents: Option<scalelab_agent::Coordinator>,
 }

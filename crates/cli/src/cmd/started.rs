@@ -44,6 +44,8 @@ pub struct Started<D> {
     /// The clients' network namespace (`--client-net`): kept up for the
     /// run, torn down when dropped (before the specimen).
     pub client_net: Option<scalelab_netem::ClientNet>,
+    /// The agents (`--agent`, `--server-agent`), until the load is over.
+    pub agents: Option<scalelab_agent::Coordinator>,
 }
 
 /// The sample interval, or bad input (checked before anything is created).
@@ -84,7 +86,12 @@ pub fn begin<D>(store: Store, a: &SweepArgs, mut common: Common, prepared: Prepa
     };
 
     let sample_interval = check_sampling(a)?;
-    let server_pid = scalelab_probe::server_pid(Some(&common.target), specimen.as_ref().map(|s| s.pid()), a.server_pid);
+    // A server agent observes the server on its host; this machine's probes do not run.
+    let remote = common.agents.as_ref().filter(|c| c.server_agent().is_some()).map(|c| c.records());
+    let server_pid = match &remote {
+        Some(_) => Err("observed on its host by the server agent".to_string()),
+        None => scalelab_probe::server_pid(Some(&common.target), specimen.as_ref().map(|s| s.pid()), a.server_pid),
+    };
     let db = match a.db_probe.as_deref() {
         Some(url) => Some(scalelab_probe::collect::parse_url(url).map_err(bad)?),
         None => sql_url,
@@ -93,7 +100,7 @@ pub fn begin<D>(store: Store, a: &SweepArgs, mut common: Common, prepared: Prepa
     // SIGINT/SIGTERM finish the current second and keep what was measured.
     let stop = super::stop_on_signals()?;
     let probes = Probes {
-        why_no_server: server_pid.as_ref().err().cloned(),
+        why_no_server: server_pid.as_ref().err().cloned().filter(|_| remote.is_none()),
         collect: CollectorConfig {
             server_pid: server_pid.ok(),
             interval: sample_interval,
@@ -102,6 +109,7 @@ pub fn begin<D>(store: Store, a: &SweepArgs, mut common: Common, prepared: Prepa
             specimen: specimen.as_ref().map(|s| s.addr),
         },
         profile: a.profile,
+        remote,
     };
     let label = scalelab_core::escape_control(&plan.label).into_owned();
     let workload = scalelab_core::escape_control(&plan.workload).into_owned();
@@ -109,5 +117,5 @@ pub fn begin<D>(store: Store, a: &SweepArgs, mut common: Common, prepared: Prepa
     let run_id = session.run_id().expect("a sweep is recorded");
     let netns = common.client_net.as_ref().map(|n| n.netns_path());
     let engine = EngineOptions { threads: common.threads, pin_cpus, slice_us, stop: stop.clone(), netns };
-    Ok(Started { session, driver, specimen, engine, run_id, label, workload, stop, client_net: common.client_net })
+    Ok(Started { session, driver, specimen, engine, run_id, label, workload, stop, client_net: common.client_net, agents: common.agents })
 }

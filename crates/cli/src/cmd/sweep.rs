@@ -190,6 +190,7 @@ pub fn prepare_then<X: Execute>(store_path: &Path, mut a: SweepArgs, x: X) -> an
     let target = a.target.as_deref().map(Target::parse);
     let sql = matches!(&target, Some(Ok(t)) if t.kind().is_sql());
     refuse_options_that_do_not_apply(&a, sql)?;
+    super::agents::check(&a, sql)?;
     let client_net = super::client_net::check(&a)?;
     if let Some(t) = &a.target {
         if !t.contains("://") {
@@ -235,8 +236,9 @@ pub fn prepare_then<X: Execute>(store_path: &Path, mut a: SweepArgs, x: X) -> an
         let prepared = super::sql_sweep::prepare_sql(&a, t.as_given())?;
         let preflight = run_preflight(&a, t, &prepared, &concurrency, threads, client_net.as_ref())?;
         let client_net = super::client_net::up(client_net.as_ref(), t, None)?;
+        let agents = super::agents::connect(&a, t, None, check_sampling(&a)?.as_millis() as u64)?;
         let store = Store::open(store_path)?;
-        let common = Common { target: t.clone(), steps, threads, assertions, preflight, client_net };
+        let common = Common { target: t.clone(), steps, threads, assertions, preflight, client_net, agents };
         return x.execute(store, store_path, &a, common, prepared);
     }
     // A placeholder URL validates the HTTP options before the specimen starts.
@@ -250,7 +252,9 @@ pub fn prepare_then<X: Execute>(store_path: &Path, mut a: SweepArgs, x: X) -> an
     let prepared = prepare_http(&a, specimen_mode)?;
     let preflight = run_preflight(&a, &target, &prepared, &concurrency, threads, client_net.as_ref())?;
     let client_net = super::client_net::up(client_net.as_ref(), &target, prepared.specimen.as_ref().map(|s| s.addr))?;
-    let common = Common { target, steps, threads, assertions, preflight, client_net };
+    let config = http_config(&a, a.target.as_deref().unwrap_or("http://127.0.0.1/"))?;
+    let agents = super::agents::connect(&a, &target, Some(&config), check_sampling(&a)?.as_millis() as u64)?;
+    let common = Common { target, steps, threads, assertions, preflight, client_net, agents };
     // 3. Only now, with every input known good, the store is opened (or
     // created), and it must be usable before load starts.
     let store = Store::open(store_path)?;
@@ -385,8 +389,11 @@ pub fn execute<D: scalelab_drive::Driver>(
     prepared: Prepared<D>,
 ) -> anyhow::Result<ExitCode> {
     let assertions = common.assertions.clone();
-    let Started { mut session, driver, specimen, engine: opts, run_id, label, workload, stop, client_net } =
+    let Started { mut session, driver, specimen, engine: opts, run_id, label, workload, stop, client_net, mut agents } =
         begin(store, a, common, prepared, RunKind::Sweep)?;
+    if let Some(c) = &agents {
+        session.set_option("agents", super::agents::describe(c))?;
+    }
     let steps = session.plan().steps.clone();
     // Progress (the live view, or a line per step) goes to stderr; stdout
     // gets the table once, at the end.
@@ -397,14 +404,37 @@ pub fn execute<D: scalelab_drive::Driver>(
         esayln!("{n}");
     }
     let mut view = LiveView::start(a.quiet, a.no_tui, label, &steps, stop.clone());
-    let swept = session.sweep(&driver, &opts, a.max_failed_steps, &mut view);
+    let swept = match agents.as_mut() {
+        Some(c) if !a.agents.is_empty() => {
+            let shares = c.shares.clone();
+            let mut note = || Some(("agent_steps".to_string(), serde_json::Value::Array(shares.lock().expect("not poisoned").clone())));
+            session.sweep_with(&mut super::agents::Remote(c), &opts, a.max_failed_steps, &mut view, &mut note)
+        }
+        _ => session.sweep(&driver, &opts, a.max_failed_steps, &mut view),
+    };
     view.finish();
+    if let Some(c) = agents.as_ref() {
+        // Printed once the live view is gone.
+        for (name, step, why) in &c.lost {
+            esayln!("agent {name} lost at step {}: {}", step + 1, escape_control(why));
+        }
+    }
+    let lost = agents.as_ref().map(|c| c.lost.clone()).unwrap_or_default();
+    if let Some(c) = agents.as_ref() {
+        // What the control channels cost, per agent (bench/agents_overhead).
+        let _ = session.set_option("agent_control_bytes", super::agents::control_bytes(c));
+    }
+    if let Some(c) = agents.take() {
+        let last = c.finish();
+        session.keep_records(last);
+    }
     session.stop_probes(&mut Silent);
     let profile_cost = session.profile_overhead().map(super::profile::overhead_line);
     // The clients' namespace goes first, then the specimen it led to.
     drop(client_net);
     drop(specimen);
-    let (complete, outcome, code) = swept.verdict();
+    let (complete, outcome, code) = super::agents::outcome_after_loss(&lost, a.agent_loss, swept.verdict());
+    let agent_lost = outcome.starts_with("agent lost");
     if let Some((index, e)) = &swept.store_error {
         let _ = session.finish(false, "store error");
         // The run had started and its earlier steps are stored: a failed run
@@ -434,6 +464,9 @@ pub fn execute<D: scalelab_drive::Driver>(
             if let Some(t) = table::telemetry_table_width(&run, width) {
                 say!("{t}");
             }
+            if let Some(t) = scalelab_report::agents::agents_table(&run.plan.options) {
+                say!("{t}");
+            }
             say!("{}", scalelab_report::fmt::wrap(&super::analysis::diagnosis_text(&run), width));
         }
         if let Some(line) = &profile_cost {
@@ -445,6 +478,9 @@ pub fn execute<D: scalelab_drive::Driver>(
     match end {
         SweepEnd::TargetFailed { step } => {
             esayln!("error: target failed at step {step} (nothing succeeded for {} step(s) in a row)", a.max_failed_steps)
+        }
+        SweepEnd::Interrupted if agent_lost => {
+            esayln!("error: run {run_id} {outcome}; it kept {} step(s) (the last one partial), marked incomplete", run.steps.len())
         }
         SweepEnd::Interrupted => esayln!("interrupted: run {run_id} kept {} finished step(s), marked incomplete", run.steps.len()),
         SweepEnd::Completed => {

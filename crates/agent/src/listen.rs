@@ -1,0 +1,71 @@
+//! `scalelab agent`: over the standard streams (started by ssh, which
+//! authenticated the user), or listening on TCP with TLS and a token.
+
+use crate::auth;
+use crate::serve::{serve, Proof, Reader, Writer};
+use std::path::Path;
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime")
+}
+
+/// One session over stdin/stdout (`scalelab agent --stdio`). Err: why it was refused.
+pub fn stdio(protocol: u32) -> Result<(), String> {
+    runtime().block_on(async {
+        let r: Reader = Box::new(tokio::io::stdin());
+        let w: Writer = Box::new(tokio::io::stdout());
+        serve(r, w, None, protocol).await
+    })
+}
+
+/// Where a TCP agent listens, with what.
+pub struct ListenConfig<'a> {
+    pub addr: &'a str,
+    pub token_file: &'a Path,
+    pub cert_key: Option<(&'a Path, &'a Path)>,
+    pub protocol: u32,
+}
+
+/// Listens on `addr` until killed, one session per connection. Every
+/// refusal is one line on stderr (the token is never printed). Err: the
+/// listener could not start (bad input).
+pub fn listen(c: &ListenConfig<'_>) -> Result<(), String> {
+    let token = auth::read_token(c.token_file)?;
+    let tls = tokio_rustls::TlsAcceptor::from(auth::server_config(c.cert_key)?);
+    let protocol = c.protocol;
+    runtime().block_on(async move {
+        let listener = TcpListener::bind(c.addr).await.map_err(|e| format!("--listen {}: {e}", c.addr))?;
+        let local = listener.local_addr().map_err(|e| e.to_string())?;
+        eprintln!("scalelab agent listening on {local} (TLS, token; protocol {protocol})");
+        loop {
+            let (sock, peer) = match listener.accept().await {
+                Ok(x) => x,
+                Err(e) => {
+                    eprintln!("agent: accept: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            let (tls, token) = (tls.clone(), token.clone());
+            tokio::spawn(async move {
+                let _ = sock.set_nodelay(true);
+                let stream = match tokio::time::timeout(Duration::from_secs(10), tls.accept(sock)).await {
+                    Ok(Ok(s)) => s,
+                    Ok(Err(e)) => return eprintln!("agent: refused {peer}: TLS handshake failed ({e})"),
+                    Err(_) => return eprintln!("agent: refused {peer}: no TLS handshake within 10 s"),
+                };
+                let mut ekm = vec![0u8; 32];
+                if let Err(e) = stream.get_ref().1.export_keying_material(&mut ekm[..], auth::EXPORTER_LABEL, None) {
+                    return eprintln!("agent: refused {peer}: no TLS exporter ({e})");
+                }
+                let (r, w) = tokio::io::split(stream);
+                match serve(Box::new(r), Box::new(w), Some(Proof { token, ekm }), protocol).await {
+                    Ok(()) => eprintln!("agent: session from {peer} ended"),
+                    Err(why) => eprintln!("agent: refused {peer}: {why}"),
+                }
+            });
+        }
+    })
+}

@@ -1,0 +1,219 @@
+//! A step split across agents, and their results merged back into one
+//! [`StepResult`]: counters added, histograms added (HDR `add`), never
+//! percentiles averaged. Client-bound is judged per agent: the merged step
+//! carries the CPU figures of its busiest agent, so one saturated agent
+//! makes the step client-bound whatever the others did.
+
+use scalelab_core::result::{SecondResult, StepResult};
+use scalelab_core::StepPlan;
+use serde::{Deserialize, Serialize};
+
+/// Each agent's share of `plan` (None: nothing for that agent this step).
+/// Concurrency is split evenly with the remainder to the first agents
+/// (10 over 2 → 5 + 5, 11 over 2 → 6 + 5); an open loop's rate evenly, its
+/// connections as concurrency.
+pub fn split(plan: &StepPlan, agents: usize) -> Vec<Option<StepPlan>> {
+    let n = agents.max(1) as u32;
+    let (base, rem) = (plan.concurrency / n, plan.concurrency % n);
+    (0..n)
+        .map(|i| {
+            let c = base + u32::from(i < rem);
+            if c == 0 {
+                return None;
+            }
+            let mut p = plan.clone();
+            p.concurrency = c;
+            if let Some(ol) = &mut p.open_loop {
+                ol.rate_per_s = plan.open_loop.as_ref().map_or(0.0, |o| o.rate_per_s) * f64::from(c) / f64::from(plan.concurrency);
+                ol.max_in_flight = c;
+            }
+            Some(p)
+        })
+        .collect()
+}
+
+/// What one agent did in one step, as the run records it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgentShare {
+    /// The agent as the user named it (`ssh://host`, `tcp://host:port`).
+    pub agent: String,
+    pub concurrency: u32,
+    pub requests: u64,
+    pub errors: u64,
+    pub throughput_per_s: f64,
+    pub p99_ms: Option<f64>,
+    pub client_cpu_pct: Option<f64>,
+    /// More than 90 % of the agent's cores busy: its share is the client's limit.
+    pub client_bound: bool,
+    /// The agent was lost during this step: its share is missing.
+    pub lost: bool,
+    /// Its window's start on the coordinator's clock (Unix ms; 0 when lost):
+    /// the agents' starts differ by the clock offsets' error.
+    pub window_start_unix_ms: i64,
+}
+
+impl AgentShare {
+    /// The share of `agent` from its result.
+    pub fn of(agent: &str, r: &StepResult) -> AgentShare {
+        AgentShare {
+            agent: agent.to_string(),
+            concurrency: r.concurrency,
+            requests: r.requests,
+            errors: r.errors.total(),
+            throughput_per_s: r.throughput_per_s(),
+            p99_ms: r.latency.quantile_ms(0.99),
+            client_cpu_pct: r.client_cpu_pct(),
+            client_bound: r.client_saturated(),
+            lost: false,
+            window_start_unix_ms: r.window_start_unix_ms,
+        }
+    }
+
+    /// An agent lost in a step, with the concurrency it had been given.
+    pub fn lost(agent: &str, concurrency: u32) -> AgentShare {
+        AgentShare {
+            agent: agent.to_string(),
+            concurrency,
+            requests: 0,
+            errors: 0,
+            throughput_per_s: 0.0,
+            p99_ms: None,
+            client_cpu_pct: None,
+            client_bound: false,
+            lost: true,
+            window_start_unix_ms: 0,
+        }
+    }
+}
+
+/// The agents' results of one step as one: `concurrency` is the step's
+/// (lost agents' clients included, so the step stays at its planned
+/// level); `lost` marks the step partial.
+pub fn merge(concurrency: u32, parts: &[StepResult], lost: bool) -> StepResult {
+    let mut m = StepResult { concurrency, partial: lost, ..Default::default() };
+    let n_seconds = parts.iter().map(|p| p.seconds.len()).max().unwrap_or(0);
+    m.seconds = (0..n_seconds as u32).map(|s| SecondResult { second: s, ..Default::default() }).collect();
+    let mut connect = (0.0, 0u32);
+    let mut busiest: Option<&StepResult> = None;
+    for p in parts {
+        m.window_s = m.window_s.max(p.window_s);
+        m.window_start_unix_ms =
+            if m.window_start_unix_ms == 0 { p.window_start_unix_ms } else { m.window_start_unix_ms.min(p.window_start_unix_ms) };
+        m.window_end_unix_ms = m.window_end_unix_ms.max(p.window_end_unix_ms);
+        m.requests += p.requests;
+        m.queries += p.queries;
+        m.errors.merge(&p.errors);
+        m.latency.merge(&p.latency);
+        for (ms, s) in m.seconds.iter_mut().zip(&p.seconds) {
+            ms.requests += s.requests;
+            ms.errors += s.errors;
+            ms.latency.merge(&s.latency);
+            ms.service.merge(&s.service);
+        }
+        m.reconnects += p.reconnects;
+        if let Some(c) = p.connect_ms {
+            connect = (connect.0 + c * f64::from(p.concurrency), connect.1 + p.concurrency);
+        }
+        m.connect_latency.merge(&p.connect_latency);
+        m.client_lag_ms = max_opt(m.client_lag_ms, p.client_lag_ms);
+        m.client_runq_wait_pct = max_opt(m.client_runq_wait_pct, p.client_runq_wait_pct);
+        m.partial |= p.partial;
+        if busiest.is_none_or(|b| p.client_cpu_pct().unwrap_or(0.0) > b.client_cpu_pct().unwrap_or(0.0)) {
+            busiest = Some(p);
+        }
+        if let Some(r) = p.offered_rate_per_s {
+            m.offered_rate_per_s = Some(m.offered_rate_per_s.unwrap_or(0.0) + r);
+            m.service.get_or_insert_with(Default::default).merge(p.service.as_ref().unwrap_or(&Default::default()));
+            m.dropped = Some(m.dropped.unwrap_or(0) + p.dropped.unwrap_or(0));
+            m.late_sends = Some(m.late_sends.unwrap_or(0) + p.late_sends.unwrap_or(0));
+        }
+        if m.statements.is_empty() {
+            m.statements = p.statements.clone();
+        }
+    }
+    if let Some(b) = busiest {
+        // The busiest agent's CPU over its own window, in the merged window's terms.
+        m.client_cores = b.client_cores;
+        m.client_cpu_s = if b.window_s > 0.0 { b.client_cpu_s * m.window_s / b.window_s } else { 0.0 };
+    }
+    for s in &mut m.seconds {
+        s.latency.pack();
+        if !s.service.is_empty() {
+            s.service.pack();
+        }
+    }
+    m.connect_ms = (connect.1 > 0).then(|| connect.0 / f64::from(connect.1));
+    if parts.len() > 1 {
+        // Per-statement percentiles cannot be merged from summaries: kept only for one agent.
+        m.statements.clear();
+    }
+    m
+}
+
+fn max_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire_step::WireStep;
+    use scalelab_core::LatencyHistogram;
+    use std::time::Duration;
+
+    fn part(seed: u64, n: u64, cpu_s: f64) -> StepResult {
+        let mut r = StepResult { concurrency: 3, window_s: 2.0, client_cores: 2, client_cpu_s: cpu_s, ..Default::default() };
+        for sec in 0..2u32 {
+            let mut s = SecondResult { second: sec, ..Default::default() };
+            for i in 0..n {
+                // Different shapes per agent: one fast, one with a slow tail.
+                let us = 100 + (i * seed * 37) % (1000 * seed);
+                s.latency.record(Duration::from_micros(us));
+            }
+            s.requests = n;
+            r.requests += n;
+            r.latency.merge(&s.latency);
+            r.seconds.push(s);
+        }
+        r
+    }
+
+    #[test]
+    fn merged_counts_are_the_sum_and_percentiles_those_of_the_union() {
+        let (a, b) = (part(1, 5000, 0.2), part(9, 300, 3.8));
+        // Through the wire, as the coordinator gets them.
+        let a = WireStep::from_result(&a).into_result(0).unwrap();
+        let b = WireStep::from_result(&b).into_result(0).unwrap();
+        let m = merge(6, &[a.clone(), b.clone()], false);
+        assert_eq!(m.requests, a.requests + b.requests);
+        assert_eq!(m.latency.count(), a.latency.count() + b.latency.count());
+        let mut union = LatencyHistogram::new();
+        union.merge(&a.latency);
+        union.merge(&b.latency);
+        for q in [0.5, 0.9, 0.99, 0.999] {
+            assert_eq!(m.latency.quantile_ms(q), union.quantile_ms(q), "q={q}");
+        }
+        // Averaging the agents' p99s would have been far from the union's.
+        let avg = (a.latency.quantile_ms(0.99).unwrap() + b.latency.quantile_ms(0.99).unwrap()) / 2.0;
+        assert!((avg - union.quantile_ms(0.99).unwrap()).abs() > 0.5, "the test tells merging from averaging");
+        assert_eq!(m.seconds[1].requests, 5300);
+        assert_eq!(m.throughput_per_s(), 10600.0 / 2.0);
+        // Client-bound per agent: b used 95 % of its 2 cores.
+        assert!(m.client_saturated() && AgentShare::of("b", &b).client_bound && !AgentShare::of("a", &a).client_bound);
+        assert!(!m.partial && merge(6, &[a], true).partial);
+    }
+
+    #[test]
+    fn concurrency_split_gives_the_remainder_to_the_first() {
+        let plan = StepPlan { concurrency: 11, warmup_s: 0.0, window_s: 1.0, pause_s: 0.0, think_time_s: 0.0, open_loop: None };
+        let c: Vec<_> = split(&plan, 2).into_iter().map(|p| p.map(|p| p.concurrency)).collect();
+        assert_eq!(c, vec![Some(6), Some(5)]);
+        let one = StepPlan { concurrency: 1, ..plan };
+        let c: Vec<_> = split(&one, 3).into_iter().map(|p| p.map(|p| p.concurrency)).collect();
+        assert_eq!(c, vec![Some(1), None, None]);
+    }
+}

@@ -1,0 +1,247 @@
+//! The agent's side of one session: the handshake (protocol, and over TCP
+//! the token proof), clock probes, then the load steps (the drive engine,
+//! unchanged) and the server probes the coordinator asks for. The agent
+//! never outlives its coordinator's attention: when the control channel
+//! ends, the running step is cut (within a second), and a step never runs
+//! past its planned end plus [`GRACE`].
+
+use crate::auth;
+use crate::proto::{mismatch, read_frame, read_frame_max, write_frame, FromAgent, HttpSpec, ToAgent, MAX_HANDSHAKE_FRAME};
+use crate::records;
+use crate::wire_step::WireStep;
+use scalelab_drive::http::{HttpConfig, HttpDriver, RequestSpec, StatusMatch};
+use scalelab_drive::{run_step, EngineOptions};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc;
+
+/// How long past its planned end a step may run before the agent cuts it.
+pub const GRACE: Duration = Duration::from_secs(2);
+
+pub type Reader = Box<dyn AsyncRead + Unpin + Send>;
+pub type Writer = Box<dyn AsyncWrite + Unpin + Send>;
+
+/// What a TCP session authenticates with: the token and the TLS session's exporter.
+pub struct Proof {
+    pub token: Vec<u8>,
+    pub ekm: Vec<u8>,
+}
+
+/// Wall clock, µs since the epoch.
+pub fn unix_us() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as i64).unwrap_or(0)
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_else(|_| "unknown".into())
+}
+
+/// `scheme://host:port` of a URL, lowercased, without credentials or path.
+fn origin(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let scheme = scheme.to_ascii_lowercase();
+    let default = if scheme == "https" { ":443" } else { ":80" };
+    let mut a = authority.to_ascii_lowercase();
+    if !a.ends_with(']') && !a.rsplit_once(':').is_some_and(|(_, p)| p.chars().all(|c| c.is_ascii_digit())) {
+        a.push_str(default);
+    }
+    Some(format!("{scheme}://{a}"))
+}
+
+/// The driver for the session's target; every request must go to that target.
+fn driver(target: &str, http: &HttpSpec) -> Result<(HttpDriver, Option<String>), String> {
+    let want = origin(target).ok_or_else(|| format!("the target '{target}' is not a URL"))?;
+    for (_, url, _) in &http.requests {
+        if origin(url).as_deref() != Some(want.as_str()) {
+            return Err(format!("refused: a request goes to {} but the session's target is {want}", scalelab_core::redact_url(url)));
+        }
+    }
+    let config = HttpConfig {
+        requests: http.requests.iter().map(|(m, u, w)| RequestSpec { method: m.clone(), url: u.clone(), weight: *w }).collect(),
+        headers: http.headers.clone(),
+        body: http.body.clone(),
+        keepalive: http.keepalive,
+        timeout: Duration::from_millis(http.timeout_ms),
+        connect_timeout: Duration::from_millis(http.connect_timeout_ms),
+        expect: StatusMatch::parse(&http.expect_status).map_err(|e| e.to_string())?,
+        insecure: http.insecure,
+        source_addrs: Vec::new(),
+    };
+    let d = HttpDriver::new(&config).map_err(|e| e.to_string())?;
+    let p = d.preflight().map_err(|f| format!("cannot reach {}: {}", scalelab_core::redact_url(target), f.message))?;
+    Ok((d, p.server))
+}
+
+/// The handshake: hello both ways, then (TCP) the proofs. Err: why the
+/// session was refused, already logged by the caller.
+async fn handshake(r: &mut Reader, w: &mut Writer, proof: Option<&Proof>, protocol: u32) -> Result<(), String> {
+    let first = tokio::time::timeout(Duration::from_secs(10), read_frame_max::<_, ToAgent>(r, MAX_HANDSHAKE_FRAME)).await;
+    let c_nonce = match first {
+        Ok(Ok(Some((ToAgent::Hello { protocol: p, nonce }, _)))) => {
+            let a_nonce = auth::nonce();
+            let hello = FromAgent::Hello { protocol, nonce: a_nonce.clone(), host: host_name(), version: env!("CARGO_PKG_VERSION").into() };
+            write_frame(w, &hello).await.map_err(|e| e.to_string())?;
+            if p != protocol {
+                let m = mismatch(protocol, p);
+                let _ = write_frame(w, &FromAgent::Refused { message: m.clone() }).await;
+                return Err(m);
+            }
+            (nonce, a_nonce)
+        }
+        Ok(Ok(None)) => return Err("closed before saying hello".into()),
+        Ok(Ok(Some(_))) => return Err("the first frame was not a hello".into()),
+        Ok(Err(e)) => return Err(format!("not a scalelab coordinator: {e}")),
+        Err(_) => return Err("no hello within 10 s".into()),
+    };
+    let Some(p) = proof else { return Ok(()) };
+    let (c, a) = c_nonce;
+    match tokio::time::timeout(Duration::from_secs(10), read_frame_max::<_, ToAgent>(r, MAX_HANDSHAKE_FRAME)).await {
+        Ok(Ok(Some((ToAgent::Auth { proof: given }, _)))) if auth::verify(&p.token, "coordinator", &c, &a, &p.ekm, &given) => {
+            let mine = auth::proof(&p.token, "agent", &c, &a, &p.ekm);
+            write_frame(w, &FromAgent::Auth { proof: mine }).await.map_err(|e| e.to_string())?;
+            Ok(())
+        }
+        _ => {
+            let m = "the agent refused the coordinator: its token proof did not match (the tokens differ; check --agent-token-file)";
+            let _ = write_frame(w, &FromAgent::Refused { message: m.into() }).await;
+            Err("wrong token (the coordinator's proof did not match)".into())
+        }
+    }
+}
+
+/// One session on an open control channel. Returns when the coordinator
+/// says bye or the channel ends; Err: the session was refused, and why.
+pub async fn serve(mut r: Reader, mut w: Writer, proof: Option<Proof>, protocol: u32) -> Result<(), String> {
+    handshake(&mut r, &mut w, proof.as_ref(), protocol).await?;
+    let (tx, mut rx) = mpsc::unbounded_channel::<FromAgent>();
+    let writer = tokio::spawn(async move {
+        while let Some(m) = rx.recv().await {
+            if write_frame(&mut w, &m).await.is_err() {
+                break;
+            }
+        }
+    });
+    let gone = Arc::new(AtomicBool::new(false));
+    let step_stop: Arc<Mutex<Arc<AtomicBool>>> = Arc::default();
+    let mut load: Option<(Arc<HttpDriver>, EngineOptions)> = None;
+    let mut probes: Option<records::Probing> = None;
+    let mut running: Option<std::thread::JoinHandle<()>> = None;
+    loop {
+        let frame = match read_frame::<_, ToAgent>(&mut r).await {
+            Ok(Some((f, _))) => f,
+            _ => break,
+        };
+        match frame {
+            ToAgent::Ping { seq } => {
+                let _ = tx.send(FromAgent::Pong { seq, agent_unix_us: unix_us() });
+            }
+            ToAgent::Load { target, http, threads, no_pin } => {
+                let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+                std::thread::spawn(move || {
+                    let _ = done_tx.send(driver(&target, &http));
+                });
+                match done_rx.await.unwrap_or_else(|_| Err("the driver thread panicked".into())) {
+                    Ok((d, server)) => {
+                        let threads = threads.unwrap_or_else(scalelab_drive::cpu::allowed_cpus);
+                        let pin_cpus = scalelab_drive::engine::pin_plan(threads, no_pin);
+                        let opts = EngineOptions { threads, pin_cpus, slice_us: None, stop: Arc::default(), netns: None };
+                        load = Some((Arc::new(d), opts));
+                        let _ = tx.send(FromAgent::Ready { server, cores: scalelab_drive::cpu::allowed_cpus() });
+                    }
+                    Err(message) => {
+                        let _ = tx.send(FromAgent::Error { message });
+                    }
+                }
+            }
+            ToAgent::Probe { server_pid, port, interval_ms, thread_hz, db } => {
+                match records::Probing::start(server_pid, port, (interval_ms, thread_hz), db.as_deref(), tx.clone()) {
+                    Ok((p, cores)) => {
+                        probes = Some(p);
+                        let _ = tx.send(FromAgent::Ready { server: None, cores });
+                    }
+                    Err(message) => {
+                        let _ = tx.send(FromAgent::Error { message });
+                    }
+                }
+            }
+            ToAgent::Step { index, plan, start_at_unix_us } => {
+                let Some((d, opts)) = load.clone() else {
+                    let _ = tx.send(FromAgent::Error { message: "a step before the session's load".into() });
+                    continue;
+                };
+                if running.as_ref().is_some_and(|h| !h.is_finished()) {
+                    let _ = tx.send(FromAgent::Error { message: format!("step {} asked while one runs", index + 1) });
+                    continue;
+                }
+                let stop = Arc::new(AtomicBool::new(false));
+                *step_stop.lock().expect("not poisoned") = stop.clone();
+                let (tx, gone) = (tx.clone(), gone.clone());
+                running = Some(std::thread::spawn(move || {
+                    let wait = Duration::from_micros(start_at_unix_us.saturating_sub(unix_us()).clamp(0, 60_000_000) as u64);
+                    let until = Instant::now() + wait;
+                    while Instant::now() < until {
+                        if gone.load(Ordering::Relaxed) || stop.load(Ordering::Relaxed) {
+                            return;
+                        }
+                        std::thread::sleep((until - Instant::now()).min(Duration::from_millis(20)));
+                    }
+                    let deadline = Instant::now() + plan.warmup() + plan.window() + GRACE;
+                    let opts = EngineOptions { stop: stop.clone(), ..opts };
+                    let mut cut = false;
+                    let result = run_step(&d, &plan, &opts, &mut |t| {
+                        // Never load past the step's end plus the grace, nor without a coordinator.
+                        if !cut && (gone.load(Ordering::Relaxed) || Instant::now() > deadline) {
+                            cut = true;
+                            stop.store(true, Ordering::Relaxed);
+                            let why = if gone.load(Ordering::Relaxed) { "the coordinator is gone" } else { "past its end and the grace" };
+                            eprintln!("agent: step {} cut: {why}", index + 1);
+                        }
+                        let _ = tx.send(FromAgent::Tick {
+                            index,
+                            elapsed_s: t.elapsed_s,
+                            warming_up: t.warming_up,
+                            throughput_per_s: t.throughput_per_s,
+                            errors: t.errors,
+                            p99_ms: t.p99_ms,
+                        });
+                    });
+                    let _ = tx.send(FromAgent::StepDone { index, result: Box::new(WireStep::from_result(&result)) });
+                }));
+            }
+            ToAgent::Stop => step_stop.lock().expect("not poisoned").store(true, Ordering::Relaxed),
+            ToAgent::Bye => break,
+            ToAgent::Hello { .. } | ToAgent::Auth { .. } => {
+                let _ = tx.send(FromAgent::Error { message: "a second hello".into() });
+            }
+        }
+    }
+    // The coordinator is gone (or done): cut the load now.
+    gone.store(true, Ordering::Relaxed);
+    step_stop.lock().expect("not poisoned").store(true, Ordering::Relaxed);
+    if let Some(p) = probes.take() {
+        let _ = tokio::task::spawn_blocking(move || p.stop()).await;
+    }
+    if let Some(h) = running.take() {
+        let _ = tokio::task::spawn_blocking(move || h.join()).await;
+    }
+    drop(tx);
+    let _ = writer.await;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::origin;
+
+    #[test]
+    fn origins_compare_scheme_host_and_port() {
+        assert_eq!(origin("http://A:80/x?y").unwrap(), "http://a:80");
+        assert_eq!(origin("http://a/").unwrap(), "http://a:80");
+        assert_eq!(origin("https://u:p@a/").unwrap(), "https://a:443");
+        assert_ne!(origin("http://a:81/"), origin("http://a/"));
+    }
+}

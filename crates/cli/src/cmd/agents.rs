@@ -1,0 +1,141 @@
+//! `sweep --agent ... [--server-agent ...]`: the coordinator's wiring. The
+//! agents are reached before the store is opened (a refused or unreachable
+//! agent is bad input: one line, exit 2, nothing created); each step is then
+//! run by them instead of the local engine, and the run records which agent
+//! did what.
+
+use crate::args::{AgentLoss, SweepArgs};
+use crate::error::bad;
+use scalelab_agent::{AgentAddr, Coordinator, HttpSpec, Loss, Reach, Role};
+use scalelab_core::{StepPlan, StepResult, Target};
+use scalelab_drive::http::HttpConfig;
+use scalelab_drive::{EngineOptions, LiveTick, StepRunner};
+
+/// Whether the sweep uses agents at all.
+pub fn wanted(a: &SweepArgs) -> bool {
+    !a.agents.is_empty() || a.server_agent.is_some()
+}
+
+/// The agent options, checked before anything is created.
+pub fn check(a: &SweepArgs, sql: bool) -> anyhow::Result<()> {
+    if !wanted(a) {
+        let given = [
+            (a.agent_token_file.is_some(), "--agent-token-file"),
+            (a.agent_command.is_some(), "--agent-command"),
+            (a.agent_loss != AgentLoss::Abort, "--agent-loss"),
+        ];
+        if let Some((_, name)) = given.iter().find(|(g, _)| *g) {
+            return Err(bad(format!("{name} applies with --agent or --server-agent: give those too, or drop it")));
+        }
+        return Ok(());
+    }
+    if a.target.is_none() {
+        return Err(bad("--agent and --server-agent need a target URL the agents can reach (the specimen runs on this machine)"));
+    }
+    if sql && !a.agents.is_empty() {
+        return Err(bad("--agent applies to HTTP targets so far: drop it for a SQL target"));
+    }
+    if a.client_net.is_some() || !a.source_address.is_empty() {
+        return Err(bad("--client-net and --source-address shape this machine's clients: drop them with --agent"));
+    }
+    let mut tcp = false;
+    for name in a.agents.iter().chain(&a.server_agent) {
+        tcp |= matches!(AgentAddr::parse(name).map_err(bad)?, AgentAddr::Tcp { .. });
+    }
+    if tcp && a.agent_token_file.is_none() {
+        return Err(bad("a tcp:// agent needs --agent-token-file (the token it was started with)"));
+    }
+    if let Some(f) = &a.agent_token_file {
+        scalelab_agent::auth::read_token(f).map_err(|e| bad(format!("--agent-token-file: {e}")))?;
+    }
+    Ok(())
+}
+
+/// The HTTP workload as the agents get it.
+fn spec(config: &HttpConfig, a: &SweepArgs) -> HttpSpec {
+    HttpSpec {
+        requests: config.requests.iter().map(|r| (r.method.clone(), r.url.clone(), r.weight)).collect(),
+        headers: config.headers.clone(),
+        body: config.body.clone(),
+        keepalive: config.keepalive,
+        timeout_ms: config.timeout.as_millis() as u64,
+        connect_timeout_ms: config.connect_timeout.as_millis() as u64,
+        expect_status: a.expect_status.clone(),
+        insecure: config.insecure,
+    }
+}
+
+/// Reaches every agent (in parallel), each set up for its role. None
+/// without agents; Err (bad input) names the agent that failed and why.
+pub fn connect(a: &SweepArgs, target: &Target, config: Option<&HttpConfig>, interval_ms: u64) -> anyhow::Result<Option<Coordinator>> {
+    if !wanted(a) {
+        return Ok(None);
+    }
+    let token = a.agent_token_file.as_deref().map(scalelab_agent::auth::read_token).transpose().map_err(bad)?;
+    let reach =
+        Reach { token, agent_command: a.agent_command.clone(), ssh_options: a.ssh_options.clone(), protocol: scalelab_agent::PROTOCOL };
+    let load: Vec<(String, Role)> = match config {
+        Some(config) => a
+            .agents
+            .iter()
+            .map(|n| {
+                let role =
+                    Role::Load { target: target.as_given().to_string(), http: spec(config, a), threads: a.threads, no_pin: a.no_pin };
+                (n.clone(), role)
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let server = a.server_agent.as_ref().map(|n| {
+        // The database is polled from the server's host: --db-probe, or a SQL target itself.
+        let db = a.db_probe.clone().or_else(|| target.kind().is_sql().then(|| target.as_given().to_string()));
+        (n.clone(), Role::Probe { server_pid: a.server_pid, port: target.port(), interval_ms, thread_hz: a.thread_sample_hz, db })
+    });
+    let loss = if a.agent_loss == AgentLoss::Continue { Loss::Continue } else { Loss::Abort };
+    Coordinator::connect(&load, server, &reach, loss).map(Some).map_err(bad)
+}
+
+/// What the run records about its agents before the first step.
+pub fn describe(c: &Coordinator) -> serde_json::Value {
+    let one = |l: &scalelab_agent::coordinator::Link, role: &str| {
+        serde_json::json!({
+            "agent": l.name, "role": role, "host": l.host, "cores": l.cores,
+            "clock_offset_ms": l.offset_us as f64 / 1e3, "rtt_ms": l.rtt_us as f64 / 1e3,
+        })
+    };
+    let mut all: Vec<_> = c.load_agents().iter().map(|l| one(l, "load")).collect();
+    all.extend(c.server_agent().map(|l| one(l, "server")));
+    serde_json::Value::Array(all)
+}
+
+/// Control bytes (both ways) of each agent so far.
+pub fn control_bytes(c: &Coordinator) -> serde_json::Value {
+    let links = c.load_agents().iter().chain(c.server_agent());
+    links.map(|l| serde_json::json!({ "agent": l.name, "bytes": l.bytes.load(std::sync::atomic::Ordering::Relaxed) })).collect()
+}
+
+/// The agents as the sweep's step runner.
+pub struct Remote<'a>(pub &'a mut Coordinator);
+
+impl StepRunner for Remote<'_> {
+    fn run_step(&mut self, index: usize, plan: &StepPlan, opts: &EngineOptions, live: &mut dyn FnMut(&LiveTick)) -> StepResult {
+        self.0.run_step(index, plan, &opts.stop, live)
+    }
+}
+
+/// The outcome of a run that lost agents: (complete, outcome, exit code).
+pub fn outcome_after_loss(lost: &[(String, usize, String)], loss: AgentLoss, verdict: (bool, String, u8)) -> (bool, String, u8) {
+    let (complete, outcome, code) = verdict;
+    if lost.is_empty() {
+        return (complete, outcome, code);
+    }
+    let lost = lost
+        .iter()
+        .map(|(name, step, why)| format!("{name} at step {} ({})", step + 1, scalelab_core::escape_control(why)))
+        .collect::<Vec<_>>()
+        .join("; ");
+    match loss {
+        AgentLoss::Continue if complete => (true, format!("{outcome}; continued without lost agent(s): {lost}"), code),
+        _ => (false, format!("agent lost: {lost}"), if code == 0 || code == 130 { 1 } else { code }),
+    }
+}

@@ -1,0 +1,462 @@
+//! Agents as real processes on loopback: `scalelab agent --listen` on
+//! 127.0.0.1 ports, a coordinator `scalelab sweep --agent tcp://...` against
+//! the harness's nginx. (Network namespaces per host, the ideal,
+//! are not built here: loopback processes, docs/agents.md "Tests".)
+
+mod common;
+
+use common::*;
+use scalelab_testkit::nginx::Nginx;
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "9f1c2e7a5b3d4c6e8f0a1b2c3d4e5f60";
+
+/// A running `scalelab agent --listen 127.0.0.1:0`, its port and its log.
+struct Agent {
+    child: Child,
+    port: u16,
+    log: Arc<Mutex<String>>,
+}
+
+impl Agent {
+    fn start(token_file: &Path, extra: &[&str]) -> Agent {
+        let mut child = bin()
+            .args(["agent", "--listen", "127.0.0.1:0", "--token-file"])
+            .arg(token_file)
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starting an agent");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let first = lines.next().expect("the agent says where it listens").unwrap();
+        let port = first.split("listening on 127.0.0.1:").nth(1).and_then(|r| r.split(' ').next()).and_then(|p| p.parse().ok());
+        let port = port.unwrap_or_else(|| panic!("no port in: {first}"));
+        let log = Arc::new(Mutex::new(String::new()));
+        let keep = log.clone();
+        std::thread::spawn(move || {
+            for l in lines.map_while(Result::ok) {
+                let mut k = keep.lock().unwrap();
+                k.push_str(&l);
+                k.push('\n');
+            }
+        });
+        Agent { child, port, log }
+    }
+
+    fn url(&self) -> String {
+        format!("tcp://127.0.0.1:{}", self.port)
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn token(dir: &Path, text: &str) -> PathBuf {
+    let p = dir.join(format!("token-{}", text.len()));
+    std::fs::write(&p, format!("{text}\n")).unwrap();
+    p
+}
+
+/// The agents' shares of each step, as the run recorded them.
+fn agent_steps(run: &Value) -> Vec<Value> {
+    run["schedule"]["options"]["agent_steps"].as_array().cloned().unwrap_or_default()
+}
+
+#[test]
+fn two_tcp_agents_make_one_run_whose_counts_are_their_sum() {
+    let nginx = Nginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let tok = token(dir.path(), TOKEN);
+    let (a, b) = (Agent::start(&tok, &[]), Agent::start(&tok, &[]));
+    let store = dir.path().join("s.db");
+    let run = json(
+        &store,
+        &[
+            "sweep",
+            &nginx.url("/index.html"),
+            "-c",
+            "2,5",
+            "--warmup",
+            "0.3s",
+            "--duration",
+            "1s",
+            "--pause",
+            "0.2s",
+            "-t",
+            "1",
+            "--json",
+            "-q",
+            "--agent",
+            &a.url(),
+            "--agent",
+            &b.url(),
+            "--agent-token-file",
+            tok.to_str().unwrap(),
+        ],
+    );
+    assert_matches_schema(&run);
+    assert_eq!(run["complete"], true, "{}", run["outcome"]);
+    let agents = run["schedule"]["options"]["agents"].as_array().unwrap();
+    assert_eq!(agents.len(), 2);
+    assert!(agents.iter().all(|x| x["rtt_ms"].as_f64().unwrap() < 50.0 && x["clock_offset_ms"].as_f64().unwrap().abs() < 50.0));
+    let shares = agent_steps(&run);
+    assert_eq!(shares.len(), 2);
+    for (step, share) in steps(&run).iter().zip(&shares) {
+        let parts = share["agents"].as_array().unwrap();
+        let sum: u64 = parts.iter().map(|p| p["requests"].as_u64().unwrap()).sum();
+        assert_eq!(step["requests"].as_u64().unwrap(), sum, "the run's count is the agents' sum: {share}");
+        assert!(parts.iter().all(|p| p["requests"].as_u64().unwrap() > 20), "both agents loaded: {share}");
+        let conc: Vec<u64> = parts.iter().map(|p| p["concurrency"].as_u64().unwrap()).collect();
+        let c = step["concurrency"].as_u64().unwrap();
+        assert_eq!(conc, vec![c - c / 2, c / 2], "remainder to the first agent");
+        // One timeline: both agents' windows start at the same instant (within a few ms on loopback).
+        let starts: Vec<i64> = parts.iter().map(|p| p["window_start_unix_ms"].as_i64().unwrap()).collect();
+        assert!((starts[0] - starts[1]).abs() <= 25, "windows start together: {starts:?}");
+        // What nginx served inside the window matches (in-flight requests at the edges aside).
+        let (start, end) = (step["window_start_unix_ms"].as_f64().unwrap(), step["window_end_unix_ms"].as_f64().unwrap());
+        let logged = nginx.access_log().into_iter().filter(|l| l.unix_ms >= start && l.unix_ms < end).count() as f64;
+        let tol = 2.0 * c as f64 + step["throughput_per_s"].as_f64().unwrap() * 0.01 + 2.0;
+        assert!((logged - sum as f64).abs() <= tol, "nginx logged {logged} in the window, agents counted {sum} (±{tol})");
+    }
+    // `show` has the per-agent breakdown: one row per step and agent.
+    let shown = common::run(&store, &["show", "last"]);
+    let text = String::from_utf8_lossy(&shown.stdout);
+    let rows = text.lines().filter(|l| l.contains(&a.url()) || l.contains(&b.url())).count();
+    assert!(text.contains("\nagents\n") && rows == 4, "{text}");
+    // The agents served their sessions and are still listening.
+    assert!(!a.log().contains("refused") && !b.log().contains("refused"), "{} {}", a.log(), b.log());
+}
+
+#[test]
+fn a_wrong_token_is_refused_and_never_printed() {
+    let nginx = Nginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let agent = Agent::start(&token(dir.path(), TOKEN), &[]);
+    let wrong = token(dir.path(), "another-token-of-enough-length-0");
+    let store = dir.path().join("s.db");
+    let url = agent.url();
+    let args = ["sweep", &nginx.url("/"), "-c", "1", "-d", "0.2s", "--agent", &url, "--agent-token-file", wrong.to_str().unwrap()];
+    assert_bad_input(&store, &args, "token");
+    std::thread::sleep(Duration::from_millis(200));
+    let log = agent.log();
+    assert!(log.contains("refused 127.0.0.1:") && log.contains("wrong token"), "the agent logs the refusal: {log}");
+    assert!(!log.contains(TOKEN) && !log.contains("another-token"), "no token in the log: {log}");
+    assert_eq!(log.lines().count(), 1, "one line: {log}");
+    // A wrong token got no load sent: nothing reached nginx beyond the coordinator's own preflight request.
+    assert!(nginx.access_log().len() <= 1);
+}
+
+#[test]
+fn a_protocol_mismatch_is_one_clear_line_on_both_sides() {
+    let nginx = Nginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let tok = token(dir.path(), TOKEN);
+    let agent = Agent::start(&tok, &["--protocol-version", "2"]);
+    let store = dir.path().join("s.db");
+    let url = agent.url();
+    let args = ["sweep", &nginx.url("/"), "-c", "1", "-d", "0.2s", "--agent", &url, "--agent-token-file", tok.to_str().unwrap()];
+    let says = "agent speaks protocol 2, coordinator 1: use the same scalelab version on both";
+    assert_bad_input(&store, &args, says);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(agent.log().contains(says), "{}", agent.log());
+}
+
+/// Runs a 3-step sweep on two agents and kills the second with SIGKILL
+/// during step 2. Returns the coordinator's exit code, its stderr and the run.
+fn sweep_losing_an_agent(loss: &str) -> (Option<i32>, String, Value) {
+    let nginx = Nginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let tok = token(dir.path(), TOKEN);
+    let (a, mut b) = (Agent::start(&tok, &[]), Agent::start(&tok, &[]));
+    let store = dir.path().join("s.db");
+    let (ua, ub) = (a.url(), b.url());
+    let mut coord = bin()
+        .arg("--store")
+        .arg(&store)
+        .args(["sweep", &nginx.url("/"), "-c", "2,2,2", "--warmup", "0.2s", "--duration", "2s", "--pause", "0.2s", "-t", "1"])
+        .args(["--no-tui", "--agent", &ua, "--agent", &ub, "--agent-token-file", tok.to_str().unwrap(), "--agent-loss", loss])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(coord.stderr.take().unwrap());
+    let mut text = String::new();
+    let start = Instant::now();
+    loop {
+        let mut line = String::new();
+        assert!(err.read_line(&mut line).unwrap() > 0, "the sweep ended before step 2: {text}");
+        text.push_str(&line);
+        if line.starts_with("step 2/3") {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "{text}");
+    }
+    // Inside step 2's window (0.3 s to its start, 0.2 s warm-up, 2 s window).
+    std::thread::sleep(Duration::from_millis(1200));
+    b.child.kill().unwrap();
+    let _ = b.child.wait();
+    let lost_at = Instant::now();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    text.push_str(&rest);
+    let code = coord.wait().unwrap().code();
+    assert!(lost_at.elapsed() < Duration::from_secs(15), "the coordinator noticed the loss promptly");
+    let run = json(&store, &["export", "last"]);
+    (code, text, run)
+}
+
+#[test]
+fn an_agent_killed_mid_step_ends_the_run_incomplete_with_the_step_partial() {
+    let (code, err, run) = sweep_losing_an_agent("abort");
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("agent tcp://127.0.0.1:") && err.contains("lost at step 2"), "{err}");
+    assert_eq!(run["complete"], false);
+    assert!(run["outcome"].as_str().unwrap().starts_with("agent lost: tcp://127.0.0.1:"), "{}", run["outcome"]);
+    let s = steps(&run);
+    assert_eq!(s.len(), 2, "step 1 kept, step 2 kept as partial, step 3 never ran");
+    assert_eq!(s[0]["partial"], false);
+    assert_eq!(s[1]["partial"], true);
+    assert!(s[1]["requests"].as_u64().unwrap() > 0, "the surviving agent's share of step 2 is kept");
+    let shares = agent_steps(&run);
+    let lost: Vec<bool> = shares[1]["agents"].as_array().unwrap().iter().map(|p| p["lost"].as_bool().unwrap()).collect();
+    assert_eq!(lost, vec![false, true], "the share names the lost agent");
+}
+
+#[test]
+fn with_agent_loss_continue_the_other_agents_finish_the_sweep() {
+    let (code, err, run) = sweep_losing_an_agent("continue");
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(run["complete"], true);
+    assert!(run["outcome"].as_str().unwrap().contains("continued without lost agent(s): tcp://"), "{}", run["outcome"]);
+    let s = steps(&run);
+    assert_eq!(s.len(), 3);
+    assert_eq!((s[0]["partial"].as_bool(), s[1]["partial"].as_bool(), s[2]["partial"].as_bool()), (Some(false), Some(true), Some(false)));
+    let last = &agent_steps(&run)[2]["agents"];
+    assert_eq!(last.as_array().unwrap().len(), 1, "step 3 ran on the survivor alone: {last}");
+    assert_eq!(last[0]["concurrency"], 2, "with all the step's clients");
+    assert_eq!(s[2]["concurrency"], 2);
+}
+
+#[test]
+fn agent_flags_are_checked_before_anything_is_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    assert_bad_input(&store, &["sweep", "http://127.0.0.1:9/", "--agent", "ftp://x"], "use ssh://[user@]host[:port] or tcp://host:port");
+    assert_bad_input(&store, &["sweep", "http://127.0.0.1:9/", "--agent", "tcp://127.0.0.1:9"], "needs --agent-token-file");
+    assert_bad_input(&store, &["sweep", "--agent", "ssh://h"], "need a target URL");
+    let short = token(dir.path(), "short");
+    let args = ["sweep", "http://127.0.0.1:9/", "--agent", "tcp://127.0.0.1:9", "--agent-token-file", short.to_str().unwrap()];
+    assert_bad_input(&store, &args, "at least 16 characters");
+}
+
+#[test]
+fn a_server_agent_observes_the_server_on_its_host() {
+    let nginx = Nginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let tok = token(dir.path(), TOKEN);
+    let (load, probe) = (Agent::start(&tok, &[]), Agent::start(&tok, &[]));
+    let store = dir.path().join("s.db");
+    // No --server-pid: the server agent finds the target port's owner on its host.
+    let run = json(
+        &store,
+        &[
+            "sweep",
+            &nginx.url("/index.html"),
+            "-c",
+            "4",
+            "--warmup",
+            "0.3s",
+            "-d",
+            "2s",
+            "-t",
+            "1",
+            "--json",
+            "-q",
+            "--agent",
+            &load.url(),
+            "--server-agent",
+            &probe.url(),
+            "--agent-token-file",
+            tok.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(run["complete"], true, "{}", run["outcome"]);
+    let roles: Vec<&str> = run["schedule"]["options"]["agents"].as_array().unwrap().iter().map(|a| a["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, vec!["load", "server"]);
+    let t = &steps(&run)[0]["telemetry"];
+    assert!(t["server_cpu_pct"].as_f64().unwrap() > 5.0, "the server's CPU, from the server agent: {t}");
+    let workers = scalelab_testkit::nginx::children_of(nginx.pid());
+    let hottest = t["hottest_threads"][0]["tid"].as_i64().unwrap() as i32;
+    assert!(workers.contains(&hottest), "hottest thread {hottest} is an nginx worker ({workers:?}): {t}");
+    assert!(t["thread_states_pct"].is_object(), "thread states sampled on the server's host: {t}");
+    assert!(t["cpu_busy_pct"].as_f64().is_some(), "the host's CPU split: {t}");
+}
+
+#[test]
+fn an_agent_stops_loading_within_a_second_when_its_coordinator_dies() {
+    let nginx = Nginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let tok = token(dir.path(), TOKEN);
+    let agent = Agent::start(&tok, &[]);
+    let store = dir.path().join("s.db");
+    let url = agent.url();
+    let mut coord = bin()
+        .arg("--store")
+        .arg(&store)
+        .args(["sweep", &nginx.url("/"), "-c", "2", "--warmup", "0.2s", "--duration", "20s", "-t", "1", "--no-tui"])
+        .args(["--agent", &url, "--agent-token-file", tok.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(coord.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.starts_with("step 1/1") {
+        line.clear();
+        assert!(err.read_line(&mut line).unwrap() > 0, "the sweep ended early");
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let before = nginx.access_log().len();
+    coord.kill().unwrap();
+    let killed_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as f64;
+    let _ = coord.wait();
+    std::thread::sleep(Duration::from_secs(3));
+    let log = nginx.access_log();
+    assert!(before > 100, "the agent was loading: {before} requests");
+    let last = log.last().unwrap().unix_ms;
+    assert!(last < killed_ms + 1500.0, "the agent kept loading {} ms after its coordinator died", last - killed_ms);
+    assert!(agent.log().contains("agent: step 1 cut: the coordinator is gone"), "{}", agent.log());
+}
+
+#[test]
+fn sigint_on_the_coordinator_cuts_every_agents_step_and_keeps_it_as_partial() {
+    let nginx = Nginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let tok = token(dir.path(), TOKEN);
+    let (a, b) = (Agent::start(&tok, &[]), Agent::start(&tok, &[]));
+    let store = dir.path().join("s.db");
+    let (ua, ub) = (a.url(), b.url());
+    let mut coord = bin()
+        .arg("--store")
+        .arg(&store)
+        .args(["sweep", &nginx.url("/"), "-c", "2,2", "--warmup", "0.2s", "--duration", "20s", "-t", "1", "--no-tui"])
+        .args(["--agent", &ua, "--agent", &ub, "--agent-token-file", tok.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(coord.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.starts_with("step 1/2") {
+        line.clear();
+        assert!(err.read_line(&mut line).unwrap() > 0, "the sweep ended early");
+    }
+    std::thread::sleep(Duration::from_millis(2000));
+    let sent = Instant::now();
+    // SAFETY: sends SIGINT to a child process this test started.
+    assert_eq!(unsafe { libc::kill(coord.id() as i32, libc::SIGINT) }, 0);
+    let code = coord.wait().unwrap().code();
+    assert!(sent.elapsed() < Duration::from_secs(5), "the step ended at the next second, not at its planned end");
+    assert_eq!(code, Some(130));
+    let run = json(&store, &["export", "last"]);
+    assert_eq!(run["complete"], false);
+    let s = steps(&run);
+    assert_eq!(s.len(), 1);
+    assert_eq!(s[0]["partial"], true);
+    assert!(s[0]["window_s"].as_f64().unwrap() < 5.0 && s[0]["requests"].as_u64().unwrap() > 0, "{}", s[0]);
+}
+
+#[test]
+fn an_open_loop_rate_is_split_across_agents_and_merged() {
+    let nginx = Nginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let tok = token(dir.path(), TOKEN);
+    let (a, b) = (Agent::start(&tok, &[]), Agent::start(&tok, &[]));
+    let store = dir.path().join("s.db");
+    let run = json(
+        &store,
+        &[
+            "sweep",
+            &nginx.url("/"),
+            "--rate",
+            "400",
+            "--max-in-flight",
+            "16",
+            "--warmup",
+            "0.3s",
+            "-d",
+            "2s",
+            "-t",
+            "1",
+            "--json",
+            "-q",
+            "--agent",
+            &a.url(),
+            "--agent",
+            &b.url(),
+            "--agent-token-file",
+            tok.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(run["complete"], true, "{}", run["outcome"]);
+    let step = &steps(&run)[0];
+    assert_eq!(step["offered_rate_per_s"].as_f64(), Some(400.0), "{step}");
+    let x = step["throughput_per_s"].as_f64().unwrap();
+    assert!((x - 400.0).abs() < 40.0, "the two halves of the rate add up: {x}");
+    let parts = agent_steps(&run)[0]["agents"].as_array().unwrap().clone();
+    let each: Vec<f64> = parts.iter().map(|p| p["throughput_per_s"].as_f64().unwrap()).collect();
+    assert!(each.iter().all(|x| (x - 200.0).abs() < 25.0), "each agent offered half: {each:?}");
+    assert_eq!(parts.iter().map(|p| p["concurrency"].as_u64().unwrap()).sum::<u64>(), 16, "the connections split too");
+}
+
+#[test]
+fn the_server_agent_polls_the_database_from_the_servers_host() {
+    let pg = scalelab_testkit::postgres::Postgres::start();
+    let nginx = Nginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let tok = token(dir.path(), TOKEN);
+    let probe = Agent::start(&tok, &[]);
+    let store = dir.path().join("s.db");
+    // Local load, the server's host (here the same) observed by the server agent, with --db-probe.
+    let run = json(
+        &store,
+        &[
+            "sweep",
+            &nginx.url("/"),
+            "-c",
+            "1",
+            "--warmup",
+            "0.2s",
+            "-d",
+            "1.5s",
+            "-t",
+            "1",
+            "--json",
+            "-q",
+            "--db-probe",
+            &pg.url(),
+            "--server-agent",
+            &probe.url(),
+            "--agent-token-file",
+            tok.to_str().unwrap(),
+        ],
+    );
+    let d = &steps(&run)[0]["telemetry"]["db"];
+    assert_eq!(d["engine"], "postgres", "{}", steps(&run)[0]["telemetry"]);
+    assert!(d["activity_polls"].as_u64().unwrap() >= 3, "{d}");
+}
