@@ -1,7 +1,6 @@
 //! Agents as real processes on loopback: `scalelab agent --listen` on
 //! 127.0.0.1 ports, a coordinator `scalelab sweep --agent tcp://...` against
-//! the harness's nginx. (Network namespaces per host, the ideal,
-//! are not built here: loopback processes, docs/agents.md "Tests".)
+//! the harness's nginx. One network namespace per host: agents_netns.rs.
 
 mod common;
 

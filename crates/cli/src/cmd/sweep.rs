@@ -323,7 +323,13 @@ fn run_preflight<D>(
     let checks = super::preflight::checks(super::preflight::Ask {
         target,
         port: specimen.map(|s| s.addr.port()).or(target.port()),
-        server_pid: scalelab_probe::server_pid(Some(target), specimen.map(|s| s.pid()), a.server_pid),
+        // With a server agent the server is observed, but on its host: these checks read this machine.
+        server_pid: match &a.server_agent {
+            Some(_) if a.server_pid.is_none() && specimen.is_none() => {
+                Err("observed on its host by the server agent, whose limits this check cannot read".to_string())
+            }
+            _ => scalelab_probe::server_pid(Some(target), specimen.map(|s| s.pid()), a.server_pid),
+        },
         db_probe: a.db_probe.as_deref(),
         server_version: prepared.server.clone().ok_or_else(|| format!("{} did not say what it is", prepared.target_name)),
         max_concurrency: concurrency.iter().copied().max().unwrap_or(1),
