@@ -137,6 +137,27 @@ fn two_tcp_agents_make_one_run_whose_counts_are_their_sum() {
     let text = String::from_utf8_lossy(&shown.stdout);
     let rows = text.lines().filter(|l| l.contains(&a.url()) || l.contains(&b.url())).count();
     assert!(text.contains("\nagents\n") && rows == 4, "{text}");
+    // So do both reports: per step and agent, its clients, requests, p99, CPU and window start.
+    let md = dir.path().join("r.md");
+    let out = common::run(&store, &["report", "last", "--format", "md", "-o", md.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let md = std::fs::read_to_string(md).unwrap();
+    let shares = agent_steps(&run);
+    for (i, share) in shares.iter().enumerate() {
+        for p in share["agents"].as_array().unwrap() {
+            let row = format!("| {} | {} | {} | {} |", i + 1, p["agent"].as_str().unwrap(), p["concurrency"], p["requests"]);
+            let line = md.lines().find(|l| l.starts_with(&row)).unwrap_or_else(|| panic!("no {row} in {md}"));
+            assert!(line.contains(&format!(" {:.2} |", p["p99_ms"].as_f64().unwrap())) && line.contains(" ms |"), "{line}");
+        }
+    }
+    let html = dir.path().join("r.html");
+    let out = common::run(&store, &["report", "last", "-o", html.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let html = std::fs::read_to_string(html).unwrap();
+    assert!(
+        html.contains("Per agent") && html.matches(&format!("<td class=\"text\">{}</td>", a.url())).count() == 2,
+        "the HTML has a's two rows"
+    );
     // The agents served their sessions and are still listening.
     assert!(!a.log().contains("refused") && !b.log().contains("refused"), "{} {}", a.log(), b.log());
 }
