@@ -30,6 +30,8 @@ pub enum Loss {
 pub enum Role {
     /// Sends load to `target` as `http` says.
     Load { target: String, http: crate::proto::HttpSpec, threads: Option<u32>, no_pin: bool },
+    /// Sends SQL load to the database `target` as `sql` says.
+    LoadSql { target: String, sql: crate::proto::SqlSpec, threads: Option<u32>, no_pin: bool },
     /// Runs the probes for the server on its host.
     Probe { server_pid: Option<u32>, port: Option<u16>, interval_ms: u64, thread_hz: f64, db: Option<String> },
 }
@@ -81,6 +83,7 @@ async fn setup(addr: AgentAddr, reach: Reach, role: Role) -> Result<(Opened, Opt
     let mut o = open_agent(&addr, &reach).await?;
     let first = match role {
         Role::Load { target, http, threads, no_pin } => ToAgent::Load { target, http, threads, no_pin },
+        Role::LoadSql { target, sql, threads, no_pin } => ToAgent::LoadSql { target, sql, threads, no_pin },
         Role::Probe { server_pid, port, interval_ms, thread_hz, db } => ToAgent::Probe { server_pid, port, interval_ms, thread_hz, db },
     };
     write_frame(&mut o.w, &first).await.map_err(|e| e.to_string())?;

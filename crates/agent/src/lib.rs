@@ -23,4 +23,4 @@ pub mod wire_step;
 
 pub use connect::{AgentAddr, Reach};
 pub use coordinator::{Coordinator, Loss, Role};
-pub use proto::{HttpSpec, PROTOCOL};
+pub use proto::{HttpSpec, SqlSpec, PROTOCOL};

@@ -38,6 +38,9 @@ pub struct AgentShare {
     /// The agent as the user named it (`ssh://host`, `tcp://host:port`).
     pub agent: String,
     pub concurrency: u32,
+    /// Open loop: the rate this agent offered (its part of the step's), requests per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_rate_per_s: Option<f64>,
     pub requests: u64,
     pub errors: u64,
     pub throughput_per_s: f64,
@@ -58,6 +61,7 @@ impl AgentShare {
         AgentShare {
             agent: agent.to_string(),
             concurrency: r.concurrency,
+            offered_rate_per_s: r.offered_rate_per_s,
             requests: r.requests,
             errors: r.errors.total(),
             throughput_per_s: r.throughput_per_s(),
@@ -74,6 +78,7 @@ impl AgentShare {
         AgentShare {
             agent: agent.to_string(),
             concurrency,
+            offered_rate_per_s: None,
             requests: 0,
             errors: 0,
             throughput_per_s: 0.0,

@@ -21,7 +21,16 @@ pub fn mismatch(agent: u32, coordinator: u32) -> String {
     format!("agent speaks protocol {agent}, coordinator {coordinator}: use the same scalelab version on both")
 }
 
-/// What the agent sends load with: the HTTP workload as the coordinator checked it.
+/// The SQL workload of a load agent, as the coordinator built and checked it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SqlSpec {
+    pub workload: scalelab_drive::sql::workload::Workload,
+    /// Prepared statements (false: `--no-prepare`, text queries).
+    pub prepare: bool,
+    pub connect_timeout_ms: u64,
+}
+
+/// The HTTP workload of a load agent.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct HttpSpec {
     /// (method, URL, weight) of each request.
@@ -48,6 +57,10 @@ pub enum ToAgent {
     Ping { seq: u32 },
     /// The session: the one target this agent may send load to, and how.
     Load { target: String, http: HttpSpec, threads: Option<u32>, no_pin: bool },
+    /// Sends SQL load to `target` (a database URL): the workload as the
+    /// coordinator built it (it prepared the dataset and checked the
+    /// statements; the agent only runs the workload).
+    LoadSql { target: String, sql: SqlSpec, threads: Option<u32>, no_pin: bool },
     /// Probes for the server on the agent's host (`--server-agent`), and
     /// the database to poll from there (`--db-probe`, or a SQL target).
     Probe { server_pid: Option<u32>, port: Option<u16>, interval_ms: u64, thread_hz: f64, db: Option<String> },

@@ -6,10 +6,11 @@
 //! past its planned end plus [`GRACE`].
 
 use crate::auth;
-use crate::proto::{mismatch, read_frame, read_frame_max, write_frame, FromAgent, HttpSpec, ToAgent, MAX_HANDSHAKE_FRAME};
+use crate::proto::{mismatch, read_frame, read_frame_max, write_frame, FromAgent, HttpSpec, SqlSpec, ToAgent, MAX_HANDSHAKE_FRAME};
 use crate::records;
 use crate::wire_step::WireStep;
 use scalelab_drive::http::{HttpConfig, HttpDriver, RequestSpec, StatusMatch};
+use scalelab_drive::sql::{SqlConfig, SqlDriver, SqlUrl};
 use scalelab_drive::{run_step, EngineOptions};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -76,6 +77,25 @@ fn driver(target: &str, http: &HttpSpec) -> Result<(HttpDriver, Option<String>),
     Ok((d, p.server))
 }
 
+/// The SQL driver for the session's target (a database URL): the workload
+/// as sent, nothing prepared on the server; one read-only look (its version)
+/// checks this host reaches it.
+fn sql_driver(target: &str, sql: SqlSpec) -> Result<(SqlDriver, Option<String>), String> {
+    let url = SqlUrl::parse(target).map_err(|e| format!("the target is not a database URL: {e}"))?;
+    let connect_timeout = Duration::from_millis(sql.connect_timeout_ms);
+    let info = scalelab_drive::sql::inspect(&url, connect_timeout)
+        .map_err(|f| format!("cannot reach {}: {}", scalelab_core::redact_url(target), f.message))?;
+    let config = SqlConfig { url, workload: sql.workload, prepare: sql.prepare, connect_timeout };
+    Ok((SqlDriver::new(config), Some(info.server)))
+}
+
+/// The load a session runs its steps with.
+#[derive(Clone)]
+enum Loaded {
+    Http(Arc<HttpDriver>),
+    Sql(Arc<SqlDriver>),
+}
+
 /// The handshake: hello both ways, then (TCP) the proofs. Err: why the
 /// session was refused, already logged by the caller.
 async fn handshake(r: &mut Reader, w: &mut Writer, proof: Option<&Proof>, protocol: u32) -> Result<(), String> {
@@ -127,7 +147,7 @@ pub async fn serve(mut r: Reader, mut w: Writer, proof: Option<Proof>, protocol:
     });
     let gone = Arc::new(AtomicBool::new(false));
     let step_stop: Arc<Mutex<Arc<AtomicBool>>> = Arc::default();
-    let mut load: Option<(Arc<HttpDriver>, EngineOptions)> = None;
+    let mut load: Option<(Loaded, EngineOptions)> = None;
     let mut probes: Option<records::Probing> = None;
     let mut running: Option<std::thread::JoinHandle<()>> = None;
     loop {
@@ -142,20 +162,16 @@ pub async fn serve(mut r: Reader, mut w: Writer, proof: Option<Proof>, protocol:
             ToAgent::Load { target, http, threads, no_pin } => {
                 let (done_tx, done_rx) = tokio::sync::oneshot::channel();
                 std::thread::spawn(move || {
-                    let _ = done_tx.send(driver(&target, &http));
+                    let _ = done_tx.send(driver(&target, &http).map(|(d, s)| (Loaded::Http(Arc::new(d)), s)));
                 });
-                match done_rx.await.unwrap_or_else(|_| Err("the driver thread panicked".into())) {
-                    Ok((d, server)) => {
-                        let threads = threads.unwrap_or_else(scalelab_drive::cpu::allowed_cpus);
-                        let pin_cpus = scalelab_drive::engine::pin_plan(threads, no_pin);
-                        let opts = EngineOptions { threads, pin_cpus, slice_us: None, stop: Arc::default(), netns: None };
-                        load = Some((Arc::new(d), opts));
-                        let _ = tx.send(FromAgent::Ready { server, cores: scalelab_drive::cpu::allowed_cpus() });
-                    }
-                    Err(message) => {
-                        let _ = tx.send(FromAgent::Error { message });
-                    }
-                }
+                load = loaded(done_rx.await, threads, no_pin, &tx);
+            }
+            ToAgent::LoadSql { target, sql, threads, no_pin } => {
+                let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+                std::thread::spawn(move || {
+                    let _ = done_tx.send(sql_driver(&target, sql).map(|(d, s)| (Loaded::Sql(Arc::new(d)), s)));
+                });
+                load = loaded(done_rx.await, threads, no_pin, &tx);
             }
             ToAgent::Probe { server_pid, port, interval_ms, thread_hz, db } => {
                 match records::Probing::start(server_pid, port, (interval_ms, thread_hz), db.as_deref(), tx.clone()) {
@@ -192,7 +208,7 @@ pub async fn serve(mut r: Reader, mut w: Writer, proof: Option<Proof>, protocol:
                     let deadline = Instant::now() + plan.warmup() + plan.window() + GRACE;
                     let opts = EngineOptions { stop: stop.clone(), ..opts };
                     let mut cut = false;
-                    let result = run_step(&d, &plan, &opts, &mut |t| {
+                    let mut tick = |t: &scalelab_drive::LiveTick| {
                         // Never load past the step's end plus the grace, nor without a coordinator.
                         if !cut && (gone.load(Ordering::Relaxed) || Instant::now() > deadline) {
                             cut = true;
@@ -208,7 +224,11 @@ pub async fn serve(mut r: Reader, mut w: Writer, proof: Option<Proof>, protocol:
                             errors: t.errors,
                             p99_ms: t.p99_ms,
                         });
-                    });
+                    };
+                    let result = match &d {
+                        Loaded::Http(d) => run_step(d, &plan, &opts, &mut tick),
+                        Loaded::Sql(d) => run_step(d, &plan, &opts, &mut tick),
+                    };
                     let _ = tx.send(FromAgent::StepDone { index, result: Box::new(WireStep::from_result(&result)) });
                 }));
             }
@@ -231,6 +251,29 @@ pub async fn serve(mut r: Reader, mut w: Writer, proof: Option<Proof>, protocol:
     drop(tx);
     let _ = writer.await;
     Ok(())
+}
+
+/// The session's load once its driver is built (Ready sent), or None (the
+/// error sent instead).
+fn loaded(
+    built: Result<Result<(Loaded, Option<String>), String>, tokio::sync::oneshot::error::RecvError>,
+    threads: Option<u32>,
+    no_pin: bool,
+    tx: &mpsc::UnboundedSender<FromAgent>,
+) -> Option<(Loaded, EngineOptions)> {
+    match built.unwrap_or_else(|_| Err("the driver thread panicked".into())) {
+        Ok((d, server)) => {
+            let threads = threads.unwrap_or_else(scalelab_drive::cpu::allowed_cpus);
+            let pin_cpus = scalelab_drive::engine::pin_plan(threads, no_pin);
+            let opts = EngineOptions { threads, pin_cpus, slice_us: None, stop: Arc::default(), netns: None };
+            let _ = tx.send(FromAgent::Ready { server, cores: scalelab_drive::cpu::allowed_cpus() });
+            Some((d, opts))
+        }
+        Err(message) => {
+            let _ = tx.send(FromAgent::Error { message });
+            None
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,6 @@
 //! Agents as real processes on loopback: `scalelab agent --listen` on
 //! 127.0.0.1 ports, a coordinator `scalelab sweep --agent tcp://...` against
-//! the harness's nginx. (Network namespaces per host, the ideal,
-//! are not built here: loopback processes, docs/agents.md "Tests".)
+//! the harness's nginx. One network namespace per host: agents_netns.rs.
 
 mod common;
 
@@ -138,6 +137,27 @@ fn two_tcp_agents_make_one_run_whose_counts_are_their_sum() {
     let text = String::from_utf8_lossy(&shown.stdout);
     let rows = text.lines().filter(|l| l.contains(&a.url()) || l.contains(&b.url())).count();
     assert!(text.contains("\nagents\n") && rows == 4, "{text}");
+    // So do both reports: per step and agent, its clients, requests, p99, CPU and window start.
+    let md = dir.path().join("r.md");
+    let out = common::run(&store, &["report", "last", "--format", "md", "-o", md.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let md = std::fs::read_to_string(md).unwrap();
+    let shares = agent_steps(&run);
+    for (i, share) in shares.iter().enumerate() {
+        for p in share["agents"].as_array().unwrap() {
+            let row = format!("| {} | {} | {} | {} |", i + 1, p["agent"].as_str().unwrap(), p["concurrency"], p["requests"]);
+            let line = md.lines().find(|l| l.starts_with(&row)).unwrap_or_else(|| panic!("no {row} in {md}"));
+            assert!(line.contains(&format!(" {:.2} |", p["p99_ms"].as_f64().unwrap())) && line.contains(" ms |"), "{line}");
+        }
+    }
+    let html = dir.path().join("r.html");
+    let out = common::run(&store, &["report", "last", "-o", html.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let html = std::fs::read_to_string(html).unwrap();
+    assert!(
+        html.contains("Per agent") && html.matches(&format!("<td class=\"text\">{}</td>", a.url())).count() == 2,
+        "the HTML has a's two rows"
+    );
     // The agents served their sessions and are still listening.
     assert!(!a.log().contains("refused") && !b.log().contains("refused"), "{} {}", a.log(), b.log());
 }
@@ -459,4 +479,68 @@ fn the_server_agent_polls_the_database_from_the_servers_host() {
     let d = &steps(&run)[0]["telemetry"]["db"];
     assert_eq!(d["engine"], "postgres", "{}", steps(&run)[0]["telemetry"]);
     assert!(d["activity_polls"].as_u64().unwrap() >= 3, "{d}");
+}
+
+#[test]
+fn sql_load_through_two_agents_merges_their_queries() {
+    let pg = scalelab_testkit::postgres::Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let tok = token(dir.path(), TOKEN);
+    let store = dir.path().join("s.db");
+    let url = pg.url();
+    // The coordinator's machine prepares the dataset; agents only run the workload.
+    let out = common::run(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "2000", "-q"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (a, b) = (Agent::start(&tok, &[]), Agent::start(&tok, &[]));
+    let xacts =
+        || pg.psql("postgres", "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = 'bench'").parse::<u64>().unwrap();
+    std::thread::sleep(Duration::from_millis(1100));
+    let before = xacts();
+    let run = json(
+        &store,
+        &[
+            "sweep",
+            &url,
+            "--workload",
+            "point-select",
+            "-c",
+            "2,4",
+            "--warmup",
+            "0.2s",
+            "-d",
+            "1s",
+            "--pause",
+            "0.2s",
+            "-t",
+            "1",
+            "--json",
+            "-q",
+            "--agent",
+            &a.url(),
+            "--agent",
+            &b.url(),
+            "--agent-token-file",
+            tok.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(run["complete"], true, "{}", run["outcome"]);
+    let mut counted = 0;
+    for (step, share) in steps(&run).iter().zip(agent_steps(&run)) {
+        let parts = share["agents"].as_array().unwrap();
+        let each: Vec<u64> = parts.iter().map(|p| p["requests"].as_u64().unwrap()).collect();
+        assert!(each.iter().all(|&n| n > 20), "both agents ran queries: {share}");
+        assert_eq!(step["queries"].as_u64().unwrap(), each.iter().sum::<u64>(), "merged queries are the agents' sum: {share}");
+        assert_eq!(step["requests"], step["queries"], "point-select: one query per unit");
+        assert_eq!(step["errors_total"], 0, "{step}");
+        counted += step["requests"].as_u64().unwrap();
+    }
+    // Backends flush their counters when they exit.
+    std::thread::sleep(Duration::from_millis(1500));
+    let delta = xacts() - before;
+    eprintln!("postgres counted {delta} transactions, the agents {counted} queries");
+    assert!(delta >= counted, "the server ran {delta} transactions < {counted} counted");
+    // Beyond the windows: the warm-ups' queries (0.2 s a step), catalog queries and units in flight.
+    let warm: f64 = steps(&run).iter().map(|s| s["throughput_per_s"].as_f64().unwrap() * 0.2).sum();
+    let rest = (delta - counted) as f64;
+    assert!(rest <= warm * 1.5 + 300.0, "the server ran {rest} more transactions than counted (warm-ups ~{warm:.0})");
 }

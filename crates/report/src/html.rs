@@ -228,6 +228,10 @@ pub fn render(input: &ReportInput) -> String {
                 let _ = write!(out, "<p>{}:</p>", esc(crate::table::CONNECT_TITLE));
                 table(&mut out, &rows, &[]);
             }
+            if let Some(rows) = crate::agents::agent_rows(&r.run.plan.options) {
+                let _ = write!(out, r#"<p class="agents">{}:</p>"#, esc(crate::agents::TITLE));
+                table(&mut out, &rows, &[1, 8]);
+            }
         }
         out.push_str("</section>");
 

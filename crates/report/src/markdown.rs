@@ -79,6 +79,10 @@ pub fn render(input: &ReportInput) -> String {
                 let _ = writeln!(out, "\n{}:\n", crate::table::CONNECT_TITLE);
                 out.push_str(&md_table(&rows));
             }
+            if let Some(rows) = crate::agents::agent_rows(&r.run.plan.options) {
+                let _ = writeln!(out, "\n{}:\n", crate::agents::TITLE);
+                out.push_str(&md_table(&rows));
+            }
             if let Some(rows) = telemetry_rows(r) {
                 out.push_str("\nTelemetry per step (window averages):\n\n");
                 out.push_str(&md_table(&rows));

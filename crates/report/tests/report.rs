@@ -417,3 +417,24 @@ fn preflight_warnings_show_in_the_configuration_escaped_and_old_runs_have_no_row
     );
     assert!(!html.contains("<script>|x"));
 }
+
+#[test]
+fn the_per_agent_breakdown_is_in_both_reports_escaped() {
+    let mut i = input(None);
+    assert!(!scalelab_report::markdown::render(&i).contains("Per agent"), "a run without agents has no breakdown");
+    i.runs[0].run.plan.options.insert(
+        "agent_steps".into(),
+        serde_json::json!([{"step": 0, "agents": [
+            {"agent": "ssh://<b>x|y</b>", "concurrency": 2, "requests": 900, "throughput_per_s": 450.0, "p99_ms": 1.5, "client_cpu_pct": 12.0, "client_bound": false, "lost": false, "window_start_unix_ms": 5003},
+            {"agent": "tcp://b:7070", "concurrency": 1, "offered_rate_per_s": 200.0, "requests": 400, "throughput_per_s": 200.0, "p99_ms": 2.0, "client_cpu_pct": 8.0, "client_bound": false, "lost": false, "window_start_unix_ms": 5000}
+        ]}]),
+    );
+    let md = scalelab_report::markdown::render(&i);
+    let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| 1 | ssh:") || l.starts_with("| 1 | tcp:")).collect();
+    assert_eq!(rows.len(), 2, "{md}");
+    assert_eq!(rows[0], "| 1 | ssh://&lt;b&gt;x\\|y&lt;/b&gt; | 2 | 900 | 450 | 1.50 | 12% | +3 ms |  |");
+    assert_eq!(rows[1], "| 1 | tcp://b:7070 | 200/s (1 conn) | 400 | 200 | 2.00 | 8% | +0 ms |  |");
+    let html = scalelab_report::html::render(&i);
+    assert!(html.contains("<td class=\"text\">ssh://&lt;b&gt;x|y&lt;/b&gt;</td>") && !html.contains("<b>x"), "escaped in the HTML");
+    assert!(html.contains("<td>+3 ms</td>") && html.contains("Per agent"));
+}

@@ -3,6 +3,7 @@
 //! server that happens to run on the machine.
 //!
 //! - [`free_port`]: a port nothing listens on right now.
+//! - [`netns`]: hosts made of network namespaces on a bridge, for agents.
 //! - [`nginx`]: a private nginx with an access log that records the time of
 //!   every request, so tests can count what the server really served.
 //! - [`apache`]: a private Apache httpd, prefork or worker MPM.
@@ -11,6 +12,7 @@
 
 pub mod apache;
 pub mod mariadb;
+pub mod netns;
 pub mod nginx;
 pub mod postgres;
 
@@ -30,6 +32,24 @@ pub fn wait_listening(port: u16, timeout: Duration) -> bool {
     let end = Instant::now() + timeout;
     while Instant::now() < end {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// Waits until a socket listens on `port` in the network namespace of
+/// process `pid` (its `/proc/PID/net/tcp`, state 0A).
+pub fn wait_listening_in(pid: i32, port: u16, timeout: Duration) -> bool {
+    let end = Instant::now() + timeout;
+    let want = format!(":{port:04X} ");
+    while Instant::now() < end {
+        let table = std::fs::read_to_string(format!("/proc/{pid}/net/tcp")).unwrap_or_default();
+        if table.lines().skip(1).any(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() > 3 && format!("{} ", f[1]).ends_with(&want) && f[3] == "0A"
+        }) {
             return true;
         }
         std::thread::sleep(Duration::from_millis(20));

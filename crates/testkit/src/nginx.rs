@@ -10,6 +10,8 @@ use std::time::Duration;
 /// A running nginx, stopped (and its dir removed) on drop.
 pub struct Nginx {
     pub port: u16,
+    /// The address it listens on (127.0.0.1, or a namespace's address).
+    host: String,
     /// HTTPS port (self-signed certificate for `localhost`), when started with TLS.
     pub tls_port: Option<u16>,
     dir: tempfile::TempDir,
@@ -34,6 +36,17 @@ impl Nginx {
 
     /// Starts nginx, also serving HTTPS with a fresh self-signed certificate when `tls`.
     pub fn start_with(tls: bool) -> Nginx {
+        Self::launch(tls, None)
+    }
+
+    /// Starts nginx inside the network namespace `ns`, listening on
+    /// `addr:8080` there (the namespace has its own ports; its master and
+    /// workers live in it, so only that namespace sees the socket).
+    pub fn start_in_netns(ns: &str, addr: &str) -> Nginx {
+        Self::launch(false, Some((ns, addr)))
+    }
+
+    fn launch(tls: bool, netns: Option<(&str, &str)>) -> Nginx {
         let bin = find_program("nginx").expect("nginx is not installed: run ./scripts/test.sh, which installs it");
         let dir = tempfile::Builder::new().prefix("scalelab-nginx-").tempdir().expect("temp dir");
         let d = dir.path();
@@ -46,7 +59,10 @@ impl Nginx {
         let index = format!("<!doctype html><html><body><pre>{}</pre></body></html>\n", "x".repeat(1024 - 49));
         fs::write(d.join("www/index.html"), &index).expect("index.html");
         set_mode(&d.join("www/index.html"), 0o644);
-        let port = free_port();
+        let (host, port) = match netns {
+            Some((_, addr)) => (addr.to_string(), 8080),
+            None => ("127.0.0.1".to_string(), free_port()),
+        };
         let tls_port = tls.then(free_port);
         let tls_server = match tls_port {
             None => String::new(),
@@ -87,7 +103,7 @@ http {{
     uwsgi_temp_path {d}/tmp/uwsgi;
     scgi_temp_path {d}/tmp/scgi;
     server {{
-        listen 127.0.0.1:{port} backlog=4096;
+        listen {host}:{port} backlog=4096;
         root {d}/www;
         location = /fail {{ return 503; }}
         location / {{ }}
@@ -98,7 +114,15 @@ http {{
             d = d.display()
         );
         fs::write(d.join("nginx.conf"), conf).expect("nginx.conf");
-        let status = Command::new(&bin)
+        let mut cmd = match netns {
+            Some((ns, _)) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns]).arg(&bin);
+                c
+            }
+            None => Command::new(&bin),
+        };
+        let status = cmd
             .arg("-p")
             .arg(d)
             .arg("-e")
@@ -108,7 +132,6 @@ http {{
             .status()
             .expect("running nginx");
         assert!(status.success(), "nginx failed to start: {}", fs::read_to_string(d.join("logs/error.log")).unwrap_or_default());
-        assert!(wait_listening(port, Duration::from_secs(10)), "nginx did not listen on {port}");
         let mut master_pid = 0;
         for _ in 0..100 {
             if let Some(pid) = fs::read_to_string(d.join("nginx.pid")).ok().and_then(|s| s.trim().parse().ok()) {
@@ -118,12 +141,18 @@ http {{
             std::thread::sleep(Duration::from_millis(20));
         }
         assert!(master_pid > 0, "nginx wrote no pid file");
-        Nginx { port, tls_port, dir, master_pid }
+        // In a namespace, its socket table is the master's (/proc/PID/net/tcp).
+        let listening = match netns {
+            None => wait_listening(port, Duration::from_secs(10)),
+            Some(_) => crate::wait_listening_in(master_pid, port, Duration::from_secs(10)),
+        };
+        assert!(listening, "nginx did not listen on {host}:{port}");
+        Nginx { port, host, tls_port, dir, master_pid }
     }
 
-    /// `http://127.0.0.1:PORT{path}`.
+    /// `http://HOST:PORT{path}` (HOST 127.0.0.1, or the namespace's address).
     pub fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{}", self.port, path)
+        format!("http://{}:{}{}", self.host, self.port, path)
     }
 
     /// The folder nginx lives in.

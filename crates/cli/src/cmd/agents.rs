@@ -6,9 +6,10 @@
 
 use crate::args::{AgentLoss, SweepArgs};
 use crate::error::bad;
-use scalelab_agent::{AgentAddr, Coordinator, HttpSpec, Loss, Reach, Role};
+use scalelab_agent::{AgentAddr, Coordinator, HttpSpec, Loss, Reach, Role, SqlSpec};
 use scalelab_core::{StepPlan, StepResult, Target};
 use scalelab_drive::http::HttpConfig;
+use scalelab_drive::sql::SqlConfig;
 use scalelab_drive::{EngineOptions, LiveTick, StepRunner};
 
 /// Whether the sweep uses agents at all.
@@ -17,7 +18,7 @@ pub fn wanted(a: &SweepArgs) -> bool {
 }
 
 /// The agent options, checked before anything is created.
-pub fn check(a: &SweepArgs, sql: bool) -> anyhow::Result<()> {
+pub fn check(a: &SweepArgs) -> anyhow::Result<()> {
     if !wanted(a) {
         let given = [
             (a.agent_token_file.is_some(), "--agent-token-file"),
@@ -31,9 +32,6 @@ pub fn check(a: &SweepArgs, sql: bool) -> anyhow::Result<()> {
     }
     if a.target.is_none() {
         return Err(bad("--agent and --server-agent need a target URL the agents can reach (the specimen runs on this machine)"));
-    }
-    if sql && !a.agents.is_empty() {
-        return Err(bad("--agent applies to HTTP targets so far: drop it for a SQL target"));
     }
     if a.client_net.is_some() || !a.source_address.is_empty() {
         return Err(bad("--client-net and --source-address shape this machine's clients: drop them with --agent"));
@@ -65,27 +63,33 @@ fn spec(config: &HttpConfig, a: &SweepArgs) -> HttpSpec {
     }
 }
 
+/// What the load agents send: the HTTP workload, or the SQL one the
+/// coordinator built and checked.
+#[derive(Clone, Copy)]
+pub enum Load<'a> {
+    Http(&'a HttpConfig),
+    Sql(&'a SqlConfig),
+}
+
 /// Reaches every agent (in parallel), each set up for its role. None
 /// without agents; Err (bad input) names the agent that failed and why.
-pub fn connect(a: &SweepArgs, target: &Target, config: Option<&HttpConfig>, interval_ms: u64) -> anyhow::Result<Option<Coordinator>> {
+pub fn connect(a: &SweepArgs, target: &Target, config: Load<'_>, interval_ms: u64) -> anyhow::Result<Option<Coordinator>> {
     if !wanted(a) {
         return Ok(None);
     }
     let token = a.agent_token_file.as_deref().map(scalelab_agent::auth::read_token).transpose().map_err(bad)?;
     let reach =
         Reach { token, agent_command: a.agent_command.clone(), ssh_options: a.ssh_options.clone(), protocol: scalelab_agent::PROTOCOL };
-    let load: Vec<(String, Role)> = match config {
-        Some(config) => a
-            .agents
-            .iter()
-            .map(|n| {
-                let role =
-                    Role::Load { target: target.as_given().to_string(), http: spec(config, a), threads: a.threads, no_pin: a.no_pin };
-                (n.clone(), role)
-            })
-            .collect(),
-        None => Vec::new(),
+    let (threads, no_pin, to) = (a.threads, a.no_pin, target.as_given().to_string());
+    let role = match config {
+        Load::Http(config) => Role::Load { target: to, http: spec(config, a), threads, no_pin },
+        Load::Sql(c) => {
+            let sql =
+                SqlSpec { workload: c.workload.clone(), prepare: c.prepare, connect_timeout_ms: c.connect_timeout.as_millis() as u64 };
+            Role::LoadSql { target: to, sql, threads, no_pin }
+        }
     };
+    let load: Vec<(String, Role)> = a.agents.iter().map(|n| (n.clone(), role.clone())).collect();
     let server = a.server_agent.as_ref().map(|n| {
         // The database is polled from the server's host: --db-probe, or a SQL target itself.
         let db = a.db_probe.clone().or_else(|| target.kind().is_sql().then(|| target.as_given().to_string()));

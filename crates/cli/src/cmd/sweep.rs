@@ -190,7 +190,7 @@ pub fn prepare_then<X: Execute>(store_path: &Path, mut a: SweepArgs, x: X) -> an
     let target = a.target.as_deref().map(Target::parse);
     let sql = matches!(&target, Some(Ok(t)) if t.kind().is_sql());
     refuse_options_that_do_not_apply(&a, sql)?;
-    super::agents::check(&a, sql)?;
+    super::agents::check(&a)?;
     let client_net = super::client_net::check(&a)?;
     if let Some(t) = &a.target {
         if !t.contains("://") {
@@ -236,7 +236,8 @@ pub fn prepare_then<X: Execute>(store_path: &Path, mut a: SweepArgs, x: X) -> an
         let prepared = super::sql_sweep::prepare_sql(&a, t.as_given())?;
         let preflight = run_preflight(&a, t, &prepared, &concurrency, threads, client_net.as_ref())?;
         let client_net = super::client_net::up(client_net.as_ref(), t, None)?;
-        let agents = super::agents::connect(&a, t, None, check_sampling(&a)?.as_millis() as u64)?;
+        let load = super::agents::Load::Sql(prepared.driver.config());
+        let agents = super::agents::connect(&a, t, load, check_sampling(&a)?.as_millis() as u64)?;
         let store = Store::open(store_path)?;
         let common = Common { target: t.clone(), steps, threads, assertions, preflight, client_net, agents };
         return x.execute(store, store_path, &a, common, prepared);
@@ -253,7 +254,7 @@ pub fn prepare_then<X: Execute>(store_path: &Path, mut a: SweepArgs, x: X) -> an
     let preflight = run_preflight(&a, &target, &prepared, &concurrency, threads, client_net.as_ref())?;
     let client_net = super::client_net::up(client_net.as_ref(), &target, prepared.specimen.as_ref().map(|s| s.addr))?;
     let config = http_config(&a, a.target.as_deref().unwrap_or("http://127.0.0.1/"))?;
-    let agents = super::agents::connect(&a, &target, Some(&config), check_sampling(&a)?.as_millis() as u64)?;
+    let agents = super::agents::connect(&a, &target, super::agents::Load::Http(&config), check_sampling(&a)?.as_millis() as u64)?;
     let common = Common { target, steps, threads, assertions, preflight, client_net, agents };
     // 3. Only now, with every input known good, the store is opened (or
     // created), and it must be usable before load starts.
@@ -323,7 +324,13 @@ fn run_preflight<D>(
     let checks = super::preflight::checks(super::preflight::Ask {
         target,
         port: specimen.map(|s| s.addr.port()).or(target.port()),
-        server_pid: scalelab_probe::server_pid(Some(target), specimen.map(|s| s.pid()), a.server_pid),
+        // With a server agent the server is observed, but on its host: these checks read this machine.
+        server_pid: match &a.server_agent {
+            Some(_) if a.server_pid.is_none() && specimen.is_none() => {
+                Err("observed on its host by the server agent, whose limits this check cannot read".to_string())
+            }
+            _ => scalelab_probe::server_pid(Some(target), specimen.map(|s| s.pid()), a.server_pid),
+        },
         db_probe: a.db_probe.as_deref(),
         server_version: prepared.server.clone().ok_or_else(|| format!("{} did not say what it is", prepared.target_name)),
         max_concurrency: concurrency.iter().copied().max().unwrap_or(1),

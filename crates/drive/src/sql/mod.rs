@@ -96,6 +96,11 @@ impl SqlDriver {
         SqlDriver { inner: Arc::new(Inner { config, units, timed, statement_names, cumulative, total_weight: total }) }
     }
 
+    /// What the driver was built from.
+    pub fn config(&self) -> &SqlConfig {
+        &self.inner.config
+    }
+
     /// Opens one connection and prepares every statement (then closes it):
     /// a statement the server rejects is reported with its text.
     pub fn check_statements(&self) -> Result<(), Failure> {

@@ -1,12 +1,12 @@
 //! Parameter generators: the values a unit binds to its placeholders,
 //! drawn once per unit (uniform, Zipf, sequences, picks from a list).
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 pub use scalelab_wire::Value;
 
 /// How a parameter's values are drawn.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Gen {
     /// Integers uniform in `min..=max`.
@@ -46,7 +46,7 @@ fn default_stride() -> i64 {
 }
 
 /// A literal of a `pick` list: an integer or a string.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(untagged)]
 pub enum PickValue {
     /// An integer.

@@ -13,7 +13,7 @@ pub use file::{compile, parse_workload_file, placeholders, WorkloadFileError};
 pub use gen::{Gen, GenState, PickValue, Rng, Value};
 
 /// One unit of work: a statement, or a transaction of several.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Unit {
     /// Name shown in the workload description.
     pub name: String,
@@ -27,8 +27,8 @@ pub struct Unit {
     pub params: Vec<(String, Gen)>,
 }
 
-/// A named mix of units.
-#[derive(Clone, Debug)]
+/// A named mix of units (serialized as is: a coordinator sends it to its agents).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Workload {
     /// The built-in name or the file name.
     pub name: String,
