@@ -24,7 +24,7 @@ fn off_cpu_waits_fold_to_the_function_that_takes_the_mutex() {
     assert!(f.on_cpu.is_empty());
     assert!(f.threads >= 4, "{f:?}");
     let (a, b) = f.span_ns.unwrap();
-    let off = f.off_cpu_profile(b - a, 5, "dwarf");
+    let off = f.off_cpu_profile(b - a, 5, "dwarf", 1);
     let lock = "worker;update_counter;___pthread_mutex_lock;lll_mutex_lock_optimized;__GI___lll_lock_wait;futex_wait;entry_SYSCALL_64_after_hwframe_[k]";
     let waits = off.stacks.iter().find(|s| s.stack.contains(lock)).unwrap_or_else(|| panic!("{:?}", off.stacks));
     assert!(waits.stack.starts_with("clone3;start_thread;") && waits.stack.ends_with("schedule_[k];__schedule_[k];[S]"), "{waits:?}");
@@ -32,6 +32,14 @@ fn off_cpu_waits_fold_to_the_function_that_takes_the_mutex() {
     assert_eq!(sites[0].site, "update_counter", "{sites:?}");
     assert_eq!(sites[0].via, "___pthread_mutex_lock");
     assert!(sites[0].waits >= 5 && sites[0].wait_ns > 0, "{sites:?}");
+
+    // One switch in 10 sampled: each sleep found stands for ten, in time and count.
+    let sampled = f.off_cpu_profile(b - a, 5, "dwarf", 10);
+    assert_eq!(sampled.sampled_every, 10);
+    let ten = sampled.stacks.iter().find(|s| s.stack == waits.stack).unwrap();
+    assert_eq!((ten.value, ten.count), (waits.value * 10, waits.count * 10));
+    let s10 = lock_sites(&sampled, 1);
+    assert!((s10[0].thread_share - sites[0].thread_share * 10.0).abs() < 1e-9, "{s10:?} {sites:?}");
 }
 
 #[test]

@@ -31,10 +31,14 @@ pub struct StackProfile {
     pub threads: u32,
     /// How user stacks were unwound: `dwarf` or `fp` (frame pointers).
     pub unwind: String,
-    /// Sampling rate per CPU (on-CPU), Hz; 0 for off-CPU (every switch).
+    /// Sampling rate per CPU (on-CPU), Hz; 0 for off-CPU (see `sampled_every`).
     pub rate_hz: u32,
     /// Events perf reported lost (its buffers overflowed).
     pub lost: u64,
+    /// Off-CPU: one context switch in this many was taken with its stack,
+    /// and the values and counts are scaled by it (0 or 1: every switch).
+    #[serde(default)]
+    pub sampled_every: u32,
     /// Stacks, highest value first.
     pub stacks: Vec<FoldedStack>,
 }

@@ -176,19 +176,24 @@ impl Folded {
             unwind: unwind.to_string(),
             rate_hz,
             lost: self.lost,
+            sampled_every: 0,
             stacks: sorted(self.on_cpu.iter().map(|(s, n)| (s.clone(), *n, *n))),
         }
     }
 
-    /// The off-CPU profile of a capture of `duration_ns` over `threads` threads.
-    pub fn off_cpu_profile(&self, duration_ns: u64, threads: u32, unwind: &str) -> StackProfile {
+    /// The off-CPU profile of a capture of `duration_ns` over `threads`
+    /// threads, where one switch in `every` was sampled: each sleep found
+    /// stands for `every` (in time and count).
+    pub fn off_cpu_profile(&self, duration_ns: u64, threads: u32, unwind: &str, every: u32) -> StackProfile {
+        let k = u64::from(every.max(1));
         StackProfile {
             duration_ns,
             threads,
             unwind: unwind.to_string(),
             rate_hz: 0,
             lost: self.lost,
-            stacks: sorted(self.off_cpu.iter().map(|(s, (ns, n))| (s.clone(), *ns, *n))),
+            sampled_every: every.max(1),
+            stacks: sorted(self.off_cpu.iter().map(|(s, (ns, n))| (s.clone(), ns * k, n * k))),
         }
     }
 }

@@ -3,9 +3,11 @@
 //!
 //! - On-CPU: `perf record -e cpu-clock -F 99 --call-graph dwarf` (frame
 //!   pointers when DWARF fails, said so) for the whole window.
-//! - Off-CPU: `sched:sched_switch` samples with stacks, and switch-in times
-//!   (`--switch-events`), over the first `off_cpu_s` of the window (every
-//!   switch carries an 8 KiB stack copy, so the capture is kept short).
+//! - Off-CPU: `sched:sched_switch` samples with stacks, one switch in
+//!   `off_cpu_every` (`--no-period -c N`: each sample carries an 8 KiB stack
+//!   copy, too costly at every switch), and every switch-in time
+//!   (`--switch-events`, cheap) to end the sampled sleeps, over the window
+//!   or its first `off_cpu_s`.
 //! - Each capture is a `perf record` started disabled when the step begins
 //!   and enabled through its control fifo when the window opens, so perf's
 //!   start-up falls in the warm-up and the capture matches the window.
@@ -36,25 +38,67 @@ pub struct ProfileConfig {
     pub pid: u32,
     /// On-CPU samples per second per CPU.
     pub rate_hz: u32,
-    /// Off-CPU capture at the start of each window, at most this long (0: none).
+    /// Off-CPU capture at the start of each window, at most this long (0:
+    /// none; infinite: the whole window).
     pub off_cpu_s: f64,
+    /// Bytes of user stack copied with each off-CPU sample for DWARF
+    /// unwinding (perf's default is 8192); 0: frame pointers.
+    pub off_cpu_stack: u32,
+    /// Off-CPU: one context switch in this many is sampled with its stack
+    /// (perf's `-c`); the sleeps found are scaled by it.
+    pub off_cpu_every: u32,
+    /// Nice value perf runs at (0: the caller's).
+    pub nice: i32,
     /// The perf binary (`perf`, or `SCALELAB_PERF`).
     pub perf: PathBuf,
 }
 
 impl ProfileConfig {
-    /// 99 Hz, 1 s of off-CPU capture per window, `perf` from `SCALELAB_PERF` or the PATH.
+    /// 99 Hz, off-CPU over the whole window with one switch in 10 sampled
+    /// with 8 KiB of stack, `perf` from `SCALELAB_PERF`
+    /// or the PATH; `SCALELAB_PROFILE_HZ`, `SCALELAB_PROFILE_OFF_CPU_S`,
+    /// `SCALELAB_PROFILE_OFF_CPU_STACK` and `SCALELAB_PROFILE_NICE` change
+    /// the defaults (docs/profiles.md, Cost).
     pub fn new(pid: u32) -> ProfileConfig {
         let perf = std::env::var_os("SCALELAB_PERF").map_or_else(|| PathBuf::from("perf"), PathBuf::from);
-        ProfileConfig { pid, rate_hz: 99, off_cpu_s: 1.0, perf }
+        let mut c = ProfileConfig { pid, rate_hz: 99, off_cpu_s: f64::INFINITY, off_cpu_stack: 8192, off_cpu_every: 10, nice: 0, perf };
+        let env = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_string());
+        if let Some(v) = env("SCALELAB_PROFILE_HZ").and_then(|v| v.parse().ok()) {
+            c.rate_hz = v;
+        }
+        if let Some(v) = env("SCALELAB_PROFILE_OFF_CPU_S").and_then(|v| v.parse().ok()) {
+            c.off_cpu_s = v;
+        }
+        if let Some(v) = env("SCALELAB_PROFILE_OFF_CPU_STACK").and_then(|v| v.parse::<u32>().ok()) {
+            c.off_cpu_stack = v / 8 * 8;
+        }
+        if let Some(v) = env("SCALELAB_PROFILE_OFF_CPU_EVERY").and_then(|v| v.parse::<u32>().ok()) {
+            c.off_cpu_every = v.max(1);
+        }
+        if let Some(v) = env("SCALELAB_PROFILE_NICE").and_then(|v| v.parse().ok()) {
+            c.nice = v;
+        }
+        c
+    }
+
+    /// perf's `--call-graph` for off-CPU samples, given the unwinding that
+    /// works, and the unwinding's name.
+    fn off_cpu_call_graph(&self, unwind: &'static str) -> (String, &'static str) {
+        match (unwind, self.off_cpu_stack) {
+            ("dwarf", 0) => ("fp".to_string(), "fp"),
+            ("dwarf", n) => (format!("dwarf,{n}"), "dwarf"),
+            (u, _) => (u.to_string(), u),
+        }
     }
 }
 
 /// What profiling cost, for the run's summary.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Overhead {
-    /// CPU time of `perf record` during the windows, s.
+    /// CPU time of `perf record`, s: all of it (starting, capturing,
+    /// writing its file), and the part spent while the windows ran.
     pub record_cpu_s: f64,
+    pub window_cpu_s: f64,
     /// Windows profiled and their total length, s.
     pub windows: usize,
     pub window_s: f64,
@@ -76,6 +120,20 @@ struct Capture {
     duration_ns: u64,
     /// Done: disabled after its planned length.
     done: bool,
+    /// perf's CPU time when it was enabled, and used while it was, s.
+    cpu_at_enable: f64,
+    window_cpu_s: f64,
+}
+
+/// CPU time (user + system) of process `pid` so far, s; 0 when it is gone.
+fn cpu_time_s(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<f64> = rest.split_whitespace().skip(11).take(2).filter_map(|v| v.parse().ok()).collect();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    f.iter().sum::<f64>() / hz
 }
 
 impl Capture {
@@ -97,6 +155,7 @@ impl Capture {
     fn enable(&mut self) {
         if self.child.is_some() && self.enabled_at.is_none() && !self.done && self.command("enable") {
             self.enabled_at = Some(Instant::now());
+            self.cpu_at_enable = self.child.as_ref().map_or(0.0, |c| cpu_time_s(c.id()));
         }
     }
 
@@ -104,6 +163,8 @@ impl Capture {
         if let Some(at) = self.enabled_at.take() {
             self.command("disable");
             self.duration_ns += at.elapsed().as_nanos() as u64;
+            let now = self.child.as_ref().map_or(0.0, |c| cpu_time_s(c.id()));
+            self.window_cpu_s += (now - self.cpu_at_enable).max(0.0);
         }
         self.done = true;
     }
@@ -215,8 +276,9 @@ impl Profiler {
         self.unwind
     }
 
-    /// Starts a disabled `perf record` of `events` on the server's tree.
-    fn record(&self, name: &str, events: &[&str]) -> Capture {
+    /// Starts a disabled `perf record` of `events` on the server's tree,
+    /// stacks unwound as `call_graph` says.
+    fn record(&self, name: &str, events: &[&str], call_graph: &str) -> Capture {
         let (pids, _) = tree(self.config.pid);
         let pids = pids.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
         let file = self.dir.join(format!("{name}.data"));
@@ -225,7 +287,7 @@ impl Profiler {
         // SAFETY: c_ctl is a valid NUL-terminated path that lives across the call.
         let made = unsafe { libc::mkfifo(c_ctl.as_ptr(), 0o600) } == 0;
         let mut cmd = Command::new(&self.config.perf);
-        cmd.arg("record").args(events).args(["--call-graph", self.unwind, "--no-buildid", "--no-buildid-cache", "-q", "-D", "-1"]);
+        cmd.arg("record").args(events).args(["--call-graph", call_graph, "--no-buildid", "--no-buildid-cache", "-q", "-D", "-1"]);
         cmd.arg("--control").arg(format!("fifo:{}", ctl.display())).args(["-p", &pids, "-o"]).arg(&file);
         // SAFETY: geteuid has no preconditions and cannot fail.
         if unsafe { libc::geteuid() } == 0 {
@@ -233,15 +295,27 @@ impl Profiler {
         }
         let log = std::fs::File::create(self.dir.join(format!("{name}.log"))).map_or_else(|_| Stdio::null(), Stdio::from);
         let child = if made { cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(log).spawn().ok() } else { None };
-        Capture { file, ctl, child, enabled_at: None, duration_ns: 0, done: false }
+        if let (Some(c), true) = (&child, self.config.nice != 0) {
+            // SAFETY: setpriority on our own child's pid; no memory is passed.
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, c.id(), self.config.nice) };
+        }
+        Capture { file, ctl, child, enabled_at: None, duration_ns: 0, done: false, cpu_at_enable: 0.0, window_cpu_s: 0.0 }
     }
 
     /// Step `step` (0-based) begins (its clients connect, then warm up):
     /// starts its captures, disabled, so perf is ready when the window opens.
     pub fn prepare_step(&mut self, step: usize) {
         self.end_step();
-        let on = self.record(&format!("step{step}-on"), &["-e", "cpu-clock", "-F", &self.config.rate_hz.to_string()]);
-        let off = self.off_cpu.then(|| self.record(&format!("step{step}-off"), &["-e", "sched:sched_switch", "--switch-events"]));
+        let on = self.record(&format!("step{step}-on"), &["-e", "cpu-clock", "-F", &self.config.rate_hz.to_string()], self.unwind);
+        let (off_graph, _) = self.config.off_cpu_call_graph(self.unwind);
+        let every = self.config.off_cpu_every.to_string();
+        let off = self.off_cpu.then(|| {
+            self.record(
+                &format!("step{step}-off"),
+                &["-e", "sched:sched_switch", "--no-period", "-c", &every, "--switch-events"],
+                &off_graph,
+            )
+        });
         self.steps.push(StepCapture { step, unix_ms: unix_ms(), threads: 0, on, off, perf_cpu_s: 0.0 });
     }
 
@@ -258,7 +332,10 @@ impl Profiler {
 
     /// Called as the window runs: ends the off-CPU capture after its planned length.
     pub fn tick(&mut self) {
-        let planned = Duration::from_secs_f64(self.config.off_cpu_s);
+        if !self.config.off_cpu_s.is_finite() {
+            return;
+        }
+        let planned = Duration::from_secs_f64(self.config.off_cpu_s.max(0.0));
         if let Some(off) = self.steps.last_mut().and_then(|s| s.off.as_mut()) {
             if off.enabled_at.is_some_and(|at| at.elapsed() >= planned) {
                 off.disable();
@@ -280,6 +357,7 @@ impl Profiler {
             s.perf_cpu_s += stop_within(&mut off.child, Duration::from_secs(10));
         }
         s.perf_cpu_s += stop_within(&mut s.on.child, Duration::from_secs(10));
+        self.overhead.window_cpu_s += s.on.window_cpu_s + s.off.as_ref().map_or(0.0, |o| o.window_cpu_s);
         if s.on.duration_ns > 0 {
             self.overhead.windows += 1;
             self.overhead.window_s += s.on.duration_ns as f64 / 1e9;
@@ -334,7 +412,10 @@ impl Profiler {
             }
             if let Some(off) = &s.off {
                 match self.fold(&off.file) {
-                    Ok(f) => sample.off_cpu = Some(f.off_cpu_profile(off.duration_ns, s.threads, self.unwind)),
+                    Ok(f) => {
+                        let unwind = self.config.off_cpu_call_graph(self.unwind).1;
+                        sample.off_cpu = Some(f.off_cpu_profile(off.duration_ns, s.threads, unwind, self.config.off_cpu_every));
+                    }
                     Err(why) => out.push(Record::Unavailable(Source::ProfileOffCpu, format!("step {}: {why}", s.step + 1))),
                 }
             }
