@@ -6,8 +6,8 @@
 //! - Off-CPU: `sched:sched_switch` samples with stacks, one switch in
 //!   `off_cpu_every` (`--no-period -c N`: each sample carries an 8 KiB stack
 //!   copy, too costly at every switch), and every switch-in time
-//!   (`--switch-events`, cheap) to end the sampled sleeps, over the window
-//!   or its first `off_cpu_s`.
+//!   (`--switch-events`, cheap) to end the sampled sleeps, over the
+//!   window's first `off_cpu_s` (5 s).
 //! - Each capture is a `perf record` started disabled when the step begins
 //!   and enabled through its control fifo when the window opens, so perf's
 //!   start-up falls in the warm-up and the capture matches the window.
@@ -54,14 +54,15 @@ pub struct ProfileConfig {
 }
 
 impl ProfileConfig {
-    /// 99 Hz, off-CPU over the whole window with one switch in 10 sampled
-    /// with 8 KiB of stack, `perf` from `SCALELAB_PERF`
+    /// 99 Hz, off-CPU over the window's first 5 s with one switch in 10
+    /// sampled with 8 KiB of stack (every switch still costs a little: on a
+    /// lock-bound server ~15 % of throughput while it runs), `perf` from `SCALELAB_PERF`
     /// or the PATH; `SCALELAB_PROFILE_HZ`, `SCALELAB_PROFILE_OFF_CPU_S`,
     /// `SCALELAB_PROFILE_OFF_CPU_STACK` and `SCALELAB_PROFILE_NICE` change
     /// the defaults (docs/profiles.md, Cost).
     pub fn new(pid: u32) -> ProfileConfig {
         let perf = std::env::var_os("SCALELAB_PERF").map_or_else(|| PathBuf::from("perf"), PathBuf::from);
-        let mut c = ProfileConfig { pid, rate_hz: 99, off_cpu_s: f64::INFINITY, off_cpu_stack: 8192, off_cpu_every: 10, nice: 0, perf };
+        let mut c = ProfileConfig { pid, rate_hz: 99, off_cpu_s: 5.0, off_cpu_stack: 8192, off_cpu_every: 10, nice: 0, perf };
         let env = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_string());
         if let Some(v) = env("SCALELAB_PROFILE_HZ").and_then(|v| v.parse().ok()) {
             c.rate_hz = v;
