@@ -49,6 +49,8 @@ pub struct ProfileConfig {
     pub off_cpu_every: u32,
     /// Nice value perf runs at (0: the caller's).
     pub nice: i32,
+    /// `watch --profile`: the length of each profiled window, s.
+    pub watch_window_s: f64,
     /// The perf binary (`perf`, or `SCALELAB_PERF`).
     pub perf: PathBuf,
 }
@@ -62,7 +64,8 @@ impl ProfileConfig {
     /// the defaults (docs/profiles.md, Cost).
     pub fn new(pid: u32) -> ProfileConfig {
         let perf = std::env::var_os("SCALELAB_PERF").map_or_else(|| PathBuf::from("perf"), PathBuf::from);
-        let mut c = ProfileConfig { pid, rate_hz: 99, off_cpu_s: 5.0, off_cpu_stack: 8192, off_cpu_every: 10, nice: 0, perf };
+        let mut c =
+            ProfileConfig { pid, rate_hz: 99, off_cpu_s: 5.0, off_cpu_stack: 8192, off_cpu_every: 10, nice: 0, watch_window_s: 10.0, perf };
         let env = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_string());
         if let Some(v) = env("SCALELAB_PROFILE_HZ").and_then(|v| v.parse().ok()) {
             c.rate_hz = v;
@@ -75,6 +78,9 @@ impl ProfileConfig {
         }
         if let Some(v) = env("SCALELAB_PROFILE_OFF_CPU_EVERY").and_then(|v| v.parse::<u32>().ok()) {
             c.off_cpu_every = v.max(1);
+        }
+        if let Some(v) = env("SCALELAB_PROFILE_WATCH_WINDOW_S").and_then(|v| v.parse::<f64>().ok()).filter(|v| *v >= 0.5 && v.is_finite()) {
+            c.watch_window_s = v;
         }
         if let Some(v) = env("SCALELAB_PROFILE_NICE").and_then(|v| v.parse().ok()) {
             c.nice = v;
@@ -107,6 +113,25 @@ pub struct Overhead {
     pub fold_s: f64,
     /// Size of the captures, bytes.
     pub bytes: u64,
+}
+
+impl Overhead {
+    /// What `--profile` cost: perf's CPU time while the windows ran (the
+    /// server's machine pays it), in all (its start in the warm-up, writing its
+    /// files after the window), and the folding after the run.
+    pub fn summary(&self) -> String {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        let share = if self.window_s > 0.0 { 100.0 * self.window_cpu_s / (self.window_s * cpus) } else { 0.0 };
+        format!(
+            "profile: perf record used {:.2} CPU-s in {} window(s) of {:.1} s ({share:.1} % of {cpus} CPUs; {:.2} CPU-s with its start and stop); {:.1} MB folded in {:.1} s after the run",
+            self.window_cpu_s,
+            self.windows,
+            self.window_s,
+            self.record_cpu_s,
+            self.bytes as f64 / 1e6,
+            self.fold_s
+        )
+    }
 }
 
 /// One `perf record`, started disabled (`-D -1`) before the window and
@@ -272,6 +297,11 @@ impl Profiler {
         (Some(p), Vec::new(), avail.notices)
     }
 
+    /// `watch --profile`: how long each profiled window lasts.
+    pub fn watch_window(&self) -> Duration {
+        Duration::from_secs_f64(self.config.watch_window_s)
+    }
+
     /// How user stacks are unwound: `dwarf` or `fp`.
     pub fn unwind(&self) -> &'static str {
         self.unwind
@@ -397,15 +427,15 @@ impl Profiler {
         Ok(folded)
     }
 
-    /// Folds every capture into one [`ProfileSample`] per step (after the
-    /// sweep, load off) and removes the captures. Returns the records to
-    /// store and what profiling cost.
-    pub fn finish(mut self) -> (Vec<Record>, Overhead) {
-        self.end_step();
+    /// Folds the captures of the steps that ended (their perf stopped) into
+    /// one [`ProfileSample`] each and removes them; a watch calls it after
+    /// each window, so captures do not pile up.
+    pub fn fold_ended(&mut self) -> Vec<Record> {
         let started = Instant::now();
-        let mut out = std::mem::take(&mut self.notes);
-        let steps = std::mem::take(&mut self.steps);
-        for s in steps.into_iter().filter(|s| s.on.duration_ns > 0) {
+        let mut out = Vec::new();
+        let (ended, running): (Vec<_>, Vec<_>) = std::mem::take(&mut self.steps).into_iter().partition(|s| s.on.child.is_none());
+        self.steps = running;
+        for s in ended.into_iter().filter(|s| s.on.duration_ns > 0) {
             let mut sample = ProfileSample { step: s.step, unix_ms: s.unix_ms, on_cpu: None, off_cpu: None, perf_cpu_s: s.perf_cpu_s };
             match self.fold(&s.on.file) {
                 Ok(f) => sample.on_cpu = Some(f.on_cpu_profile(s.on.duration_ns, s.threads, self.unwind, self.config.rate_hz)),
@@ -426,8 +456,18 @@ impl Profiler {
             }
             out.push(Record::Sample(Sample::Profile(Box::new(sample))));
         }
+        self.overhead.fold_s += started.elapsed().as_secs_f64();
+        out
+    }
+
+    /// Folds every capture into one [`ProfileSample`] per step (after the
+    /// sweep, load off) and removes the captures. Returns the records to
+    /// store and what profiling cost.
+    pub fn finish(mut self) -> (Vec<Record>, Overhead) {
+        self.end_step();
+        let mut out = std::mem::take(&mut self.notes);
+        out.extend(self.fold_ended());
         let _ = std::fs::remove_dir_all(&self.dir);
-        self.overhead.fold_s = started.elapsed().as_secs_f64();
         (out, self.overhead.clone())
     }
 }
