@@ -258,7 +258,9 @@ fn watch_profiles_a_server_under_its_own_traffic_per_window() {
         "a profile per 2 s window: {:?}",
         p.iter().map(|p| p.step).collect::<Vec<_>>()
     );
-    assert!(p.iter().all(|w| w.on_cpu.as_ref().is_some_and(|on| on.duration_ns > 500_000_000)), "each window captured");
+    // Every window but the last (cut by the watch's end) ran about its 2 s.
+    let lengths: Vec<u64> = p.iter().map(|w| w.on_cpu.as_ref().map_or(0, |on| on.duration_ns / 1_000_000)).collect();
+    assert!(lengths[..lengths.len() - 1].iter().all(|ms| (1000..2600).contains(ms)), "window lengths, ms: {lengths:?}");
 
     let out = run(&store, &["profile", "last", "--off-cpu", "--top", "5"]);
     let text = String::from_utf8_lossy(&out.stdout);
