@@ -202,7 +202,7 @@ pub struct SweepArgs {
     #[arg(long)]
     pub strict: bool,
     /// Profile the server per step with perf: on-CPU stacks (99 Hz) over each window, off-CPU stacks (futex,
-    /// I/O, run queue; 1 switch in 10) over its first 5 s; `scalelab profile RUN` reads them (docs/profiles.md).
+    /// I/O, run queue; ~500 switches/s sampled) over its first 5 s; `scalelab profile RUN` reads them (docs/profiles.md).
     #[arg(long)]
     pub profile: bool,
 }

@@ -3,9 +3,10 @@
 //!
 //! - On-CPU: `perf record -e cpu-clock -F 99 --call-graph dwarf` (frame
 //!   pointers when DWARF fails, said so) for the whole window.
-//! - Off-CPU: `sched:sched_switch` samples with stacks, one switch in
-//!   `off_cpu_every` (`--no-period -c N`: each sample carries an 8 KiB stack
-//!   copy, too costly at every switch), and every switch-in time
+//! - Off-CPU: `sched:sched_switch` samples with stacks, one switch in N
+//!   (`--no-period -c N`: each sample carries an 8 KiB stack copy, too
+//!   costly at every switch; N chosen per step from the server's switch
+//!   rate in the warm-up, for about 500 stacks/s), and every switch-in time
 //!   (`--switch-events`, cheap) to end the sampled sleeps, over the
 //!   window's first `off_cpu_s` (5 s).
 //! - Each capture is a `perf record` started disabled when the step begins
@@ -45,8 +46,11 @@ pub struct ProfileConfig {
     /// unwinding (perf's default is 8192); 0: frame pointers.
     pub off_cpu_stack: u32,
     /// Off-CPU: one context switch in this many is sampled with its stack
-    /// (perf's `-c`); the sleeps found are scaled by it.
+    /// (perf's `-c`); the sleeps found are scaled by it. 0: chosen per step
+    /// from the server's switch rate in the warm-up, for about
+    /// `off_cpu_stacks_per_s` stacks a second.
     pub off_cpu_every: u32,
+    pub off_cpu_stacks_per_s: u32,
     /// Nice value perf runs at (0: the caller's).
     pub nice: i32,
     /// `watch --profile`: the length of each profiled window, s.
@@ -56,16 +60,25 @@ pub struct ProfileConfig {
 }
 
 impl ProfileConfig {
-    /// 99 Hz, off-CPU over the window's first 5 s with one switch in 10
-    /// sampled with 8 KiB of stack (every switch still costs a little: on a
+    /// 99 Hz, off-CPU over the window's first 5 s with about 500 switches
+    /// a second sampled with 8 KiB of stack (every switch still costs a little: on a
     /// lock-bound server ~15 % of throughput while it runs), `perf` from `SCALELAB_PERF`
     /// or the PATH; `SCALELAB_PROFILE_HZ`, `SCALELAB_PROFILE_OFF_CPU_S`,
     /// `SCALELAB_PROFILE_OFF_CPU_STACK` and `SCALELAB_PROFILE_NICE` change
     /// the defaults (docs/profiles.md, Cost).
     pub fn new(pid: u32) -> ProfileConfig {
         let perf = std::env::var_os("SCALELAB_PERF").map_or_else(|| PathBuf::from("perf"), PathBuf::from);
-        let mut c =
-            ProfileConfig { pid, rate_hz: 99, off_cpu_s: 5.0, off_cpu_stack: 8192, off_cpu_every: 10, nice: 0, watch_window_s: 10.0, perf };
+        let mut c = ProfileConfig {
+            pid,
+            rate_hz: 99,
+            off_cpu_s: 5.0,
+            off_cpu_stack: 8192,
+            off_cpu_every: 0,
+            off_cpu_stacks_per_s: 500,
+            nice: 0,
+            watch_window_s: 10.0,
+            perf,
+        };
         let env = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_string());
         if let Some(v) = env("SCALELAB_PROFILE_HZ").and_then(|v| v.parse().ok()) {
             c.rate_hz = v;
@@ -77,7 +90,10 @@ impl ProfileConfig {
             c.off_cpu_stack = v / 8 * 8;
         }
         if let Some(v) = env("SCALELAB_PROFILE_OFF_CPU_EVERY").and_then(|v| v.parse::<u32>().ok()) {
-            c.off_cpu_every = v.max(1);
+            c.off_cpu_every = v;
+        }
+        if let Some(v) = env("SCALELAB_PROFILE_OFF_CPU_STACKS_PER_S").and_then(|v| v.parse::<u32>().ok()) {
+            c.off_cpu_stacks_per_s = v.max(1);
         }
         if let Some(v) = env("SCALELAB_PROFILE_WATCH_WINDOW_S").and_then(|v| v.parse::<f64>().ok()).filter(|v| *v >= 0.5 && v.is_finite()) {
             c.watch_window_s = v;
@@ -202,7 +218,30 @@ struct StepCapture {
     threads: u32,
     on: Capture,
     off: Option<Capture>,
+    /// Off-CPU: one switch in this many sampled; the server's context
+    /// switches counted when the step began, while its off-CPU capture
+    /// waits for a rate to choose it from.
+    every: u32,
+    switches_at: Option<(Instant, u64)>,
     perf_cpu_s: f64,
+}
+
+/// Context switches of every thread of `pid` and its descendants so far.
+fn switches(pid: u32) -> u64 {
+    let (pids, _) = tree(pid);
+    let mut n = 0;
+    for p in pids {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else { continue };
+        for t in tasks.flatten() {
+            let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+            n += status
+                .lines()
+                .filter(|l| l.starts_with("voluntary_ctxt_switches:") || l.starts_with("nonvoluntary_ctxt_switches:"))
+                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .sum::<u64>();
+        }
+    }
+    n
 }
 
 /// Profiles the server step by step: [`prepare_step`](Profiler::prepare_step)
@@ -338,20 +377,42 @@ impl Profiler {
     pub fn prepare_step(&mut self, step: usize) {
         self.end_step();
         let on = self.record(&format!("step{step}-on"), &["-e", "cpu-clock", "-F", &self.config.rate_hz.to_string()], self.unwind);
+        let every = self.config.off_cpu_every;
+        let switches_at = (self.off_cpu && every == 0).then(|| (Instant::now(), switches(self.config.pid)));
+        self.steps.push(StepCapture { step, unix_ms: unix_ms(), threads: 0, on, off: None, every, switches_at, perf_cpu_s: 0.0 });
+        if self.off_cpu && every > 0 {
+            self.start_off_cpu();
+        }
+    }
+
+    /// Starts the last step's off-CPU capture (disabled), sampling one switch
+    /// in the configured number, or in as many as keep it near
+    /// `off_cpu_stacks_per_s` at the switch rate seen since the step began
+    /// (measured over at least 200 ms).
+    fn start_off_cpu(&mut self) {
+        let Some(s) = self.steps.last() else { return };
+        if s.off.is_some() {
+            return;
+        }
+        let (step, mut every) = (s.step, s.every);
+        if let Some((at, before)) = s.switches_at {
+            std::thread::sleep(Duration::from_millis(200).saturating_sub(at.elapsed()));
+            let rate = switches(self.config.pid).saturating_sub(before) as f64 / at.elapsed().as_secs_f64();
+            every = (rate / f64::from(self.config.off_cpu_stacks_per_s)).ceil().max(1.0) as u32;
+        }
         let (off_graph, _) = self.config.off_cpu_call_graph(self.unwind);
-        let every = self.config.off_cpu_every.to_string();
-        let off = self.off_cpu.then(|| {
-            self.record(
-                &format!("step{step}-off"),
-                &["-e", "sched:sched_switch", "--no-period", "-c", &every, "--switch-events"],
-                &off_graph,
-            )
-        });
-        self.steps.push(StepCapture { step, unix_ms: unix_ms(), threads: 0, on, off, perf_cpu_s: 0.0 });
+        let c = every.to_string();
+        let off =
+            self.record(&format!("step{step}-off"), &["-e", "sched:sched_switch", "--no-period", "-c", &c, "--switch-events"], &off_graph);
+        let s = self.steps.last_mut().expect("checked above");
+        (s.off, s.every, s.switches_at) = (Some(off), every, None);
     }
 
     /// The window of the prepared step opened: capturing starts.
     pub fn open_window(&mut self) {
+        if self.steps.last().is_some_and(|s| s.switches_at.is_some()) {
+            self.start_off_cpu();
+        }
         let Some(s) = self.steps.last_mut() else { return };
         s.unix_ms = unix_ms();
         s.threads = tree(self.config.pid).1;
@@ -363,6 +424,10 @@ impl Profiler {
 
     /// Called as the window runs: ends the off-CPU capture after its planned length.
     pub fn tick(&mut self) {
+        // In the warm-up, once the switch rate has been seen for 250 ms.
+        if self.steps.last().and_then(|s| s.switches_at).is_some_and(|(at, _)| at.elapsed() >= Duration::from_millis(250)) {
+            self.start_off_cpu();
+        }
         if !self.config.off_cpu_s.is_finite() {
             return;
         }
@@ -445,7 +510,7 @@ impl Profiler {
                 match self.fold(&off.file) {
                     Ok(f) => {
                         let unwind = self.config.off_cpu_call_graph(self.unwind).1;
-                        sample.off_cpu = Some(f.off_cpu_profile(off.duration_ns, s.threads, unwind, self.config.off_cpu_every));
+                        sample.off_cpu = Some(f.off_cpu_profile(off.duration_ns, s.threads, unwind, s.every));
                     }
                     Err(why) => out.push(Record::Unavailable(Source::ProfileOffCpu, format!("step {}: {why}", s.step + 1))),
                 }
