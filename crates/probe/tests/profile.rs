@@ -60,6 +60,13 @@ fn build_c(dir: &Path) -> PathBuf {
     exe
 }
 
+#[inline(never)]
+fn hog_outside_the_server(stop: &std::sync::atomic::AtomicBool) {
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        std::hint::black_box((0..1000u64).sum::<u64>());
+    }
+}
+
 #[test]
 fn a_c_program_s_mutex_is_named_from_its_symbol_table() {
     let dir = tempfile::tempdir().unwrap();
@@ -68,6 +75,12 @@ fn a_c_program_s_mutex_is_named_from_its_symbol_table() {
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     assert_eq!(line.trim(), "ready");
+    // A busy thread outside the server: a capture of every CPU must not keep it.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let hog = {
+        let stop = stop.clone();
+        std::thread::spawn(move || hog_outside_the_server(&stop))
+    };
     let mut config = ProfileConfig::new(child.id());
     config.off_cpu_s = 0.8;
     let (profiler, notes, _notices) = Profiler::start(config);
@@ -81,6 +94,8 @@ fn a_c_program_s_mutex_is_named_from_its_symbol_table() {
     }
     profiler.end_step();
     let (records, overhead) = profiler.finish();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    hog.join().unwrap();
     let _ = child.kill();
     let _ = child.wait();
     let sample = records
@@ -96,6 +111,7 @@ fn a_c_program_s_mutex_is_named_from_its_symbol_table() {
     assert!((700_000_000..1_200_000_000).contains(&off_ns), "off-CPU capture ends after its planned 0.8 s: {off_ns}");
     let on = sample.on_cpu.as_ref().expect("on-CPU profile");
     assert_eq!(on.threads, 5, "main and four workers");
+    assert!(!on.stacks.iter().any(|s| s.stack.contains("hog_outside_the_server")), "only the server's threads are kept");
     assert!(on.total() > 20, "{on:?}");
     let own = top_own(on, 3);
     assert!(own.iter().any(|f| f.frame == "busy" || f.frame == "update_counter"), "{own:?}");

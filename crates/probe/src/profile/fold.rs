@@ -86,6 +86,12 @@ pub struct Folded {
 
 /// Folds `perf script` output read from `input`.
 pub fn fold(input: impl BufRead) -> std::io::Result<Folded> {
+    fold_threads(input, None)
+}
+
+/// Folds `perf script` output, keeping the on-CPU samples of the threads
+/// in `keep` only (a system-wide capture), or all of them (None).
+pub fn fold_threads(input: impl BufRead, keep: Option<&std::collections::HashSet<u32>>) -> std::io::Result<Folded> {
     let mut out = Folded::default();
     let mut asleep: HashMap<u32, (u64, String)> = HashMap::new();
     let mut seen: HashMap<u32, ()> = HashMap::new();
@@ -102,7 +108,10 @@ pub fn fold(input: impl BufRead) -> std::io::Result<Folded> {
                 s.push_str(&prev_state(&trace));
                 asleep.insert(tid, (ns, s));
             }
-            Event::Sample { event, .. } if event.starts_with("cpu-clock") => {
+            Event::Sample { tid, event, .. } if event.starts_with("cpu-clock") => {
+                if keep.is_some_and(|k| !k.contains(&tid)) {
+                    return;
+                }
                 *out.on_cpu.entry(stack()).or_default() += 1;
             }
             Event::SwitchIn { tid, ns } => {
