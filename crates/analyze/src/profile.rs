@@ -283,6 +283,7 @@ mod tests {
             unwind: "dwarf".into(),
             rate_hz: 0,
             lost: 0,
+            sampled_every: 0,
             stacks: stacks.iter().map(|(s, v, c)| FoldedStack { stack: s.to_string(), value: *v, count: *c }).collect(),
         }
     }

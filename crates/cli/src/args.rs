@@ -204,7 +204,7 @@ pub struct SweepArgs {
     #[arg(long)]
     pub strict: bool,
     /// Profile the server per step with perf: on-CPU stacks (99 Hz) over each window, off-CPU stacks (futex,
-    /// I/O, run queue) over its first second; `scalelab profile RUN` reads them (docs/profiles.md).
+    /// I/O, run queue; ~500 switches/s sampled) over its first 5 s; `scalelab profile RUN` reads them (docs/profiles.md).
     #[arg(long)]
     pub profile: bool,
     /// Send the load from agents on other hosts instead of this one (repeatable; each gets an even share of every
@@ -384,7 +384,7 @@ pub struct ProfileArgs {
     /// Run id, label, or `last`.
     #[arg(default_value = "last")]
     pub run: String,
-    /// The step with this many clients (default: the last profiled step).
+    /// The step with this many clients (default: the last profiled step); of a watch, window N (default: the whole watch).
     #[arg(long)]
     pub step: Option<u32>,
     /// Off-CPU: lock call sites and where threads slept, instead of on-CPU.
@@ -393,7 +393,7 @@ pub struct ProfileArgs {
     /// Rows per table.
     #[arg(long, default_value_t = 20)]
     pub top: usize,
-    /// What grew from the step with A clients to the step with B clients.
+    /// What grew from the step with A clients to the step with B clients (of a watch: window A to window B).
     #[arg(long, num_args = 2, value_names = ["A", "B"])]
     pub diff: Option<Vec<u32>>,
 }
@@ -572,4 +572,8 @@ pub struct WatchArgs {
     /// Probe this database (postgres://… or mysql://…) too. Default: the target when it is a database URL.
     #[arg(long, value_name = "URL")]
     pub db_probe: Option<String>,
+    /// Profile the server with perf in windows of 10 s, each stored as it ends (with --record);
+    /// `scalelab profile RUN` shows the whole watch or one window (docs/profiles.md).
+    #[arg(long)]
+    pub profile: bool,
 }

@@ -102,6 +102,8 @@ struct Profiling {
     prepared: Option<usize>,
     open: Option<usize>,
     overhead: Option<Overhead>,
+    /// A watch's profiled window: its index and when it opened.
+    window: Option<(usize, Instant)>,
 }
 
 impl Profiling {
@@ -133,6 +135,24 @@ impl Profiling {
             self.open = Some(index);
         }
         p.tick();
+    }
+
+    /// A watch's tick: its windows follow one another, each folded and
+    /// stored as a step's profile as soon as it ends (docs/profiles.md).
+    fn watch_tick(&mut self) {
+        let Some(p) = self.profiler.as_mut() else { return };
+        let next = match self.window {
+            None => 0,
+            Some((i, at)) if at.elapsed() >= p.watch_window() => {
+                p.end_step();
+                self.pending.extend(p.fold_ended());
+                i + 1
+            }
+            Some(_) => return p.tick(),
+        };
+        p.prepare_step(next);
+        p.open_window();
+        self.window = Some((next, Instant::now()));
     }
 
     /// The step ended: its window's capture is closed.
@@ -308,6 +328,7 @@ impl Session {
         let start = Instant::now();
         while !stop.load(Ordering::Relaxed) && duration.is_none_or(|d| start.elapsed() < d) {
             std::thread::sleep(Duration::from_millis(100));
+            self.profile.watch_tick();
             self.drain(observer);
         }
     }

@@ -58,6 +58,17 @@ fn global_lock_profile_names_the_function_that_takes_the_mutex() {
     let on = p[1].on_cpu.as_ref().expect("on-CPU stacks");
     assert!(on.total() > 10 && on.unwind == "dwarf", "{on:?}");
     let off = p[1].off_cpu.as_ref().expect("off-CPU stacks");
+    // Off-CPU covers the whole (short) window, one switch in N taken with
+    // its stack, N from the switch rate for ~500 stacks/s (a stack copy at
+    // every switch cost 5-38 % of throughput); the estimate says so.
+    let sampled: u64 = off.stacks.iter().map(|s| s.count).sum::<u64>() / u64::from(off.sampled_every);
+    assert!(
+        off.sampled_every >= 1 && sampled as f64 / (off.duration_ns as f64 / 1e9) < 1500.0,
+        "{} stacks at 1 in {}",
+        sampled,
+        off.sampled_every
+    );
+    assert!(off.duration_ns as f64 > 0.9 * on.duration_ns as f64, "off-CPU {} ns, window {} ns", off.duration_ns, on.duration_ns);
     let sites = lock_sites(off, 3);
     assert_eq!(sites.first().map(|s| s.site.as_str()), Some("scalelab_specimen::server::State::work"), "{sites:?}");
     assert!(sites[0].via.contains("Mutex"), "{sites:?}");
@@ -180,4 +191,100 @@ fn scales_has_no_lock_site_and_unprofiled_runs_say_how_to_profile() {
     let out = run(&plain, &["profile", "last"]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(stderr(&out).trim(), "error: run 1 has no profiles; sweep with --profile to take them");
+}
+
+/// Keeps `clients` keep-alive connections sending GET / to `addr` until `stop`.
+fn background_load(addr: &str, clients: usize, stop: &std::sync::Arc<std::sync::atomic::AtomicBool>) -> Vec<std::thread::JoinHandle<u64>> {
+    use std::io::{BufRead, BufReader, Read, Write};
+    (0..clients)
+        .map(|_| {
+            let (addr, stop) = (addr.to_string(), stop.clone());
+            std::thread::spawn(move || {
+                let mut done = 0;
+                let mut s = std::net::TcpStream::connect(&addr).unwrap();
+                let mut r = BufReader::new(s.try_clone().unwrap());
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+                    let mut len = 0;
+                    loop {
+                        let mut line = String::new();
+                        r.read_line(&mut line).unwrap();
+                        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                            len = v.trim().parse().unwrap();
+                        }
+                        if line.trim().is_empty() {
+                            break;
+                        }
+                    }
+                    r.by_ref().take(len).read_to_end(&mut Vec::new()).unwrap();
+                    done += 1;
+                }
+                done
+            })
+        })
+        .collect()
+}
+
+/// `watch --profile --record` profiles a server under its own traffic in
+/// windows (here 2 s), each stored as it ends; `scalelab profile` shows the
+/// whole watch (the lock site named) or one window; the report draws it.
+#[test]
+fn watch_profiles_a_server_under_its_own_traffic_per_window() {
+    let _cpu = cpu_exclusive();
+    let mut specimen = bin()
+        .args(["specimen", "--port", "0", "--mode", "global-lock", "--work-us", "300"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(specimen.stdout.take().unwrap()), &mut line).unwrap();
+    let addr = line.split_whitespace().nth(2).unwrap().to_string();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load = background_load(&addr, 4, &stop);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let pid = specimen.id().to_string();
+    let out = bin()
+        .env("SCALELAB_PROFILE_WATCH_WINDOW_S", "2")
+        .args(["--store", store.to_str().unwrap(), "watch", "--pid", &pid, "--duration", "5.5s", "--profile", "--record"])
+        .output()
+        .unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let served: u64 = load.into_iter().map(|h| h.join().unwrap()).sum();
+    // A profile nobody keeps, or of no server, is refused before anything starts.
+    let none = dir.path().join("none.db");
+    assert_bad_input(&none, &["watch", "--pid", &pid, "--profile", "-d", "1s"], "--profile stores a profile per window: add --record");
+    assert_bad_input(&none, &["watch", "--profile", "--record", "-d", "1s"], "--profile needs the server");
+    let _ = specimen.kill();
+    let _ = specimen.wait();
+    assert!(out.status.success() && served > 100, "{served} requests; {}", stderr(&out));
+    assert!(stderr(&out).contains("profile: perf record used"), "overhead printed: {}", stderr(&out));
+    let p = profiles(&store);
+    assert!(
+        p.len() >= 2 && p[0].step == 0 && p[1].step == 1,
+        "a profile per 2 s window: {:?}",
+        p.iter().map(|p| p.step).collect::<Vec<_>>()
+    );
+    // Every window but the last (cut by the watch's end) ran about its 2 s.
+    let lengths: Vec<u64> = p.iter().map(|w| w.on_cpu.as_ref().map_or(0, |on| on.duration_ns / 1_000_000)).collect();
+    assert!(lengths[..lengths.len() - 1].iter().all(|ms| (1000..2600).contains(ms)), "window lengths, ms: {lengths:?}");
+
+    let out = run(&store, &["profile", "last", "--off-cpu", "--top", "5"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(text.starts_with(&format!("run 1 (watch): the whole watch, {} window(s)", p.len())), "{text}");
+    assert!(text.contains("scalelab_specimen::server::State::work -> std::sync::poison::mutex::Mutex<T>::lock"), "{text}");
+    let out = run(&store, &["profile", "last", "--step", "2"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.starts_with("run 1 (watch) window 2 (+"), "{text}");
+    let out = run(&store, &["profile", "last", "--diff", "1", "2"]);
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("what grew from window 1"), "{}", stderr(&out));
+    let out = run(&store, &["profile", "last", "--step", "9"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("has no profiled window 9; --step takes one of: 1, 2"), "{}", stderr(&out));
+    let html = dir.path().join("r.html");
+    let out = run(&store, &["report", "last", "-o", html.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains(&format!("<h4>off-CPU over the whole watch ({} window(s))</h4>", p.len())), "the whole watch's flame graph");
 }

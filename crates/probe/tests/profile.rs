@@ -24,7 +24,7 @@ fn off_cpu_waits_fold_to_the_function_that_takes_the_mutex() {
     assert!(f.on_cpu.is_empty());
     assert!(f.threads >= 4, "{f:?}");
     let (a, b) = f.span_ns.unwrap();
-    let off = f.off_cpu_profile(b - a, 5, "dwarf");
+    let off = f.off_cpu_profile(b - a, 5, "dwarf", 1);
     let lock = "worker;update_counter;___pthread_mutex_lock;lll_mutex_lock_optimized;__GI___lll_lock_wait;futex_wait;entry_SYSCALL_64_after_hwframe_[k]";
     let waits = off.stacks.iter().find(|s| s.stack.contains(lock)).unwrap_or_else(|| panic!("{:?}", off.stacks));
     assert!(waits.stack.starts_with("clone3;start_thread;") && waits.stack.ends_with("schedule_[k];__schedule_[k];[S]"), "{waits:?}");
@@ -32,6 +32,14 @@ fn off_cpu_waits_fold_to_the_function_that_takes_the_mutex() {
     assert_eq!(sites[0].site, "update_counter", "{sites:?}");
     assert_eq!(sites[0].via, "___pthread_mutex_lock");
     assert!(sites[0].waits >= 5 && sites[0].wait_ns > 0, "{sites:?}");
+
+    // One switch in 10 sampled: each sleep found stands for ten, in time and count.
+    let sampled = f.off_cpu_profile(b - a, 5, "dwarf", 10);
+    assert_eq!(sampled.sampled_every, 10);
+    let ten = sampled.stacks.iter().find(|s| s.stack == waits.stack).unwrap();
+    assert_eq!((ten.value, ten.count), (waits.value * 10, waits.count * 10));
+    let s10 = lock_sites(&sampled, 1);
+    assert!((s10[0].thread_share - sites[0].thread_share * 10.0).abs() < 1e-9, "{s10:?} {sites:?}");
 }
 
 #[test]
@@ -52,6 +60,13 @@ fn build_c(dir: &Path) -> PathBuf {
     exe
 }
 
+#[inline(never)]
+fn hog_outside_the_server(stop: &std::sync::atomic::AtomicBool) {
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        std::hint::black_box((0..1000u64).sum::<u64>());
+    }
+}
+
 #[test]
 fn a_c_program_s_mutex_is_named_from_its_symbol_table() {
     let dir = tempfile::tempdir().unwrap();
@@ -60,6 +75,12 @@ fn a_c_program_s_mutex_is_named_from_its_symbol_table() {
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     assert_eq!(line.trim(), "ready");
+    // A busy thread outside the server: a capture of every CPU must not keep it.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let hog = {
+        let stop = stop.clone();
+        std::thread::spawn(move || hog_outside_the_server(&stop))
+    };
     let mut config = ProfileConfig::new(child.id());
     config.off_cpu_s = 0.8;
     let (profiler, notes, _notices) = Profiler::start(config);
@@ -73,6 +94,8 @@ fn a_c_program_s_mutex_is_named_from_its_symbol_table() {
     }
     profiler.end_step();
     let (records, overhead) = profiler.finish();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    hog.join().unwrap();
     let _ = child.kill();
     let _ = child.wait();
     let sample = records
@@ -88,6 +111,7 @@ fn a_c_program_s_mutex_is_named_from_its_symbol_table() {
     assert!((700_000_000..1_200_000_000).contains(&off_ns), "off-CPU capture ends after its planned 0.8 s: {off_ns}");
     let on = sample.on_cpu.as_ref().expect("on-CPU profile");
     assert_eq!(on.threads, 5, "main and four workers");
+    assert!(!on.stacks.iter().any(|s| s.stack.contains("hog_outside_the_server")), "only the server's threads are kept");
     assert!(on.total() > 20, "{on:?}");
     let own = top_own(on, 3);
     assert!(own.iter().any(|f| f.frame == "busy" || f.frame == "update_counter"), "{own:?}");

@@ -71,6 +71,18 @@ pub fn profiles_html(out: &mut String, r: &ReportRun) {
         return;
     }
     let _ = write!(out, "<h3>{}</h3>", crate::svg::esc(&r.name));
+    // A watch: its windows as one, the whole watch (`scalelab profile RUN --step N` has each).
+    if run.kind == scalelab_core::RunKind::Watch {
+        let whole = scalelab_core::sample::ProfileSample::merged(&run.samples.profile).expect("not empty");
+        let n = run.samples.profile.len();
+        for (what, prof, unit) in [("on-CPU", &whole.on_cpu, "samples"), ("off-CPU", &whole.off_cpu, "ns")] {
+            let Some(prof) = prof else { continue };
+            let title = format!("{what} over the whole watch ({n} window(s))");
+            let _ = write!(out, "<h4>{}</h4>", crate::svg::esc(&title));
+            frame(out, flame_svg(&title, prof, unit));
+        }
+        return;
+    }
     let clients = |step: usize| run.steps.get(step).map_or(0, |s| s.concurrency);
     let knee = r.diagnosis.curve.as_ref().map(|c| c.knee_concurrency);
     let first = run.samples.profile.iter().min_by_key(|p| p.step);

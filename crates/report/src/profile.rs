@@ -23,11 +23,12 @@ fn rows(out: &mut String, title: &str, unit: &str, rows: &[FrameShare]) {
 fn header(out: &mut String, what: &str, p: &StackProfile) {
     let _ = writeln!(
         out,
-        "{what}: {:.2} s over {} threads, {} unwinding{}{}",
+        "{what}: {:.2} s over {} threads, {} unwinding{}{}{}",
         p.duration_ns as f64 / 1e9,
         p.threads,
         p.unwind,
         if p.rate_hz > 0 { format!(", {} Hz", p.rate_hz) } else { String::new() },
+        if p.sampled_every > 1 { format!(", 1 in {} switches sampled", p.sampled_every) } else { String::new() },
         if p.lost > 0 { format!(", {} events lost", p.lost) } else { String::new() }
     );
 }

@@ -1,30 +1,14 @@
-//! `scalelab profile RUN`: the stacks `--profile` stored per step; and the
-//! one line that says what profiling cost a sweep.
+//! `scalelab profile RUN`: the stacks `--profile` stored per step (or per
+//! window of a watch).
 
 use crate::args::ProfileArgs;
 use crate::error::bad;
 use scalelab_analyze::profile::diff;
 use scalelab_core::sample::ProfileSample;
 use scalelab_core::Source;
-use scalelab_probe::profile::Overhead;
 use scalelab_store::RunSelector;
 use std::path::Path;
 use std::process::ExitCode;
-
-/// What `--profile` cost: perf's CPU time over the windows (the server's
-/// machine pays it), and the folding after the run.
-pub fn overhead_line(o: &Overhead) -> String {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-    let share = if o.window_s > 0.0 { 100.0 * o.record_cpu_s / (o.window_s * cpus) } else { 0.0 };
-    format!(
-        "profile: perf record used {:.2} CPU-s over {} window(s) of {:.1} s ({share:.1} % of {cpus} CPUs); {:.1} MB folded in {:.1} s after the run",
-        o.record_cpu_s,
-        o.windows,
-        o.window_s,
-        o.bytes as f64 / 1e6,
-        o.fold_s
-    )
-}
 
 /// `scalelab profile RUN [--step N] [--off-cpu] [--top N] [--diff A B]`.
 pub fn run(path: &Path, a: &ProfileArgs) -> anyhow::Result<ExitCode> {
@@ -34,6 +18,9 @@ pub fn run(path: &Path, a: &ProfileArgs) -> anyhow::Result<ExitCode> {
     if run.samples.profile.is_empty() {
         let why = run.notes.iter().find(|(s, _)| s == Source::Profile.name()).map(|(_, w)| format!(": {w}")).unwrap_or_default();
         return Err(bad(format!("run {id} has no profiles{why}; sweep with --profile to take them")));
+    }
+    if run.kind == scalelab_core::RunKind::Watch {
+        return watch(&run, a);
     }
     let step_of = |clients: u32| -> anyhow::Result<&ProfileSample> {
         let index = run.steps.iter().position(|s| s.concurrency == clients);
@@ -60,5 +47,41 @@ pub fn run(path: &Path, a: &ProfileArgs) -> anyhow::Result<ExitCode> {
     };
     let title = format!("run {id} step {} ({})", p.step + 1, label(p));
     print!("{}", scalelab_report::profile::step_text(&title, p, a.off_cpu, a.top));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A watch's profiles: its windows, one after the other. The whole watch
+/// by default; `--step N` is the N-th window, `--diff A B` compares two.
+fn watch(run: &scalelab_core::Run, a: &ProfileArgs) -> anyhow::Result<ExitCode> {
+    let id = run.id;
+    let windows = &run.samples.profile;
+    let window = |n: u32| -> anyhow::Result<&ProfileSample> {
+        windows.iter().find(|p| p.step + 1 == n as usize).ok_or_else(|| {
+            let have: Vec<String> = windows.iter().map(|p| (p.step + 1).to_string()).collect();
+            bad(format!("run {id} (a watch) has no profiled window {n}; --step takes one of: {}", have.join(", ")))
+        })
+    };
+    let label = |p: &ProfileSample| format!("window {} (+{:.0} s)", p.step + 1, (p.unix_ms - run.started_unix_ms) as f64 / 1e3);
+    if let Some(d) = &a.diff {
+        let (pa, pb) = (window(d[0])?, window(d[1])?);
+        let what = if a.off_cpu { "off-CPU" } else { "on-CPU" };
+        let pick = |p: &ProfileSample| if a.off_cpu { p.off_cpu.clone() } else { p.on_cpu.clone() };
+        let (Some(x), Some(y)) = (pick(pa), pick(pb)) else {
+            return Err(bad(format!("run {id}: one of the two windows has no {what} stacks")));
+        };
+        print!("{}", scalelab_report::profile::diff_text(&label(pa), &label(pb), what, &diff(&x, &y, a.top)));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (title, p) = match a.step {
+        Some(n) => {
+            let p = window(n)?;
+            (format!("run {id} (watch) {}", label(p)), p.clone())
+        }
+        None => {
+            let whole = ProfileSample::merged(windows).expect("not empty");
+            (format!("run {id} (watch): the whole watch, {} window(s)", windows.len()), whole)
+        }
+    };
+    print!("{}", scalelab_report::profile::step_text(&title, &p, a.off_cpu, a.top));
     Ok(ExitCode::SUCCESS)
 }

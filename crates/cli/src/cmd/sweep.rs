@@ -436,7 +436,7 @@ pub fn execute<D: scalelab_drive::Driver>(
         session.keep_records(last);
     }
     session.stop_probes(&mut Silent);
-    let profile_cost = session.profile_overhead().map(super::profile::overhead_line);
+    let profile_cost = session.profile_overhead().map(|o| o.summary());
     // The clients' namespace goes first, then the specimen it led to.
     drop(client_net);
     drop(specimen);

@@ -42,6 +42,12 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         }
         (None, None, None) => None,
     };
+    if a.profile && pid.is_none() {
+        return Err(bad("--profile needs the server: give --pid, --port or its target"));
+    }
+    if a.profile && !a.record {
+        return Err(bad("--profile stores a profile per window: add --record"));
+    }
     let db_url = scalelab_probe::collect::for_target(target.as_ref().and_then(|t| t.as_ref().ok()), a.db_probe.as_deref()).map_err(bad)?;
     let store = if a.record { Some(Store::open(store_path)?) } else { None };
     let stop = super::stop_on_signals()?;
@@ -64,7 +70,7 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         },
         // A watch of the machine alone is what was asked: no note.
         why_no_server: None,
-        profile: false,
+        profile: a.profile,
         remote: None,
     };
     let mut session = match store {
@@ -79,8 +85,15 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         Some(_) => sayln!("watching {target}; Ctrl-C to stop"),
         None => sayln!("watching this machine (no server process given: machine-wide figures only); Ctrl-C to stop"),
     }
+    for n in session.profile_notices() {
+        esayln!("{n}");
+    }
     let mut lines = Lines::new(now_unix_ms());
     session.watch(&stop, duration, &mut lines);
+    session.stop_probes(&mut lines);
+    if let Some(cost) = session.profile_overhead().map(|o| o.summary()) {
+        esayln!("{cost}");
+    }
     if let Some((_, id)) = session.finish(true, "recorded")? {
         sayln!("recorded as run {id} in {}", store_path.display());
     }

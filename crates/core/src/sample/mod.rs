@@ -197,6 +197,7 @@ mod tests {
                     unwind: "dwarf".into(),
                     rate_hz: 99,
                     lost: 0,
+                    sampled_every: 0,
                     stacks: vec![FoldedStack { stack: "main;work".into(), value: 5, count: 5 }],
                 }),
                 off_cpu: None,

@@ -31,10 +31,14 @@ pub struct StackProfile {
     pub threads: u32,
     /// How user stacks were unwound: `dwarf` or `fp` (frame pointers).
     pub unwind: String,
-    /// Sampling rate per CPU (on-CPU), Hz; 0 for off-CPU (every switch).
+    /// Sampling rate per CPU (on-CPU), Hz; 0 for off-CPU (see `sampled_every`).
     pub rate_hz: u32,
     /// Events perf reported lost (its buffers overflowed).
     pub lost: u64,
+    /// Off-CPU: one context switch in this many was taken with its stack,
+    /// and the values and counts are scaled by it (0 or 1: every switch).
+    #[serde(default)]
+    pub sampled_every: u32,
     /// Stacks, highest value first.
     pub stacks: Vec<FoldedStack>,
 }
@@ -61,5 +65,65 @@ impl StackProfile {
     /// Thread time the capture covered, ns (threads × duration).
     pub fn thread_ns(&self) -> u64 {
         self.duration_ns.saturating_mul(u64::from(self.threads))
+    }
+}
+
+impl StackProfile {
+    /// Several captures as one (a watch's windows): values and counts of the
+    /// same stack added, lengths added, the most threads any had. None for none.
+    pub fn merged<'a>(parts: impl IntoIterator<Item = &'a StackProfile>) -> Option<StackProfile> {
+        let mut parts = parts.into_iter();
+        let mut out = parts.next()?.clone();
+        let mut by_stack: std::collections::BTreeMap<String, (u64, u64)> =
+            out.stacks.drain(..).map(|s| (s.stack, (s.value, s.count))).collect();
+        for p in parts {
+            out.duration_ns += p.duration_ns;
+            out.threads = out.threads.max(p.threads);
+            out.lost += p.lost;
+            for s in &p.stacks {
+                let e = by_stack.entry(s.stack.clone()).or_default();
+                e.0 += s.value;
+                e.1 += s.count;
+            }
+        }
+        out.stacks = by_stack.into_iter().map(|(stack, (value, count))| FoldedStack { stack, value, count }).collect();
+        out.stacks.sort_by(|a, b| b.value.cmp(&a.value).then_with(|| a.stack.cmp(&b.stack)));
+        Some(out)
+    }
+}
+
+impl ProfileSample {
+    /// A watch's windows as one profile of the whole watch (step 0, from the first window).
+    pub fn merged(samples: &[ProfileSample]) -> Option<ProfileSample> {
+        let first = samples.iter().min_by_key(|p| p.step)?;
+        Some(ProfileSample {
+            step: 0,
+            unix_ms: first.unix_ms,
+            on_cpu: StackProfile::merged(samples.iter().filter_map(|p| p.on_cpu.as_ref())),
+            off_cpu: StackProfile::merged(samples.iter().filter_map(|p| p.off_cpu.as_ref())),
+            perf_cpu_s: samples.iter().map(|p| p.perf_cpu_s).sum(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_merge_into_one_profile() {
+        let p = |d, stacks: &[(&str, u64)]| StackProfile {
+            duration_ns: d,
+            threads: 3,
+            unwind: "dwarf".into(),
+            rate_hz: 99,
+            lost: 1,
+            sampled_every: 0,
+            stacks: stacks.iter().map(|(s, v)| FoldedStack { stack: s.to_string(), value: *v, count: *v }).collect(),
+        };
+        let m = StackProfile::merged([&p(10, &[("a;b", 5), ("a;c", 1)]), &p(20, &[("a;c", 7)])]).unwrap();
+        assert_eq!((m.duration_ns, m.lost, m.total()), (30, 2, 13));
+        assert_eq!(m.stacks[0], FoldedStack { stack: "a;c".into(), value: 8, count: 8 });
+        assert!(StackProfile::merged([]).is_none());
     }
 }

@@ -127,7 +127,9 @@ pub fn check(perf: &Path, pid: u32, dir: &Path, off_cpu: bool) -> Availability {
     } else {
         tracepoints(&mut notices).and_then(|()| {
             let unwind = *on_cpu.as_ref().expect("checked above");
-            trial(perf, pid, &["-e", "sched:sched_switch", "--switch-events", "--call-graph", unwind], dir, "off-CPU")
+            // As the capture runs it: one switch in N sampled (`--no-period -c N`).
+            let args = ["-e", "sched:sched_switch", "--no-period", "-c", "10", "--switch-events", "--call-graph", unwind];
+            trial(perf, pid, &args, dir, "off-CPU")
         })
     };
     Availability { on_cpu, off_cpu, notices }

@@ -86,6 +86,12 @@ pub struct Folded {
 
 /// Folds `perf script` output read from `input`.
 pub fn fold(input: impl BufRead) -> std::io::Result<Folded> {
+    fold_threads(input, None)
+}
+
+/// Folds `perf script` output, keeping the on-CPU samples of the threads
+/// in `keep` only (a system-wide capture), or all of them (None).
+pub fn fold_threads(input: impl BufRead, keep: Option<&std::collections::HashSet<u32>>) -> std::io::Result<Folded> {
     let mut out = Folded::default();
     let mut asleep: HashMap<u32, (u64, String)> = HashMap::new();
     let mut seen: HashMap<u32, ()> = HashMap::new();
@@ -102,7 +108,10 @@ pub fn fold(input: impl BufRead) -> std::io::Result<Folded> {
                 s.push_str(&prev_state(&trace));
                 asleep.insert(tid, (ns, s));
             }
-            Event::Sample { event, .. } if event.starts_with("cpu-clock") => {
+            Event::Sample { tid, event, .. } if event.starts_with("cpu-clock") => {
+                if keep.is_some_and(|k| !k.contains(&tid)) {
+                    return;
+                }
                 *out.on_cpu.entry(stack()).or_default() += 1;
             }
             Event::SwitchIn { tid, ns } => {
@@ -176,19 +185,24 @@ impl Folded {
             unwind: unwind.to_string(),
             rate_hz,
             lost: self.lost,
+            sampled_every: 0,
             stacks: sorted(self.on_cpu.iter().map(|(s, n)| (s.clone(), *n, *n))),
         }
     }
 
-    /// The off-CPU profile of a capture of `duration_ns` over `threads` threads.
-    pub fn off_cpu_profile(&self, duration_ns: u64, threads: u32, unwind: &str) -> StackProfile {
+    /// The off-CPU profile of a capture of `duration_ns` over `threads`
+    /// threads, where one switch in `every` was sampled: each sleep found
+    /// stands for `every` (in time and count).
+    pub fn off_cpu_profile(&self, duration_ns: u64, threads: u32, unwind: &str, every: u32) -> StackProfile {
+        let k = u64::from(every.max(1));
         StackProfile {
             duration_ns,
             threads,
             unwind: unwind.to_string(),
             rate_hz: 0,
             lost: self.lost,
-            stacks: sorted(self.off_cpu.iter().map(|(s, (ns, n))| (s.clone(), *ns, *n))),
+            sampled_every: every.max(1),
+            stacks: sorted(self.off_cpu.iter().map(|(s, (ns, n))| (s.clone(), ns * k, n * k))),
         }
     }
 }

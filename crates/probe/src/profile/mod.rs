@@ -3,9 +3,12 @@
 //!
 //! - On-CPU: `perf record -e cpu-clock -F 99 --call-graph dwarf` (frame
 //!   pointers when DWARF fails, said so) for the whole window.
-//! - Off-CPU: `sched:sched_switch` samples with stacks, and switch-in times
-//!   (`--switch-events`), over the first `off_cpu_s` of the window (every
-//!   switch carries an 8 KiB stack copy, so the capture is kept short).
+//! - Off-CPU: `sched:sched_switch` samples with stacks, one switch in N
+//!   (`--no-period -c N`: each sample carries an 8 KiB stack copy, too
+//!   costly at every switch; N chosen per step from the server's switch
+//!   rate in the warm-up, for about 500 stacks/s), and every switch-in time
+//!   (`--switch-events`, cheap) to end the sampled sleeps, over the
+//!   window's first `off_cpu_s` (5 s).
 //! - Each capture is a `perf record` started disabled when the step begins
 //!   and enabled through its control fifo when the window opens, so perf's
 //!   start-up falls in the warm-up and the capture matches the window.
@@ -36,25 +39,89 @@ pub struct ProfileConfig {
     pub pid: u32,
     /// On-CPU samples per second per CPU.
     pub rate_hz: u32,
-    /// Off-CPU capture at the start of each window, at most this long (0: none).
+    /// Off-CPU capture at the start of each window, at most this long (0:
+    /// none; infinite: the whole window).
     pub off_cpu_s: f64,
+    /// Bytes of user stack copied with each off-CPU sample for DWARF
+    /// unwinding (perf's default is 8192); 0: frame pointers.
+    pub off_cpu_stack: u32,
+    /// Off-CPU: one context switch in this many is sampled with its stack
+    /// (perf's `-c`); the sleeps found are scaled by it. 0: chosen per step
+    /// from the server's switch rate in the warm-up, for about
+    /// `off_cpu_stacks_per_s` stacks a second.
+    pub off_cpu_every: u32,
+    pub off_cpu_stacks_per_s: u32,
+    /// Nice value perf runs at (0: the caller's).
+    pub nice: i32,
+    /// `watch --profile`: the length of each profiled window, s.
+    pub watch_window_s: f64,
     /// The perf binary (`perf`, or `SCALELAB_PERF`).
     pub perf: PathBuf,
 }
 
 impl ProfileConfig {
-    /// 99 Hz, 1 s of off-CPU capture per window, `perf` from `SCALELAB_PERF` or the PATH.
+    /// 99 Hz, off-CPU over the window's first 5 s with about 500 switches
+    /// a second sampled with 8 KiB of stack (every switch still costs a little: on a
+    /// lock-bound server ~15 % of throughput while it runs), `perf` from `SCALELAB_PERF`
+    /// or the PATH; `SCALELAB_PROFILE_HZ`, `SCALELAB_PROFILE_OFF_CPU_S`,
+    /// `SCALELAB_PROFILE_OFF_CPU_STACK` and `SCALELAB_PROFILE_NICE` change
+    /// the defaults (docs/profiles.md, Cost).
     pub fn new(pid: u32) -> ProfileConfig {
         let perf = std::env::var_os("SCALELAB_PERF").map_or_else(|| PathBuf::from("perf"), PathBuf::from);
-        ProfileConfig { pid, rate_hz: 99, off_cpu_s: 1.0, perf }
+        let mut c = ProfileConfig {
+            pid,
+            rate_hz: 99,
+            off_cpu_s: 5.0,
+            off_cpu_stack: 8192,
+            off_cpu_every: 0,
+            off_cpu_stacks_per_s: 500,
+            nice: 0,
+            watch_window_s: 10.0,
+            perf,
+        };
+        let env = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_string());
+        if let Some(v) = env("SCALELAB_PROFILE_HZ").and_then(|v| v.parse().ok()) {
+            c.rate_hz = v;
+        }
+        if let Some(v) = env("SCALELAB_PROFILE_OFF_CPU_S").and_then(|v| v.parse().ok()) {
+            c.off_cpu_s = v;
+        }
+        if let Some(v) = env("SCALELAB_PROFILE_OFF_CPU_STACK").and_then(|v| v.parse::<u32>().ok()) {
+            c.off_cpu_stack = v / 8 * 8;
+        }
+        if let Some(v) = env("SCALELAB_PROFILE_OFF_CPU_EVERY").and_then(|v| v.parse::<u32>().ok()) {
+            c.off_cpu_every = v;
+        }
+        if let Some(v) = env("SCALELAB_PROFILE_OFF_CPU_STACKS_PER_S").and_then(|v| v.parse::<u32>().ok()) {
+            c.off_cpu_stacks_per_s = v.max(1);
+        }
+        if let Some(v) = env("SCALELAB_PROFILE_WATCH_WINDOW_S").and_then(|v| v.parse::<f64>().ok()).filter(|v| *v >= 0.5 && v.is_finite()) {
+            c.watch_window_s = v;
+        }
+        if let Some(v) = env("SCALELAB_PROFILE_NICE").and_then(|v| v.parse().ok()) {
+            c.nice = v;
+        }
+        c
+    }
+
+    /// perf's `--call-graph` for off-CPU samples, given the unwinding that
+    /// works, and the unwinding's name.
+    fn off_cpu_call_graph(&self, unwind: &'static str) -> (String, &'static str) {
+        match (unwind, self.off_cpu_stack) {
+            ("dwarf", 0) => ("fp".to_string(), "fp"),
+            ("dwarf", n) => (format!("dwarf,{n}"), "dwarf"),
+            (u, _) => (u.to_string(), u),
+        }
     }
 }
 
 /// What profiling cost, for the run's summary.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Overhead {
-    /// CPU time of `perf record` during the windows, s.
+    /// CPU time of `perf record`, s: all of it (starting, capturing,
+    /// writing its file), and the part spent while the windows ran.
     pub record_cpu_s: f64,
+    pub window_cpu_s: f64,
     /// Windows profiled and their total length, s.
     pub windows: usize,
     pub window_s: f64,
@@ -62,6 +129,25 @@ pub struct Overhead {
     pub fold_s: f64,
     /// Size of the captures, bytes.
     pub bytes: u64,
+}
+
+impl Overhead {
+    /// What `--profile` cost: perf's CPU time while the windows ran (the
+    /// server's machine pays it), in all (its start in the warm-up, writing its
+    /// files after the window), and the folding after the run.
+    pub fn summary(&self) -> String {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        let share = if self.window_s > 0.0 { 100.0 * self.window_cpu_s / (self.window_s * cpus) } else { 0.0 };
+        format!(
+            "profile: perf record used {:.2} CPU-s in {} window(s) of {:.1} s ({share:.1} % of {cpus} CPUs; {:.2} CPU-s with its start and stop); {:.1} MB folded in {:.1} s after the run",
+            self.window_cpu_s,
+            self.windows,
+            self.window_s,
+            self.record_cpu_s,
+            self.bytes as f64 / 1e6,
+            self.fold_s
+        )
+    }
 }
 
 /// One `perf record`, started disabled (`-D -1`) before the window and
@@ -76,6 +162,20 @@ struct Capture {
     duration_ns: u64,
     /// Done: disabled after its planned length.
     done: bool,
+    /// perf's CPU time when it was enabled, and used while it was, s.
+    cpu_at_enable: f64,
+    window_cpu_s: f64,
+}
+
+/// CPU time (user + system) of process `pid` so far, s; 0 when it is gone.
+fn cpu_time_s(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<f64> = rest.split_whitespace().skip(11).take(2).filter_map(|v| v.parse().ok()).collect();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    f.iter().sum::<f64>() / hz
 }
 
 impl Capture {
@@ -97,6 +197,7 @@ impl Capture {
     fn enable(&mut self) {
         if self.child.is_some() && self.enabled_at.is_none() && !self.done && self.command("enable") {
             self.enabled_at = Some(Instant::now());
+            self.cpu_at_enable = self.child.as_ref().map_or(0.0, |c| cpu_time_s(c.id()));
         }
     }
 
@@ -104,6 +205,8 @@ impl Capture {
         if let Some(at) = self.enabled_at.take() {
             self.command("disable");
             self.duration_ns += at.elapsed().as_nanos() as u64;
+            let now = self.child.as_ref().map_or(0.0, |c| cpu_time_s(c.id()));
+            self.window_cpu_s += (now - self.cpu_at_enable).max(0.0);
         }
         self.done = true;
     }
@@ -115,7 +218,47 @@ struct StepCapture {
     threads: u32,
     on: Capture,
     off: Option<Capture>,
+    /// Off-CPU: one switch in this many sampled; the server's context
+    /// switches counted when the step began, while its off-CPU capture
+    /// waits for a rate to choose it from.
+    every: u32,
+    switches_at: Option<(Instant, u64)>,
+    /// The server's threads seen when the window opened and closed: a
+    /// system-wide on-CPU capture keeps their samples only.
+    tids: std::collections::HashSet<u32>,
     perf_cpu_s: f64,
+}
+
+/// The thread ids of `pid` and its descendants.
+fn tids(pid: u32) -> impl Iterator<Item = u32> {
+    tree(pid).0.into_iter().flat_map(|p| {
+        std::fs::read_dir(format!("/proc/{p}/task")).into_iter().flatten().flatten().filter_map(|t| t.file_name().to_str()?.parse().ok())
+    })
+}
+
+/// Whether perf may sample every CPU (`-a`): root, or perf_event_paranoid <= 0.
+fn may_sample_all_cpus() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    root || std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").is_ok_and(|v| v.trim().parse::<i32>().is_ok_and(|n| n <= 0))
+}
+
+/// Context switches of every thread of `pid` and its descendants so far.
+fn switches(pid: u32) -> u64 {
+    let (pids, _) = tree(pid);
+    let mut n = 0;
+    for p in pids {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else { continue };
+        for t in tasks.flatten() {
+            let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+            n += status
+                .lines()
+                .filter(|l| l.starts_with("voluntary_ctxt_switches:") || l.starts_with("nonvoluntary_ctxt_switches:"))
+                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .sum::<u64>();
+        }
+    }
+    n
 }
 
 /// Profiles the server step by step: [`prepare_step`](Profiler::prepare_step)
@@ -127,6 +270,8 @@ pub struct Profiler {
     dir: PathBuf,
     unwind: &'static str,
     off_cpu: bool,
+    /// On-CPU samples every CPU (`-a`), the server's threads kept when folding.
+    all_cpus: bool,
     steps: Vec<StepCapture>,
     overhead: Overhead,
     notes: Vec<Record>,
@@ -206,8 +351,22 @@ impl Profiler {
             }
         };
         let off_cpu = avail.off_cpu.is_ok();
-        let p = Profiler { config, dir, unwind, off_cpu, steps: Vec::new(), overhead: Overhead::default(), notes };
+        let p = Profiler {
+            config,
+            dir,
+            unwind,
+            off_cpu,
+            all_cpus: may_sample_all_cpus(),
+            steps: Vec::new(),
+            overhead: Overhead::default(),
+            notes,
+        };
         (Some(p), Vec::new(), avail.notices)
+    }
+
+    /// `watch --profile`: how long each profiled window lasts.
+    pub fn watch_window(&self) -> Duration {
+        Duration::from_secs_f64(self.config.watch_window_s)
     }
 
     /// How user stacks are unwound: `dwarf` or `fp`.
@@ -215,8 +374,9 @@ impl Profiler {
         self.unwind
     }
 
-    /// Starts a disabled `perf record` of `events` on the server's tree.
-    fn record(&self, name: &str, events: &[&str]) -> Capture {
+    /// Starts a disabled `perf record` of `events` on the server's tree (or
+    /// on every CPU, `all_cpus`), stacks unwound as `call_graph` says.
+    fn record(&self, name: &str, events: &[&str], call_graph: &str, all_cpus: bool) -> Capture {
         let (pids, _) = tree(self.config.pid);
         let pids = pids.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
         let file = self.dir.join(format!("{name}.data"));
@@ -225,31 +385,92 @@ impl Profiler {
         // SAFETY: c_ctl is a valid NUL-terminated path that lives across the call.
         let made = unsafe { libc::mkfifo(c_ctl.as_ptr(), 0o600) } == 0;
         let mut cmd = Command::new(&self.config.perf);
-        cmd.arg("record").args(events).args(["--call-graph", self.unwind, "--no-buildid", "--no-buildid-cache", "-q", "-D", "-1"]);
-        cmd.arg("--control").arg(format!("fifo:{}", ctl.display())).args(["-p", &pids, "-o"]).arg(&file);
+        cmd.arg("record").args(events).args(["--call-graph", call_graph, "--no-buildid", "--no-buildid-cache", "-q", "-D", "-1"]);
+        cmd.arg("--control")
+            .arg(format!("fifo:{}", ctl.display()))
+            .args(if all_cpus { vec!["-a", "-o"] } else { vec!["-p", &pids, "-o"] })
+            .arg(&file);
         // SAFETY: geteuid has no preconditions and cannot fail.
         if unsafe { libc::geteuid() } == 0 {
             cmd.args(["-m", "1024"]);
         }
         let log = std::fs::File::create(self.dir.join(format!("{name}.log"))).map_or_else(|_| Stdio::null(), Stdio::from);
         let child = if made { cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(log).spawn().ok() } else { None };
-        Capture { file, ctl, child, enabled_at: None, duration_ns: 0, done: false }
+        if let (Some(c), true) = (&child, self.config.nice != 0) {
+            // SAFETY: setpriority on our own child's pid; no memory is passed.
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, c.id(), self.config.nice) };
+        }
+        Capture { file, ctl, child, enabled_at: None, duration_ns: 0, done: false, cpu_at_enable: 0.0, window_cpu_s: 0.0 }
     }
 
     /// Step `step` (0-based) begins (its clients connect, then warm up):
     /// starts its captures, disabled, so perf is ready when the window opens.
     pub fn prepare_step(&mut self, step: usize) {
         self.end_step();
-        let on = self.record(&format!("step{step}-on"), &["-e", "cpu-clock", "-F", &self.config.rate_hz.to_string()]);
-        let off = self.off_cpu.then(|| self.record(&format!("step{step}-off"), &["-e", "sched:sched_switch", "--switch-events"]));
-        self.steps.push(StepCapture { step, unix_ms: unix_ms(), threads: 0, on, off, perf_cpu_s: 0.0 });
+        // On-CPU on every CPU when allowed: events attached to the server's
+        // threads are switched in and out at each of their context switches,
+        // which cost PostgreSQL at 10 clients ~20 % of its throughput; per-CPU
+        // events cost nothing there. Only the server's threads are kept.
+        let on = self.record(
+            &format!("step{step}-on"),
+            &["-e", "cpu-clock", "-F", &self.config.rate_hz.to_string()],
+            self.unwind,
+            self.all_cpus,
+        );
+        let every = self.config.off_cpu_every;
+        let switches_at = (self.off_cpu && every == 0).then(|| (Instant::now(), switches(self.config.pid)));
+        self.steps.push(StepCapture {
+            step,
+            unix_ms: unix_ms(),
+            threads: 0,
+            on,
+            off: None,
+            every,
+            switches_at,
+            tids: Default::default(),
+            perf_cpu_s: 0.0,
+        });
+        if self.off_cpu && every > 0 {
+            self.start_off_cpu();
+        }
+    }
+
+    /// Starts the last step's off-CPU capture (disabled), sampling one switch
+    /// in the configured number, or in as many as keep it near
+    /// `off_cpu_stacks_per_s` at the switch rate seen since the step began
+    /// (measured over at least 200 ms).
+    fn start_off_cpu(&mut self) {
+        let Some(s) = self.steps.last() else { return };
+        if s.off.is_some() {
+            return;
+        }
+        let (step, mut every) = (s.step, s.every);
+        if let Some((at, before)) = s.switches_at {
+            std::thread::sleep(Duration::from_millis(200).saturating_sub(at.elapsed()));
+            let rate = switches(self.config.pid).saturating_sub(before) as f64 / at.elapsed().as_secs_f64();
+            every = (rate / f64::from(self.config.off_cpu_stacks_per_s)).ceil().max(1.0) as u32;
+        }
+        let (off_graph, _) = self.config.off_cpu_call_graph(self.unwind);
+        let c = every.to_string();
+        let off = self.record(
+            &format!("step{step}-off"),
+            &["-e", "sched:sched_switch", "--no-period", "-c", &c, "--switch-events"],
+            &off_graph,
+            false,
+        );
+        let s = self.steps.last_mut().expect("checked above");
+        (s.off, s.every, s.switches_at) = (Some(off), every, None);
     }
 
     /// The window of the prepared step opened: capturing starts.
     pub fn open_window(&mut self) {
+        if self.steps.last().is_some_and(|s| s.switches_at.is_some()) {
+            self.start_off_cpu();
+        }
         let Some(s) = self.steps.last_mut() else { return };
         s.unix_ms = unix_ms();
         s.threads = tree(self.config.pid).1;
+        s.tids.extend(tids(self.config.pid));
         s.on.enable();
         if let Some(off) = s.off.as_mut() {
             off.enable();
@@ -258,7 +479,14 @@ impl Profiler {
 
     /// Called as the window runs: ends the off-CPU capture after its planned length.
     pub fn tick(&mut self) {
-        let planned = Duration::from_secs_f64(self.config.off_cpu_s);
+        // In the warm-up, once the switch rate has been seen for 250 ms.
+        if self.steps.last().and_then(|s| s.switches_at).is_some_and(|(at, _)| at.elapsed() >= Duration::from_millis(250)) {
+            self.start_off_cpu();
+        }
+        if !self.config.off_cpu_s.is_finite() {
+            return;
+        }
+        let planned = Duration::from_secs_f64(self.config.off_cpu_s.max(0.0));
         if let Some(off) = self.steps.last_mut().and_then(|s| s.off.as_mut()) {
             if off.enabled_at.is_some_and(|at| at.elapsed() >= planned) {
                 off.disable();
@@ -273,6 +501,7 @@ impl Profiler {
             return;
         }
         s.on.disable();
+        s.tids.extend(tids(self.config.pid));
         s.on.command("stop");
         if let Some(off) = s.off.as_mut() {
             off.disable();
@@ -280,6 +509,7 @@ impl Profiler {
             s.perf_cpu_s += stop_within(&mut off.child, Duration::from_secs(10));
         }
         s.perf_cpu_s += stop_within(&mut s.on.child, Duration::from_secs(10));
+        self.overhead.window_cpu_s += s.on.window_cpu_s + s.off.as_ref().map_or(0.0, |o| o.window_cpu_s);
         if s.on.duration_ns > 0 {
             self.overhead.windows += 1;
             self.overhead.window_s += s.on.duration_ns as f64 / 1e9;
@@ -288,7 +518,7 @@ impl Profiler {
     }
 
     /// Folds one capture with `perf script`.
-    fn fold(&mut self, file: &Path) -> Result<fold::Folded, String> {
+    fn fold(&mut self, file: &Path, keep: Option<&std::collections::HashSet<u32>>) -> Result<fold::Folded, String> {
         self.overhead.bytes += std::fs::metadata(file).map_or(0, |m| m.len());
         let mut child = Command::new(&self.config.perf)
             .args([
@@ -306,7 +536,7 @@ impl Profiler {
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| format!("perf script cannot be run: {e}"))?;
-        let folded = fold::fold(BufReader::new(child.stdout.take().expect("piped")));
+        let folded = fold::fold_threads(BufReader::new(child.stdout.take().expect("piped")), keep);
         let status = child.wait().map_err(|e| e.to_string())?;
         let folded = folded.map_err(|e| format!("reading perf script's output: {e}"))?;
         if !status.success() && folded.span_ns.is_none() {
@@ -318,23 +548,26 @@ impl Profiler {
         Ok(folded)
     }
 
-    /// Folds every capture into one [`ProfileSample`] per step (after the
-    /// sweep, load off) and removes the captures. Returns the records to
-    /// store and what profiling cost.
-    pub fn finish(mut self) -> (Vec<Record>, Overhead) {
-        self.end_step();
+    /// Folds the captures of the steps that ended (their perf stopped) into
+    /// one [`ProfileSample`] each and removes them; a watch calls it after
+    /// each window, so captures do not pile up.
+    pub fn fold_ended(&mut self) -> Vec<Record> {
         let started = Instant::now();
-        let mut out = std::mem::take(&mut self.notes);
-        let steps = std::mem::take(&mut self.steps);
-        for s in steps.into_iter().filter(|s| s.on.duration_ns > 0) {
+        let mut out = Vec::new();
+        let (ended, running): (Vec<_>, Vec<_>) = std::mem::take(&mut self.steps).into_iter().partition(|s| s.on.child.is_none());
+        self.steps = running;
+        for s in ended.into_iter().filter(|s| s.on.duration_ns > 0) {
             let mut sample = ProfileSample { step: s.step, unix_ms: s.unix_ms, on_cpu: None, off_cpu: None, perf_cpu_s: s.perf_cpu_s };
-            match self.fold(&s.on.file) {
+            match self.fold(&s.on.file, self.all_cpus.then_some(&s.tids)) {
                 Ok(f) => sample.on_cpu = Some(f.on_cpu_profile(s.on.duration_ns, s.threads, self.unwind, self.config.rate_hz)),
                 Err(why) => out.push(Record::Unavailable(Source::Profile, format!("step {}: {why}", s.step + 1))),
             }
             if let Some(off) = &s.off {
-                match self.fold(&off.file) {
-                    Ok(f) => sample.off_cpu = Some(f.off_cpu_profile(off.duration_ns, s.threads, self.unwind)),
+                match self.fold(&off.file, None) {
+                    Ok(f) => {
+                        let unwind = self.config.off_cpu_call_graph(self.unwind).1;
+                        sample.off_cpu = Some(f.off_cpu_profile(off.duration_ns, s.threads, unwind, s.every));
+                    }
                     Err(why) => out.push(Record::Unavailable(Source::ProfileOffCpu, format!("step {}: {why}", s.step + 1))),
                 }
             }
@@ -344,8 +577,18 @@ impl Profiler {
             }
             out.push(Record::Sample(Sample::Profile(Box::new(sample))));
         }
+        self.overhead.fold_s += started.elapsed().as_secs_f64();
+        out
+    }
+
+    /// Folds every capture into one [`ProfileSample`] per step (after the
+    /// sweep, load off) and removes the captures. Returns the records to
+    /// store and what profiling cost.
+    pub fn finish(mut self) -> (Vec<Record>, Overhead) {
+        self.end_step();
+        let mut out = std::mem::take(&mut self.notes);
+        out.extend(self.fold_ended());
         let _ = std::fs::remove_dir_all(&self.dir);
-        self.overhead.fold_s = started.elapsed().as_secs_f64();
         (out, self.overhead.clone())
     }
 }
