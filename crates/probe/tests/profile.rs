@@ -83,6 +83,9 @@ fn a_c_program_s_mutex_is_named_from_its_symbol_table() {
     };
     let mut config = ProfileConfig::new(child.id());
     config.off_cpu_s = 0.8;
+    // Every switch with its stack: the figures below are counts, not
+    // estimates scaled from 1 in N (the sampling has its own test).
+    config.off_cpu_every = 1;
     let (profiler, notes, _notices) = Profiler::start(config);
     let mut profiler = profiler.unwrap_or_else(|| panic!("profiling unavailable: {notes:?}"));
     profiler.prepare_step(0);
