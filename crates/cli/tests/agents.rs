@@ -489,8 +489,7 @@ fn sql_load_through_two_agents_merges_their_queries() {
     let store = dir.path().join("s.db");
     let url = pg.url();
     // The coordinator's machine prepares the dataset; agents only run the workload.
-    let out = common::run(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "2000", "-q"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    common::prepare_sbtest(&store, &url, 2000);
     let (a, b) = (Agent::start(&tok, &[]), Agent::start(&tok, &[]));
     let xacts =
         || pg.psql("postgres", "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = 'bench'").parse::<u64>().unwrap();

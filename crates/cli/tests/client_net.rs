@@ -278,8 +278,7 @@ fn a_postgres_target_goes_through_the_client_network() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
     let url = pg.url();
-    let out = run(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "1000", "-q"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    common::prepare_sbtest(&store, &url, 1000);
     let args = ["sweep", &url, "--workload", "point-select", "-c", "1", "--warmup", "0.5s", "--duration", "1.5s", "--json", "-q"];
     let net = [&args[..], &["--client-net", "delay=20ms"]].concat();
     let refused = run(&store, &net);

@@ -231,8 +231,7 @@ fn a_sql_target_takes_an_offered_rate_too() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
     let url = pg.url();
-    let out = run(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "1000", "-q"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    common::prepare_sbtest(&store, &url, 1000);
     let args =
         ["sweep", &url, "-w", "point-select", "--rate", "200", "--max-in-flight", "50", "--warmup", "0.2s", "-d", "2s", "--json", "-q"];
     let run = json(&store, &args);

@@ -16,6 +16,12 @@ pub fn run(store: &Path, args: &[&str]) -> Output {
     bin().arg("--store").arg(store).args(args).output().expect("running scalelab")
 }
 
+/// `scalelab prepare URL --dataset sbtest --scale 1 --rows ROWS`, which must succeed.
+pub fn prepare_sbtest(store: &Path, url: &str, rows: u32) {
+    let out = run(store, &["prepare", url, "--dataset", "sbtest", "--scale", "1", "--rows", &rows.to_string(), "-q"]);
+    assert!(out.status.success(), "prepare sbtest in {url}: {}", stderr(&out));
+}
+
 /// Starts scalelab with `args` against the store `store` in the background,
 /// stdout and stderr captured (for `wait_with_output`), so a test can act on
 /// the target while it runs.
