@@ -43,7 +43,10 @@ pub fn add_profile_evidence(run: &Run, verdicts: &mut [Verdict]) {
                     ));
                     v.evidence.push(Evidence::new(format!("futex waits at {}", s.site), s.waits_per_s, "waits/s"));
                 }
-                v.next = format!("{}; then {}", flame_graph_hint(run, v.concurrency, true), v.next);
+                v.next = format!(
+                    "{}; then who holds it: `perf lock contention -b`, or for a database its own lock views",
+                    flame_graph_hint(run, v.concurrency, true)
+                );
             }
             VerdictKind::CpuBoundUser | VerdictKind::CpuBoundKernel | VerdictKind::CpuBoundMixed | VerdictKind::SingleHotThread => {
                 let Some(on) = &p.on_cpu else { continue };

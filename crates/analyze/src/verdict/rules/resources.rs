@@ -23,19 +23,19 @@ pub(super) fn cpu_bound(ctx: &Ctx) -> Option<Verdict> {
         (
             VerdictKind::CpuBoundMixed,
             "every core is busy, split about evenly between user space and the kernel: the server's code and the kernel paths it drives (syscalls, network stack) are both the work",
-            "profile both sides together: `perf record -g -p PID` with kernel symbols, then a flame graph; /proc/softirqs per CPU for the network share",
+            "profile both sides together: re-run with `--profile` (user and kernel stacks of the server per step, flame graphs in the report; docs/profiles.md) or `perf record -g -p PID`; /proc/softirqs per CPU for the network share",
         )
     } else if sys >= user {
         (
             VerdictKind::CpuBoundKernel,
             "every core is busy, mostly in the kernel: syscalls, the network stack or kernel locks are the work",
-            "see which kernel paths burn the time: `perf top -g` with kernel symbols, `perf trace -s` for syscall counts, /proc/softirqs per CPU",
+            "see which kernel paths burn the time: re-run with `--profile` (kernel stacks per step; docs/profiles.md) or `perf top -g` with kernel symbols, `perf trace -s` for syscall counts, /proc/softirqs per CPU",
         )
     } else {
         (
             VerdictKind::CpuBoundUser,
             "every core is busy, mostly in user space: the server's own code is the work",
-            "profile the server's code: `perf record -g -p PID` and a flame graph of the hottest functions",
+            "profile the server's code: re-run with `--profile` (the hottest functions named here, a flame graph per step in the report; docs/profiles.md) or `perf record -g -p PID`",
         )
     };
     let mut d = Draft::new(kind, ctx, headline, next);

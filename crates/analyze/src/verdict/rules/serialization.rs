@@ -42,7 +42,7 @@ pub(super) fn lock_contention(ctx: &Ctx) -> Option<Verdict> {
         } else {
             "the CPU idles while context switches per request rise: something serializes (futex waits not measured)"
         },
-        "find the lock holders: `perf lock contention -b` (or off-CPU stack sampling: `offcputime`, `perf sched`); for a database, its own lock views",
+        "find the lock: re-run with `--profile` (off-CPU stacks name the call site that waits; docs/profiles.md), or `perf lock contention -b`; for a database, its own lock views",
     );
     d.ev("CPU busy", t.cpu_busy_pct, "%");
     d.ev("CPU sys", t.cpu_sys_pct, "%");
