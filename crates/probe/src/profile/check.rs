@@ -134,3 +134,10 @@ pub fn check(perf: &Path, pid: u32, dir: &Path, off_cpu: bool) -> Availability {
     };
     Availability { on_cpu, off_cpu, notices }
 }
+
+/// Whether perf may sample every CPU (`-a`): root, or perf_event_paranoid <= 0.
+pub(super) fn may_sample_all_cpus() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    root || std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").is_ok_and(|v| v.trim().parse::<i32>().is_ok_and(|n| n <= 0))
+}

@@ -18,10 +18,20 @@
 //! The captures are folded after the sweep ([`Profiler::finish`]), when the
 //! load is off, so folding does not compete with the measured server.
 //!
-//! [`check`] decides what can run; [`fold`] reads `perf script` output.
+//! [`check`] decides what can run; `config` holds the settings, `capture`
+//! runs each `perf record`, `server` reads the server's tree from /proc;
+//! [`fold`] reads `perf script` output.
 
+mod capture;
 pub mod check;
+mod config;
 pub mod fold;
+mod server;
+
+use capture::{stop, stop_within, Capture, StepCapture};
+use check::may_sample_all_cpus;
+pub use config::ProfileConfig;
+use server::{switches, tids, tree};
 
 use crate::collect::record::unix_ms;
 use crate::collect::Record;
@@ -29,91 +39,8 @@ use scalelab_core::sample::ProfileSample;
 use scalelab_core::{Sample, Source};
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// What to profile.
-#[derive(Clone, Debug)]
-pub struct ProfileConfig {
-    /// The server process; its descendants are profiled with it.
-    pub pid: u32,
-    /// On-CPU samples per second per CPU.
-    pub rate_hz: u32,
-    /// Off-CPU capture at the start of each window, at most this long (0:
-    /// none; infinite: the whole window).
-    pub off_cpu_s: f64,
-    /// Bytes of user stack copied with each off-CPU sample for DWARF
-    /// unwinding (perf's default is 8192); 0: frame pointers.
-    pub off_cpu_stack: u32,
-    /// Off-CPU: one context switch in this many is sampled with its stack
-    /// (perf's `-c`); the sleeps found are scaled by it. 0: chosen per step
-    /// from the server's switch rate in the warm-up, for about
-    /// `off_cpu_stacks_per_s` stacks a second.
-    pub off_cpu_every: u32,
-    pub off_cpu_stacks_per_s: u32,
-    /// Nice value perf runs at (0: the caller's).
-    pub nice: i32,
-    /// `watch --profile`: the length of each profiled window, s.
-    pub watch_window_s: f64,
-    /// The perf binary (`perf`, or `SCALELAB_PERF`).
-    pub perf: PathBuf,
-}
-
-impl ProfileConfig {
-    /// 99 Hz, off-CPU over the window's first 5 s with about 500 switches
-    /// a second sampled with 8 KiB of stack (every switch still costs a little: on a
-    /// lock-bound server ~15 % of throughput while it runs), `perf` from `SCALELAB_PERF`
-    /// or the PATH; `SCALELAB_PROFILE_HZ`, `SCALELAB_PROFILE_OFF_CPU_S`,
-    /// `SCALELAB_PROFILE_OFF_CPU_STACK` and `SCALELAB_PROFILE_NICE` change
-    /// the defaults (docs/profiles.md, Cost).
-    pub fn new(pid: u32) -> ProfileConfig {
-        let perf = std::env::var_os("SCALELAB_PERF").map_or_else(|| PathBuf::from("perf"), PathBuf::from);
-        let mut c = ProfileConfig {
-            pid,
-            rate_hz: 99,
-            off_cpu_s: 5.0,
-            off_cpu_stack: 8192,
-            off_cpu_every: 0,
-            off_cpu_stacks_per_s: 500,
-            nice: 0,
-            watch_window_s: 10.0,
-            perf,
-        };
-        let env = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_string());
-        if let Some(v) = env("SCALELAB_PROFILE_HZ").and_then(|v| v.parse().ok()) {
-            c.rate_hz = v;
-        }
-        if let Some(v) = env("SCALELAB_PROFILE_OFF_CPU_S").and_then(|v| v.parse().ok()) {
-            c.off_cpu_s = v;
-        }
-        if let Some(v) = env("SCALELAB_PROFILE_OFF_CPU_STACK").and_then(|v| v.parse::<u32>().ok()) {
-            c.off_cpu_stack = v / 8 * 8;
-        }
-        if let Some(v) = env("SCALELAB_PROFILE_OFF_CPU_EVERY").and_then(|v| v.parse::<u32>().ok()) {
-            c.off_cpu_every = v;
-        }
-        if let Some(v) = env("SCALELAB_PROFILE_OFF_CPU_STACKS_PER_S").and_then(|v| v.parse::<u32>().ok()) {
-            c.off_cpu_stacks_per_s = v.max(1);
-        }
-        if let Some(v) = env("SCALELAB_PROFILE_WATCH_WINDOW_S").and_then(|v| v.parse::<f64>().ok()).filter(|v| *v >= 0.5 && v.is_finite()) {
-            c.watch_window_s = v;
-        }
-        if let Some(v) = env("SCALELAB_PROFILE_NICE").and_then(|v| v.parse().ok()) {
-            c.nice = v;
-        }
-        c
-    }
-
-    /// perf's `--call-graph` for off-CPU samples, given the unwinding that
-    /// works, and the unwinding's name.
-    fn off_cpu_call_graph(&self, unwind: &'static str) -> (String, &'static str) {
-        match (unwind, self.off_cpu_stack) {
-            ("dwarf", 0) => ("fp".to_string(), "fp"),
-            ("dwarf", n) => (format!("dwarf,{n}"), "dwarf"),
-            (u, _) => (u.to_string(), u),
-        }
-    }
-}
 
 /// What profiling cost, for the run's summary.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -150,117 +77,6 @@ impl Overhead {
     }
 }
 
-/// One `perf record`, started disabled (`-D -1`) before the window and
-/// switched on and off through its control fifo (`--control fifo:`), so
-/// perf's own start-up (seconds on a loaded machine) falls in the warm-up.
-struct Capture {
-    file: PathBuf,
-    ctl: PathBuf,
-    child: Option<Child>,
-    /// When it was enabled, and for how long it has been, ns.
-    enabled_at: Option<Instant>,
-    duration_ns: u64,
-    /// Done: disabled after its planned length.
-    done: bool,
-    /// perf's CPU time when it was enabled, and used while it was, s.
-    cpu_at_enable: f64,
-    window_cpu_s: f64,
-}
-
-/// CPU time (user + system) of process `pid` so far, s; 0 when it is gone.
-fn cpu_time_s(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<f64> = rest.split_whitespace().skip(11).take(2).filter_map(|v| v.parse().ok()).collect();
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    f.iter().sum::<f64>() / hz
-}
-
-impl Capture {
-    /// Sends a control command (`enable`, `disable`); waits up to 3 s for
-    /// perf to open its control fifo. False when perf is not there.
-    fn command(&self, cmd: &str) -> bool {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        let deadline = Instant::now() + Duration::from_secs(3);
-        loop {
-            match std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(&self.ctl) {
-                Ok(mut f) => return f.write_all(format!("{cmd}\n").as_bytes()).is_ok(),
-                Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-                Err(_) => return false,
-            }
-        }
-    }
-
-    fn enable(&mut self) {
-        if self.child.is_some() && self.enabled_at.is_none() && !self.done && self.command("enable") {
-            self.enabled_at = Some(Instant::now());
-            self.cpu_at_enable = self.child.as_ref().map_or(0.0, |c| cpu_time_s(c.id()));
-        }
-    }
-
-    fn disable(&mut self) {
-        if let Some(at) = self.enabled_at.take() {
-            self.command("disable");
-            self.duration_ns += at.elapsed().as_nanos() as u64;
-            let now = self.child.as_ref().map_or(0.0, |c| cpu_time_s(c.id()));
-            self.window_cpu_s += (now - self.cpu_at_enable).max(0.0);
-        }
-        self.done = true;
-    }
-}
-
-struct StepCapture {
-    step: usize,
-    unix_ms: i64,
-    threads: u32,
-    on: Capture,
-    off: Option<Capture>,
-    /// Off-CPU: one switch in this many sampled; the server's context
-    /// switches counted when the step began, while its off-CPU capture
-    /// waits for a rate to choose it from.
-    every: u32,
-    switches_at: Option<(Instant, u64)>,
-    /// The server's threads seen when the window opened and closed: a
-    /// system-wide on-CPU capture keeps their samples only.
-    tids: std::collections::HashSet<u32>,
-    perf_cpu_s: f64,
-}
-
-/// The thread ids of `pid` and its descendants.
-fn tids(pid: u32) -> impl Iterator<Item = u32> {
-    tree(pid).0.into_iter().flat_map(|p| {
-        std::fs::read_dir(format!("/proc/{p}/task")).into_iter().flatten().flatten().filter_map(|t| t.file_name().to_str()?.parse().ok())
-    })
-}
-
-/// Whether perf may sample every CPU (`-a`): root, or perf_event_paranoid <= 0.
-fn may_sample_all_cpus() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
-    root || std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").is_ok_and(|v| v.trim().parse::<i32>().is_ok_and(|n| n <= 0))
-}
-
-/// Context switches of every thread of `pid` and its descendants so far.
-fn switches(pid: u32) -> u64 {
-    let (pids, _) = tree(pid);
-    let mut n = 0;
-    for p in pids {
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else { continue };
-        for t in tasks.flatten() {
-            let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
-            n += status
-                .lines()
-                .filter(|l| l.starts_with("voluntary_ctxt_switches:") || l.starts_with("nonvoluntary_ctxt_switches:"))
-                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-                .sum::<u64>();
-        }
-    }
-    n
-}
-
 /// Profiles the server step by step: [`prepare_step`](Profiler::prepare_step)
 /// when a step begins, [`open_window`](Profiler::open_window) when its window
 /// opens, [`tick`](Profiler::tick) as it runs, [`end_step`](Profiler::end_step)
@@ -275,54 +91,6 @@ pub struct Profiler {
     steps: Vec<StepCapture>,
     overhead: Overhead,
     notes: Vec<Record>,
-}
-
-/// Every thread of `pid` and its descendants, and the process ids.
-fn tree(pid: u32) -> (Vec<u32>, u32) {
-    let proc_root = Path::new("/proc");
-    let mut pids = vec![pid];
-    pids.extend(crate::tree::descendants(proc_root, pid).unwrap_or_default());
-    let threads = pids.iter().map(|p| std::fs::read_dir(proc_root.join(p.to_string()).join("task")).map_or(0, |d| d.count() as u32)).sum();
-    (pids, threads)
-}
-
-/// Sends SIGINT to a running perf (it then writes its file and exits) and
-/// reaps it; its CPU time, s.
-fn stop(child: &mut Option<Child>) -> f64 {
-    stop_within(child, Duration::ZERO)
-}
-
-/// Waits up to `grace` for a perf told to `stop` to exit by itself (it reads
-/// the command once it is recording, so a slow start-up is waited out, not
-/// cut: a perf interrupted while starting leaves an unreadable file), then
-/// sends SIGINT (it then writes its file and exits) and reaps it; its CPU time, s.
-fn stop_within(child: &mut Option<Child>, grace: Duration) -> f64 {
-    let Some(c) = child.take() else { return 0.0 };
-    let pid = c.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value for wait4 to overwrite.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let deadline = Instant::now() + grace;
-    let mut r = 0;
-    while Instant::now() < deadline {
-        // SAFETY: polls our own unreaped child; status and usage point to live locals.
-        r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-        if r != 0 {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    if r == 0 {
-        // SAFETY: `pid` is our own child, not yet reaped (we own its Child), so the id names it.
-        unsafe { libc::kill(pid, libc::SIGINT) };
-        // SAFETY: waits for our own unreaped child; status and usage point to live locals.
-        r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    }
-    if r != pid {
-        return 0.0;
-    }
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
 impl Profiler {
