@@ -158,19 +158,6 @@ pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
 /// Runs the sweep's steps in order.
 struct Sweep;
 
-impl Execute for Sweep {
-    fn execute<D: scalelab_drive::Driver>(
-        self,
-        store: Store,
-        store_path: &Path,
-        a: &SweepArgs,
-        common: Common,
-        prepared: Prepared<D>,
-    ) -> anyhow::Result<ExitCode> {
-        execute(store, store_path, a, common, prepared)
-    }
-}
-
 /// Checks everything the user gave, prepares the target (specimen, HTTP or
 /// SQL) and its preflight, opens the store, then hands over to `x`.
 pub fn prepare_then<X: Execute>(store_path: &Path, mut a: SweepArgs, x: X) -> anyhow::Result<ExitCode> {
@@ -386,118 +373,121 @@ fn load_levels(a: &SweepArgs) -> anyhow::Result<Vec<(u32, Option<OpenLoopPlan>)>
         .collect())
 }
 
-/// Runs the sweep on a prepared target, committing each step as it finishes,
-/// then prints the table (or JSON), the analysis and the assertions.
-pub fn execute<D: scalelab_drive::Driver>(
-    store: Store,
-    store_path: &Path,
-    a: &SweepArgs,
-    common: Common,
-    prepared: Prepared<D>,
-) -> anyhow::Result<ExitCode> {
-    let assertions = common.assertions.clone();
-    let Started { mut session, driver, specimen, engine: opts, run_id, label, workload, stop, client_net, mut agents } =
-        begin(store, a, common, prepared, RunKind::Sweep)?;
-    if let Some(c) = &agents {
-        session.set_option("agents", super::agents::describe(c))?;
-    }
-    let steps = session.plan().steps.clone();
-    // Progress (the live view, or a line per step) goes to stderr; stdout
-    // gets the table once, at the end.
-    if !a.json && !a.quiet {
-        sayln!("run {run_id}: {label} ({workload}), store {}", store_path.display());
-    }
-    for n in session.profile_notices() {
-        esayln!("{n}");
-    }
-    let mut view = LiveView::start(a.quiet, a.no_tui, label, &steps, stop.clone());
-    let swept = match agents.as_mut() {
-        Some(c) if !a.agents.is_empty() => {
-            let shares = c.shares.clone();
-            let mut note = || Some(("agent_steps".to_string(), serde_json::Value::Array(shares.lock().expect("not poisoned").clone())));
-            session.sweep_with(&mut super::agents::Remote(c), &opts, a.max_failed_steps, &mut view, &mut note)
+impl Execute for Sweep {
+    /// Runs the sweep on a prepared target, committing each step as it finishes,
+    /// then prints the table (or JSON), the analysis and the assertions.
+    fn execute<D: scalelab_drive::Driver>(
+        self,
+        store: Store,
+        store_path: &Path,
+        a: &SweepArgs,
+        common: Common,
+        prepared: Prepared<D>,
+    ) -> anyhow::Result<ExitCode> {
+        let assertions = common.assertions.clone();
+        let Started { mut session, driver, specimen, engine: opts, run_id, label, workload, stop, client_net, mut agents } =
+            begin(store, a, common, prepared, RunKind::Sweep)?;
+        if let Some(c) = &agents {
+            session.set_option("agents", super::agents::describe(c))?;
         }
-        _ => session.sweep(&driver, &opts, a.max_failed_steps, &mut view),
-    };
-    view.finish();
-    if let Some(c) = agents.as_ref() {
-        // Printed once the live view is gone.
-        for (name, step, why) in &c.lost {
-            esayln!("agent {name} lost at step {}: {}", step + 1, escape_control(why));
+        let steps = session.plan().steps.clone();
+        // Progress (the live view, or a line per step) goes to stderr; stdout
+        // gets the table once, at the end.
+        if !a.json && !a.quiet {
+            sayln!("run {run_id}: {label} ({workload}), store {}", store_path.display());
         }
-    }
-    let lost = agents.as_ref().map(|c| c.lost.clone()).unwrap_or_default();
-    if let Some(c) = agents.as_ref() {
-        // What the control channels cost, per agent (bench/agents_overhead).
-        let _ = session.set_option("agent_control_bytes", super::agents::control_bytes(c));
-    }
-    if let Some(c) = agents.take() {
-        let last = c.finish();
-        session.keep_records(last);
-    }
-    session.stop_probes(&mut Silent);
-    let profile_cost = session.profile_overhead().map(|o| o.summary());
-    // The clients' namespace goes first, then the specimen it led to.
-    drop(client_net);
-    drop(specimen);
-    let (complete, outcome, code) = super::agents::outcome_after_loss(&lost, a.agent_loss, swept.verdict());
-    let agent_lost = outcome.starts_with("agent lost");
-    if let Some((index, e)) = &swept.store_error {
-        let _ = session.finish(false, "store error");
-        // The run had started and its earlier steps are stored: a failed run
-        // (exit 1), not bad input (exit 2, which promises nothing was stored).
-        return Err(anyhow::anyhow!(
-            "run {run_id} stopped: saving step {} failed ({e}); its {index} earlier step(s) are kept (`scalelab show {run_id}`)",
-            index + 1
-        ));
-    }
-    let (store, _) = session.finish(complete, &outcome)?.expect("a sweep is recorded");
-    let code = ExitCode::from(code);
-    let SweepOutcome { end, failed_step, .. } = swept;
-    let run: Run = super::show::load_run(&store, run_id)?;
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&super::analysis::run_json_with_diagnosis(&run))?);
-        if let Some(line) = &profile_cost {
-            esayln!("{line}");
+        for n in session.profile_notices() {
+            esayln!("{n}");
         }
-    } else {
-        if !a.quiet {
-            sayln!();
-        }
-        let width = crate::term::width();
-        say!("{}", table::run_table_width(&run, width));
-        // --quiet: the step table and the outcome line only.
-        if !a.quiet {
-            if let Some(t) = table::telemetry_table_width(&run, width) {
-                say!("{t}");
+        let mut view = LiveView::start(a.quiet, a.no_tui, label, &steps, stop.clone());
+        let swept = match agents.as_mut() {
+            Some(c) if !a.agents.is_empty() => {
+                let shares = c.shares.clone();
+                let mut note = || Some(("agent_steps".to_string(), serde_json::Value::Array(shares.lock().expect("not poisoned").clone())));
+                session.sweep_with(&mut super::agents::Remote(c), &opts, a.max_failed_steps, &mut view, &mut note)
             }
-            if let Some(t) = scalelab_report::agents::agents_table(&run.plan.options) {
-                say!("{t}");
-            }
-            say!("{}", scalelab_report::fmt::wrap(&super::analysis::diagnosis_text(&run), width));
-        }
-        if let Some(line) = &profile_cost {
-            sayln!("{line}");
-        }
-        sayln!("run {run_id} {outcome}; stored in {}", store_path.display());
-    }
-    let passed = super::analysis::check(&run, &assertions);
-    match end {
-        SweepEnd::TargetFailed { step } => {
-            esayln!("error: target failed at step {step} (nothing succeeded for {} step(s) in a row)", a.max_failed_steps)
-        }
-        SweepEnd::Interrupted if agent_lost => {
-            esayln!("error: run {run_id} {outcome}; it kept {} step(s) (the last one partial), marked incomplete", run.steps.len())
-        }
-        SweepEnd::Interrupted => esayln!("interrupted: run {run_id} kept {} finished step(s), marked incomplete", run.steps.len()),
-        SweepEnd::Completed => {
-            if let Some(why) = &failed_step {
-                esayln!("error: run {run_id} failed: {why}");
+            _ => session.sweep(&driver, &opts, a.max_failed_steps, &mut view),
+        };
+        view.finish();
+        if let Some(c) = agents.as_ref() {
+            // Printed once the live view is gone.
+            for (name, step, why) in &c.lost {
+                esayln!("agent {name} lost at step {}: {}", step + 1, escape_control(why));
             }
         }
+        let lost = agents.as_ref().map(|c| c.lost.clone()).unwrap_or_default();
+        if let Some(c) = agents.as_ref() {
+            // What the control channels cost, per agent (bench/agents_overhead).
+            let _ = session.set_option("agent_control_bytes", super::agents::control_bytes(c));
+        }
+        if let Some(c) = agents.take() {
+            let last = c.finish();
+            session.keep_records(last);
+        }
+        session.stop_probes(&mut Silent);
+        let profile_cost = session.profile_overhead().map(|o| o.summary());
+        // The clients' namespace goes first, then the specimen it led to.
+        drop(client_net);
+        drop(specimen);
+        let (complete, outcome, code) = super::agents::outcome_after_loss(&lost, a.agent_loss, swept.verdict());
+        let agent_lost = outcome.starts_with("agent lost");
+        if let Some((index, e)) = &swept.store_error {
+            let _ = session.finish(false, "store error");
+            // The run had started and its earlier steps are stored: a failed run
+            // (exit 1), not bad input (exit 2, which promises nothing was stored).
+            return Err(anyhow::anyhow!(
+                "run {run_id} stopped: saving step {} failed ({e}); its {index} earlier step(s) are kept (`scalelab show {run_id}`)",
+                index + 1
+            ));
+        }
+        let (store, _) = session.finish(complete, &outcome)?.expect("a sweep is recorded");
+        let code = ExitCode::from(code);
+        let SweepOutcome { end, failed_step, .. } = swept;
+        let run: Run = super::show::load_run(&store, run_id)?;
+        if a.json {
+            println!("{}", serde_json::to_string_pretty(&super::analysis::run_json_with_diagnosis(&run))?);
+            if let Some(line) = &profile_cost {
+                esayln!("{line}");
+            }
+        } else {
+            if !a.quiet {
+                sayln!();
+            }
+            let width = crate::term::width();
+            say!("{}", table::run_table_width(&run, width));
+            // --quiet: the step table and the outcome line only.
+            if !a.quiet {
+                if let Some(t) = table::telemetry_table_width(&run, width) {
+                    say!("{t}");
+                }
+                if let Some(t) = scalelab_report::agents::agents_table(&run.plan.options) {
+                    say!("{t}");
+                }
+                say!("{}", scalelab_report::fmt::wrap(&super::analysis::diagnosis_text(&run), width));
+            }
+            if let Some(line) = &profile_cost {
+                sayln!("{line}");
+            }
+            sayln!("run {run_id} {outcome}; stored in {}", store_path.display());
+        }
+        let passed = super::analysis::check(&run, &assertions);
+        match end {
+            SweepEnd::TargetFailed { step } => {
+                esayln!("error: target failed at step {step} (nothing succeeded for {} step(s) in a row)", a.max_failed_steps)
+            }
+            SweepEnd::Interrupted if agent_lost => {
+                esayln!("error: run {run_id} {outcome}; it kept {} step(s) (the last one partial), marked incomplete", run.steps.len())
+            }
+            SweepEnd::Interrupted => esayln!("interrupted: run {run_id} kept {} finished step(s), marked incomplete", run.steps.len()),
+            SweepEnd::Completed => {
+                if let Some(why) = &failed_step {
+                    esayln!("error: run {run_id} failed: {why}");
+                }
+            }
+        }
+        if !passed && code == ExitCode::SUCCESS {
+            return Ok(ExitCode::from(1));
+        }
+        Ok(code)
     }
-    if !passed && code == ExitCode::SUCCESS {
-        return Ok(ExitCode::from(1));
-    }
-    Ok(code)
 }
