@@ -60,15 +60,15 @@ pub struct ProcessSampler {
 }
 
 /// Parsed `/proc/PID/stat` fields this sampler uses.
-struct PidStat {
-    utime: u64,
-    stime: u64,
+pub(crate) struct PidStat {
+    pub(crate) utime: u64,
+    pub(crate) stime: u64,
     threads: u64,
     start_time: u64,
     rss_pages: u64,
 }
 
-fn parse_pid_stat(text: &[u8]) -> Option<PidStat> {
+pub(crate) fn parse_pid_stat(text: &[u8]) -> Option<PidStat> {
     let close = text.iter().rposition(|&b| b == b')')?;
     let rest = std::str::from_utf8(&text[close + 1..]).ok()?;
     if !rest.ends_with('\n') {
@@ -81,7 +81,7 @@ fn parse_pid_stat(text: &[u8]) -> Option<PidStat> {
 }
 
 /// `voluntary_ctxt_switches` and `nonvoluntary_ctxt_switches` of a status text.
-fn parse_ctx(text: &[u8]) -> Option<(u64, u64)> {
+pub(crate) fn parse_ctx(text: &[u8]) -> Option<(u64, u64)> {
     let text = std::str::from_utf8(text).ok()?;
     let mut vol = None;
     let mut invol = None;
