@@ -1,0 +1,87 @@
+//! What to profile and how: rates, off-CPU sampling, stack sizes, and the
+//! `SCALELAB_PROFILE_*` settings that change them (docs/profiles.md, Cost).
+
+use std::path::PathBuf;
+
+/// What to profile.
+#[derive(Clone, Debug)]
+pub struct ProfileConfig {
+    /// The server process; its descendants are profiled with it.
+    pub pid: u32,
+    /// On-CPU samples per second per CPU.
+    pub rate_hz: u32,
+    /// Off-CPU capture at the start of each window, at most this long (0:
+    /// none; infinite: the whole window).
+    pub off_cpu_s: f64,
+    /// Bytes of user stack copied with each off-CPU sample for DWARF
+    /// unwinding (perf's default is 8192); 0: frame pointers.
+    pub off_cpu_stack: u32,
+    /// Off-CPU: one context switch in this many is sampled with its stack
+    /// (perf's `-c`); the sleeps found are scaled by it. 0: chosen per step
+    /// from the server's switch rate in the warm-up, for about
+    /// `off_cpu_stacks_per_s` stacks a second.
+    pub off_cpu_every: u32,
+    pub off_cpu_stacks_per_s: u32,
+    /// Nice value perf runs at (0: the caller's).
+    pub nice: i32,
+    /// `watch --profile`: the length of each profiled window, s.
+    pub watch_window_s: f64,
+    /// The perf binary (`perf`, or `SCALELAB_PERF`).
+    pub perf: PathBuf,
+}
+
+impl ProfileConfig {
+    /// 99 Hz, off-CPU over the window's first 5 s with about 500 switches
+    /// a second sampled with 8 KiB of stack (every switch still costs a little: on a
+    /// lock-bound server ~15 % of throughput while it runs), `perf` from `SCALELAB_PERF`
+    /// or the PATH; `SCALELAB_PROFILE_HZ`, `SCALELAB_PROFILE_OFF_CPU_S`,
+    /// `SCALELAB_PROFILE_OFF_CPU_STACK` and `SCALELAB_PROFILE_NICE` change
+    /// the defaults (docs/profiles.md, Cost).
+    pub fn new(pid: u32) -> ProfileConfig {
+        let perf = std::env::var_os("SCALELAB_PERF").map_or_else(|| PathBuf::from("perf"), PathBuf::from);
+        let mut c = ProfileConfig {
+            pid,
+            rate_hz: 99,
+            off_cpu_s: 5.0,
+            off_cpu_stack: 8192,
+            off_cpu_every: 0,
+            off_cpu_stacks_per_s: 500,
+            nice: 0,
+            watch_window_s: 10.0,
+            perf,
+        };
+        let env = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_string());
+        if let Some(v) = env("SCALELAB_PROFILE_HZ").and_then(|v| v.parse().ok()) {
+            c.rate_hz = v;
+        }
+        if let Some(v) = env("SCALELAB_PROFILE_OFF_CPU_S").and_then(|v| v.parse().ok()) {
+            c.off_cpu_s = v;
+        }
+        if let Some(v) = env("SCALELAB_PROFILE_OFF_CPU_STACK").and_then(|v| v.parse::<u32>().ok()) {
+            c.off_cpu_stack = v / 8 * 8;
+        }
+        if let Some(v) = env("SCALELAB_PROFILE_OFF_CPU_EVERY").and_then(|v| v.parse::<u32>().ok()) {
+            c.off_cpu_every = v;
+        }
+        if let Some(v) = env("SCALELAB_PROFILE_OFF_CPU_STACKS_PER_S").and_then(|v| v.parse::<u32>().ok()) {
+            c.off_cpu_stacks_per_s = v.max(1);
+        }
+        if let Some(v) = env("SCALELAB_PROFILE_WATCH_WINDOW_S").and_then(|v| v.parse::<f64>().ok()).filter(|v| *v >= 0.5 && v.is_finite()) {
+            c.watch_window_s = v;
+        }
+        if let Some(v) = env("SCALELAB_PROFILE_NICE").and_then(|v| v.parse().ok()) {
+            c.nice = v;
+        }
+        c
+    }
+
+    /// perf's `--call-graph` for off-CPU samples, given the unwinding that
+    /// works, and the unwinding's name.
+    pub(super) fn off_cpu_call_graph(&self, unwind: &'static str) -> (String, &'static str) {
+        match (unwind, self.off_cpu_stack) {
+            ("dwarf", 0) => ("fp".to_string(), "fp"),
+            ("dwarf", n) => (format!("dwarf,{n}"), "dwarf"),
+            (u, _) => (u.to_string(), u),
+        }
+    }
+}
