@@ -107,7 +107,9 @@ struct Profiling {
 }
 
 impl Profiling {
-    fn start(p: &Probes) -> Profiling {
+    /// Starts profiling when asked; `window_s` is the steps' window (a
+    /// sweep), which sets how long off-CPU is captured in each.
+    fn start(p: &Probes, window_s: Option<f64>) -> Profiling {
         if !p.profile {
             return Profiling::default();
         }
@@ -116,7 +118,8 @@ impl Profiling {
                 format!("no server process to profile ({}); fix: pass --server-pid", p.why_no_server.as_deref().unwrap_or("none found"));
             return Profiling { pending: vec![Record::Unavailable(Source::Profile, why)], ..Default::default() };
         };
-        let (profiler, pending, notices) = Profiler::start(ProfileConfig::new(pid));
+        let config = ProfileConfig { window_s, ..ProfileConfig::new(pid) };
+        let (profiler, pending, notices) = Profiler::start(config);
         Profiling { profiler, pending, notices, ..Default::default() }
     }
 
@@ -171,7 +174,7 @@ impl Session {
         if let Some(why) = &probes.why_no_server {
             store.add_probe_note(run_id, Source::Process.name(), &format!("server process not found: {why}"))?;
         }
-        let profile = Profiling::start(&probes);
+        let profile = Profiling::start(&probes, plan.steps.first().map(|s| s.window_s));
         let telemetry = probes.remote.is_none().then(|| Collector::start(probes.collect));
         Ok(Session { store: Some(store), run_id: Some(run_id), plan, telemetry, profile, remote: probes.remote })
     }
@@ -179,7 +182,7 @@ impl Session {
     /// A session that stores nothing (a `watch` without `--record`): the
     /// probes run and the observer sees their records.
     pub fn unrecorded(plan: RunPlan, probes: Probes) -> Session {
-        let profile = Profiling::start(&probes);
+        let profile = Profiling::start(&probes, None);
         let telemetry = probes.remote.is_none().then(|| Collector::start(probes.collect));
         Session { store: None, run_id: None, plan, telemetry, profile, remote: probes.remote }
     }

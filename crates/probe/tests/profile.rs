@@ -67,8 +67,26 @@ fn hog_outside_the_server(stop: &std::sync::atomic::AtomicBool) {
     }
 }
 
+#[inline(never)]
+fn sleeper_outside_the_server(stop: &std::sync::atomic::AtomicBool) {
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+/// Off-CPU captured on every CPU with a kernel filter on the server's
+/// threads (the default as root), then on the server's threads themselves
+/// (`-p`, the way taken where every CPU may not be): the same lock, named
+/// the same way. One after the other: two such programs at once on two
+/// CPUs seldom run two workers of one program together, so their lock
+/// would not be contended.
 #[test]
 fn a_c_program_s_mutex_is_named_from_its_symbol_table() {
+    c_program_profile(false);
+    c_program_profile(true);
+}
+
+fn c_program_profile(per_thread: bool) {
     let dir = tempfile::tempdir().unwrap();
     let exe = build_c(dir.path());
     let mut child = Command::new(&exe).args(["4", "20"]).stdout(Stdio::piped()).spawn().unwrap();
@@ -81,13 +99,22 @@ fn a_c_program_s_mutex_is_named_from_its_symbol_table() {
         let stop = stop.clone();
         std::thread::spawn(move || hog_outside_the_server(&stop))
     };
+    // And one that sleeps thousands of times a second: its sleeps are not the server's.
+    let sleeper = {
+        let stop = stop.clone();
+        std::thread::spawn(move || sleeper_outside_the_server(&stop))
+    };
     let mut config = ProfileConfig::new(child.id());
     config.off_cpu_s = 0.8;
+    config.off_cpu_per_thread = per_thread;
     // Every switch with its stack: the figures below are counts, not
     // estimates scaled from 1 in N (the sampling has its own test).
     config.off_cpu_every = 1;
     let (profiler, notes, _notices) = Profiler::start(config);
     let mut profiler = profiler.unwrap_or_else(|| panic!("profiling unavailable: {notes:?}"));
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    assert_eq!(profiler.off_cpu_all_cpus(), root && !per_thread, "every CPU as root unless asked otherwise");
     profiler.prepare_step(0);
     std::thread::sleep(Duration::from_millis(300));
     profiler.open_window();
@@ -99,6 +126,7 @@ fn a_c_program_s_mutex_is_named_from_its_symbol_table() {
     let (records, overhead) = profiler.finish();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     hog.join().unwrap();
+    sleeper.join().unwrap();
     let _ = child.kill();
     let _ = child.wait();
     let sample = records
@@ -119,6 +147,7 @@ fn a_c_program_s_mutex_is_named_from_its_symbol_table() {
     let own = top_own(on, 3);
     assert!(own.iter().any(|f| f.frame == "busy" || f.frame == "update_counter"), "{own:?}");
     let off = sample.off_cpu.as_ref().expect("off-CPU profile");
+    assert!(!off.stacks.iter().any(|s| s.stack.contains("sleeper_outside_the_server")), "only the server's sleeps are kept");
     let sites = lock_sites(off, 3);
     assert_eq!(sites.first().map(|s| s.site.as_str()), Some("update_counter"), "{sites:?}");
     // Four workers on one lock: a good part of their time goes to waiting for

@@ -68,7 +68,10 @@ pub(super) struct StepCapture {
     pub(super) unix_ms: i64,
     pub(super) threads: u32,
     pub(super) on: Capture,
+    /// Off-CPU: the sampled switches with their stacks, and, when captured
+    /// on every CPU, the server's switch-ins (no stacks) that end them.
     pub(super) off: Option<Capture>,
+    pub(super) off_in: Option<Capture>,
     /// Off-CPU: one switch in this many sampled; the server's context
     /// switches counted when the step began, while its off-CPU capture
     /// waits for a rate to choose it from.
@@ -78,6 +81,13 @@ pub(super) struct StepCapture {
     /// system-wide on-CPU capture keeps their samples only.
     pub(super) tids: HashSet<u32>,
     pub(super) perf_cpu_s: f64,
+}
+
+impl StepCapture {
+    /// The off-CPU captures running for this step.
+    pub(super) fn off_cpu(&mut self) -> impl Iterator<Item = &mut Capture> {
+        self.off.iter_mut().chain(self.off_in.iter_mut())
+    }
 }
 
 /// Sends SIGINT to a running perf (it then writes its file and exits) and

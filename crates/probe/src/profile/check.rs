@@ -16,6 +16,9 @@ pub struct Availability {
     pub on_cpu: Result<&'static str, String>,
     /// Off-CPU stacks, or why not.
     pub off_cpu: Result<(), String>,
+    /// Off-CPU may be captured on every CPU, filtered on the server's
+    /// threads in the kernel (`-a --filter`): the cheap way (docs/profiles.md, Cost).
+    pub off_cpu_all_cpus: bool,
     /// What was done to make it work (tracefs mounted), to tell the user.
     pub notices: Vec<String>,
 }
@@ -63,11 +66,17 @@ pub fn explain(stderr: &str, what: &str) -> String {
 
 /// Runs `perf record` on `pid` for 50 ms with `args`; the reason it failed.
 fn trial(perf: &Path, pid: u32, args: &[&str], dir: &Path, what: &str) -> Result<(), String> {
+    trial_on(perf, &["-p", &pid.to_string()], args, dir, what)
+}
+
+/// Runs `perf record` for 50 ms with `args` on `target` (`-p PID`, `-a`); the reason it failed.
+fn trial_on(perf: &Path, target: &[&str], args: &[&str], dir: &Path, what: &str) -> Result<(), String> {
     let out = dir.join("trial.data");
     let result = Command::new(perf)
         .arg("record")
         .args(args)
-        .args(["-p", &pid.to_string(), "-o"])
+        .args(target)
+        .arg("-o")
         .arg(&out)
         .args(["--", "sleep", "0.05"])
         .stdin(Stdio::null())
@@ -132,7 +141,14 @@ pub fn check(perf: &Path, pid: u32, dir: &Path, off_cpu: bool) -> Availability {
             trial(perf, pid, &args, dir, "off-CPU")
         })
     };
-    Availability { on_cpu, off_cpu, notices }
+    // The capture of every CPU, filtered on the server's threads in the kernel, as it runs.
+    let off_cpu_all_cpus = off_cpu.is_ok() && may_sample_all_cpus() && {
+        let unwind = *on_cpu.as_ref().expect("off-CPU needs on-CPU");
+        let filter = super::switch_filter("prev_pid", &[pid]).expect("one thread fits");
+        let args = ["-e", "sched:sched_switch", "--filter", &filter, "--no-period", "-c", "10", "--call-graph", unwind];
+        trial_on(perf, &["-a"], &args, dir, "off-CPU").is_ok()
+    };
+    Availability { on_cpu, off_cpu, off_cpu_all_cpus, notices }
 }
 
 /// Whether perf may sample every CPU (`-a`): root, or perf_event_paranoid <= 0.

@@ -13,6 +13,13 @@ pub struct ProfileConfig {
     /// Off-CPU capture at the start of each window, at most this long (0:
     /// none; infinite: the whole window).
     pub off_cpu_s: f64,
+    /// Off-CPU capture: this share of each window (at least 1 s, at most
+    /// `off_cpu_s`). Every context switch of the server costs it while the
+    /// capture runs (docs/profiles.md, Cost): a share bounds what the step pays.
+    pub off_cpu_share: f64,
+    /// The step windows' length, s, when known (a sweep); a watch's windows
+    /// are `watch_window_s`.
+    pub window_s: Option<f64>,
     /// Bytes of user stack copied with each off-CPU sample for DWARF
     /// unwinding (perf's default is 8192); 0: frame pointers.
     pub off_cpu_stack: u32,
@@ -22,6 +29,9 @@ pub struct ProfileConfig {
     /// `off_cpu_stacks_per_s` stacks a second.
     pub off_cpu_every: u32,
     pub off_cpu_stacks_per_s: u32,
+    /// Off-CPU on the server's threads (`-p`) even where every CPU may be
+    /// captured with a kernel filter, the cheaper way (`SCALELAB_PROFILE_OFF_CPU_PER_THREAD=1`).
+    pub off_cpu_per_thread: bool,
     /// Nice value perf runs at (0: the caller's).
     pub nice: i32,
     /// `watch --profile`: the length of each profiled window, s.
@@ -31,21 +41,24 @@ pub struct ProfileConfig {
 }
 
 impl ProfileConfig {
-    /// 99 Hz, off-CPU over the window's first 5 s with about 500 switches
-    /// a second sampled with 8 KiB of stack (every switch still costs a little: on a
-    /// lock-bound server ~15 % of throughput while it runs), `perf` from `SCALELAB_PERF`
+    /// 99 Hz, off-CPU over the first fifth of each window (1 to 5 s) with
+    /// about 500 switches a second sampled with 8 KiB of stack (every switch
+    /// of the server still costs it ~1 µs while it runs), `perf` from `SCALELAB_PERF`
     /// or the PATH; `SCALELAB_PROFILE_HZ`, `SCALELAB_PROFILE_OFF_CPU_S`,
-    /// `SCALELAB_PROFILE_OFF_CPU_STACK` and `SCALELAB_PROFILE_NICE` change
-    /// the defaults (docs/profiles.md, Cost).
+    /// `SCALELAB_PROFILE_OFF_CPU_SHARE`, `SCALELAB_PROFILE_OFF_CPU_STACK` and
+    /// `SCALELAB_PROFILE_NICE` change the defaults (docs/profiles.md, Cost).
     pub fn new(pid: u32) -> ProfileConfig {
         let perf = std::env::var_os("SCALELAB_PERF").map_or_else(|| PathBuf::from("perf"), PathBuf::from);
         let mut c = ProfileConfig {
             pid,
             rate_hz: 99,
             off_cpu_s: 5.0,
+            off_cpu_share: 0.2,
+            window_s: None,
             off_cpu_stack: 8192,
             off_cpu_every: 0,
             off_cpu_stacks_per_s: 500,
+            off_cpu_per_thread: false,
             nice: 0,
             watch_window_s: 10.0,
             perf,
@@ -57,6 +70,9 @@ impl ProfileConfig {
         if let Some(v) = env("SCALELAB_PROFILE_OFF_CPU_S").and_then(|v| v.parse().ok()) {
             c.off_cpu_s = v;
         }
+        if let Some(v) = env("SCALELAB_PROFILE_OFF_CPU_SHARE").and_then(|v| v.parse::<f64>().ok()).filter(|v| *v > 0.0 && *v <= 1.0) {
+            c.off_cpu_share = v;
+        }
         if let Some(v) = env("SCALELAB_PROFILE_OFF_CPU_STACK").and_then(|v| v.parse::<u32>().ok()) {
             c.off_cpu_stack = v / 8 * 8;
         }
@@ -66,6 +82,7 @@ impl ProfileConfig {
         if let Some(v) = env("SCALELAB_PROFILE_OFF_CPU_STACKS_PER_S").and_then(|v| v.parse::<u32>().ok()) {
             c.off_cpu_stacks_per_s = v.max(1);
         }
+        c.off_cpu_per_thread = env("SCALELAB_PROFILE_OFF_CPU_PER_THREAD").is_some_and(|v| v == "1");
         if let Some(v) = env("SCALELAB_PROFILE_WATCH_WINDOW_S").and_then(|v| v.parse::<f64>().ok()).filter(|v| *v >= 0.5 && v.is_finite()) {
             c.watch_window_s = v;
         }
@@ -73,6 +90,17 @@ impl ProfileConfig {
             c.nice = v;
         }
         c
+    }
+
+    /// How long each window's off-CPU capture runs, s: `off_cpu_share` of the
+    /// window, at least 1 s (enough sleeps for a lock's share), at most
+    /// `off_cpu_s`; infinite for the whole window.
+    pub fn off_cpu_planned_s(&self) -> f64 {
+        if !self.off_cpu_s.is_finite() {
+            return f64::INFINITY;
+        }
+        let window = self.window_s.unwrap_or(self.watch_window_s);
+        (window * self.off_cpu_share).max(self.off_cpu_s.min(1.0)).min(self.off_cpu_s).max(0.0)
     }
 
     /// perf's `--call-graph` for off-CPU samples, given the unwinding that

@@ -3,7 +3,10 @@
 //! prints: a header line per event, then its frames (leaf first), then a
 //! blank line. On-CPU: each `cpu-clock` sample counts one. Off-CPU: a
 //! `sched:sched_switch` sample is a thread going to sleep with its stack;
-//! the thread's next `PERF_RECORD_SWITCH IN` ends that sleep.
+//! the thread's next switch-in ends that sleep: its `PERF_RECORD_SWITCH IN`
+//! (a capture of the server's threads), or, for a capture of every CPU, the
+//! next `sched_switch` whose `next_pid` is the thread, read from a second
+//! capture without stacks ([`switch_ins`]).
 
 use scalelab_core::sample::{FoldedStack, StackProfile};
 use std::collections::{BTreeMap, HashMap};
@@ -89,9 +92,66 @@ pub fn fold(input: impl BufRead) -> std::io::Result<Folded> {
     fold_threads(input, None)
 }
 
+/// When each thread came back on a CPU: from a system-wide capture of
+/// `sched:sched_switch` filtered on the server's threads as `next_pid`.
+#[derive(Debug, Default)]
+pub struct SwitchIns {
+    /// Per thread, its switch-in times, ns, in order.
+    pub by_tid: HashMap<u32, Vec<u64>>,
+    /// Events perf lost.
+    pub lost: u64,
+    /// First and last event time seen, ns.
+    pub span_ns: Option<(u64, u64)>,
+}
+
+impl SwitchIns {
+    /// The first time `tid` came back on a CPU after `ns`.
+    fn after(&self, tid: u32, ns: u64) -> Option<u64> {
+        let times = self.by_tid.get(&tid)?;
+        times.get(times.partition_point(|&t| t <= ns)).copied()
+    }
+}
+
+fn widen(span: Option<(u64, u64)>, ns: u64) -> Option<(u64, u64)> {
+    Some(span.map_or((ns, ns), |(a, b)| (a.min(ns), b.max(ns))))
+}
+
+/// Reads the switch-ins of a system-wide `sched:sched_switch` capture
+/// without stacks (`perf script` text): each event's `next_pid` came back.
+pub fn switch_ins(input: impl BufRead) -> std::io::Result<SwitchIns> {
+    let mut out = SwitchIns::default();
+    for line in input.lines() {
+        match parse_header(&line?) {
+            Some(Event::Sample { ns, event, trace, .. }) if event == "sched:sched_switch" => {
+                let Some(tid) = trace.split_whitespace().find_map(|w| w.strip_prefix("next_pid=")?.parse::<u32>().ok()) else { continue };
+                out.by_tid.entry(tid).or_default().push(ns);
+                out.span_ns = widen(out.span_ns, ns);
+            }
+            Some(Event::Other { lost, .. }) => out.lost += lost,
+            _ => {}
+        }
+    }
+    for times in out.by_tid.values_mut() {
+        times.sort_unstable();
+    }
+    Ok(out)
+}
+
 /// Folds `perf script` output, keeping the on-CPU samples of the threads
 /// in `keep` only (a system-wide capture), or all of them (None).
 pub fn fold_threads(input: impl BufRead, keep: Option<&std::collections::HashSet<u32>>) -> std::io::Result<Folded> {
+    fold_sleeps(input, keep, None)
+}
+
+/// Folds `perf script` output as [`fold_threads`] does; a sampled sleep
+/// ends at its thread's next switch-in in `ends` when given (a system-wide
+/// off-CPU capture, whose own records carry no switch-ins), else at the
+/// thread's next `PERF_RECORD_SWITCH IN`.
+pub fn fold_sleeps(
+    input: impl BufRead,
+    keep: Option<&std::collections::HashSet<u32>>,
+    ends: Option<&SwitchIns>,
+) -> std::io::Result<Folded> {
     let mut out = Folded::default();
     let mut asleep: HashMap<u32, (u64, String)> = HashMap::new();
     let mut seen: HashMap<u32, ()> = HashMap::new();
@@ -106,7 +166,17 @@ pub fn fold_threads(input: impl BufRead, keep: Option<&std::collections::HashSet
                     s.push(';');
                 }
                 s.push_str(&prev_state(&trace));
-                asleep.insert(tid, (ns, s));
+                match ends.map(|e| e.after(tid, ns)) {
+                    Some(Some(end)) => {
+                        let e = out.off_cpu.entry(s).or_default();
+                        e.0 += end - ns;
+                        e.1 += 1;
+                    }
+                    // Not back by the end of the capture (or its end comes as a record here).
+                    _ => {
+                        asleep.insert(tid, (ns, s));
+                    }
+                }
             }
             Event::Sample { tid, event, .. } if event.starts_with("cpu-clock") => {
                 if keep.is_some_and(|k| !k.contains(&tid)) {
@@ -152,12 +222,21 @@ pub fn fold_threads(input: impl BufRead, keep: Option<&std::collections::HashSet
                 }
             };
             if let Some(ns) = ns {
-                out.span_ns = Some(out.span_ns.map_or((ns, ns), |(a, b)| (a.min(ns), b.max(ns))));
+                out.span_ns = widen(out.span_ns, ns);
             }
             current = Some((ev, Vec::new()));
         }
     }
     finish(current.take(), &mut out, &mut asleep);
+    if let Some(e) = ends {
+        out.lost += e.lost;
+        for ns in e.span_ns.into_iter().flat_map(|(a, b)| [a, b]) {
+            out.span_ns = widen(out.span_ns, ns);
+        }
+        for tid in e.by_tid.keys() {
+            seen.insert(*tid, ());
+        }
+    }
     // Still asleep when the capture ended: asleep until its end.
     let end = out.span_ns.map_or(0, |s| s.1);
     for (_, (from, s)) in asleep {
@@ -222,5 +301,39 @@ mod tests {
         );
         assert_eq!(parse_header("\t    12345 update_counter (/tmp/gl)"), None);
         assert_eq!(parse_header("\t ffffffff821facd8 __schedule ([kernel.kallsyms])"), None);
+    }
+
+    #[test]
+    fn sampled_sleeps_end_at_the_threads_next_switch_in_from_the_second_capture() {
+        // Switch-ins (next_pid) of the server's threads 7 and 8, in time order, as perf prints them.
+        let ins = "\
+ 9/9  10.000100: sched:sched_switch: prev_comm=a prev_pid=9 prev_prio=120 prev_state=R ==> next_comm=srv next_pid=7 next_prio=120
+ 9/9  10.000500: sched:sched_switch: prev_comm=a prev_pid=9 prev_prio=120 prev_state=R ==> next_comm=srv next_pid=7 next_prio=120
+ 9/9  10.002000: sched:sched_switch: prev_comm=a prev_pid=9 prev_prio=120 prev_state=S ==> next_comm=srv next_pid=8 next_prio=120
+";
+        let ends = switch_ins(ins.as_bytes()).unwrap();
+        assert_eq!(ends.by_tid[&7], vec![10_000_100_000, 10_000_500_000]);
+        assert_eq!(ends.span_ns, Some((10_000_100_000, 10_002_000_000)));
+        // Sampled switches out, with their stacks (leaf first).
+        let outs = "\
+ 7/7  10.000200: sched:sched_switch: prev_comm=srv prev_pid=7 prev_prio=120 prev_state=S ==> next_comm=a next_pid=9 next_prio=120
+\t    1234 lock_wait (/srv)
+\t    1000 handler (/srv)
+
+ 7/7  10.000600: sched:sched_switch: prev_comm=srv prev_pid=7 prev_prio=120 prev_state=D ==> next_comm=a next_pid=9 next_prio=120
+\t    3000 read_disk (/srv)
+
+ 8/8  10.001000: sched:sched_switch: prev_comm=srv prev_pid=8 prev_prio=120 prev_state=S ==> next_comm=a next_pid=9 next_prio=120
+\t    2000 epoll_wait (/srv)
+
+";
+        let f = fold_sleeps(outs.as_bytes(), None, Some(&ends)).unwrap();
+        // 7 slept at .000200 and came back at .000500 (not at .000100, before it slept).
+        assert_eq!(f.off_cpu["handler;lock_wait;[S]"], (300_000, 1));
+        assert_eq!(f.off_cpu["epoll_wait;[S]"], (1_000_000, 1));
+        // Never back: asleep until the end of both captures.
+        assert_eq!(f.off_cpu["read_disk;[D]"], (1_400_000, 1));
+        assert_eq!(f.span_ns, Some((10_000_100_000, 10_002_000_000)));
+        assert_eq!(f.threads, 2);
     }
 }

@@ -7,8 +7,12 @@
 //!   (`--no-period -c N`: each sample carries an 8 KiB stack copy, too
 //!   costly at every switch; N chosen per step from the server's switch
 //!   rate in the warm-up, for about 500 stacks/s), and every switch-in time
-//!   (`--switch-events`, cheap) to end the sampled sleeps, over the
-//!   window's first `off_cpu_s` (5 s).
+//!   of the server's threads to end the sampled sleeps, over the window's
+//!   first fifth (1 to 5 s). When allowed, both are captured on every CPU
+//!   with a kernel filter on the server's threads (`-a --filter
+//!   'prev_pid==…'`, and `next_pid` for the switch-ins, a second capture
+//!   without stacks): events attached to the threads themselves cost each
+//!   of their context switches ~3 µs, the filtered ones ~1 µs (docs/profiles.md, Cost).
 //! - Each capture is a `perf record` started disabled when the step begins
 //!   and enabled through its control fifo when the window opens, so perf's
 //!   start-up falls in the warm-up and the capture matches the window.
@@ -88,6 +92,8 @@ pub struct Profiler {
     off_cpu: bool,
     /// On-CPU samples every CPU (`-a`), the server's threads kept when folding.
     all_cpus: bool,
+    /// Off-CPU captured on every CPU, filtered on the server's threads.
+    off_cpu_all_cpus: bool,
     steps: Vec<StepCapture>,
     overhead: Overhead,
     notes: Vec<Record>,
@@ -119,12 +125,14 @@ impl Profiler {
             }
         };
         let off_cpu = avail.off_cpu.is_ok();
+        let off_cpu_all_cpus = avail.off_cpu_all_cpus && !config.off_cpu_per_thread;
         let p = Profiler {
             config,
             dir,
             unwind,
             off_cpu,
             all_cpus: may_sample_all_cpus(),
+            off_cpu_all_cpus,
             steps: Vec::new(),
             overhead: Overhead::default(),
             notes,
@@ -137,14 +145,20 @@ impl Profiler {
         Duration::from_secs_f64(self.config.watch_window_s)
     }
 
+    /// Whether off-CPU is captured on every CPU with a kernel filter on the
+    /// server's threads (else on the threads themselves).
+    pub fn off_cpu_all_cpus(&self) -> bool {
+        self.off_cpu_all_cpus
+    }
+
     /// How user stacks are unwound: `dwarf` or `fp`.
     pub fn unwind(&self) -> &'static str {
         self.unwind
     }
 
     /// Starts a disabled `perf record` of `events` on the server's tree (or
-    /// on every CPU, `all_cpus`), stacks unwound as `call_graph` says.
-    fn record(&self, name: &str, events: &[&str], call_graph: &str, all_cpus: bool) -> Capture {
+    /// on every CPU, `all_cpus`), stacks unwound as `call_graph` says (None: no stacks).
+    fn record(&self, name: &str, events: &[&str], call_graph: Option<&str>, all_cpus: bool) -> Capture {
         let (pids, _) = tree(self.config.pid);
         let pids = pids.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
         let file = self.dir.join(format!("{name}.data"));
@@ -153,7 +167,11 @@ impl Profiler {
         // SAFETY: c_ctl is a valid NUL-terminated path that lives across the call.
         let made = unsafe { libc::mkfifo(c_ctl.as_ptr(), 0o600) } == 0;
         let mut cmd = Command::new(&self.config.perf);
-        cmd.arg("record").args(events).args(["--call-graph", call_graph, "--no-buildid", "--no-buildid-cache", "-q", "-D", "-1"]);
+        cmd.arg("record").args(events);
+        if let Some(graph) = call_graph {
+            cmd.args(["--call-graph", graph]);
+        }
+        cmd.args(["--no-buildid", "--no-buildid-cache", "-q", "-D", "-1"]);
         cmd.arg("--control")
             .arg(format!("fifo:{}", ctl.display()))
             .args(if all_cpus { vec!["-a", "-o"] } else { vec!["-p", &pids, "-o"] })
@@ -182,7 +200,7 @@ impl Profiler {
         let on = self.record(
             &format!("step{step}-on"),
             &["-e", "cpu-clock", "-F", &self.config.rate_hz.to_string()],
-            self.unwind,
+            Some(self.unwind),
             self.all_cpus,
         );
         let every = self.config.off_cpu_every;
@@ -193,6 +211,7 @@ impl Profiler {
             threads: 0,
             on,
             off: None,
+            off_in: None,
             every,
             switches_at,
             tids: Default::default(),
@@ -220,14 +239,34 @@ impl Profiler {
         }
         let (off_graph, _) = self.config.off_cpu_call_graph(self.unwind);
         let c = every.to_string();
-        let off = self.record(
-            &format!("step{step}-off"),
-            &["-e", "sched:sched_switch", "--no-period", "-c", &c, "--switch-events"],
-            &off_graph,
-            false,
-        );
+        // On every CPU with the server's threads in a kernel filter when it
+        // fits (a filter is at most a page), else on the threads themselves.
+        let mut threads: Vec<u32> = tids(self.config.pid).collect();
+        threads.sort_unstable();
+        let filters = self.off_cpu_all_cpus.then(|| switch_filter("prev_pid", &threads).zip(switch_filter("next_pid", &threads))).flatten();
+        let (off, off_in) = match filters {
+            Some((out, back)) => {
+                let off = self.record(
+                    &format!("step{step}-off"),
+                    &["-e", "sched:sched_switch", "--filter", &out, "--no-period", "-c", &c],
+                    Some(&off_graph),
+                    true,
+                );
+                let off_in = self.record(
+                    &format!("step{step}-offin"),
+                    &["-e", "sched:sched_switch", "--filter", &back, "--no-period", "-c", "1"],
+                    None,
+                    true,
+                );
+                (off, Some(off_in))
+            }
+            None => {
+                let events = ["-e", "sched:sched_switch", "--no-period", "-c", &c, "--switch-events"];
+                (self.record(&format!("step{step}-off"), &events, Some(&off_graph), false), None)
+            }
+        };
         let s = self.steps.last_mut().expect("checked above");
-        (s.off, s.every, s.switches_at) = (Some(off), every, None);
+        (s.off, s.off_in, s.every, s.switches_at) = (Some(off), off_in, every, None);
     }
 
     /// The window of the prepared step opened: capturing starts.
@@ -240,9 +279,7 @@ impl Profiler {
         s.threads = tree(self.config.pid).1;
         s.tids.extend(tids(self.config.pid));
         s.on.enable();
-        if let Some(off) = s.off.as_mut() {
-            off.enable();
-        }
+        s.off_cpu().for_each(Capture::enable);
     }
 
     /// Called as the window runs: ends the off-CPU capture after its planned length.
@@ -251,13 +288,14 @@ impl Profiler {
         if self.steps.last().and_then(|s| s.switches_at).is_some_and(|(at, _)| at.elapsed() >= Duration::from_millis(250)) {
             self.start_off_cpu();
         }
-        if !self.config.off_cpu_s.is_finite() {
+        let planned = self.config.off_cpu_planned_s();
+        if !planned.is_finite() {
             return;
         }
-        let planned = Duration::from_secs_f64(self.config.off_cpu_s.max(0.0));
-        if let Some(off) = self.steps.last_mut().and_then(|s| s.off.as_mut()) {
-            if off.enabled_at.is_some_and(|at| at.elapsed() >= planned) {
-                off.disable();
+        let planned = Duration::from_secs_f64(planned);
+        if let Some(s) = self.steps.last_mut() {
+            if s.off.as_ref().is_some_and(|off| off.enabled_at.is_some_and(|at| at.elapsed() >= planned)) {
+                s.off_cpu().for_each(Capture::disable);
             }
         }
     }
@@ -271,13 +309,17 @@ impl Profiler {
         s.on.disable();
         s.tids.extend(tids(self.config.pid));
         s.on.command("stop");
-        if let Some(off) = s.off.as_mut() {
+        let mut perf_cpu_s = 0.0;
+        for off in s.off_cpu() {
             off.disable();
             off.command("stop");
-            s.perf_cpu_s += stop_within(&mut off.child, Duration::from_secs(10));
         }
-        s.perf_cpu_s += stop_within(&mut s.on.child, Duration::from_secs(10));
-        self.overhead.window_cpu_s += s.on.window_cpu_s + s.off.as_ref().map_or(0.0, |o| o.window_cpu_s);
+        for off in s.off_cpu() {
+            perf_cpu_s += stop_within(&mut off.child, Duration::from_secs(10));
+            self.overhead.window_cpu_s += off.window_cpu_s;
+        }
+        s.perf_cpu_s += perf_cpu_s + stop_within(&mut s.on.child, Duration::from_secs(10));
+        self.overhead.window_cpu_s += s.on.window_cpu_s;
         if s.on.duration_ns > 0 {
             self.overhead.windows += 1;
             self.overhead.window_s += s.on.duration_ns as f64 / 1e9;
@@ -285,28 +327,35 @@ impl Profiler {
         self.overhead.record_cpu_s += s.perf_cpu_s;
     }
 
-    /// Folds one capture with `perf script`.
-    fn fold(&mut self, file: &Path, keep: Option<&std::collections::HashSet<u32>>) -> Result<fold::Folded, String> {
+    /// Reads one capture with `perf script`, printing `fields`, through `read`.
+    fn script<T>(
+        &mut self,
+        file: &Path,
+        fields: &str,
+        read: impl FnOnce(BufReader<std::process::ChildStdout>) -> std::io::Result<T>,
+    ) -> Result<(T, std::process::ExitStatus), String> {
         self.overhead.bytes += std::fs::metadata(file).map_or(0, |m| m.len());
         let mut child = Command::new(&self.config.perf)
-            .args([
-                "script",
-                "--no-inline",
-                "--show-switch-events",
-                "--show-lost-events",
-                "-F",
-                "pid,tid,time,event,trace,ip,sym,dso",
-                "-i",
-            ])
+            .args(["script", "--no-inline", "--show-switch-events", "--show-lost-events", "-F", fields, "-i"])
             .arg(file)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| format!("perf script cannot be run: {e}"))?;
-        let folded = fold::fold_threads(BufReader::new(child.stdout.take().expect("piped")), keep);
+        let read = read(BufReader::new(child.stdout.take().expect("piped")));
         let status = child.wait().map_err(|e| e.to_string())?;
-        let folded = folded.map_err(|e| format!("reading perf script's output: {e}"))?;
+        Ok((read.map_err(|e| format!("reading perf script's output: {e}"))?, status))
+    }
+
+    /// Folds one capture with `perf script`; sleeps end at `ends` when given.
+    fn fold(
+        &mut self,
+        file: &Path,
+        keep: Option<&std::collections::HashSet<u32>>,
+        ends: Option<&fold::SwitchIns>,
+    ) -> Result<fold::Folded, String> {
+        let (folded, status) = self.script(file, "pid,tid,time,event,trace,ip,sym,dso", |r| fold::fold_sleeps(r, keep, ends))?;
         if !status.success() && folded.span_ns.is_none() {
             // What perf record said, when it said anything (it was stopped before it was ready, ...).
             let said = std::fs::read_to_string(file.with_extension("log")).unwrap_or_default();
@@ -326,12 +375,27 @@ impl Profiler {
         self.steps = running;
         for s in ended.into_iter().filter(|s| s.on.duration_ns > 0) {
             let mut sample = ProfileSample { step: s.step, unix_ms: s.unix_ms, on_cpu: None, off_cpu: None, perf_cpu_s: s.perf_cpu_s };
-            match self.fold(&s.on.file, self.all_cpus.then_some(&s.tids)) {
+            match self.fold(&s.on.file, self.all_cpus.then_some(&s.tids), None) {
                 Ok(f) => sample.on_cpu = Some(f.on_cpu_profile(s.on.duration_ns, s.threads, self.unwind, self.config.rate_hz)),
                 Err(why) => out.push(Record::Unavailable(Source::Profile, format!("step {}: {why}", s.step + 1))),
             }
             if let Some(off) = &s.off {
-                match self.fold(&off.file, None) {
+                let ends = match &s.off_in {
+                    Some(back) => match self.script(&back.file, "pid,tid,time,event,trace", fold::switch_ins) {
+                        Ok((ins, _)) => Some(ins),
+                        Err(why) => {
+                            out.push(Record::Unavailable(Source::ProfileOffCpu, format!("step {}: switch-ins: {why}", s.step + 1)));
+                            None
+                        }
+                    },
+                    None => None,
+                };
+                let folded = if s.off_in.is_some() && ends.is_none() {
+                    Err("no switch-ins to end the sleeps".to_string())
+                } else {
+                    self.fold(&off.file, None, ends.as_ref())
+                };
+                match folded {
                     Ok(f) => {
                         let unwind = self.config.off_cpu_call_graph(self.unwind).1;
                         sample.off_cpu = Some(f.off_cpu_profile(off.duration_ns, s.threads, unwind, s.every));
@@ -339,9 +403,8 @@ impl Profiler {
                     Err(why) => out.push(Record::Unavailable(Source::ProfileOffCpu, format!("step {}: {why}", s.step + 1))),
                 }
             }
-            let _ = std::fs::remove_file(&s.on.file);
-            if let Some(off) = &s.off {
-                let _ = std::fs::remove_file(&off.file);
+            for c in std::iter::once(&s.on).chain(&s.off).chain(&s.off_in) {
+                let _ = std::fs::remove_file(&c.file);
             }
             out.push(Record::Sample(Sample::Profile(Box::new(sample))));
         }
@@ -361,14 +424,50 @@ impl Profiler {
     }
 }
 
+/// A tracepoint filter that keeps the events whose `field` (`prev_pid`,
+/// `next_pid`) is one of the sorted `tids`: runs of consecutive ids (a
+/// thread pool) as one range. None when it would not fit the kernel's
+/// limit (a page, PERF_EVENT_IOC_SET_FILTER).
+pub(crate) fn switch_filter(field: &str, tids: &[u32]) -> Option<String> {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < tids.len() {
+        let mut j = i;
+        while j + 1 < tids.len() && tids[j + 1] == tids[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j == i { format!("{field}=={}", tids[i]) } else { format!("({field}>={}&&{field}<={})", tids[i], tids[j]) });
+        i = j + 1;
+    }
+    let filter = parts.join("||");
+    (!parts.is_empty() && filter.len() < 4000).then_some(filter)
+}
+
 impl Drop for Profiler {
     fn drop(&mut self) {
         for s in &mut self.steps {
             stop(&mut s.on.child);
-            if let Some(off) = s.off.as_mut() {
+            for off in s.off_cpu() {
                 stop(&mut off.child);
             }
         }
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::switch_filter;
+
+    #[test]
+    fn switch_filters_name_threads_and_runs_of_threads_within_a_page() {
+        assert_eq!(switch_filter("prev_pid", &[5, 6, 7, 9]).unwrap(), "(prev_pid>=5&&prev_pid<=7)||prev_pid==9");
+        assert_eq!(switch_filter("next_pid", &[42]).unwrap(), "next_pid==42");
+        assert_eq!(switch_filter("next_pid", &[]), None);
+        // A thousand threads in one pool fit as one range; a thousand scattered ones do not.
+        let pool: Vec<u32> = (1000..2000).collect();
+        assert_eq!(switch_filter("prev_pid", &pool).unwrap(), "(prev_pid>=1000&&prev_pid<=1999)");
+        let scattered: Vec<u32> = (0..1000).map(|i| 100_000 + 2 * i).collect();
+        assert_eq!(switch_filter("prev_pid", &scattered), None);
     }
 }
