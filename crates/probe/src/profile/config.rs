@@ -43,7 +43,7 @@ pub struct ProfileConfig {
 impl ProfileConfig {
     /// 99 Hz, off-CPU over the first fifth of each window (1 to 5 s) with
     /// about 500 switches a second sampled with 8 KiB of stack (every switch
-    /// of the server still costs it ~1 µs while it runs), `perf` from `SCALELAB_PERF`
+    /// of the server still costs it ~1.6 µs while it runs), `perf` from `SCALELAB_PERF`
     /// or the PATH; `SCALELAB_PROFILE_HZ`, `SCALELAB_PROFILE_OFF_CPU_S`,
     /// `SCALELAB_PROFILE_OFF_CPU_SHARE`, `SCALELAB_PROFILE_OFF_CPU_STACK` and
     /// `SCALELAB_PROFILE_NICE` change the defaults (docs/profiles.md, Cost).

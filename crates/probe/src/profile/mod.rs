@@ -12,7 +12,7 @@
 //!   with a kernel filter on the server's threads (`-a --filter
 //!   'prev_pid==…'`, and `next_pid` for the switch-ins, a second capture
 //!   without stacks): events attached to the threads themselves cost each
-//!   of their context switches ~3 µs, the filtered ones ~1 µs (docs/profiles.md, Cost).
+//!   of their context switches ~3.6 µs, the filtered ones ~1.6 µs (docs/profiles.md, Cost).
 //! - Each capture is a `perf record` started disabled when the step begins
 //!   and enabled through its control fifo when the window opens, so perf's
 //!   start-up falls in the warm-up and the capture matches the window.
@@ -357,12 +357,26 @@ impl Profiler {
     ) -> Result<fold::Folded, String> {
         let (folded, status) = self.script(file, "pid,tid,time,event,trace,ip,sym,dso", |r| fold::fold_sleeps(r, keep, ends))?;
         if !status.success() && folded.span_ns.is_none() {
-            // What perf record said, when it said anything (it was stopped before it was ready, ...).
-            let said = std::fs::read_to_string(file.with_extension("log")).unwrap_or_default();
-            let said = said.lines().map(str::trim).rfind(|l| !l.is_empty()).map(|l| format!("; perf record said: {l}")).unwrap_or_default();
-            return Err(format!("perf script could not read {} ({status}){said}", file.display()));
+            return Err(Self::unreadable(file, status));
         }
         Ok(folded)
+    }
+
+    /// Reads the switch-ins of a system-wide off-CPU capture with `perf script`.
+    fn switch_ins(&mut self, file: &Path) -> Result<fold::SwitchIns, String> {
+        let (ins, status) = self.script(file, "pid,tid,time,event,trace", fold::switch_ins)?;
+        if !status.success() && ins.span_ns.is_none() {
+            return Err(Self::unreadable(file, status));
+        }
+        Ok(ins)
+    }
+
+    /// Why `perf script` could not read a capture, with what perf record said.
+    fn unreadable(file: &Path, status: std::process::ExitStatus) -> String {
+        // What perf record said, when it said anything (it was stopped before it was ready, ...).
+        let said = std::fs::read_to_string(file.with_extension("log")).unwrap_or_default();
+        let said = said.lines().map(str::trim).rfind(|l| !l.is_empty()).map(|l| format!("; perf record said: {l}")).unwrap_or_default();
+        format!("perf script could not read {} ({status}){said}", file.display())
     }
 
     /// Folds the captures of the steps that ended (their perf stopped) into
@@ -380,20 +394,9 @@ impl Profiler {
                 Err(why) => out.push(Record::Unavailable(Source::Profile, format!("step {}: {why}", s.step + 1))),
             }
             if let Some(off) = &s.off {
-                let ends = match &s.off_in {
-                    Some(back) => match self.script(&back.file, "pid,tid,time,event,trace", fold::switch_ins) {
-                        Ok((ins, _)) => Some(ins),
-                        Err(why) => {
-                            out.push(Record::Unavailable(Source::ProfileOffCpu, format!("step {}: switch-ins: {why}", s.step + 1)));
-                            None
-                        }
-                    },
-                    None => None,
-                };
-                let folded = if s.off_in.is_some() && ends.is_none() {
-                    Err("no switch-ins to end the sleeps".to_string())
-                } else {
-                    self.fold(&off.file, None, ends.as_ref())
+                let folded = match s.off_in.as_ref().map(|back| self.switch_ins(&back.file)).transpose() {
+                    Ok(ends) => self.fold(&off.file, None, ends.as_ref()),
+                    Err(why) => Err(format!("switch-ins: {why}")),
                 };
                 match folded {
                     Ok(f) => {
