@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs scalelab: the stripped release binary, shell completions (bash,
+# Installs scalelab: the release binary (no debug info, symbol table kept), shell completions (bash,
 # zsh, fish) and the man pages, all generated from the same clap definitions.
 #
 #   ./scripts/install.sh                 # as root: under /usr/local; otherwise under ~/.local

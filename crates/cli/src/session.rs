@@ -102,8 +102,11 @@ struct Profiling {
     prepared: Option<usize>,
     open: Option<usize>,
     overhead: Option<Overhead>,
-    /// A watch's profiled window: its index and when it opened.
-    window: Option<(usize, Instant)>,
+    /// A watch's profiled window: its index and when it opened (None:
+    /// its captures are starting).
+    window: Option<(usize, Option<Instant>)>,
+    /// Holds a step's warm-up until perf is started ([`EngineOptions::hold_warmup`]).
+    hold: Arc<AtomicBool>,
 }
 
 impl Profiling {
@@ -123,43 +126,70 @@ impl Profiling {
         Profiling { profiler, pending, notices, ..Default::default() }
     }
 
+    /// The engine's options for a profiled run: its warm-ups may be held
+    /// until perf is started, so perf's start is not paid in the window.
+    fn engine(&self, engine: &EngineOptions) -> EngineOptions {
+        let hold_warmup = if self.profiler.is_some() { Some(self.hold.clone()) } else { engine.hold_warmup.clone() };
+        EngineOptions { hold_warmup, ..engine.clone() }
+    }
+
     /// A tick of step `index`. perf starts (disabled) at the step's first
     /// warm-up tick, when the clients are connected and their server threads
-    /// exist (perf attaches to the threads there are), and is enabled when
-    /// the window opens (the first tick past the warm-up).
-    fn tick(&mut self, index: usize, tick: &LiveTick) {
+    /// exist (perf attaches to the threads there are), and holds the
+    /// warm-up past its planned end until it is started; it is enabled
+    /// then, and the hold released (the window opens within 250 ms). An
+    /// engine that does not hold (a coordinator's agents) opens the window
+    /// on time, and perf is enabled then, counting from when it answers.
+    fn tick(&mut self, index: usize, plan: &StepPlan, tick: &LiveTick) {
         let Some(p) = self.profiler.as_mut() else { return };
         if self.prepared != Some(index) {
+            self.hold.store(true, Ordering::Release);
             p.prepare_step(index);
             self.prepared = Some(index);
         }
-        if !tick.warming_up && self.open != Some(index) {
-            p.open_window();
-            self.open = Some(index);
-        }
         p.tick();
+        let planned_over = !tick.warming_up || tick.elapsed_s >= plan.warmup_s;
+        if self.open != Some(index) && planned_over && (!tick.warming_up || p.ready()) {
+            p.open_window();
+            if tick.warming_up {
+                p.held_warmup((tick.elapsed_s - plan.warmup_s).max(0.0));
+            }
+            self.open = Some(index);
+            self.hold.store(false, Ordering::Release);
+        }
     }
 
     /// A watch's tick: its windows follow one another, each folded and
     /// stored as a step's profile as soon as it ends (docs/profiles.md).
+    /// A window opens once its captures are started (perf answers), so
+    /// perf's start is not counted in it.
     fn watch_tick(&mut self) {
         let Some(p) = self.profiler.as_mut() else { return };
-        let next = match self.window {
-            None => 0,
-            Some((i, at)) if at.elapsed() >= p.watch_window() => {
+        p.tick();
+        match self.window {
+            None => {
+                p.prepare_step(0);
+                self.window = Some((0, None));
+            }
+            Some((i, None)) => {
+                if p.ready() {
+                    p.open_window();
+                    self.window = Some((i, Some(Instant::now())));
+                }
+            }
+            Some((i, Some(at))) if at.elapsed() >= p.watch_window() => {
                 p.end_step();
                 self.pending.extend(p.fold_ended());
-                i + 1
+                p.prepare_step(i + 1);
+                self.window = Some((i + 1, None));
             }
-            Some(_) => return p.tick(),
-        };
-        p.prepare_step(next);
-        p.open_window();
-        self.window = Some((next, Instant::now()));
+            Some(_) => {}
+        }
     }
 
     /// The step ended: its window's capture is closed.
     fn end_step(&mut self) {
+        self.hold.store(false, Ordering::Release);
         if let (Some(p), Some(_)) = (self.profiler.as_mut(), self.open.take()) {
             p.end_step();
         }
@@ -261,10 +291,11 @@ impl Session {
         let unit = self.plan.throughput_unit().to_string();
         let mut failed_step: Option<String> = None;
         let mut store_error = None;
+        let engine = &self.profile.engine(engine);
         let end = run_sweep_with(runner, &steps, engine, max_failed_steps, &mut |ev| match ev {
             SweepEvent::StepStarted { index, plan } => observer.step_started(index, plan),
             SweepEvent::Tick { index, tick } => {
-                self.profile.tick(index, tick);
+                self.profile.tick(index, &steps[index], tick);
                 self.drain(observer);
                 observer.tick(index, &steps[index], tick);
             }
@@ -302,8 +333,9 @@ impl Session {
     ) -> Result<StepResult, StoreError> {
         self.plan.steps.push(plan.clone());
         observer.step_started(index, plan);
+        let engine = &self.profile.engine(engine);
         let result = run_step(driver, plan, engine, &mut |tick| {
-            self.profile.tick(index, tick);
+            self.profile.tick(index, plan, tick);
             self.drain(observer);
             observer.tick(index, plan, tick);
         });

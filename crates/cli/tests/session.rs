@@ -99,7 +99,14 @@ fn a_session_in_process_reports_its_steps_and_typed_samples_to_the_observer_and_
     let id = session.run_id().expect("recorded");
     let config = HttpConfig::get(&format!("http://{addr}/"), Duration::from_secs(5));
     let driver = Arc::new(HttpDriver::new(&config).unwrap());
-    let engine = EngineOptions { threads: 1, pin_cpus: vec![], slice_us: None, stop: Arc::new(AtomicBool::new(false)), netns: None };
+    let engine = EngineOptions {
+        threads: 1,
+        pin_cpus: vec![],
+        slice_us: None,
+        stop: Arc::new(AtomicBool::new(false)),
+        netns: None,
+        hold_warmup: None,
+    };
     let mut seen = Recorder::default();
     let swept = session.sweep(&driver, &engine, 1, &mut seen);
     session.stop_probes(&mut seen);

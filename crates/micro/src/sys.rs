@@ -6,8 +6,7 @@ use crate::skip::Skip;
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::Path;
 
 /// The last OS error as an "unavailable" reason naming the call.
 pub(crate) fn os_skip(what: &str) -> Skip {
@@ -266,35 +265,28 @@ impl Drop for PinGuard {
     }
 }
 
-/// A temporary file in the temp dir, removed on drop.
+/// A scratch file for the file benchmarks, created with an unpredictable
+/// name and `O_EXCL` (scalelab runs as root: a fixed name in /tmp could be
+/// a link planted to make it overwrite another file); removed when dropped.
 pub(crate) struct TempFile {
-    pub path: PathBuf,
+    pub path: tempfile::TempPath,
     pub c_path: CString,
 }
 
 impl TempFile {
     /// Creates a file of `len` bytes (a repeating pattern, so reads see data).
     pub fn create(tag: &str, len: usize) -> io::Result<TempFile> {
-        static SEQ: AtomicU64 = AtomicU64::new(0);
-        let n = SEQ.fetch_add(1, Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!("scalelab-micro-{}-{n}-{tag}", std::process::id()));
-        let c_path = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| io::Error::other("temp path contains NUL"))?;
-        let file = TempFile { path, c_path };
+        let mut f = tempfile::Builder::new().prefix(&format!("scalelab-micro-{tag}-")).tempfile()?;
         let chunk: Vec<u8> = (0..1 << 20).map(|i| (i % 251) as u8).collect();
-        let mut f = std::fs::File::create(&file.path)?;
         let mut left = len;
         while left > 0 {
             let k = left.min(chunk.len());
             std::io::Write::write_all(&mut f, &chunk[..k])?;
             left -= k;
         }
-        Ok(file)
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+        let path = f.into_temp_path();
+        let c_path = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| io::Error::other("temp path contains NUL"))?;
+        Ok(TempFile { path, c_path })
     }
 }
 

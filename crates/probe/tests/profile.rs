@@ -116,7 +116,13 @@ fn c_program_profile(per_thread: bool) {
     let root = unsafe { libc::geteuid() } == 0;
     assert_eq!(profiler.off_cpu_all_cpus(), root && !per_thread, "every CPU as root unless asked otherwise");
     profiler.prepare_step(0);
-    std::thread::sleep(Duration::from_millis(300));
+    // As a sweep does: the window opens once perf is started (it answers a ping).
+    let started = std::time::Instant::now();
+    while !profiler.ready() {
+        assert!(started.elapsed() < Duration::from_secs(30), "perf never answered");
+        std::thread::sleep(Duration::from_millis(50));
+        profiler.tick();
+    }
     profiler.open_window();
     for _ in 0..15 {
         std::thread::sleep(Duration::from_millis(100));

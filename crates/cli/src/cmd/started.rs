@@ -116,6 +116,6 @@ pub fn begin<D>(store: Store, a: &SweepArgs, mut common: Common, prepared: Prepa
     let session = Session::begin(store, kind, plan, &env, probes)?;
     let run_id = session.run_id().expect("a sweep is recorded");
     let netns = common.client_net.as_ref().map(|n| n.netns_path());
-    let engine = EngineOptions { threads: common.threads, pin_cpus, slice_us, stop: stop.clone(), netns };
+    let engine = EngineOptions { threads: common.threads, pin_cpus, slice_us, stop: stop.clone(), netns, hold_warmup: None };
     Ok(Started { session, driver, specimen, engine, run_id, label, workload, stop, client_net: common.client_net, agents: common.agents })
 }

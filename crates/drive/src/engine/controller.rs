@@ -24,16 +24,23 @@ pub(super) struct Window {
     pub(super) partial: bool,
 }
 
+/// How far ahead of now a held warm-up's end is kept.
+const HOLD_LEAD: Duration = Duration::from_millis(200);
+
 /// Waits for every worker to connect, sets the deadlines (warm-up, then
 /// window), lets the workers go, and runs until the window's end. `live`
 /// gets a tick about every 250 ms; `sec_rx` brings each finished second's
-/// histogram for the live percentiles.
+/// histogram for the live percentiles. While `hold` is set the warm-up
+/// does not end (for at most [`MAX_WARMUP_HOLD`](super::MAX_WARMUP_HOLD)
+/// past its planned end): the window and its end move later.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn control(
     shared: &Shared,
     warmup: Duration,
     window: Duration,
     gates: &Gates,
     stop: &AtomicBool,
+    hold: Option<&AtomicBool>,
     sec_rx: &mpsc::Receiver<(u32, LatencyHistogram)>,
     live: &mut dyn FnMut(&LiveTick),
 ) -> Window {
@@ -51,9 +58,18 @@ pub(super) fn control(
     let mut stopped_at = None;
     loop {
         let now = Instant::now();
-        let (warm_end, window_end) = (shared.warm_end(), shared.window_end());
+        let (mut warm_end, window_end) = (shared.warm_end(), shared.window_end());
         if now >= window_end {
             break;
+        }
+        let held = hold.is_some_and(|h| h.load(Ordering::Acquire)) && !stop.load(Ordering::Relaxed);
+        if cpu_start.is_none() && now + HOLD_LEAD >= warm_end && held && now < load_start + warmup + super::MAX_WARMUP_HOLD {
+            // Held: the warm-up goes on, the window follows it whole. The
+            // end is kept ahead by more than this loop's period, so no
+            // worker sees the window open before it is moved.
+            warm_end = now + HOLD_LEAD + Duration::from_millis(50);
+            shared.set_warm_end(warm_end);
+            shared.set_window_end(warm_end + window);
         }
         if cpu_start.is_none() && now >= warm_end {
             cpu_start = Some(cpu::process_cpu_s());

@@ -67,7 +67,16 @@ pub struct EngineOptions {
     /// thread enters before it connects, so the clients' traffic takes that
     /// namespace's network (`--client-net`); None: this process's own.
     pub netns: Option<std::path::PathBuf>,
+    /// While set when the warm-up would end, the warm-up goes on (the
+    /// window moves later, by at most [`MAX_WARMUP_HOLD`]): a probe that
+    /// must be ready when the window opens (`--profile`'s perf, whose start
+    /// takes a second of CPU on a loaded machine) holds it, so its start
+    /// is not paid inside the window. None: the warm-up ends on time.
+    pub hold_warmup: Option<Arc<AtomicBool>>,
 }
+
+/// The longest a warm-up is held past its planned end ([`EngineOptions::hold_warmup`]).
+pub const MAX_WARMUP_HOLD: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Runs one step and returns its merged result. `live` is called from the
 /// calling thread about every 250 ms.
@@ -101,7 +110,7 @@ pub fn run_step<D: Driver>(driver: &Arc<D>, plan: &StepPlan, opts: &EngineOption
     }
     drop(sec_tx);
 
-    let window = controller::control(&shared, plan.warmup(), plan.window(), &gates, &opts.stop, &sec_rx, live);
+    let window = controller::control(&shared, plan.warmup(), plan.window(), &gates, &opts.stop, opts.hold_warmup.as_deref(), &sec_rx, live);
     let mut merge = Merge::new(n_seconds);
     for h in handles {
         merge.add(&h.join().expect("a client thread panicked"));

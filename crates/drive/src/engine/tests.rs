@@ -48,7 +48,7 @@ fn seen(threads: u32, pin_cpus: Vec<usize>, slice_us: Option<u64>) -> Vec<(u32, 
     let seen = Arc::new(Mutex::new(Vec::new()));
     let driver = Arc::new(MaskDriver { seen: seen.clone() });
     let plan = StepPlan { concurrency: 4, warmup_s: 0.0, window_s: 0.1, pause_s: 0.0, think_time_s: 0.0, open_loop: None };
-    let opts = EngineOptions { threads, pin_cpus, slice_us, stop: Arc::new(AtomicBool::new(false)), netns: None };
+    let opts = EngineOptions { threads, pin_cpus, slice_us, stop: Arc::new(AtomicBool::new(false)), netns: None, hold_warmup: None };
     let r = run_step(&driver, &plan, &opts, &mut |_| {});
     assert!(r.requests > 0, "the clients ran");
     let v = seen.lock().unwrap().clone();
@@ -96,7 +96,14 @@ fn only_a_client_thread_with_one_connection_waits_in_a_blocking_socket() {
         let blocking = Arc::new(Mutex::new(Vec::new()));
         let driver = Arc::new(SettleDriver { blocking: blocking.clone() });
         let plan = StepPlan { concurrency: clients, warmup_s: 0.0, window_s: 0.1, pause_s: 0.0, think_time_s: 0.0, open_loop: None };
-        let opts = EngineOptions { threads, pin_cpus: Vec::new(), slice_us: None, stop: Arc::new(AtomicBool::new(false)), netns: None };
+        let opts = EngineOptions {
+            threads,
+            pin_cpus: Vec::new(),
+            slice_us: None,
+            stop: Arc::new(AtomicBool::new(false)),
+            netns: None,
+            hold_warmup: None,
+        };
         let r = run_step(&driver, &plan, &opts, &mut |_| {});
         assert!(r.requests > 0, "the clients ran");
         assert_eq!(*blocking.lock().unwrap(), vec![blocks; clients as usize], "{clients} clients on {threads} threads");
@@ -141,7 +148,14 @@ impl Client for SlowClient {
 fn slow_step(delay_ms: u64, answered: u64) -> StepResult {
     let driver = Arc::new(SlowDriver { delay: Duration::from_millis(delay_ms), answered });
     let plan = StepPlan { concurrency: 3, warmup_s: 0.0, window_s: 1.0, pause_s: 0.0, think_time_s: 0.0, open_loop: None };
-    let opts = EngineOptions { threads: 2, pin_cpus: Vec::new(), slice_us: None, stop: Arc::new(AtomicBool::new(false)), netns: None };
+    let opts = EngineOptions {
+        threads: 2,
+        pin_cpus: Vec::new(),
+        slice_us: None,
+        stop: Arc::new(AtomicBool::new(false)),
+        netns: None,
+        hold_warmup: None,
+    };
     run_step(&driver, &plan, &opts, &mut |_| {})
 }
 
@@ -273,7 +287,14 @@ fn paced_step(delay_ms: u64, stall: bool, open: Option<(f64, u32)>, clients: u32
         max_in_flight,
     });
     let plan = StepPlan { concurrency: clients, warmup_s: 0.1, window_s: 1.0, pause_s: 0.0, think_time_s: 0.0, open_loop };
-    let opts = EngineOptions { threads: 2, pin_cpus: Vec::new(), slice_us: None, stop: Arc::new(AtomicBool::new(false)), netns: None };
+    let opts = EngineOptions {
+        threads: 2,
+        pin_cpus: Vec::new(),
+        slice_us: None,
+        stop: Arc::new(AtomicBool::new(false)),
+        netns: None,
+        hold_warmup: None,
+    };
     let r = run_step(&driver, &plan, &opts, &mut |_| {});
     let most = most_out.load(std::sync::atomic::Ordering::SeqCst);
     (r, most)
@@ -374,7 +395,14 @@ impl Client for StallingClient {
 fn a_client_that_falls_behind_sends_late_rather_than_drops() {
     let open_loop = Some(scalelab_core::OpenLoopPlan { rate_per_s: 1000.0, arrival: scalelab_core::Arrival::Constant, max_in_flight: 8 });
     let plan = StepPlan { concurrency: 8, warmup_s: 0.0, window_s: 1.0, pause_s: 0.0, think_time_s: 0.0, open_loop };
-    let opts = EngineOptions { threads: 1, pin_cpus: Vec::new(), slice_us: None, stop: Arc::new(AtomicBool::new(false)), netns: None };
+    let opts = EngineOptions {
+        threads: 1,
+        pin_cpus: Vec::new(),
+        slice_us: None,
+        stop: Arc::new(AtomicBool::new(false)),
+        netns: None,
+        hold_warmup: None,
+    };
     let r = run_step(&Arc::new(StallingClientDriver::default()), &plan, &opts, &mut |_| {});
     // ~150 arrivals came due while the client's thread was blocked: the
     // client's lateness, sent late (and counted), not dropped for the server
@@ -384,4 +412,34 @@ fn a_client_that_falls_behind_sends_late_rather_than_drops() {
     let late = r.late_sends.unwrap();
     assert!(late >= 100, "about 150 late sends, not {late}");
     assert!(r.latency.quantile_ms(0.99).unwrap() >= 100.0, "their lateness is in the latency");
+}
+
+#[test]
+fn a_held_warm_up_goes_on_until_released_and_the_window_then_runs_whole() {
+    let driver = Arc::new(MaskDriver { seen: Arc::new(Mutex::new(Vec::new())) });
+    let plan = StepPlan { concurrency: 2, warmup_s: 0.1, window_s: 0.5, pause_s: 0.0, think_time_s: 0.0, open_loop: None };
+    let hold = Arc::new(AtomicBool::new(true));
+    let opts = EngineOptions {
+        threads: 1,
+        pin_cpus: Vec::new(),
+        slice_us: None,
+        stop: Arc::new(AtomicBool::new(false)),
+        netns: None,
+        hold_warmup: Some(hold.clone()),
+    };
+    let mut ticks = Vec::new();
+    let started = std::time::Instant::now();
+    let r = run_step(&driver, &plan, &opts, &mut |t| {
+        ticks.push((t.elapsed_s, t.warming_up));
+        // Released 0.7 s into the load, well past the planned 0.1 s warm-up.
+        if t.elapsed_s >= 0.7 {
+            hold.store(false, std::sync::atomic::Ordering::Release);
+        }
+    });
+    let first_window_tick = ticks.iter().find(|(_, w)| !w).expect("the window opened");
+    assert!(first_window_tick.0 >= 0.7, "the warm-up was held until released: {ticks:?}");
+    assert!(ticks.iter().filter(|(e, _)| *e < 0.7).all(|(_, w)| *w), "still warming up while held: {ticks:?}");
+    assert!((r.window_s - 0.5).abs() < 0.05, "the window ran whole: {} s", r.window_s);
+    assert!(started.elapsed().as_secs_f64() >= 1.2, "warm-up held, then the whole window");
+    assert!(r.requests > 0);
 }

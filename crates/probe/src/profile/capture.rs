@@ -1,18 +1,37 @@
 //! One `perf record` process per capture: started disabled, switched on and
-//! off through its control fifo, stopped with its CPU time accounted.
+//! off through its control fifo, each command's effect taken when perf
+//! acknowledges it, stopped with its CPU time accounted.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
+use std::io::Read;
 use std::path::PathBuf;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
+/// A command sent to perf and not yet acknowledged.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Cmd {
+    Ping,
+    Enable,
+    Disable,
+}
+
 /// One `perf record`, started disabled (`-D -1`) before the window and
-/// switched on and off through its control fifo (`--control fifo:`), so
-/// perf's own start-up (seconds on a loaded machine) falls in the warm-up.
+/// switched on and off through its control fifo (`--control fifo:ctl,ack`).
+/// perf reads commands only once it has started (a second of CPU, more on
+/// a loaded machine): a ping's acknowledgement says it is ready, and a
+/// capture's length runs from the acknowledgement of `enable` to that of
+/// `disable`, not from when they were sent.
 pub(super) struct Capture {
     pub(super) file: PathBuf,
     pub(super) ctl: PathBuf,
+    /// The read end of perf's acknowledgement fifo.
+    pub(super) ack: Option<std::fs::File>,
     pub(super) child: Option<Child>,
+    /// Sent, not yet acknowledged, oldest first.
+    pub(super) pending: VecDeque<Cmd>,
+    /// perf acknowledged a command: it is started and reading them.
+    pub(super) ready: bool,
     /// When it was enabled, and for how long it has been, ns.
     pub(super) enabled_at: Option<Instant>,
     pub(super) duration_ns: u64,
@@ -30,36 +49,134 @@ pub(super) fn cpu_time_s(pid: u32) -> f64 {
 }
 
 impl Capture {
-    /// Sends a control command (`enable`, `disable`); waits up to 3 s for
-    /// perf to open its control fifo. False when perf is not there.
-    pub(super) fn command(&self, cmd: &str) -> bool {
+    /// Sends a control command without waiting for it; false when perf is
+    /// not there (never started, or not yet listening: it opens its fifo
+    /// within milliseconds of starting, so the caller tries again later).
+    fn send(&mut self, cmd: Cmd) -> bool {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
-        let deadline = Instant::now() + Duration::from_secs(3);
-        loop {
-            match std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(&self.ctl) {
-                Ok(mut f) => return f.write_all(format!("{cmd}\n").as_bytes()).is_ok(),
-                Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-                Err(_) => return false,
+        if self.child.is_none() {
+            return false;
+        }
+        let text = match cmd {
+            Cmd::Ping => "ping\n",
+            Cmd::Enable => "enable\n",
+            Cmd::Disable => "disable\n",
+        };
+        let sent = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&self.ctl)
+            .and_then(|mut f| f.write_all(text.as_bytes()))
+            .is_ok();
+        if sent {
+            self.pending.push_back(cmd);
+        }
+        sent
+    }
+
+    /// Tells perf to stop (it writes its file and exits); not acknowledged.
+    pub(super) fn stop_command(&self) {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        if let Ok(mut f) = std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(&self.ctl) {
+            let _ = f.write_all(b"stop\n");
+        }
+    }
+
+    /// Takes the acknowledgements perf has written, each the effect of the
+    /// oldest pending command, now: ready, enabled, disabled.
+    pub(super) fn poll(&mut self) {
+        let Some(ack) = self.ack.as_mut() else { return };
+        let mut buf = [0u8; 256];
+        // perf writes "ack\n" and a NUL per command.
+        let n = match ack.read(&mut buf) {
+            Ok(n) => n,
+            Err(_) => return,
+        };
+        let acks = buf[..n].windows(4).filter(|w| w == b"ack\n").count();
+        for _ in 0..acks {
+            self.ready = true;
+            match self.pending.pop_front() {
+                Some(Cmd::Enable) => {
+                    self.enabled_at = Some(Instant::now());
+                    self.cpu_at_enable = self.child.as_ref().map_or(0.0, |c| cpu_time_s(c.id()));
+                }
+                Some(Cmd::Disable) => self.closed(),
+                Some(Cmd::Ping) | None => {}
             }
         }
     }
 
-    pub(super) fn enable(&mut self) {
-        if self.child.is_some() && self.enabled_at.is_none() && !self.done && self.command("enable") {
-            self.enabled_at = Some(Instant::now());
-            self.cpu_at_enable = self.child.as_ref().map_or(0.0, |c| cpu_time_s(c.id()));
+    /// Whether perf is started (a command acknowledged), pinging it first
+    /// when nothing has been sent; a perf that is gone is not waited for.
+    pub(super) fn is_ready(&mut self) -> bool {
+        if self.ready || self.child.is_none() || self.exited() {
+            return true;
+        }
+        if self.pending.is_empty() {
+            self.send(Cmd::Ping);
+        }
+        self.poll();
+        self.ready
+    }
+
+    /// Whether perf has exited (not reaped: its CPU time is read when it is).
+    fn exited(&self) -> bool {
+        let Some(c) = &self.child else { return true };
+        // SAFETY: an all-zero siginfo_t is a valid value for waitid to fill.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: polls our own child without reaping it (WNOWAIT); info is a live local.
+        let r = unsafe { libc::waitid(libc::P_PID, c.id(), &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT) };
+        // SAFETY: si_pid is set by waitid when a child changed state, else left 0.
+        r != 0 || unsafe { info.si_pid() } != 0
+    }
+
+    /// Waits up to `limit` for every pending command to be acknowledged.
+    pub(super) fn settle(&mut self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        loop {
+            self.poll();
+            if self.pending.is_empty() || self.exited() || Instant::now() >= deadline {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(2));
         }
     }
 
+    /// Switches the capture on; it counts from perf's acknowledgement.
+    pub(super) fn enable(&mut self) {
+        if !self.done && self.enabled_at.is_none() && !self.pending.contains(&Cmd::Enable) {
+            self.send(Cmd::Enable);
+        }
+    }
+
+    /// Switches the capture off for good; its length ends at perf's
+    /// acknowledgement (or now, when perf does not answer).
     pub(super) fn disable(&mut self) {
+        if self.done {
+            return;
+        }
+        self.done = true;
+        if self.enabled_at.is_some() || self.pending.contains(&Cmd::Enable) {
+            self.send(Cmd::Disable);
+        }
+    }
+
+    /// The capture was switched off: its length and perf's CPU time in it.
+    fn closed(&mut self) {
         if let Some(at) = self.enabled_at.take() {
-            self.command("disable");
             self.duration_ns += at.elapsed().as_nanos() as u64;
             let now = self.child.as_ref().map_or(0.0, |c| cpu_time_s(c.id()));
             self.window_cpu_s += (now - self.cpu_at_enable).max(0.0);
         }
-        self.done = true;
+    }
+
+    /// Before perf is stopped: a disable not acknowledged in time ends the
+    /// capture now, and an enable never acknowledged leaves it empty.
+    pub(super) fn close_unanswered(&mut self) {
+        self.pending.clear();
+        self.closed();
     }
 }
 

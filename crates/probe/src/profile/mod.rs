@@ -14,8 +14,12 @@
 //!   without stacks): events attached to the threads themselves cost each
 //!   of their context switches ~3.6 µs, the filtered ones ~1.6 µs (docs/profiles.md, Cost).
 //! - Each capture is a `perf record` started disabled when the step begins
-//!   and enabled through its control fifo when the window opens, so perf's
-//!   start-up falls in the warm-up and the capture matches the window.
+//!   and enabled through its control fifo when the window opens. perf reads
+//!   its fifo only once started (0.15-0.25 CPU-s each, a second or more of
+//!   wall time on a loaded machine): the sweep holds the step's warm-up
+//!   until every capture has answered a ping ([`Profiler::ready`]), so
+//!   perf's start is not paid inside the window, and a capture's length
+//!   runs from perf's acknowledgement of `enable` to that of `disable`.
 //! - Symbols: `perf script`'s own resolution (symbol tables, debug info and
 //!   debug-link files, inlined frames); unresolved frames as `module+0xoffset`.
 //!
@@ -60,6 +64,9 @@ pub struct Overhead {
     pub fold_s: f64,
     /// Size of the captures, bytes.
     pub bytes: u64,
+    /// How long the steps' warm-ups were held past their planned end for
+    /// perf to start, s, in all.
+    pub warmup_held_s: f64,
 }
 
 impl Overhead {
@@ -70,13 +77,18 @@ impl Overhead {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
         let share = if self.window_s > 0.0 { 100.0 * self.window_cpu_s / (self.window_s * cpus) } else { 0.0 };
         format!(
-            "profile: perf record used {:.2} CPU-s in {} window(s) of {:.1} s ({share:.1} % of {cpus} CPUs; {:.2} CPU-s with its start and stop); {:.1} MB folded in {:.1} s after the run",
+            "profile: perf record used {:.2} CPU-s in {} window(s) of {:.1} s ({share:.1} % of {cpus} CPUs; {:.2} CPU-s with its start and stop){held}; {:.1} MB folded in {:.1} s after the run",
             self.window_cpu_s,
             self.windows,
             self.window_s,
             self.record_cpu_s,
             self.bytes as f64 / 1e6,
-            self.fold_s
+            self.fold_s,
+            held = if self.warmup_held_s >= 0.05 {
+                format!("; warm-ups held {:.1} s in all for perf to start", self.warmup_held_s)
+            } else {
+                String::new()
+            }
         )
     }
 }
@@ -104,11 +116,18 @@ impl Profiler {
     /// with the reasons as records (`unavailable.profile`) and notices of
     /// what was done (tracefs mounted) to tell the user.
     pub fn start(config: ProfileConfig) -> (Option<Profiler>, Vec<Record>, Vec<String>) {
-        let dir = std::env::temp_dir().join(format!("scalelab-profile-{}-{}", std::process::id(), unix_ms()));
-        if let Err(e) = std::fs::create_dir_all(&dir) {
-            let why = format!("cannot create {} for perf's captures: {e}; fix: set TMPDIR to a writable directory", dir.display());
-            return (None, vec![Record::Unavailable(Source::Profile, why)], Vec::new());
-        }
+        // A private directory (mode 0700, unpredictable name): perf's files
+        // and control fifos are made in it as root.
+        let dir = match tempfile::Builder::new().prefix("scalelab-profile-").tempdir() {
+            Ok(d) => d.keep(),
+            Err(e) => {
+                let why = format!(
+                    "cannot create a directory for perf's captures in {}: {e}; fix: set TMPDIR to a writable directory",
+                    std::env::temp_dir().display()
+                );
+                return (None, vec![Record::Unavailable(Source::Profile, why)], Vec::new());
+            }
+        };
         let avail = check::check(&config.perf, config.pid, &dir, config.off_cpu_s > 0.0);
         let mut notes = Vec::new();
         if config.off_cpu_s > 0.0 {
@@ -151,6 +170,12 @@ impl Profiler {
         self.off_cpu_all_cpus
     }
 
+    /// A step's warm-up was held `s` seconds past its planned end for perf
+    /// to start; said in the run's summary.
+    pub fn held_warmup(&mut self, s: f64) {
+        self.overhead.warmup_held_s += s;
+    }
+
     /// How user stacks are unwound: `dwarf` or `fp`.
     pub fn unwind(&self) -> &'static str {
         self.unwind
@@ -163,9 +188,21 @@ impl Profiler {
         let pids = pids.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
         let file = self.dir.join(format!("{name}.data"));
         let ctl = self.dir.join(format!("{name}.ctl"));
-        let c_ctl = std::ffi::CString::new(ctl.as_os_str().as_encoded_bytes()).expect("no NUL in a temp path");
-        // SAFETY: c_ctl is a valid NUL-terminated path that lives across the call.
-        let made = unsafe { libc::mkfifo(c_ctl.as_ptr(), 0o600) } == 0;
+        let ack_path = self.dir.join(format!("{name}.ack"));
+        let fifo = |path: &Path| {
+            let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("no NUL in a temp path");
+            // SAFETY: c is a valid NUL-terminated path that lives across the call.
+            unsafe { libc::mkfifo(c.as_ptr(), 0o600) == 0 }
+        };
+        let made = fifo(&ctl) && fifo(&ack_path);
+        // Our read end, opened before perf opens its write end (a
+        // non-blocking read open of a fifo does not wait for a writer).
+        let ack = made
+            .then(|| {
+                use std::os::unix::fs::OpenOptionsExt;
+                std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW).open(&ack_path).ok()
+            })
+            .flatten();
         let mut cmd = Command::new(&self.config.perf);
         cmd.arg("record").args(events);
         if let Some(graph) = call_graph {
@@ -173,7 +210,7 @@ impl Profiler {
         }
         cmd.args(["--no-buildid", "--no-buildid-cache", "-q", "-D", "-1"]);
         cmd.arg("--control")
-            .arg(format!("fifo:{}", ctl.display()))
+            .arg(format!("fifo:{},{}", ctl.display(), ack_path.display()))
             .args(if all_cpus { vec!["-a", "-o"] } else { vec!["-p", &pids, "-o"] })
             .arg(&file);
         // SAFETY: geteuid has no preconditions and cannot fail.
@@ -181,12 +218,24 @@ impl Profiler {
             cmd.args(["-m", "1024"]);
         }
         let log = std::fs::File::create(self.dir.join(format!("{name}.log"))).map_or_else(|_| Stdio::null(), Stdio::from);
-        let child = if made { cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(log).spawn().ok() } else { None };
+        let child = if ack.is_some() { cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(log).spawn().ok() } else { None };
         if let (Some(c), true) = (&child, self.config.nice != 0) {
             // SAFETY: setpriority on our own child's pid; no memory is passed.
             unsafe { libc::setpriority(libc::PRIO_PROCESS, c.id(), self.config.nice) };
         }
-        Capture { file, ctl, child, enabled_at: None, duration_ns: 0, done: false, cpu_at_enable: 0.0, window_cpu_s: 0.0 }
+        Capture {
+            file,
+            ctl,
+            ack,
+            child,
+            pending: Default::default(),
+            ready: false,
+            enabled_at: None,
+            duration_ns: 0,
+            done: false,
+            cpu_at_enable: 0.0,
+            window_cpu_s: 0.0,
+        }
     }
 
     /// Step `step` (0-based) begins (its clients connect, then warm up):
@@ -269,7 +318,26 @@ impl Profiler {
         (s.off, s.off_in, s.every, s.switches_at) = (Some(off), off_in, every, None);
     }
 
-    /// The window of the prepared step opened: capturing starts.
+    /// Whether the prepared step's captures are started (perf acknowledged
+    /// a ping), so its window may open: perf's start, a second of CPU or
+    /// more on a loaded machine, is then paid in the warm-up, not in the
+    /// window. A perf that is gone is not waited for.
+    pub fn ready(&mut self) -> bool {
+        let Some(s) = self.steps.last_mut() else { return true };
+        if s.switches_at.is_some() {
+            // The off-CPU capture waits for the server's switch rate.
+            return false;
+        }
+        let mut all = s.on.is_ready();
+        for c in s.off_cpu() {
+            all &= c.is_ready();
+        }
+        all
+    }
+
+    /// The window of the prepared step opened: capturing starts, each
+    /// capture from perf's acknowledgement (waited for when perf is ready;
+    /// else taken as it comes, in [`tick`](Profiler::tick)).
     pub fn open_window(&mut self) {
         if self.steps.last().is_some_and(|s| s.switches_at.is_some()) {
             self.start_off_cpu();
@@ -280,10 +348,20 @@ impl Profiler {
         s.tids.extend(tids(self.config.pid));
         s.on.enable();
         s.off_cpu().for_each(Capture::enable);
+        for c in std::iter::once(&mut s.on).chain(s.off.iter_mut()).chain(s.off_in.iter_mut()) {
+            if c.ready {
+                c.settle(Duration::from_secs(2));
+            }
+        }
     }
 
-    /// Called as the window runs: ends the off-CPU capture after its planned length.
+    /// Called as the window runs: takes perf's acknowledgements and ends
+    /// the off-CPU capture after its planned length.
     pub fn tick(&mut self) {
+        if let Some(s) = self.steps.last_mut() {
+            s.on.poll();
+            s.off_cpu().for_each(Capture::poll);
+        }
         // In the warm-up, once the switch rate has been seen for 250 ms.
         if self.steps.last().and_then(|s| s.switches_at).is_some_and(|(at, _)| at.elapsed() >= Duration::from_millis(250)) {
             self.start_off_cpu();
@@ -294,8 +372,11 @@ impl Profiler {
         }
         let planned = Duration::from_secs_f64(planned);
         if let Some(s) = self.steps.last_mut() {
-            if s.off.as_ref().is_some_and(|off| off.enabled_at.is_some_and(|at| at.elapsed() >= planned)) {
-                s.off_cpu().for_each(Capture::disable);
+            if s.off.as_ref().is_some_and(|off| !off.done && off.enabled_at.is_some_and(|at| at.elapsed() >= planned)) {
+                for off in s.off_cpu() {
+                    off.disable();
+                    off.settle(Duration::from_millis(500));
+                }
             }
         }
     }
@@ -307,13 +388,14 @@ impl Profiler {
             return;
         }
         s.on.disable();
+        s.off_cpu().for_each(Capture::disable);
         s.tids.extend(tids(self.config.pid));
-        s.on.command("stop");
-        let mut perf_cpu_s = 0.0;
-        for off in s.off_cpu() {
-            off.disable();
-            off.command("stop");
+        for c in std::iter::once(&mut s.on).chain(s.off.iter_mut()).chain(s.off_in.iter_mut()) {
+            c.settle(Duration::from_secs(2));
+            c.close_unanswered();
+            c.stop_command();
         }
+        let mut perf_cpu_s = 0.0;
         for off in s.off_cpu() {
             perf_cpu_s += stop_within(&mut off.child, Duration::from_secs(10));
             self.overhead.window_cpu_s += off.window_cpu_s;
