@@ -58,11 +58,11 @@ fn global_lock_profile_names_the_function_that_takes_the_mutex() {
     let on = p[1].on_cpu.as_ref().expect("on-CPU stacks");
     assert!(on.total() > 10 && on.unwind == "dwarf", "{on:?}");
     let off = p[1].off_cpu.as_ref().expect("off-CPU stacks");
-    // One switch in N is taken with its stack, N from the switch rate for ~500 stacks/s (a stack copy at
+    // One switch in N is taken with its stack, N from the switch rate for ~200 stacks/s (a stack copy at
     // every switch cost 5-38 % of throughput); the estimate says so.
     let sampled: u64 = off.stacks.iter().map(|s| s.count).sum::<u64>() / u64::from(off.sampled_every);
     assert!(
-        off.sampled_every >= 1 && sampled as f64 / (off.duration_ns as f64 / 1e9) < 1500.0,
+        off.sampled_every >= 1 && sampled as f64 / (off.duration_ns as f64 / 1e9) < 800.0,
         "{} stacks at 1 in {}",
         sampled,
         off.sampled_every

@@ -32,6 +32,9 @@ pub(super) struct Capture {
     pub(super) pending: VecDeque<Cmd>,
     /// perf acknowledged a command: it is started and reading them.
     pub(super) ready: bool,
+    /// `enable` could not be sent yet (perf had not opened its fifo): sent
+    /// at the next poll.
+    pub(super) enable_wanted: bool,
     /// When it was enabled, and for how long it has been, ns.
     pub(super) enabled_at: Option<Instant>,
     pub(super) duration_ns: u64,
@@ -87,6 +90,9 @@ impl Capture {
     /// Takes the acknowledgements perf has written, each the effect of the
     /// oldest pending command, now: ready, enabled, disabled.
     pub(super) fn poll(&mut self) {
+        if self.enable_wanted && !self.done && self.send(Cmd::Enable) {
+            self.enable_wanted = false;
+        }
         let Some(ack) = self.ack.as_mut() else { return };
         let mut buf = [0u8; 256];
         // perf writes "ack\n" and a NUL per command.
@@ -147,7 +153,7 @@ impl Capture {
     /// Switches the capture on; it counts from perf's acknowledgement.
     pub(super) fn enable(&mut self) {
         if !self.done && self.enabled_at.is_none() && !self.pending.contains(&Cmd::Enable) {
-            self.send(Cmd::Enable);
+            self.enable_wanted = !self.send(Cmd::Enable);
         }
     }
 
@@ -158,6 +164,7 @@ impl Capture {
             return;
         }
         self.done = true;
+        self.enable_wanted = false;
         if self.enabled_at.is_some() || self.pending.contains(&Cmd::Enable) {
             self.send(Cmd::Disable);
         }

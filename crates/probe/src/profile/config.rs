@@ -42,7 +42,7 @@ pub struct ProfileConfig {
 
 impl ProfileConfig {
     /// 99 Hz, off-CPU over the first fifth of each window (1 to 5 s) with
-    /// about 500 switches a second sampled with 8 KiB of stack (every switch
+    /// about 200 switches a second sampled with 8 KiB of stack (~80 µs each) (every switch
     /// of the server still costs it ~1.6 µs while it runs), `perf` from `SCALELAB_PERF`
     /// or the PATH; `SCALELAB_PROFILE_HZ`, `SCALELAB_PROFILE_OFF_CPU_S`,
     /// `SCALELAB_PROFILE_OFF_CPU_SHARE`, `SCALELAB_PROFILE_OFF_CPU_STACK` and
@@ -57,7 +57,7 @@ impl ProfileConfig {
             window_s: None,
             off_cpu_stack: 8192,
             off_cpu_every: 0,
-            off_cpu_stacks_per_s: 500,
+            off_cpu_stacks_per_s: 200,
             off_cpu_per_thread: false,
             nice: 0,
             watch_window_s: 10.0,

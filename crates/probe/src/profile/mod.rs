@@ -6,7 +6,7 @@
 //! - Off-CPU: `sched:sched_switch` samples with stacks, one switch in N
 //!   (`--no-period -c N`: each sample carries an 8 KiB stack copy, too
 //!   costly at every switch; N chosen per step from the server's switch
-//!   rate in the warm-up, for about 500 stacks/s), and every switch-in time
+//!   rate in the warm-up, for about 200 stacks/s), and every switch-in time
 //!   of the server's threads to end the sampled sleeps, over the window's
 //!   first fifth (1 to 5 s). When allowed, both are captured on every CPU
 //!   with a kernel filter on the server's threads (`-a --filter
@@ -230,6 +230,7 @@ impl Profiler {
             child,
             pending: Default::default(),
             ready: false,
+            enable_wanted: false,
             enabled_at: None,
             duration_ns: 0,
             done: false,
