@@ -133,6 +133,14 @@ impl Profiling {
         EngineOptions { hold_warmup, ..engine.clone() }
     }
 
+    /// Step begins: its warm-up is held from the start (perf starts at
+    /// the first tick, which may come after a short warm-up's end).
+    fn step_started(&mut self) {
+        if self.profiler.is_some() {
+            self.hold.store(true, Ordering::Release);
+        }
+    }
+
     /// A tick of step `index`. perf starts (disabled) at the step's first
     /// warm-up tick, when the clients are connected and their server threads
     /// exist (perf attaches to the threads there are), and holds the
@@ -293,7 +301,10 @@ impl Session {
         let mut store_error = None;
         let engine = &self.profile.engine(engine);
         let end = run_sweep_with(runner, &steps, engine, max_failed_steps, &mut |ev| match ev {
-            SweepEvent::StepStarted { index, plan } => observer.step_started(index, plan),
+            SweepEvent::StepStarted { index, plan } => {
+                self.profile.step_started();
+                observer.step_started(index, plan);
+            }
             SweepEvent::Tick { index, tick } => {
                 self.profile.tick(index, &steps[index], tick);
                 self.drain(observer);
@@ -333,6 +344,7 @@ impl Session {
     ) -> Result<StepResult, StoreError> {
         self.plan.steps.push(plan.clone());
         observer.step_started(index, plan);
+        self.profile.step_started();
         let engine = &self.profile.engine(engine);
         let result = run_step(driver, plan, engine, &mut |tick| {
             self.profile.tick(index, plan, tick);
