@@ -265,7 +265,7 @@ fn loaded(
         Ok((d, server)) => {
             let threads = threads.unwrap_or_else(scalelab_drive::cpu::allowed_cpus);
             let pin_cpus = scalelab_drive::engine::pin_plan(threads, no_pin);
-            let opts = EngineOptions { threads, pin_cpus, slice_us: None, stop: Arc::default(), netns: None, hold_warmup: None };
+            let opts = EngineOptions { pin_cpus, ..EngineOptions::new(threads) };
             let _ = tx.send(FromAgent::Ready { server, cores: scalelab_drive::cpu::allowed_cpus() });
             Some((d, opts))
         }

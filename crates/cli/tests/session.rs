@@ -9,7 +9,6 @@ use scalelab_core::{RunKind, RunPlan, StepPlan, StepResult};
 use scalelab_drive::http::{HttpConfig, HttpDriver};
 use scalelab_drive::{EngineOptions, LiveTick, SweepEnd};
 use scalelab_probe::{CollectorConfig, Sample};
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -99,14 +98,7 @@ fn a_session_in_process_reports_its_steps_and_typed_samples_to_the_observer_and_
     let id = session.run_id().expect("recorded");
     let config = HttpConfig::get(&format!("http://{addr}/"), Duration::from_secs(5));
     let driver = Arc::new(HttpDriver::new(&config).unwrap());
-    let engine = EngineOptions {
-        threads: 1,
-        pin_cpus: vec![],
-        slice_us: None,
-        stop: Arc::new(AtomicBool::new(false)),
-        netns: None,
-        hold_warmup: None,
-    };
+    let engine = EngineOptions::new(1);
     let mut seen = Recorder::default();
     let swept = session.sweep(&driver, &engine, 1, &mut seen);
     session.stop_probes(&mut seen);

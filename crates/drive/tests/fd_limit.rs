@@ -8,7 +8,6 @@ use scalelab_drive::http::{HttpConfig, HttpDriver};
 use scalelab_drive::{run_step, EngineOptions};
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,14 +37,7 @@ fn connects_past_the_open_file_limit_are_fd_limit_errors_and_back_off() {
     // SAFETY: setrlimit reads a struct we own; lowering our own limit is always allowed.
     assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) }, 0);
     let plan = StepPlan { concurrency: 40, warmup_s: 0.0, window_s: 1.0, pause_s: 0.0, think_time_s: 0.0, open_loop: None };
-    let opts = EngineOptions {
-        threads: 1,
-        pin_cpus: Vec::new(),
-        slice_us: None,
-        stop: Arc::new(AtomicBool::new(false)),
-        netns: None,
-        hold_warmup: None,
-    };
+    let opts = EngineOptions::new(1);
     let r = run_step(&driver, &plan, &opts, &mut |_| {});
     let fd = r.errors.get(ErrorClass::FdLimit);
     eprintln!("requests {}, fd_limit errors {fd}, all errors {:?}", r.requests, r.errors.counts);

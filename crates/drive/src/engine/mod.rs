@@ -75,6 +75,15 @@ pub struct EngineOptions {
     pub hold_warmup: Option<Arc<AtomicBool>>,
 }
 
+impl EngineOptions {
+    /// `threads` event loops placed by the scheduler, the kernel's time
+    /// slice, no stop raised, this process's network, warm-ups not held:
+    /// the settings the other fields change from.
+    pub fn new(threads: u32) -> EngineOptions {
+        EngineOptions { threads, pin_cpus: Vec::new(), slice_us: None, stop: Arc::default(), netns: None, hold_warmup: None }
+    }
+}
+
 /// The longest a warm-up is held past its planned end ([`EngineOptions::hold_warmup`]).
 pub const MAX_WARMUP_HOLD: std::time::Duration = std::time::Duration::from_secs(30);
 

@@ -48,7 +48,7 @@ fn seen(threads: u32, pin_cpus: Vec<usize>, slice_us: Option<u64>) -> Vec<(u32, 
     let seen = Arc::new(Mutex::new(Vec::new()));
     let driver = Arc::new(MaskDriver { seen: seen.clone() });
     let plan = StepPlan { concurrency: 4, warmup_s: 0.0, window_s: 0.1, pause_s: 0.0, think_time_s: 0.0, open_loop: None };
-    let opts = EngineOptions { threads, pin_cpus, slice_us, stop: Arc::new(AtomicBool::new(false)), netns: None, hold_warmup: None };
+    let opts = EngineOptions { pin_cpus, slice_us, ..EngineOptions::new(threads) };
     let r = run_step(&driver, &plan, &opts, &mut |_| {});
     assert!(r.requests > 0, "the clients ran");
     let v = seen.lock().unwrap().clone();
@@ -96,14 +96,7 @@ fn only_a_client_thread_with_one_connection_waits_in_a_blocking_socket() {
         let blocking = Arc::new(Mutex::new(Vec::new()));
         let driver = Arc::new(SettleDriver { blocking: blocking.clone() });
         let plan = StepPlan { concurrency: clients, warmup_s: 0.0, window_s: 0.1, pause_s: 0.0, think_time_s: 0.0, open_loop: None };
-        let opts = EngineOptions {
-            threads,
-            pin_cpus: Vec::new(),
-            slice_us: None,
-            stop: Arc::new(AtomicBool::new(false)),
-            netns: None,
-            hold_warmup: None,
-        };
+        let opts = EngineOptions::new(threads);
         let r = run_step(&driver, &plan, &opts, &mut |_| {});
         assert!(r.requests > 0, "the clients ran");
         assert_eq!(*blocking.lock().unwrap(), vec![blocks; clients as usize], "{clients} clients on {threads} threads");
@@ -148,14 +141,7 @@ impl Client for SlowClient {
 fn slow_step(delay_ms: u64, answered: u64) -> StepResult {
     let driver = Arc::new(SlowDriver { delay: Duration::from_millis(delay_ms), answered });
     let plan = StepPlan { concurrency: 3, warmup_s: 0.0, window_s: 1.0, pause_s: 0.0, think_time_s: 0.0, open_loop: None };
-    let opts = EngineOptions {
-        threads: 2,
-        pin_cpus: Vec::new(),
-        slice_us: None,
-        stop: Arc::new(AtomicBool::new(false)),
-        netns: None,
-        hold_warmup: None,
-    };
+    let opts = EngineOptions::new(2);
     run_step(&driver, &plan, &opts, &mut |_| {})
 }
 
@@ -287,14 +273,7 @@ fn paced_step(delay_ms: u64, stall: bool, open: Option<(f64, u32)>, clients: u32
         max_in_flight,
     });
     let plan = StepPlan { concurrency: clients, warmup_s: 0.1, window_s: 1.0, pause_s: 0.0, think_time_s: 0.0, open_loop };
-    let opts = EngineOptions {
-        threads: 2,
-        pin_cpus: Vec::new(),
-        slice_us: None,
-        stop: Arc::new(AtomicBool::new(false)),
-        netns: None,
-        hold_warmup: None,
-    };
+    let opts = EngineOptions::new(2);
     let r = run_step(&driver, &plan, &opts, &mut |_| {});
     let most = most_out.load(std::sync::atomic::Ordering::SeqCst);
     (r, most)
@@ -395,14 +374,7 @@ impl Client for StallingClient {
 fn a_client_that_falls_behind_sends_late_rather_than_drops() {
     let open_loop = Some(scalelab_core::OpenLoopPlan { rate_per_s: 1000.0, arrival: scalelab_core::Arrival::Constant, max_in_flight: 8 });
     let plan = StepPlan { concurrency: 8, warmup_s: 0.0, window_s: 1.0, pause_s: 0.0, think_time_s: 0.0, open_loop };
-    let opts = EngineOptions {
-        threads: 1,
-        pin_cpus: Vec::new(),
-        slice_us: None,
-        stop: Arc::new(AtomicBool::new(false)),
-        netns: None,
-        hold_warmup: None,
-    };
+    let opts = EngineOptions::new(1);
     let r = run_step(&Arc::new(StallingClientDriver::default()), &plan, &opts, &mut |_| {});
     // ~150 arrivals came due while the client's thread was blocked: the
     // client's lateness, sent late (and counted), not dropped for the server
@@ -419,14 +391,7 @@ fn a_held_warm_up_goes_on_until_released_and_the_window_then_runs_whole() {
     let driver = Arc::new(MaskDriver { seen: Arc::new(Mutex::new(Vec::new())) });
     let plan = StepPlan { concurrency: 2, warmup_s: 0.1, window_s: 0.5, pause_s: 0.0, think_time_s: 0.0, open_loop: None };
     let hold = Arc::new(AtomicBool::new(true));
-    let opts = EngineOptions {
-        threads: 1,
-        pin_cpus: Vec::new(),
-        slice_us: None,
-        stop: Arc::new(AtomicBool::new(false)),
-        netns: None,
-        hold_warmup: Some(hold.clone()),
-    };
+    let opts = EngineOptions { hold_warmup: Some(hold.clone()), ..EngineOptions::new(1) };
     let mut ticks = Vec::new();
     let started = std::time::Instant::now();
     let r = run_step(&driver, &plan, &opts, &mut |t| {

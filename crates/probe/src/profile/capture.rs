@@ -56,35 +56,33 @@ impl Capture {
     /// not there (never started, or not yet listening: it opens its fifo
     /// within milliseconds of starting, so the caller tries again later).
     fn send(&mut self, cmd: Cmd) -> bool {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        if self.child.is_none() {
-            return false;
-        }
         let text = match cmd {
             Cmd::Ping => "ping\n",
             Cmd::Enable => "enable\n",
             Cmd::Disable => "disable\n",
         };
-        let sent = std::fs::OpenOptions::new()
-            .write(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(&self.ctl)
-            .and_then(|mut f| f.write_all(text.as_bytes()))
-            .is_ok();
+        let sent = self.child.is_some() && self.write_ctl(text);
         if sent {
             self.pending.push_back(cmd);
         }
         sent
     }
 
-    /// Tells perf to stop (it writes its file and exits); not acknowledged.
-    pub(super) fn stop_command(&self) {
+    /// Writes `text` to perf's control fifo without waiting for a reader.
+    fn write_ctl(&self, text: &str) -> bool {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
-        if let Ok(mut f) = std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(&self.ctl) {
-            let _ = f.write_all(b"stop\n");
-        }
+        std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&self.ctl)
+            .and_then(|mut f| f.write_all(text.as_bytes()))
+            .is_ok()
+    }
+
+    /// Tells perf to stop (it writes its file and exits); not acknowledged.
+    pub(super) fn stop_command(&self) {
+        self.write_ctl("stop\n");
     }
 
     /// Takes the acknowledgements perf has written, each the effect of the
@@ -208,6 +206,11 @@ pub(super) struct StepCapture {
 }
 
 impl StepCapture {
+    /// Every capture of this step: on-CPU, then off-CPU.
+    pub(super) fn all(&mut self) -> impl Iterator<Item = &mut Capture> {
+        std::iter::once(&mut self.on).chain(self.off.iter_mut()).chain(self.off_in.iter_mut())
+    }
+
     /// The off-CPU captures running for this step.
     pub(super) fn off_cpu(&mut self) -> impl Iterator<Item = &mut Capture> {
         self.off.iter_mut().chain(self.off_in.iter_mut())

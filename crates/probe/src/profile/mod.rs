@@ -329,11 +329,12 @@ impl Profiler {
             // The off-CPU capture waits for the server's switch rate.
             return false;
         }
-        let mut all = s.on.is_ready();
-        for c in s.off_cpu() {
-            all &= c.is_ready();
+        // Every capture is pinged, not only up to the first that is not ready.
+        let mut ready = true;
+        for c in s.all() {
+            ready &= c.is_ready();
         }
-        all
+        ready
     }
 
     /// The window of the prepared step opened: capturing starts, each
@@ -347,9 +348,8 @@ impl Profiler {
         s.unix_ms = unix_ms();
         s.threads = tree(self.config.pid).1;
         s.tids.extend(tids(self.config.pid));
-        s.on.enable();
-        s.off_cpu().for_each(Capture::enable);
-        for c in std::iter::once(&mut s.on).chain(s.off.iter_mut()).chain(s.off_in.iter_mut()) {
+        s.all().for_each(Capture::enable);
+        for c in s.all() {
             if c.ready {
                 c.settle(Duration::from_secs(2));
             }
@@ -360,8 +360,7 @@ impl Profiler {
     /// the off-CPU capture after its planned length.
     pub fn tick(&mut self) {
         if let Some(s) = self.steps.last_mut() {
-            s.on.poll();
-            s.off_cpu().for_each(Capture::poll);
+            s.all().for_each(Capture::poll);
         }
         // In the warm-up, once the switch rate has been seen for 250 ms.
         if self.steps.last().and_then(|s| s.switches_at).is_some_and(|(at, _)| at.elapsed() >= Duration::from_millis(250)) {
@@ -388,10 +387,9 @@ impl Profiler {
         if s.on.child.is_none() {
             return;
         }
-        s.on.disable();
-        s.off_cpu().for_each(Capture::disable);
+        s.all().for_each(Capture::disable);
         s.tids.extend(tids(self.config.pid));
-        for c in std::iter::once(&mut s.on).chain(s.off.iter_mut()).chain(s.off_in.iter_mut()) {
+        for c in s.all() {
             c.settle(Duration::from_secs(2));
             c.close_unanswered();
             c.stop_command();
@@ -470,7 +468,7 @@ impl Profiler {
         let mut out = Vec::new();
         let (ended, running): (Vec<_>, Vec<_>) = std::mem::take(&mut self.steps).into_iter().partition(|s| s.on.child.is_none());
         self.steps = running;
-        for s in ended.into_iter().filter(|s| s.on.duration_ns > 0) {
+        for mut s in ended.into_iter().filter(|s| s.on.duration_ns > 0) {
             let mut sample = ProfileSample { step: s.step, unix_ms: s.unix_ms, on_cpu: None, off_cpu: None, perf_cpu_s: s.perf_cpu_s };
             match self.fold(&s.on.file, self.all_cpus.then_some(&s.tids), None) {
                 Ok(f) => sample.on_cpu = Some(f.on_cpu_profile(s.on.duration_ns, s.threads, self.unwind, self.config.rate_hz)),
@@ -489,7 +487,7 @@ impl Profiler {
                     Err(why) => out.push(Record::Unavailable(Source::ProfileOffCpu, format!("step {}: {why}", s.step + 1))),
                 }
             }
-            for c in std::iter::once(&s.on).chain(&s.off).chain(&s.off_in) {
+            for c in s.all() {
                 let _ = std::fs::remove_file(&c.file);
             }
             out.push(Record::Sample(Sample::Profile(Box::new(sample))));
