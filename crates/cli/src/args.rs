@@ -208,6 +208,10 @@ pub struct SweepArgs {
     /// (docs/profiles.md).
     #[arg(long)]
     pub profile: bool,
+    /// Profile only these steps, counted from 1 (`5`, `4,6`, `3-5`): the knee, say, without paying for perf on
+    /// the others; implies --profile.
+    #[arg(long, value_name = "LIST")]
+    pub profile_steps: Option<String>,
     /// Send the load from agents on other hosts instead of this one (repeatable; each gets an even share of every
     /// step's clients): `ssh://[user@]host[:port]` runs `scalelab agent --stdio` there through your ssh, `tcp://HOST:PORT`
     /// reaches a `scalelab agent --listen` (TLS and --agent-token-file). docs/agents.md.

@@ -44,6 +44,8 @@ pub struct Probes {
     pub why_no_server: Option<String>,
     /// `--profile`: on-CPU and off-CPU stacks of the server per step window.
     pub profile: bool,
+    /// `--profile-steps`: the steps (0-based) profiled; None: all of them.
+    pub profile_steps: Option<std::collections::BTreeSet<usize>>,
     /// Records taken on the server's host by a server agent (drained as
     /// they arrive). When given, the local collector does not run: its
     /// machine samples would be this machine's, not the server's.
@@ -107,6 +109,8 @@ struct Profiling {
     window: Option<(usize, Option<Instant>)>,
     /// Holds a step's warm-up until perf is started ([`EngineOptions::hold_warmup`]).
     hold: Arc<AtomicBool>,
+    /// The steps profiled (`--profile-steps`); None: every one.
+    only: Option<std::collections::BTreeSet<usize>>,
 }
 
 impl Profiling {
@@ -123,7 +127,13 @@ impl Profiling {
         };
         let config = ProfileConfig { window_s, ..ProfileConfig::new(pid) };
         let (profiler, pending, notices) = Profiler::start(config);
-        Profiling { profiler, pending, notices, ..Default::default() }
+        Profiling { profiler, pending, notices, only: p.profile_steps.clone(), ..Default::default() }
+    }
+
+    /// Whether step `index` is profiled (a profiler runs, and the step is
+    /// one `--profile-steps` chose).
+    fn profiles(&self, index: usize) -> bool {
+        self.profiler.is_some() && self.only.as_ref().is_none_or(|only| only.contains(&index))
     }
 
     /// The engine's options for a profiled run: its warm-ups may be held
@@ -135,8 +145,8 @@ impl Profiling {
 
     /// Step begins: its warm-up is held from the start (perf starts at
     /// the first tick, which may come after a short warm-up's end).
-    fn step_started(&mut self) {
-        if self.profiler.is_some() {
+    fn step_started(&mut self, index: usize) {
+        if self.profiles(index) {
             self.hold.store(true, Ordering::Release);
         }
     }
@@ -149,6 +159,9 @@ impl Profiling {
     /// engine that does not hold (a coordinator's agents) opens the window
     /// on time, and perf is enabled then, counting from when it answers.
     fn tick(&mut self, index: usize, plan: &StepPlan, tick: &LiveTick) {
+        if !self.profiles(index) {
+            return;
+        }
         let Some(p) = self.profiler.as_mut() else { return };
         if self.prepared != Some(index) {
             self.hold.store(true, Ordering::Release);
@@ -302,7 +315,7 @@ impl Session {
         let engine = &self.profile.engine(engine);
         let end = run_sweep_with(runner, &steps, engine, max_failed_steps, &mut |ev| match ev {
             SweepEvent::StepStarted { index, plan } => {
-                self.profile.step_started();
+                self.profile.step_started(index);
                 observer.step_started(index, plan);
             }
             SweepEvent::Tick { index, tick } => {
@@ -344,7 +357,7 @@ impl Session {
     ) -> Result<StepResult, StoreError> {
         self.plan.steps.push(plan.clone());
         observer.step_started(index, plan);
-        self.profile.step_started();
+        self.profile.step_started(index);
         let engine = &self.profile.engine(engine);
         let result = run_step(driver, plan, engine, &mut |tick| {
             self.profile.tick(index, plan, tick);

@@ -294,3 +294,54 @@ fn watch_profiles_a_server_under_its_own_traffic_per_window() {
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains(&format!("<h4>off-CPU over the whole watch ({} window(s))</h4>", p.len())), "the whole watch's flame graph");
 }
+
+/// `--profile-steps` profiles the chosen steps only (and implies
+/// --profile): one window, one stored profile, of the chosen step; the
+/// profile command finds it among steps of the same concurrency. A step
+/// the sweep does not have, or a list that is not one, is refused before
+/// anything starts.
+#[test]
+fn profile_steps_profiles_only_the_chosen_steps() {
+    let _cpu = cpu_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let args = [
+        "sweep",
+        "--specimen",
+        "spin",
+        "-c",
+        "1,2,2",
+        "--profile-steps",
+        "2",
+        "--warmup",
+        "0.3s",
+        "--duration",
+        "1s",
+        "--pause",
+        "0.2s",
+        "--json",
+        "-q",
+    ];
+    let out = run(&store, &args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("in 1 window(s)"), "one window profiled: {}", stderr(&out));
+    let p = profiles(&store);
+    assert_eq!(p.iter().map(|p| p.step).collect::<Vec<_>>(), vec![1], "only step 2 is profiled");
+    let shown = run(&store, &["profile", "last", "--step", "2", "--top", "3"]);
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(text.starts_with("run 1 step 2 (2 clients)"), "{text}");
+    let missing = run(&store, &["profile", "last", "--step", "1"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(stderr(&missing).contains("no profiled step with 1 clients; --step takes one of: 2"), "{}", stderr(&missing));
+
+    let none = dir.path().join("none.db");
+    assert_bad_input(&none, &["sweep", "-c", "1,2", "--profile-steps", "3"], "step 3 is past the sweep's last (it has 2 step(s))");
+    assert_bad_input(&none, &["sweep", "-c", "1,2", "--profile-steps", "0"], "--profile-steps '0': give step numbers counted from 1");
+    assert_bad_input(&none, &["sweep", "-c", "1,2", "--profile-steps", "2-1"], "--profile-steps '2-1'");
+    assert_bad_input(
+        &none,
+        &["capacity", "-q", "--slo", "p99<=10ms", "--profile-steps", "1"],
+        "--profile-steps does not apply to capacity",
+    );
+}

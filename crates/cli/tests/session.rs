@@ -91,6 +91,7 @@ fn a_session_in_process_reports_its_steps_and_typed_samples_to_the_observer_and_
         },
         why_no_server: None,
         profile: false,
+        profile_steps: None,
         remote: None,
     };
     let env = scalelab_core::Environment::default();

@@ -23,8 +23,8 @@ pub fn run(path: &Path, a: &ProfileArgs) -> anyhow::Result<ExitCode> {
         return watch(&run, a);
     }
     let step_of = |clients: u32| -> anyhow::Result<&ProfileSample> {
-        let index = run.steps.iter().position(|s| s.concurrency == clients);
-        index.and_then(|i| run.samples.profile.iter().find(|p| p.step == i)).ok_or_else(|| {
+        // The last profiled step with that many clients (a sweep may repeat a level).
+        run.samples.profile.iter().rev().find(|p| run.steps.get(p.step).is_some_and(|s| s.concurrency == clients)).ok_or_else(|| {
             let have: Vec<String> =
                 run.samples.profile.iter().filter_map(|p| run.steps.get(p.step)).map(|s| s.concurrency.to_string()).collect();
             bad(format!("run {id} has no profiled step with {clients} clients; --step takes one of: {}", have.join(", ")))

@@ -166,6 +166,7 @@ pub fn prepare_then<X: Execute>(store_path: &Path, mut a: SweepArgs, x: X) -> an
         a.target = Some(url_file_target(path)?);
     }
     let levels = load_levels(&a)?;
+    super::started::profile_steps(&a, Some(levels.len()))?;
     let specimen_mode = match &a.target {
         None => Some(
             a.specimen.as_deref().unwrap_or("scales").parse::<scalelab_specimen::Mode>().map_err(|e| bad(format!("--specimen: {e}")))?,

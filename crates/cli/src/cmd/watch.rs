@@ -71,6 +71,7 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         // A watch of the machine alone is what was asked: no note.
         why_no_server: None,
         profile: a.profile,
+        profile_steps: None,
         remote: None,
     };
     let mut session = match store {
