@@ -3,7 +3,8 @@
 //! frame outside the lock implementation), and what grew between two steps.
 //! Pure: folded stacks in ([`StackProfile`]), figures out.
 
-use scalelab_core::sample::StackProfile;
+use scalelab_core::sample::{ProfileSample, StackProfile};
+use scalelab_core::Run;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -99,6 +100,13 @@ fn shares(map: BTreeMap<String, u64>, total: u64, top: usize) -> Vec<FrameShare>
 }
 
 /// The leaf frames (self time), user and kernel, hottest first.
+/// The profile of a run's step with `concurrency` clients: the last
+/// profiled one when the sweep repeats the level (`--profile-steps`).
+/// Shared by the verdicts and `scalelab profile --step`.
+pub fn profile_at(run: &Run, concurrency: u32) -> Option<&ProfileSample> {
+    run.samples.profile.iter().rev().find(|p| run.steps.get(p.step).is_some_and(|s| s.concurrency == concurrency))
+}
+
 pub fn top_self(p: &StackProfile, top: usize) -> Vec<FrameShare> {
     let mut map = BTreeMap::new();
     for s in &p.stacks {

@@ -17,7 +17,13 @@ fn profiled_sweep(store: &Path, mode: &str, work_us: &str) -> String {
 
 /// The same at the concurrencies `conc`.
 fn profiled_sweep_at(store: &Path, mode: &str, work_us: &str, conc: &str) -> String {
-    let args = [
+    sweep_profiling(store, mode, work_us, conc, &["--profile"])
+}
+
+/// A short sweep of the specimen profiled as `profiling` says (`--profile`,
+/// `--profile-steps N`); its stderr.
+fn sweep_profiling(store: &Path, mode: &str, work_us: &str, conc: &str, profiling: &[&str]) -> String {
+    let schedule = [
         "sweep",
         "--specimen",
         mode,
@@ -31,11 +37,10 @@ fn profiled_sweep_at(store: &Path, mode: &str, work_us: &str, conc: &str) -> Str
         "1.5s",
         "--pause",
         "0.2s",
-        "--profile",
         "--json",
         "-q",
     ];
-    let out = run(store, &args);
+    let out = run(store, &[&schedule[..], profiling].concat());
     assert!(out.status.success(), "{}", stderr(&out));
     stderr(&out)
 }
@@ -305,26 +310,8 @@ fn profile_steps_profiles_only_the_chosen_steps() {
     let _cpu = cpu_exclusive();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
-    let args = [
-        "sweep",
-        "--specimen",
-        "spin",
-        "-c",
-        "1,2,2",
-        "--profile-steps",
-        "2",
-        "--warmup",
-        "0.3s",
-        "--duration",
-        "1s",
-        "--pause",
-        "0.2s",
-        "--json",
-        "-q",
-    ];
-    let out = run(&store, &args);
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stderr(&out).contains("in 1 window(s)"), "one window profiled: {}", stderr(&out));
+    let err = sweep_profiling(&store, "spin", "100", "1,2,2", &["--profile-steps", "2"]);
+    assert!(err.contains("in 1 window(s)"), "one window profiled: {err}");
     let p = profiles(&store);
     assert_eq!(p.iter().map(|p| p.step).collect::<Vec<_>>(), vec![1], "only step 2 is profiled");
     let shown = run(&store, &["profile", "last", "--step", "2", "--top", "3"]);

@@ -4,18 +4,11 @@
 //! figures; `next` points to the step's flame graph.
 
 use super::{Evidence, Verdict, VerdictKind};
-use crate::profile::{lock_sites, spin_sites, top_own, top_self};
-use scalelab_core::sample::ProfileSample;
+use crate::profile::{lock_sites, profile_at, spin_sites, top_own, top_self};
 use scalelab_core::Run;
 
 /// A lock site or function below this share is not named.
 const NAMED_SHARE: f64 = 0.02;
-
-/// The profile of the step with `concurrency` clients: the last profiled
-/// one when the sweep repeats the level (`scalelab profile --step` picks the same).
-fn profile_at(run: &Run, concurrency: u32) -> Option<&ProfileSample> {
-    run.samples.profile.iter().rev().find(|p| run.steps.get(p.step).is_some_and(|s| s.concurrency == concurrency))
-}
 
 fn flame_graph_hint(run: &Run, concurrency: u32, off_cpu: bool) -> String {
     format!(

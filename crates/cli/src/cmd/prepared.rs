@@ -38,4 +38,6 @@ pub struct Common {
     pub client_net: Option<scalelab_netem::ClientNet>,
     /// The agents (`--agent`, `--server-agent`), connected and set up.
     pub agents: Option<scalelab_agent::Coordinator>,
+    /// `--profile-steps`: the steps profiled (0-based); None: every step.
+    pub profile_steps: Option<std::collections::BTreeSet<usize>>,
 }

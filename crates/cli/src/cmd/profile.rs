@@ -3,7 +3,7 @@
 
 use crate::args::ProfileArgs;
 use crate::error::bad;
-use scalelab_analyze::profile::diff;
+use scalelab_analyze::profile::{diff, profile_at};
 use scalelab_core::sample::ProfileSample;
 use scalelab_core::Source;
 use scalelab_store::RunSelector;
@@ -23,8 +23,7 @@ pub fn run(path: &Path, a: &ProfileArgs) -> anyhow::Result<ExitCode> {
         return watch(&run, a);
     }
     let step_of = |clients: u32| -> anyhow::Result<&ProfileSample> {
-        // The last profiled step with that many clients (a sweep may repeat a level).
-        run.samples.profile.iter().rev().find(|p| run.steps.get(p.step).is_some_and(|s| s.concurrency == clients)).ok_or_else(|| {
+        profile_at(&run, clients).ok_or_else(|| {
             let have: Vec<String> =
                 run.samples.profile.iter().filter_map(|p| run.steps.get(p.step)).map(|s| s.concurrency.to_string()).collect();
             bad(format!("run {id} has no profiled step with {clients} clients; --step takes one of: {}", have.join(", ")))

@@ -11,7 +11,6 @@ use scalelab_core::{parse_duration, RunKind, RunPlan};
 use scalelab_drive::{cpu, EngineOptions};
 use scalelab_probe::CollectorConfig;
 use scalelab_store::Store;
-use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -56,38 +55,6 @@ pub fn check_sampling(a: &SweepArgs) -> anyhow::Result<Duration> {
         return Err(bad("--sample-interval must be at least 100ms and --thread-sample-hz between 0 and 1000"));
     }
     Ok(sample_interval)
-}
-
-/// `--profile-steps`: the steps to profile, 0-based (None: every step, as
-/// --profile); `steps` is how many the sweep has, when known, to refuse a
-/// step past its last.
-pub fn profile_steps(a: &SweepArgs, steps: Option<usize>) -> anyhow::Result<Option<BTreeSet<usize>>> {
-    let Some(text) = &a.profile_steps else { return Ok(None) };
-    let wrong = |part: &str| {
-        bad(format!(
-            "--profile-steps '{}': give step numbers counted from 1, or ranges of them (5, 4,6 or 3-5)",
-            scalelab_core::escape_control(part)
-        ))
-    };
-    let number = |t: &str| t.trim().parse::<usize>().ok().filter(|n| *n >= 1);
-    let mut chosen = BTreeSet::new();
-    for part in text.split(',') {
-        let (from, to) = match part.split_once('-') {
-            Some((x, y)) => (number(x).ok_or_else(|| wrong(part))?, number(y).ok_or_else(|| wrong(part))?),
-            None => {
-                let n = number(part).ok_or_else(|| wrong(part))?;
-                (n, n)
-            }
-        };
-        if from > to {
-            return Err(wrong(part));
-        }
-        if let Some(last) = steps.filter(|last| to > *last) {
-            return Err(bad(format!("--profile-steps: step {to} is past the sweep's last (it has {last} step(s))")));
-        }
-        chosen.extend(from - 1..to);
-    }
-    Ok(Some(chosen))
 }
 
 /// Records the run's start (plan, environment, preflight) and starts the probes.
@@ -142,7 +109,7 @@ pub fn begin<D>(store: Store, a: &SweepArgs, mut common: Common, prepared: Prepa
             specimen: specimen.as_ref().map(|s| s.addr),
         },
         profile: a.profile || a.profile_steps.is_some(),
-        profile_steps: profile_steps(a, None)?,
+        profile_steps: common.profile_steps.take(),
         remote,
     };
     let label = scalelab_core::escape_control(&plan.label).into_owned();

@@ -15,6 +15,7 @@ use scalelab_drive::http::{parse_url_file, HttpConfig, HttpDriver, RequestSpec, 
 use scalelab_drive::SweepEnd;
 use scalelab_report::table;
 use scalelab_store::Store;
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -166,7 +167,7 @@ pub fn prepare_then<X: Execute>(store_path: &Path, mut a: SweepArgs, x: X) -> an
         a.target = Some(url_file_target(path)?);
     }
     let levels = load_levels(&a)?;
-    super::started::profile_steps(&a, Some(levels.len()))?;
+    let profile_steps = profile_steps(&a, levels.len())?;
     let specimen_mode = match &a.target {
         None => Some(
             a.specimen.as_deref().unwrap_or("scales").parse::<scalelab_specimen::Mode>().map_err(|e| bad(format!("--specimen: {e}")))?,
@@ -227,7 +228,7 @@ pub fn prepare_then<X: Execute>(store_path: &Path, mut a: SweepArgs, x: X) -> an
         let load = super::agents::Load::Sql(prepared.driver.config());
         let agents = super::agents::connect(&a, t, load, check_sampling(&a)?.as_millis() as u64)?;
         let store = Store::open(store_path)?;
-        let common = Common { target: t.clone(), steps, threads, assertions, preflight, client_net, agents };
+        let common = Common { target: t.clone(), steps, threads, assertions, preflight, client_net, agents, profile_steps };
         return x.execute(store, store_path, &a, common, prepared);
     }
     // A placeholder URL validates the HTTP options before the specimen starts.
@@ -243,7 +244,7 @@ pub fn prepare_then<X: Execute>(store_path: &Path, mut a: SweepArgs, x: X) -> an
     let client_net = super::client_net::up(client_net.as_ref(), &target, prepared.specimen.as_ref().map(|s| s.addr))?;
     let config = http_config(&a, a.target.as_deref().unwrap_or("http://127.0.0.1/"))?;
     let agents = super::agents::connect(&a, &target, super::agents::Load::Http(&config), check_sampling(&a)?.as_millis() as u64)?;
-    let common = Common { target, steps, threads, assertions, preflight, client_net, agents };
+    let common = Common { target, steps, threads, assertions, preflight, client_net, agents, profile_steps };
     // 3. Only now, with every input known good, the store is opened (or
     // created), and it must be usable before load starts.
     let store = Store::open(store_path)?;
@@ -329,6 +330,37 @@ fn run_preflight<D>(
     })?;
     super::preflight::gate(&checks, a.strict)?;
     Ok(checks)
+}
+
+/// `--profile-steps`: the steps to profile, 0-based (None: every step, as
+/// --profile); a step past the sweep's `steps` is refused.
+fn profile_steps(a: &SweepArgs, steps: usize) -> anyhow::Result<Option<BTreeSet<usize>>> {
+    let Some(text) = &a.profile_steps else { return Ok(None) };
+    let wrong = |part: &str| {
+        bad(format!(
+            "--profile-steps '{}': give step numbers counted from 1, or ranges of them (5, 4,6 or 3-5)",
+            scalelab_core::escape_control(part)
+        ))
+    };
+    let number = |t: &str| t.trim().parse::<usize>().ok().filter(|n| *n >= 1);
+    let mut chosen = BTreeSet::new();
+    for part in text.split(',') {
+        let (from, to) = match part.split_once('-') {
+            Some((x, y)) => (number(x).ok_or_else(|| wrong(part))?, number(y).ok_or_else(|| wrong(part))?),
+            None => {
+                let n = number(part).ok_or_else(|| wrong(part))?;
+                (n, n)
+            }
+        };
+        if from > to {
+            return Err(wrong(part));
+        }
+        if to > steps {
+            return Err(bad(format!("--profile-steps: step {to} is past the sweep's last (it has {steps} step(s))")));
+        }
+        chosen.extend(from - 1..to);
+    }
+    Ok(Some(chosen))
 }
 
 /// The steps' load levels: closed-loop concurrencies (`-c`), or offered
