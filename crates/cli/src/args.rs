@@ -204,7 +204,7 @@ pub struct SweepArgs {
     #[arg(long)]
     pub strict: bool,
     /// Profile the server per step with perf: on-CPU stacks (99 Hz) over each window, off-CPU stacks (futex,
-    /// I/O, run queue; ~200 switches/s sampled) over its first fifth (1-5 s); `scalelab profile RUN` reads them
+    /// I/O, run queue; ~200 switches/s sampled) over its first second; `scalelab profile RUN` reads them
     /// (docs/profiles.md).
     #[arg(long)]
     pub profile: bool,

@@ -8,7 +8,8 @@
 //!   costly at every switch; N chosen per step from the server's switch
 //!   rate in the warm-up, for about 200 stacks/s), and every switch-in time
 //!   of the server's threads to end the sampled sleeps, over the window's
-//!   first fifth (1 to 5 s). When allowed, both are captured on every CPU
+//!   first second (that costs PostgreSQL 3-8 % of its throughput while it
+//!   runs, so not longer by default). When allowed, both are captured on every CPU
 //!   with a kernel filter on the server's threads (`-a --filter
 //!   'prev_pid==…'`, and `next_pid` for the switch-ins, a second capture
 //!   without stacks): events attached to the threads themselves cost each
