@@ -203,8 +203,8 @@ pub struct SweepArgs {
     /// Refuse to start (exit 2, before any load) when a preflight check warns (docs/preflight.md).
     #[arg(long)]
     pub strict: bool,
-    /// Profile the server per step with perf: on-CPU stacks (99 Hz) over each window, off-CPU stacks (futex,
-    /// I/O, run queue; ~200 switches/s sampled) over its first second; `scalelab profile RUN` reads them
+    /// Profile the server per step with perf: on-CPU stacks (99 Hz) over each window's first 5 s, off-CPU stacks
+    /// (futex, I/O, run queue; ~200 switches/s sampled) over its first second; `scalelab profile RUN` reads them
     /// (docs/profiles.md).
     #[arg(long)]
     pub profile: bool,

@@ -10,6 +10,11 @@ pub struct ProfileConfig {
     pub pid: u32,
     /// On-CPU samples per second per CPU.
     pub rate_hz: u32,
+    /// On-CPU capture at the start of each sweep window, at most this long,
+    /// s (infinite: the whole window; a watch's windows are always whole).
+    /// Sampling costs the server and the client a few percent while it
+    /// runs (docs/profiles.md, Cost): a bound keeps the step's figures.
+    pub on_cpu_s: f64,
     /// Off-CPU capture at the start of each window, at most this long (0:
     /// none; infinite: the whole window).
     pub off_cpu_s: f64,
@@ -41,18 +46,19 @@ pub struct ProfileConfig {
 }
 
 impl ProfileConfig {
-    /// 99 Hz, off-CPU over the first second of each window with about 200
+    /// 99 Hz over the first 5 s of each sweep window, off-CPU over its first second with about 200
     /// switches a second sampled with 8 KiB of stack (~80 µs each; every
     /// switch of the server costs it ~1.3 µs while the capture runs, 3 to 8 %
     /// of PostgreSQL's throughput at 10 clients), `perf` from `SCALELAB_PERF`
     /// or the PATH; `SCALELAB_PROFILE_HZ`, `SCALELAB_PROFILE_OFF_CPU_S`,
-    /// `SCALELAB_PROFILE_OFF_CPU_SHARE`, `SCALELAB_PROFILE_OFF_CPU_STACK` and
+    /// `SCALELAB_PROFILE_ON_CPU_S`, `SCALELAB_PROFILE_OFF_CPU_SHARE`, `SCALELAB_PROFILE_OFF_CPU_STACK` and
     /// `SCALELAB_PROFILE_NICE` change the defaults (docs/profiles.md, Cost).
     pub fn new(pid: u32) -> ProfileConfig {
         let perf = std::env::var_os("SCALELAB_PERF").map_or_else(|| PathBuf::from("perf"), PathBuf::from);
         let mut c = ProfileConfig {
             pid,
             rate_hz: 99,
+            on_cpu_s: 5.0,
             off_cpu_s: 1.0,
             off_cpu_share: 0.2,
             window_s: None,
@@ -67,6 +73,9 @@ impl ProfileConfig {
         let env = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_string());
         if let Some(v) = env("SCALELAB_PROFILE_HZ").and_then(|v| v.parse().ok()) {
             c.rate_hz = v;
+        }
+        if let Some(v) = env("SCALELAB_PROFILE_ON_CPU_S").and_then(|v| v.parse::<f64>().ok()).filter(|v| *v > 0.0) {
+            c.on_cpu_s = v;
         }
         if let Some(v) = env("SCALELAB_PROFILE_OFF_CPU_S").and_then(|v| v.parse().ok()) {
             c.off_cpu_s = v;
@@ -104,6 +113,16 @@ impl ProfileConfig {
         (window * self.off_cpu_share).max(self.off_cpu_s.min(1.0)).min(self.off_cpu_s).max(0.0)
     }
 
+    /// How long each window's on-CPU capture runs, s: `on_cpu_s` of a sweep's
+    /// window (the window's end stops it first), a watch's whole window.
+    pub fn on_cpu_planned_s(&self) -> f64 {
+        if self.window_s.is_some() {
+            self.on_cpu_s
+        } else {
+            f64::INFINITY
+        }
+    }
+
     /// perf's `--call-graph` for off-CPU samples, given the unwinding that
     /// works, and the unwinding's name.
     pub(super) fn off_cpu_call_graph(&self, unwind: &'static str) -> (String, &'static str) {
@@ -134,5 +153,14 @@ mod tests {
         assert_eq!(c.off_cpu_planned_s(), 0.0, "none");
         c.off_cpu_s = f64::INFINITY;
         assert!(c.off_cpu_planned_s().is_infinite(), "the whole window");
+    }
+
+    #[test]
+    fn on_cpu_runs_the_first_seconds_of_a_sweep_window_and_a_whole_watch_window() {
+        let mut c = ProfileConfig::new(1);
+        (c.on_cpu_s, c.window_s) = (5.0, Some(20.0));
+        assert_eq!(c.on_cpu_planned_s(), 5.0);
+        c.window_s = None;
+        assert!(c.on_cpu_planned_s().is_infinite(), "a watch's windows are profiled whole");
     }
 }

@@ -2,7 +2,9 @@
 //! tree over each step's window, taken with `perf` (docs/profiles.md).
 //!
 //! - On-CPU: `perf record -e cpu-clock -F 99 --call-graph dwarf` (frame
-//!   pointers when DWARF fails, said so) for the whole window.
+//!   pointers when DWARF fails, said so) over the window's first 5 s (it
+//!   costs nginx and PostgreSQL 3 to 5 % of their throughput while it runs;
+//!   a watch's windows whole).
 //! - Off-CPU: `sched:sched_switch` samples with stacks, one switch in N
 //!   (`--no-period -c N`: each sample carries an 8 KiB stack copy, too
 //!   costly at every switch; N chosen per step from the server's switch
@@ -358,7 +360,7 @@ impl Profiler {
     }
 
     /// Called as the window runs: takes perf's acknowledgements and ends
-    /// the off-CPU capture after its planned length.
+    /// the on- and off-CPU captures after their planned lengths.
     pub fn tick(&mut self) {
         if let Some(s) = self.steps.last_mut() {
             s.all().for_each(Capture::poll);
@@ -367,17 +369,20 @@ impl Profiler {
         if self.steps.last().and_then(|s| s.switches_at).is_some_and(|(at, _)| at.elapsed() >= Duration::from_millis(250)) {
             self.start_off_cpu();
         }
-        let planned = self.config.off_cpu_planned_s();
-        if !planned.is_finite() {
-            return;
-        }
-        let planned = Duration::from_secs_f64(planned);
+        let past = |c: &Capture, planned: f64| {
+            planned.is_finite() && !c.done && c.enabled_at.is_some_and(|at| at.elapsed().as_secs_f64() >= planned)
+        };
+        let (off_planned, on_planned) = (self.config.off_cpu_planned_s(), self.config.on_cpu_planned_s());
         if let Some(s) = self.steps.last_mut() {
-            if s.off.as_ref().is_some_and(|off| !off.done && off.enabled_at.is_some_and(|at| at.elapsed() >= planned)) {
+            if s.off.as_ref().is_some_and(|off| past(off, off_planned)) {
                 for off in s.off_cpu() {
                     off.disable();
                     off.settle(Duration::from_millis(500));
                 }
+            }
+            if past(&s.on, on_planned) {
+                s.on.disable();
+                s.on.settle(Duration::from_millis(500));
             }
         }
     }
