@@ -332,3 +332,28 @@ fn profile_steps_profiles_only_the_chosen_steps() {
         "--profile-steps does not apply to capacity",
     );
 }
+
+/// On-CPU sampling runs over the first `SCALELAB_PROFILE_ON_CPU_S` seconds
+/// of each window (it costs the server and the client while it runs), the
+/// rest of the window without it.
+#[test]
+fn on_cpu_capture_stops_after_its_planned_seconds() {
+    let _cpu = cpu_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let schedule = ["sweep", "--specimen", "spin", "--work-us", "100", "-c", "2", "--warmup", "0.3s", "--duration", "2s"];
+    let out = bin()
+        .env("SCALELAB_PROFILE_ON_CPU_S", "0.5")
+        .arg("--store")
+        .arg(&store)
+        .args(schedule)
+        .args(["--json", "-q", "--profile"])
+        .output()
+        .expect("running scalelab");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let p = profiles(&store);
+    let on = p[0].on_cpu.as_ref().expect("on-CPU stacks");
+    let secs = on.duration_ns as f64 / 1e9;
+    assert!((0.45..1.2).contains(&secs), "on-CPU {secs} s, planned 0.5 s of a 2 s window");
+    assert!(on.total() > 5, "{on:?}");
+}
