@@ -99,7 +99,6 @@ fn shares(map: BTreeMap<String, u64>, total: u64, top: usize) -> Vec<FrameShare>
     v
 }
 
-/// The leaf frames (self time), user and kernel, hottest first.
 /// The profile of a run's step with `concurrency` clients: the last
 /// profiled one when the sweep repeats the level (`--profile-steps`).
 /// Shared by the verdicts and `scalelab profile --step`.
@@ -107,6 +106,7 @@ pub fn profile_at(run: &Run, concurrency: u32) -> Option<&ProfileSample> {
     run.samples.profile.iter().rev().find(|p| run.steps.get(p.step).is_some_and(|s| s.concurrency == concurrency))
 }
 
+/// The leaf frames (self time), user and kernel, hottest first.
 pub fn top_self(p: &StackProfile, top: usize) -> Vec<FrameShare> {
     let mut map = BTreeMap::new();
     for s in &p.stacks {

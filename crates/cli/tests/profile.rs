@@ -17,12 +17,12 @@ fn profiled_sweep(store: &Path, mode: &str, work_us: &str) -> String {
 
 /// The same at the concurrencies `conc`.
 fn profiled_sweep_at(store: &Path, mode: &str, work_us: &str, conc: &str) -> String {
-    sweep_profiling(store, mode, work_us, conc, &["--profile"])
+    sweep_profiling(store, mode, work_us, conc, &["--profile"], &[])
 }
 
-/// A short sweep of the specimen profiled as `profiling` says (`--profile`,
-/// `--profile-steps N`); its stderr.
-fn sweep_profiling(store: &Path, mode: &str, work_us: &str, conc: &str, profiling: &[&str]) -> String {
+/// A short sweep of the specimen (1.5 s windows) profiled as `profiling`
+/// says (`--profile`, `--profile-steps N`), with the environment `env`; its stderr.
+fn sweep_profiling(store: &Path, mode: &str, work_us: &str, conc: &str, profiling: &[&str], env: &[(&str, &str)]) -> String {
     let schedule = [
         "sweep",
         "--specimen",
@@ -40,7 +40,7 @@ fn sweep_profiling(store: &Path, mode: &str, work_us: &str, conc: &str, profilin
         "--json",
         "-q",
     ];
-    let out = run(store, &[&schedule[..], profiling].concat());
+    let out = run_env(store, env, &[&schedule[..], profiling].concat());
     assert!(out.status.success(), "{}", stderr(&out));
     stderr(&out)
 }
@@ -310,7 +310,7 @@ fn profile_steps_profiles_only_the_chosen_steps() {
     let _cpu = cpu_exclusive();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
-    let err = sweep_profiling(&store, "spin", "100", "1,2,2", &["--profile-steps", "2"]);
+    let err = sweep_profiling(&store, "spin", "100", "1,2,2", &["--profile-steps", "2"], &[]);
     assert!(err.contains("in 1 window(s)"), "one window profiled: {err}");
     let p = profiles(&store);
     assert_eq!(p.iter().map(|p| p.step).collect::<Vec<_>>(), vec![1], "only step 2 is profiled");
@@ -341,19 +341,10 @@ fn on_cpu_capture_stops_after_its_planned_seconds() {
     let _cpu = cpu_exclusive();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
-    let schedule = ["sweep", "--specimen", "spin", "--work-us", "100", "-c", "2", "--warmup", "0.3s", "--duration", "2s"];
-    let out = bin()
-        .env("SCALELAB_PROFILE_ON_CPU_S", "0.5")
-        .arg("--store")
-        .arg(&store)
-        .args(schedule)
-        .args(["--json", "-q", "--profile"])
-        .output()
-        .expect("running scalelab");
-    assert!(out.status.success(), "{}", stderr(&out));
+    sweep_profiling(&store, "spin", "100", "2", &["--profile"], &[("SCALELAB_PROFILE_ON_CPU_S", "0.5")]);
     let p = profiles(&store);
     let on = p[0].on_cpu.as_ref().expect("on-CPU stacks");
     let secs = on.duration_ns as f64 / 1e9;
-    assert!((0.45..1.2).contains(&secs), "on-CPU {secs} s, planned 0.5 s of a 2 s window");
+    assert!((0.45..1.2).contains(&secs), "on-CPU {secs} s, planned 0.5 s of a 1.5 s window");
     assert!(on.total() > 5, "{on:?}");
 }

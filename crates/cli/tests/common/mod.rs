@@ -13,7 +13,12 @@ pub fn bin() -> Command {
 
 /// Runs scalelab with `args` against the store `store`.
 pub fn run(store: &Path, args: &[&str]) -> Output {
-    bin().arg("--store").arg(store).args(args).output().expect("running scalelab")
+    run_env(store, &[], args)
+}
+
+/// The same with the environment variables `env` set (e.g. `SCALELAB_PROFILE_*`).
+pub fn run_env(store: &Path, env: &[(&str, &str)], args: &[&str]) -> Output {
+    bin().envs(env.iter().copied()).arg("--store").arg(store).args(args).output().expect("running scalelab")
 }
 
 /// `scalelab prepare URL --dataset sbtest --scale 1 --rows ROWS`, which must succeed.
