@@ -92,10 +92,10 @@ fn global_lock_profile_names_the_function_that_takes_the_mutex() {
     );
     let out = run(&store, &["profile", "last", "--step", "1"]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.starts_with("run 1 step 1 (1 clients)") && text.contains("hottest functions of the server's own code"), "{text}");
+    assert!(text.starts_with("run 1 step 1 (1 client)") && text.contains("hottest functions of the server's own code"), "{text}");
     let out = run(&store, &["profile", "last", "--off-cpu", "--diff", "1", "4"]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success() && text.contains("what grew from 1 clients to 4 clients"), "{text}");
+    assert!(out.status.success() && text.contains("what grew from 1 client to 4 clients"), "{text}");
     // The report draws a flame graph per step (on- and off-CPU), and the
     // differential one from the first step to the knee when the knee is later.
     let html = dir.path().join("r.html");
@@ -104,7 +104,7 @@ fn global_lock_profile_names_the_function_that_takes_the_mutex() {
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains(r#"<section id="profiles">"#));
     for title in
-        ["on-CPU at 1 clients (step 1)", "off-CPU at 1 clients (step 1)", "on-CPU at 4 clients (step 2)", "off-CPU at 4 clients (step 2)"]
+        ["on-CPU at 1 client (step 1)", "off-CPU at 1 client (step 1)", "on-CPU at 4 clients (step 2)", "off-CPU at 4 clients (step 2)"]
     {
         assert!(page.contains(&format!("<h4>{title}</h4>")), "{title}");
     }
@@ -112,7 +112,7 @@ fn global_lock_profile_names_the_function_that_takes_the_mutex() {
     assert!(!page.contains("http://") || !page.contains("<script src="), "no network");
     let d = json(&store, &["diagnose", "last", "--json"]);
     if d["curve"]["knee_concurrency"] == 4 {
-        assert!(page.contains("<h4>on-CPU: what grew from 1 clients to the knee at 4 clients</h4>"));
+        assert!(page.contains("<h4>on-CPU: what grew from 1 client to the knee at 4 clients</h4>"));
     }
     let out = run(&store, &["profile", "last", "--step", "7"]);
     assert_eq!(out.status.code(), Some(2));
@@ -320,7 +320,7 @@ fn profile_steps_profiles_only_the_chosen_steps() {
     assert!(text.starts_with("run 1 step 2 (2 clients)"), "{text}");
     let missing = run(&store, &["profile", "last", "--step", "1"]);
     assert_eq!(missing.status.code(), Some(2));
-    assert!(stderr(&missing).contains("no profiled step with 1 clients; --step takes one of: 2"), "{}", stderr(&missing));
+    assert!(stderr(&missing).contains("no profiled step with 1 client; --step takes one of: 2"), "{}", stderr(&missing));
 
     let none = dir.path().join("none.db");
     assert_bad_input(&none, &["sweep", "-c", "1,2", "--profile-steps", "3"], "step 3 is past the sweep's last (it has 2 step(s))");

@@ -2,6 +2,7 @@
 //! `show`'s tables): the curve line, the USL line, then per verdict its line
 //! with the evidence figures, what was missing and what to look at next.
 
+use crate::summary::clients;
 use scalelab_analyze::{Diagnosis, Verdict};
 
 /// A figure for text: thousands separated from 1,000, whole from 10 (and
@@ -39,14 +40,6 @@ pub fn per_s(v: f64, unit: &str) -> String {
         format!("{}{unit}", num(v))
     } else {
         format!("{} {unit}", num(v))
-    }
-}
-
-fn clients(n: u32) -> String {
-    if n == 1 {
-        "1 client".into()
-    } else {
-        format!("{n} clients")
     }
 }
 

@@ -6,6 +6,7 @@
 //! graphs' scripts and ids do not meet.
 
 use crate::model::ReportRun;
+use crate::summary::clients;
 use scalelab_core::sample::StackProfile;
 use std::fmt::Write;
 
@@ -83,15 +84,16 @@ pub fn profiles_html(out: &mut String, r: &ReportRun) {
         }
         return;
     }
-    let clients = |step: usize| run.steps.get(step).map_or(0, |s| s.concurrency);
+    let concurrency = |step: usize| run.steps.get(step).map_or(0, |s| s.concurrency);
     let knee = r.diagnosis.curve.as_ref().map(|c| c.knee_concurrency);
     let first = run.samples.profile.iter().min_by_key(|p| p.step);
-    let at_knee = run.samples.profile.iter().find(|p| Some(clients(p.step)) == knee);
+    let at_knee = run.samples.profile.iter().find(|p| Some(concurrency(p.step)) == knee);
     if let (Some(a), Some(b)) = (first, at_knee) {
         if a.step != b.step {
             for (what, pa, pb, unit) in [("on-CPU", &a.on_cpu, &b.on_cpu, "samples"), ("off-CPU", &a.off_cpu, &b.off_cpu, "ns")] {
                 if let (Some(x), Some(y)) = (pa, pb) {
-                    let title = format!("{what}: what grew from {} clients to the knee at {} clients", clients(a.step), clients(b.step));
+                    let title =
+                        format!("{what}: what grew from {} to the knee at {}", clients(concurrency(a.step)), clients(concurrency(b.step)));
                     let _ = write!(out, "<h4>{}</h4>", crate::svg::esc(&title));
                     frame(out, diff_svg(&title, x, y, unit));
                 }
@@ -103,7 +105,7 @@ pub fn profiles_html(out: &mut String, r: &ReportRun) {
     for p in steps {
         for (what, prof, unit) in [("on-CPU", &p.on_cpu, "samples"), ("off-CPU", &p.off_cpu, "ns")] {
             let Some(prof) = prof else { continue };
-            let title = format!("{what} at {} clients (step {})", clients(p.step), p.step + 1);
+            let title = format!("{what} at {} (step {})", clients(concurrency(p.step)), p.step + 1);
             let _ = write!(out, "<h4>{}</h4>", crate::svg::esc(&title));
             frame(out, flame_svg(&title, prof, unit));
         }

@@ -26,10 +26,14 @@ pub fn run(path: &Path, a: &ProfileArgs) -> anyhow::Result<ExitCode> {
         profile_at(&run, clients).ok_or_else(|| {
             let have: Vec<String> =
                 run.samples.profile.iter().filter_map(|p| run.steps.get(p.step)).map(|s| s.concurrency.to_string()).collect();
-            bad(format!("run {id} has no profiled step with {clients} clients; --step takes one of: {}", have.join(", ")))
+            bad(format!(
+                "run {id} has no profiled step with {}; --step takes one of: {}",
+                scalelab_report::summary::clients(clients),
+                have.join(", ")
+            ))
         })
     };
-    let label = |p: &ProfileSample| format!("{} clients", run.steps.get(p.step).map_or(0, |s| s.concurrency));
+    let label = |p: &ProfileSample| scalelab_report::summary::clients(run.steps.get(p.step).map_or(0, |s| s.concurrency));
     if let Some(d) = &a.diff {
         let (pa, pb) = (step_of(d[0])?, step_of(d[1])?);
         let pick = |p: &ProfileSample| if a.off_cpu { p.off_cpu.clone() } else { p.on_cpu.clone() };
