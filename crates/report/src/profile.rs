@@ -95,9 +95,11 @@ pub fn step_text(label: &str, p: &ProfileSample, off_cpu: bool, top: usize) -> S
 /// What grew from step `a` to step `b` (inclusive share of each profile).
 pub fn diff_text(a: &str, b: &str, what: &str, growth: &[Growth]) -> String {
     let mut out = format!("{what}: what grew from {a} to {b} (the server's own functions, share of each step's {what} total)\n");
-    let _ = writeln!(out, "  {:>8}  {:>8}  {:>9}  function", a, b, "change");
+    // Columns as wide as their heading ("50 clients", "window 12") or a share.
+    let (wa, wb) = (a.chars().count().max(7), b.chars().count().max(7));
+    let _ = writeln!(out, "  {a:>wa$}  {b:>wb$}  {:>10}  function", "change");
     for g in growth {
-        let _ = writeln!(out, "  {}  {}  {:>+7.1} pp  {}", pct(g.share_a), pct(g.share_b), 100.0 * g.delta, g.frame);
+        let _ = writeln!(out, "  {:>wa$}  {:>wb$}  {:>+7.1} pp  {}", pct(g.share_a), pct(g.share_b), 100.0 * g.delta, g.frame);
     }
     out
 }
