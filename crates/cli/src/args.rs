@@ -401,6 +401,9 @@ pub struct ProfileArgs {
     /// What grew from the step with A clients to the step with B clients (of a watch: window A to window B).
     #[arg(long, num_args = 2, value_names = ["A", "B"])]
     pub diff: Option<Vec<u32>>,
+    /// Print the step's stacks whole, folded (`frame;frame;... value` per line: samples on-CPU, ns off-CPU), for flamegraph.pl, inferno or speedscope.
+    #[arg(long, conflicts_with_all = ["diff", "top"])]
+    pub folded: bool,
 }
 
 #[derive(Args, Debug)]

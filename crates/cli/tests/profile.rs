@@ -96,6 +96,15 @@ fn global_lock_profile_names_the_function_that_takes_the_mutex() {
     let out = run(&store, &["profile", "last", "--off-cpu", "--diff", "1", "4"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && text.contains("what grew from 1 client to 4 clients"), "{text}");
+    // `--folded`: every stored stack, whole, as `frames value` lines that sum
+    // to the profile's total (what flamegraph.pl and speedscope read).
+    let out = run(&store, &["profile", "last", "--off-cpu", "--folded"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines: Vec<(&str, u64)> = text.lines().map(|l| l.rsplit_once(' ').map(|(s, v)| (s, v.parse().unwrap())).unwrap()).collect();
+    assert_eq!(lines.len(), off.stacks.len());
+    assert_eq!(lines.iter().map(|(_, v)| v).sum::<u64>(), off.total());
+    assert!(lines.iter().any(|(s, _)| s.contains("scalelab_specimen::server::State::work;") && s.ends_with("[S]")), "{text}");
     // The report draws a flame graph per step (on- and off-CPU), and the
     // differential one from the first step to the knee when the knee is later.
     let html = dir.path().join("r.html");

@@ -103,3 +103,15 @@ pub fn diff_text(a: &str, b: &str, what: &str, growth: &[Growth]) -> String {
     }
     out
 }
+
+/// A profile's stacks as folded text, one `frame;frame;... value` line per
+/// stack (Brendan Gregg's format, which flamegraph.pl, inferno and
+/// speedscope read), highest value first. Frame names come from the
+/// server's binaries: control characters are escaped so a line stays a line.
+pub fn folded(p: &StackProfile) -> String {
+    let mut out = String::new();
+    for s in &p.stacks {
+        let _ = writeln!(out, "{} {}", scalelab_core::escape_control(&s.stack), s.value);
+    }
+    out
+}

@@ -41,15 +41,18 @@ pub fn run(path: &Path, a: &ProfileArgs) -> anyhow::Result<ExitCode> {
         let (Some(x), Some(y)) = (pick(pa), pick(pb)) else {
             return Err(bad(format!("run {id}: one of the two steps has no {what} stacks")));
         };
-        print!("{}", scalelab_report::profile::diff_text(&label(pa), &label(pb), what, &diff(&x, &y, a.top)));
+        say!("{}", scalelab_report::profile::diff_text(&label(pa), &label(pb), what, &diff(&x, &y, a.top)));
         return Ok(ExitCode::SUCCESS);
     }
     let p = match a.step {
         Some(n) => step_of(n)?,
         None => run.samples.profile.iter().max_by_key(|p| p.step).expect("not empty"),
     };
+    if a.folded {
+        return folded(&run, p, a.off_cpu);
+    }
     let title = format!("run {id} step {} ({})", p.step + 1, label(p));
-    print!("{}", scalelab_report::profile::step_text(&title, p, a.off_cpu, a.top));
+    say!("{}", scalelab_report::profile::step_text(&title, p, a.off_cpu, a.top));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -72,7 +75,7 @@ fn watch(run: &scalelab_core::Run, a: &ProfileArgs) -> anyhow::Result<ExitCode> 
         let (Some(x), Some(y)) = (pick(pa), pick(pb)) else {
             return Err(bad(format!("run {id}: one of the two windows has no {what} stacks")));
         };
-        print!("{}", scalelab_report::profile::diff_text(&label(pa), &label(pb), what, &diff(&x, &y, a.top)));
+        say!("{}", scalelab_report::profile::diff_text(&label(pa), &label(pb), what, &diff(&x, &y, a.top)));
         return Ok(ExitCode::SUCCESS);
     }
     let (title, p) = match a.step {
@@ -85,6 +88,21 @@ fn watch(run: &scalelab_core::Run, a: &ProfileArgs) -> anyhow::Result<ExitCode> 
             (format!("run {id} (watch): the whole watch, {} window(s)", windows.len()), whole)
         }
     };
-    print!("{}", scalelab_report::profile::step_text(&title, &p, a.off_cpu, a.top));
+    if a.folded {
+        return folded(run, &p, a.off_cpu);
+    }
+    say!("{}", scalelab_report::profile::step_text(&title, &p, a.off_cpu, a.top));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--folded`: one side of a profile as folded stacks on stdout.
+fn folded(run: &scalelab_core::Run, p: &ProfileSample, off_cpu: bool) -> anyhow::Result<ExitCode> {
+    let (side, what, source) =
+        if off_cpu { (&p.off_cpu, "off-CPU", Source::ProfileOffCpu) } else { (&p.on_cpu, "on-CPU", Source::Profile) };
+    let Some(side) = side else {
+        let why = run.notes.iter().find(|(s, _)| s == source.name()).map(|(_, w)| format!(": {w}")).unwrap_or_default();
+        return Err(bad(format!("run {}: that step has no {what} stacks{why}", run.id)));
+    };
+    print!("{}", scalelab_report::profile::folded(side));
     Ok(ExitCode::SUCCESS)
 }
