@@ -147,11 +147,12 @@ pub fn top_own(p: &StackProfile, top: usize) -> Vec<FrameShare> {
 const SPIN: &[&str] =
     &["spin_loop", "cpu_relax", "ut_delay", "sched_yield", "yield_now", "__x64_sys_sched_yield", "pthread_spin", "s_lock", "spin_delay"];
 
-/// An atomic load or compare-exchange as the leaf (an unoptimized build's
-/// spin loop polls through these).
+/// An atomic load or compare-exchange (an unoptimized build's spin loop
+/// polls through these); only a stack's leaf is judged by it. Not every
+/// `core::hint`: `black_box` in a work loop is work.
 fn is_polling(frame: &str) -> bool {
     let f = frame.trim_start_matches('<');
-    f.starts_with("core::sync::atomic") || f.starts_with("core::hint")
+    f.starts_with("core::sync::atomic") && (f.contains("load") || f.contains("compare_exchange"))
 }
 
 /// Busy-waiting functions: for stacks that spin (a spin hint or a yield
@@ -163,11 +164,12 @@ fn is_polling(frame: &str) -> bool {
 /// clients). A spin loop that never yields and is inlined into its caller
 /// leaves no trace at all: then [`top_own`] names it.
 pub fn spin_sites(on: &StackProfile, top: usize) -> Vec<FrameShare> {
-    let spins = |f: &&str| SPIN.iter().any(|p| f.contains(p)) || is_polling(f);
+    let spins = |f: &&str| SPIN.iter().any(|p| f.contains(p));
     let mut map: BTreeMap<String, u64> = BTreeMap::new();
     for s in &on.stacks {
         let f = frames(&s.stack);
-        let Some(at) = f.iter().rposition(spins) else { continue };
+        let polls = f.last().is_some_and(|leaf| is_polling(leaf));
+        let Some(at) = (if polls { Some(f.len() - 1) } else { f.iter().rposition(spins) }) else { continue };
         if let Some(own) = f[..at].iter().rev().find(|f| !is_kernel(f) && !is_library(f) && !is_state(f) && !spins(f)) {
             *map.entry(own.to_string()).or_default() += s.value;
         }
@@ -336,9 +338,18 @@ mod tests {
         assert_eq!(spin.len(), 1, "{spin:?}");
         assert_eq!(spin[0].frame, "Lock::with");
         assert_eq!(spin[0].value, 45);
-        // Without a yield or hint under it, a hot leaf is work, not a spin.
-        let q = profile(&[("main;serve;Lock::with", 40, 40), ("main;serve;Lock::with;work", 60, 60)]);
-        assert!(spin_sites(&q, 3).is_empty());
+        // Without a yield or hint under it, a hot leaf is work, not a spin;
+        // and so is a work loop's `black_box`, or an atomic counter.
+        let q = profile(&[
+            ("main;serve;Lock::with", 40, 40),
+            ("main;serve;Lock::with;work", 50, 50),
+            ("main;serve;work;core::hint::black_box", 5, 5),
+            ("main;serve;count;core::sync::atomic::atomic_add", 5, 5),
+        ]);
+        assert!(spin_sites(&q, 3).is_empty(), "{:?}", spin_sites(&q, 3));
+        // An unoptimized spin loop polls through an atomic load at the leaf.
+        let r = profile(&[("main;serve;Lock::with;core::sync::atomic::AtomicBool::load", 30, 30), ("main;serve;Lock::with", 10, 10)]);
+        assert_eq!(spin_sites(&r, 3)[0].value, 40);
     }
 
     #[test]

@@ -128,8 +128,10 @@ fn killed_server_ends_the_run_cleanly_keeping_finished_steps() {
             "-q",
         ],
     );
-    // Kill nginx during the second step.
-    std::thread::sleep(std::time::Duration::from_millis(1700));
+    // Kill nginx during the second step: once the first is stored (its
+    // start moves with the machine's load), past the pause and warm-up.
+    wait_for_steps(&store, 1);
+    std::thread::sleep(std::time::Duration::from_millis(500));
     nginx.kill();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(1), "a failed target exits 1: {}", stderr(&out));

@@ -17,21 +17,6 @@ fn spawn_sweep(store: &std::path::Path, concurrency: &str) -> std::process::Chil
         .unwrap()
 }
 
-fn finished_steps(store: &std::path::Path) -> usize {
-    match scalelab_store::Store::open(store) {
-        Ok(s) => s.list_runs().ok().and_then(|r| r.last().map(|r| r.steps as usize)).unwrap_or(0),
-        Err(_) => 0,
-    }
-}
-
-fn wait_for_steps(store: &std::path::Path, n: usize) {
-    let end = Instant::now() + Duration::from_secs(30);
-    while finished_steps(store) < n {
-        assert!(Instant::now() < end, "the sweep never reached {n} steps");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn kill_9_keeps_finished_steps_and_marks_the_run_incomplete() {
     let dir = tempfile::tempdir().unwrap();

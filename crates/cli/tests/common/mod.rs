@@ -110,3 +110,23 @@ pub fn sweep_specimen(store: &Path, mode: &str, work_us: &str, conc: &str) -> Va
         ],
     )
 }
+
+/// Steps the store's last run has committed so far (0 before it exists):
+/// read while a spawned sweep writes it.
+pub fn finished_steps(store: &Path) -> usize {
+    match scalelab_store::Store::open(store) {
+        Ok(s) => s.list_runs().ok().and_then(|r| r.last().map(|r| r.steps as usize)).unwrap_or(0),
+        Err(_) => 0,
+    }
+}
+
+/// Waits (at most 30 s) until a spawned sweep has committed `n` steps, so
+/// a test acts at a point of the run rather than at a time that a busy
+/// machine's slower start would move.
+pub fn wait_for_steps(store: &Path, n: usize) {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while finished_steps(store) < n {
+        assert!(std::time::Instant::now() < end, "the sweep never reached {n} steps");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
