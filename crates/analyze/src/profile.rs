@@ -39,7 +39,33 @@ const LOCK_IMPL: &[&str] = &[
     "RwLock",
     "Condvar",
     "__GI_",
+    // PostgreSQL: LWLocks sleep on a semaphore (`_bt_relandgetbuf;
+    // LWLockAcquire;PGSemaphoreLock;sem_wait`), heavyweight locks (rows,
+    // transactions, relations) on the process latch (`heap_update;
+    // XactLockTableWait;LockAcquireExtended;ProcSleep;WaitLatch;epoll_wait`).
+    "LWLockAcquire",
+    "LWLockWaitForVar",
+    "PGSemaphoreLock",
+    "XactLockTableWait",
+    "LockTuple",
+    "LockRelationOid",
+    "LockAcquire",
+    "ProcSleep",
+    "WaitLatch",
+    "WaitEventSetWait",
+    "epoll_wait",
 ];
+
+/// Frames that make a sleep a lock wait whatever the system call under
+/// them (a futex is not the only way to wait for a lock): PostgreSQL's
+/// heavyweight-lock sleep waits on its latch (epoll).
+const LOCK_SLEEP: &[&str] = &["ProcSleep"];
+
+/// A frame perf could not name (`module+0xoffset`): a static function of a
+/// stripped binary, which may still be part of the lock implementation.
+fn is_unresolved(frame: &str) -> bool {
+    frame.rsplit_once("+0x").is_some_and(|(_, off)| !off.is_empty() && off.bytes().all(|b| b.is_ascii_hexdigit()))
+}
 
 /// Frames that wait for work rather than for a lock.
 const IDLE_WAIT: &[&str] = &["pthread_cond", "Condvar", "std::thread::park", "park_timeout", "mpsc", "epoll_wait", "poll"];
@@ -207,37 +233,45 @@ pub struct LockSite {
     pub waits_per_s: f64,
 }
 
-/// The futex waits of an off-CPU profile by call site, longest first:
+/// The lock waits of an off-CPU profile by call site, longest first:
 /// stacks asleep in a futex that are not waits for work (condition
-/// variables, parking, channels).
+/// variables, parking, channels), and sleeps under a database's lock
+/// manager ([`LOCK_SLEEP`]).
 pub fn lock_sites(off: &StackProfile, top: usize) -> Vec<LockSite> {
     let mut map: BTreeMap<(String, String), (u64, u64)> = BTreeMap::new();
     for s in &off.stacks {
         let f = frames(&s.stack);
-        if !f.iter().any(|f| is_kernel(f) && f.contains("futex")) {
-            continue;
-        }
         let user: Vec<&str> = f.iter().copied().filter(|f| !is_kernel(f) && !is_state(f)).collect();
-        if user.iter().any(|f| IDLE_WAIT.iter().any(|p| f.contains(p))) {
+        let lock_sleep = user.iter().any(|f| LOCK_SLEEP.iter().any(|p| f.contains(p)));
+        let futex = f.iter().any(|f| is_kernel(f) && f.contains("futex"));
+        if !lock_sleep && (!futex || user.iter().any(|f| IDLE_WAIT.iter().any(|p| f.contains(p)))) {
             continue;
         }
-        // From the leaf: skip the implementation (and bare `syscall`), the next frame is the site.
-        let mut via = None;
-        let mut site = None;
-        for frame in user.iter().rev() {
-            if LOCK_IMPL.iter().any(|p| frame.contains(p))
-                || *frame == "syscall"
+        // From the leaf: skip the implementation (and bare `syscall`); the
+        // frame above its outermost frame is the site. Unnamed frames
+        // (`postgres+0x45d95c`) between implementation frames are the
+        // implementation's static functions.
+        let is_impl = |frame: &str| {
+            LOCK_IMPL.iter().any(|p| frame.contains(p))
+                || frame == "syscall"
                 || frame.starts_with("libc.so")
                 || frame.starts_with("libpthread")
-            {
-                via = Some(*frame);
-            } else {
-                site = Some(*frame);
+        };
+        let mut outermost = None;
+        for (i, frame) in user.iter().enumerate().rev() {
+            if is_impl(frame) {
+                outermost = Some(i);
+            } else if !is_unresolved(frame) {
                 break;
             }
         }
-        let site = site.unwrap_or("[lock implementation only]").to_string();
-        let via = via.unwrap_or("futex").to_string();
+        let via = outermost.map_or("futex", |i| user[i]).to_string();
+        let site = match outermost {
+            Some(0) => "[lock implementation only]",
+            Some(i) => user[i - 1],
+            None => user.last().copied().unwrap_or("[lock implementation only]"),
+        }
+        .to_string();
         let e = map.entry((site, via)).or_default();
         e.0 += s.value;
         e.1 += s.count;
@@ -350,6 +384,28 @@ mod tests {
         // An unoptimized spin loop polls through an atomic load at the leaf.
         let r = profile(&[("main;serve;Lock::with;core::sync::atomic::AtomicBool::load", 30, 30), ("main;serve;Lock::with", 10, 10)]);
         assert_eq!(spin_sites(&r, 3)[0].value, 40);
+    }
+
+    #[test]
+    fn postgres_lock_waits_are_named_by_their_caller() {
+        // Stacks as perf gave them for PostgreSQL 15 (Debian) under `hot-row`.
+        let off = profile(&[
+            ("PostgresMain;heap_update;XactLockTableWait;LockAcquireExtended;postgres+0x45d95c;ProcSleep;WaitLatch;WaitEventSetWait;epoll_wait;entry_SYSCALL_64_after_hwframe_[k];do_epoll_wait_[k];schedule_[k];[S]", 600, 6),
+            ("PostgresMain;btinsert;_bt_doinsert;postgres+0x1b80af;_bt_relandgetbuf;LWLockAcquire;PGSemaphoreLock;__new_sem_wait_slow64.constprop.0;__futex_abstimed_wait_common;__x64_sys_futex_[k];futex_wait_[k];[S]", 300, 30),
+            ("PostgresMain;CommitTransactionCommand;postgres+0x1e44a1;ProcArrayEndTransaction;LWLockAcquire;PGSemaphoreLock;__new_sem_wait_slow64.constprop.0;__x64_sys_futex_[k];[S]", 50, 5),
+            // A backend waiting for its client's next query is not a lock wait.
+            ("PostgresMain;pq_getbyte;postgres+0x34b406;secure_read;WaitEventSetWait;epoll_wait;__x64_sys_epoll_wait_[k];[S]", 3000, 10),
+        ]);
+        let sites = lock_sites(&off, 5);
+        let named: Vec<(&str, &str)> = sites.iter().map(|s| (s.site.as_str(), s.via.as_str())).collect();
+        assert_eq!(
+            named,
+            [("heap_update", "XactLockTableWait"), ("_bt_relandgetbuf", "LWLockAcquire"), ("ProcArrayEndTransaction", "LWLockAcquire")]
+        );
+        // A site perf could not name stays as module+offset.
+        let stripped =
+            profile(&[("handler::ha_index_read_map;mariadbd+0xd21751;mariadbd+0xde2b6c;syscall;__x64_sys_futex_[k];[S]", 10, 1)]);
+        assert_eq!(lock_sites(&stripped, 1)[0].site, "mariadbd+0xde2b6c");
     }
 
     #[test]

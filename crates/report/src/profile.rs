@@ -58,7 +58,7 @@ pub fn step_text(label: &str, p: &ProfileSample, off_cpu: bool, top: usize) -> S
         };
         header(&mut out, "off-CPU", off);
         let sites = lock_sites(off, top);
-        let _ = writeln!(out, "lock call sites (futex waits; share of the server's thread time)");
+        let _ = writeln!(out, "lock call sites (futex waits and database lock sleeps; share of the server's thread time)");
         if sites.is_empty() {
             let _ = writeln!(out, "  (none)");
         }

@@ -1,5 +1,6 @@
-//! Verdicts sharpened by `--profile`'s stacks: lock contention names its
-//! call sites with their share of thread time, CPU-bound verdicts the
+//! Verdicts sharpened by `--profile`'s stacks: lock contention (and a
+//! database's own lock waits) names its call sites with their share of
+//! thread time, CPU-bound verdicts the
 //! hottest functions (and a spin loop when one burns the CPU), as evidence
 //! figures; `next` points to the step's flame graph.
 
@@ -41,6 +42,24 @@ pub fn add_profile_evidence(run: &Run, verdicts: &mut [Verdict]) {
                     "{}; then who holds it: `perf lock contention -b`, or for a database its own lock views",
                     flame_graph_hint(run, v.concurrency, true)
                 );
+            }
+            VerdictKind::DbContention => {
+                // The database's own wait figures say that it waits; the
+                // stacks say where in its code (`heap_update ->
+                // XactLockTableWait`, `_bt_relandgetbuf -> LWLockAcquire`).
+                let Some(off) = &p.off_cpu else { continue };
+                let sites: Vec<_> = lock_sites(off, 3).into_iter().filter(|s| s.thread_share >= NAMED_SHARE).collect();
+                let Some(top) = sites.first() else { continue };
+                v.headline.push_str(&format!("; its threads wait in `{}` (via `{}`)", top.site, top.via));
+                for s in &sites {
+                    v.evidence.push(Evidence::new(
+                        format!("lock wait at {} -> {}", s.site, s.via),
+                        100.0 * s.thread_share,
+                        "% of thread time",
+                    ));
+                }
+                let hint = flame_graph_hint(run, v.concurrency, true);
+                v.next = if v.next.is_empty() { hint } else { format!("{hint}; then {}", v.next) };
             }
             VerdictKind::CpuBoundUser | VerdictKind::CpuBoundKernel | VerdictKind::CpuBoundMixed | VerdictKind::SingleHotThread => {
                 let Some(on) = &p.on_cpu else { continue };
