@@ -2,7 +2,7 @@
 //! `show`'s tables): the curve line, the USL line, then per verdict its line
 //! with the evidence figures, what was missing and what to look at next.
 
-use crate::summary::clients;
+use crate::fmt::clients;
 use scalelab_analyze::{Diagnosis, Verdict};
 
 /// A figure for text: thousands separated from 1,000, whole from 10 (and

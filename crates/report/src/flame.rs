@@ -5,8 +5,8 @@
 //! highlight a function), put in the page as an iframe's `srcdoc` so the
 //! graphs' scripts and ids do not meet.
 
+use crate::fmt::clients;
 use crate::model::ReportRun;
-use crate::summary::clients;
 use scalelab_core::sample::StackProfile;
 use std::fmt::Write;
 

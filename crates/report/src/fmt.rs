@@ -140,6 +140,15 @@ pub fn wrap(text: &str, width: Option<usize>) -> String {
     out
 }
 
+/// A concurrency in words: "1 client", "5 clients".
+pub fn clients(n: u32) -> String {
+    if n == 1 {
+        "1 client".into()
+    } else {
+        format!("{n} clients")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,6 +3,7 @@
 //! with their evidence, and the benchmark configuration of every run side by
 //! side with the rows that differ flagged.
 
+use crate::fmt::clients;
 use crate::fmt::thousands;
 use scalelab_analyze::{Diagnosis, Evidence, Verdict};
 use scalelab_core::{escape_control, Run};
@@ -19,15 +20,6 @@ pub fn num(v: f64) -> String {
         format!("{v:.1}")
     } else {
         format!("{v:.2}")
-    }
-}
-
-/// "1 client", "5 clients".
-pub fn clients(n: u32) -> String {
-    if n == 1 {
-        "1 client".into()
-    } else {
-        format!("{n} clients")
     }
 }
 

@@ -28,12 +28,12 @@ pub fn run(path: &Path, a: &ProfileArgs) -> anyhow::Result<ExitCode> {
                 run.samples.profile.iter().filter_map(|p| run.steps.get(p.step)).map(|s| s.concurrency.to_string()).collect();
             bad(format!(
                 "run {id} has no profiled step with {}; --step takes one of: {}",
-                scalelab_report::summary::clients(clients),
+                scalelab_report::fmt::clients(clients),
                 have.join(", ")
             ))
         })
     };
-    let label = |p: &ProfileSample| scalelab_report::summary::clients(run.steps.get(p.step).map_or(0, |s| s.concurrency));
+    let label = |p: &ProfileSample| scalelab_report::fmt::clients(run.steps.get(p.step).map_or(0, |s| s.concurrency));
     if let Some(d) = &a.diff {
         let (pa, pb) = (step_of(d[0])?, step_of(d[1])?);
         let pick = |p: &ProfileSample| if a.off_cpu { p.off_cpu.clone() } else { p.on_cpu.clone() };
