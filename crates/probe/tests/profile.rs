@@ -39,7 +39,9 @@ fn off_cpu_waits_fold_to_the_function_that_takes_the_mutex() {
     let ten = sampled.stacks.iter().find(|s| s.stack == waits.stack).unwrap();
     assert_eq!((ten.value, ten.count), (waits.value * 10, waits.count * 10));
     let s10 = lock_sites(&sampled, 1);
-    assert!((s10[0].thread_share - sites[0].thread_share * 10.0).abs() < 1e-9, "{s10:?} {sites:?}");
+    assert_eq!((s10[0].wait_ns, s10[0].waits), (sites[0].wait_ns * 10, sites[0].waits * 10), "{s10:?} {sites:?}");
+    // Its share of thread time scales too, up to all of it.
+    assert!((s10[0].thread_share - (sites[0].thread_share * 10.0).min(1.0)).abs() < 1e-9, "{s10:?} {sites:?}");
 }
 
 #[test]
