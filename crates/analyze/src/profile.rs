@@ -192,20 +192,20 @@ fn is_polling(frame: &str) -> bool {
 pub fn spin_sites(on: &StackProfile, top: usize) -> Vec<FrameShare> {
     let spins = |f: &&str| SPIN.iter().any(|p| f.contains(p));
     let mut map: BTreeMap<String, u64> = BTreeMap::new();
+    let mut leaves: BTreeMap<&str, u64> = BTreeMap::new();
     for s in &on.stacks {
         let f = frames(&s.stack);
+        if let Some(leaf) = f.last() {
+            *leaves.entry(*leaf).or_default() += s.value;
+        }
         let polls = f.last().is_some_and(|leaf| is_polling(leaf));
         let Some(at) = (if polls { Some(f.len() - 1) } else { f.iter().rposition(spins) }) else { continue };
         if let Some(own) = f[..at].iter().rev().find(|f| !is_kernel(f) && !is_library(f) && !is_state(f) && !spins(f)) {
             *map.entry(own.to_string()).or_default() += s.value;
         }
     }
-    for s in &on.stacks {
-        if let Some(leaf) = frames(&s.stack).last() {
-            if let Some(v) = map.get_mut(*leaf) {
-                *v += s.value;
-            }
-        }
+    for (function, v) in map.iter_mut() {
+        *v += leaves.get(function.as_str()).copied().unwrap_or(0);
     }
     shares(map, on.total(), top)
 }
@@ -238,6 +238,9 @@ pub struct LockSite {
 /// variables, parking, channels), and sleeps under a database's lock
 /// manager ([`LOCK_SLEEP`]).
 pub fn lock_sites(off: &StackProfile, top: usize) -> Vec<LockSite> {
+    let is_impl = |frame: &str| {
+        LOCK_IMPL.iter().any(|p| frame.contains(p)) || frame == "syscall" || frame.starts_with("libc.so") || frame.starts_with("libpthread")
+    };
     let mut map: BTreeMap<(String, String), (u64, u64)> = BTreeMap::new();
     for s in &off.stacks {
         let f = frames(&s.stack);
@@ -251,12 +254,6 @@ pub fn lock_sites(off: &StackProfile, top: usize) -> Vec<LockSite> {
         // frame above its outermost frame is the site. Unnamed frames
         // (`postgres+0x45d95c`) between implementation frames are the
         // implementation's static functions.
-        let is_impl = |frame: &str| {
-            LOCK_IMPL.iter().any(|p| frame.contains(p))
-                || frame == "syscall"
-                || frame.starts_with("libc.so")
-                || frame.starts_with("libpthread")
-        };
         let mut outermost = None;
         for (i, frame) in user.iter().enumerate().rev() {
             if is_impl(frame) {

@@ -5,7 +5,8 @@
 //! figures; `next` points to the step's flame graph.
 
 use super::{Evidence, Verdict, VerdictKind};
-use crate::profile::{lock_sites, profile_at, spin_sites, top_own, top_self};
+use crate::profile::{lock_sites, profile_at, spin_sites, top_own, top_self, LockSite};
+use scalelab_core::sample::ProfileSample;
 use scalelab_core::Run;
 
 /// A lock site or function below this share is not named.
@@ -20,14 +21,20 @@ fn flame_graph_hint(run: &Run, concurrency: u32, off_cpu: bool) -> String {
     )
 }
 
+/// The top three lock sites of a step's off-CPU stacks that hold at least
+/// [`NAMED_SHARE`] of the thread time (none without off-CPU stacks).
+fn named_lock_sites(p: &ProfileSample) -> Vec<LockSite> {
+    let Some(off) = &p.off_cpu else { return Vec::new() };
+    lock_sites(off, 3).into_iter().filter(|s| s.thread_share >= NAMED_SHARE).collect()
+}
+
 /// Adds the profile's figures to the verdicts whose step was profiled.
 pub fn add_profile_evidence(run: &Run, verdicts: &mut [Verdict]) {
     for v in verdicts.iter_mut() {
         let Some(p) = profile_at(run, v.concurrency) else { continue };
         match v.kind {
             VerdictKind::LockContention => {
-                let Some(off) = &p.off_cpu else { continue };
-                let sites: Vec<_> = lock_sites(off, 3).into_iter().filter(|s| s.thread_share >= NAMED_SHARE).collect();
+                let sites = named_lock_sites(p);
                 let Some(top) = sites.first() else { continue };
                 v.headline.push_str(&format!("; the lock is taken in `{}` (via `{}`)", top.site, top.via));
                 for s in &sites {
@@ -47,8 +54,7 @@ pub fn add_profile_evidence(run: &Run, verdicts: &mut [Verdict]) {
                 // The database's own wait figures say that it waits; the
                 // stacks say where in its code (`heap_update ->
                 // XactLockTableWait`, `_bt_relandgetbuf -> LWLockAcquire`).
-                let Some(off) = &p.off_cpu else { continue };
-                let sites: Vec<_> = lock_sites(off, 3).into_iter().filter(|s| s.thread_share >= NAMED_SHARE).collect();
+                let sites = named_lock_sites(p);
                 let Some(top) = sites.first() else { continue };
                 v.headline.push_str(&format!("; its threads wait in `{}` (via `{}`)", top.site, top.via));
                 for s in &sites {

@@ -16,7 +16,7 @@ pub fn run(path: &Path, a: &ProfileArgs) -> anyhow::Result<ExitCode> {
     let id = store.resolve(&RunSelector::parse(&a.run))?;
     let run = store.load_run(id)?;
     if run.samples.profile.is_empty() {
-        let why = run.notes.iter().find(|(s, _)| s == Source::Profile.name()).map(|(_, w)| format!(": {w}")).unwrap_or_default();
+        let why = unavailable(&run, Source::Profile);
         return Err(bad(format!("run {id} has no profiles{why}; sweep with --profile to take them")));
     }
     if run.kind == scalelab_core::RunKind::Watch {
@@ -100,9 +100,15 @@ fn folded(run: &scalelab_core::Run, p: &ProfileSample, off_cpu: bool) -> anyhow:
     let (side, what, source) =
         if off_cpu { (&p.off_cpu, "off-CPU", Source::ProfileOffCpu) } else { (&p.on_cpu, "on-CPU", Source::Profile) };
     let Some(side) = side else {
-        let why = run.notes.iter().find(|(s, _)| s == source.name()).map(|(_, w)| format!(": {w}")).unwrap_or_default();
+        let why = unavailable(run, source);
         return Err(bad(format!("run {}: that step has no {what} stacks{why}", run.id)));
     };
     print!("{}", scalelab_report::profile::folded(side));
     Ok(ExitCode::SUCCESS)
+}
+
+/// Why the run recorded `source` as unavailable, as `: REASON` to append to
+/// an error, or nothing when it gave no reason.
+fn unavailable(run: &scalelab_core::Run, source: Source) -> String {
+    run.notes.iter().find(|(s, _)| s == source.name()).map(|(_, w)| format!(": {w}")).unwrap_or_default()
 }
