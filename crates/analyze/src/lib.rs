@@ -33,6 +33,7 @@ pub mod pct;
 pub mod preflight;
 pub mod profile;
 pub mod series;
+pub mod stats;
 pub mod telemetry;
 pub mod usl;
 pub mod verdict;

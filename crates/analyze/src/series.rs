@@ -5,7 +5,8 @@
 //! percentiles per concurrency. Missing figures are `None`, never zero, so a
 //! step whose latency was not recorded cannot pass a latency assertion.
 
-use scalelab_core::StepResult;
+use crate::stats::{self, Ci95};
+use scalelab_core::{LatencyHistogram, StepResult};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -45,6 +46,27 @@ pub struct Point {
     /// `concurrency` is then its load level, the rate rounded ([`level`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offered_rate_per_s: Option<f64>,
+    /// The throughput of each window measured at this level, in the order
+    /// they ran (`--repeats`, `--until-precision`, `--versus`): the paired
+    /// comparison of interleaved runs matches them one to one. Empty for a
+    /// level measured once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repeats: Vec<f64>,
+    /// The 95 % interval of `throughput`: over the repeats (Student t), or
+    /// over the window's seconds (batch means) for a level measured once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throughput_ci: Option<Ci95>,
+    /// The 95 % intervals of `p50_ms`, `p99_ms` and `p999_ms`, alike.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_ci: Option<Ci95>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_ci: Option<Ci95>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p999_ci: Option<Ci95>,
+    /// Why `throughput_ci` could not be estimated (a window too short for
+    /// batch means, an imported figure), in words; `None` when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_interval: Option<String>,
 }
 
 /// A step's load level, the axis of curves and verdicts: its concurrency
@@ -56,10 +78,96 @@ pub fn level(step: &StepResult) -> u32 {
     }
 }
 
+/// A run's complete steps grouped by load level, in the order each level
+/// first ran; each group's steps in the order they ran. Partial steps (cut
+/// short by a signal) are left out.
+pub fn levels(steps: &[StepResult]) -> Vec<(u32, Vec<&StepResult>)> {
+    let mut out: Vec<(u32, Vec<&StepResult>)> = Vec::new();
+    for s in steps.iter().filter(|s| !s.partial) {
+        let l = level(s);
+        match out.iter_mut().find(|(n, _)| *n == l) {
+            Some((_, v)) => v.push(s),
+            None => out.push((l, vec![s])),
+        }
+    }
+    out
+}
+
 impl Point {
     /// A step with a throughput only (what published tables give).
     pub fn new(concurrency: u32, throughput: f64) -> Self {
-        Point { concurrency, throughput, p50_ms: None, p99_ms: None, p999_ms: None, errors: None, offered_rate_per_s: None }
+        Point {
+            concurrency,
+            throughput,
+            p50_ms: None,
+            p99_ms: None,
+            p999_ms: None,
+            errors: None,
+            offered_rate_per_s: None,
+            repeats: Vec::new(),
+            throughput_ci: None,
+            p50_ci: None,
+            p99_ci: None,
+            p999_ci: None,
+            no_interval: None,
+        }
+    }
+
+    /// Windows measured at this level (1 for a level measured once).
+    pub fn n(&self) -> usize {
+        self.repeats.len().max(1)
+    }
+
+    /// The throughput's interval half-width in % of the throughput, when it has one.
+    pub fn throughput_pm_pct(&self) -> Option<f64> {
+        self.throughput_ci.and_then(|c| c.half_width_pct(self.throughput))
+    }
+
+    /// The coefficient of variation of the repeats' throughputs, in %.
+    pub fn cv_pct(&self) -> Option<f64> {
+        stats::cv_pct(&self.repeats)
+    }
+
+    /// The figures of one level measured by several windows (steps of one
+    /// level, in the order they ran): throughput and percentiles are the
+    /// means over the windows, with Student-t intervals; errors add up.
+    /// One window: [`Point::from_step`]. `None` when no window measured.
+    pub fn from_repeats(steps: &[&StepResult]) -> Option<Self> {
+        let points: Vec<Point> = steps.iter().filter_map(|s| Point::from_step(s)).collect();
+        if points.len() <= 1 {
+            return points.into_iter().next();
+        }
+        let first = &points[0];
+        let xs: Vec<f64> = points.iter().map(|p| p.throughput).collect();
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        // A percentile averaged over the windows that have it; missing in
+        // any window: missing (a mean over some of them would mislead).
+        let pct = |f: &dyn Fn(&Point) -> Option<f64>| -> (Option<f64>, Option<Ci95>) {
+            let v: Option<Vec<f64>> = points.iter().map(f).collect();
+            match v {
+                Some(v) => (Some(mean(&v)), stats::mean_of_repeats(&v).ok()),
+                None => (None, None),
+            }
+        };
+        let (p50_ms, p50_ci) = pct(&|p| p.p50_ms);
+        let (p99_ms, p99_ci) = pct(&|p| p.p99_ms);
+        let (p999_ms, p999_ci) = pct(&|p| p.p999_ms);
+        let interval = stats::mean_of_repeats(&xs);
+        Some(Point {
+            concurrency: first.concurrency,
+            throughput: mean(&xs),
+            p50_ms,
+            p99_ms,
+            p999_ms,
+            errors: points.iter().map(|p| p.errors).sum(),
+            offered_rate_per_s: first.offered_rate_per_s,
+            no_interval: interval.as_ref().err().map(|e| e.0.clone()),
+            throughput_ci: interval.ok(),
+            p50_ci,
+            p99_ci,
+            p999_ci,
+            repeats: xs,
+        })
     }
 
     /// The analysis figures of an engine's step result; `None` when the step
@@ -67,11 +175,14 @@ impl Point {
     /// Imported steps carry their published throughput and nothing else.
     pub fn from_step(step: &StepResult) -> Option<Self> {
         if let Some(x) = step.published_throughput_per_s {
-            return Some(Point::new(step.concurrency, x));
+            return Some(Point { no_interval: Some("a published figure: no interval".to_string()), ..Point::new(step.concurrency, x) });
         }
         if step.window_s <= 0.0 {
             return None;
         }
+        let interval = step_throughput_ci(step);
+        let seconds: Vec<&LatencyHistogram> = step.seconds.iter().map(|s| &s.latency).collect();
+        let quantile = |q: f64| step.latency.quantile_ms(q).and_then(|_| stats::batch_quantile(&seconds, q).ok());
         Some(Point {
             concurrency: level(step),
             offered_rate_per_s: step.offered_rate_per_s,
@@ -80,8 +191,28 @@ impl Point {
             p99_ms: step.latency.quantile_ms(0.99),
             p999_ms: step.latency.quantile_ms(0.999),
             errors: Some(step.errors.counts.values().sum()),
+            repeats: Vec::new(),
+            no_interval: interval.as_ref().err().map(|e| e.0.clone()),
+            throughput_ci: interval.ok(),
+            p50_ci: quantile(0.50),
+            p99_ci: quantile(0.99),
+            p999_ci: quantile(0.999),
         })
     }
+}
+
+/// The 95 % interval of one window's throughput from its seconds (batch
+/// means over the per-second completions). A partial window, or one whose
+/// seconds were not recorded, has none, and says why.
+pub fn step_throughput_ci(step: &StepResult) -> stats::Estimate {
+    if step.partial {
+        return Err(stats::NoInterval("a window cut short: no interval".to_string()));
+    }
+    // The seconds the engine closed whole; a last fraction of a second
+    // (a window of 2.5 s) would weigh as a full one.
+    let whole = step.window_s.floor().max(0.0) as usize;
+    let per_second: Vec<f64> = step.seconds.iter().take(whole).map(|s| s.requests as f64).collect();
+    stats::batch_means(&per_second)
 }
 
 /// Why a series cannot be analysed.
@@ -112,10 +243,18 @@ impl Series {
     /// confirmation): the later window at a rate replaces the earlier.
     pub fn of_run(label: impl Into<String>, run: &scalelab_core::Run) -> Self {
         let mut points: Vec<Point> = Vec::new();
-        for p in run.steps.iter().filter(|s| !s.partial).filter_map(Point::from_step) {
-            match points.iter_mut().find(|q| q.concurrency == p.concurrency) {
-                Some(q) if run.kind == scalelab_core::RunKind::Capacity => *q = p,
-                _ => points.push(p),
+        if run.kind == scalelab_core::RunKind::Capacity {
+            for p in run.steps.iter().filter(|s| !s.partial).filter_map(Point::from_step) {
+                match points.iter_mut().find(|q| q.concurrency == p.concurrency) {
+                    Some(q) => *q = p,
+                    None => points.push(p),
+                }
+            }
+        } else {
+            // A level measured more than once (--repeats, --until-precision,
+            // --versus) is one point: the mean of its windows, with their interval.
+            for (_, steps) in levels(&run.steps) {
+                points.extend(Point::from_repeats(&steps));
             }
         }
         let capacity_per_s = run.plan.options.get("capacity_per_s").and_then(|v| v.as_f64());
