@@ -14,6 +14,8 @@
 //! - [`preflight`]: the preflight checks judged from the facts `probe` read.
 //! - [`pct`]: percentage rounding shared by the tables.
 //! - [`profile`]: a step's stacks read: hottest frames and functions, lock call sites, what grew.
+//! - [`stats`]: every interval: batch means and batch quantiles of a window,
+//!   repeats, paired and independent A/B deltas, and their judgement.
 //!
 //! - [`telemetry`]: a run's raw samples derived: rates, step-window summaries
 //!   (system, server process, threads, database, specimen).
