@@ -17,7 +17,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Sweep a target over concurrency levels (no target: the built-in specimen).
-    Sweep(Box<SweepArgs>),
+    Sweep(Box<SweepCmd>),
     /// Find the highest offered rate at which every SLO holds (open loop; docs/open-loop.md, "Capacity").
     Capacity(Box<CapacityArgs>),
     /// List stored runs.
@@ -68,7 +68,46 @@ pub struct ManArgs {
     pub dir: Option<PathBuf>,
 }
 
+/// `scalelab sweep`: the sweep's options, and how often each level is measured.
 #[derive(Args, Debug)]
+pub struct SweepCmd {
+    #[command(flatten)]
+    pub sweep: SweepArgs,
+    #[command(flatten)]
+    pub repeat: RepeatArgs,
+}
+
+/// How often each level is measured, and against what (docs/statistics.md).
+#[derive(Args, Debug, Clone, Default)]
+pub struct RepeatArgs {
+    /// Measure every level N times, in rounds, each round in its own shuffled order (from --seed); a level's
+    /// figure is then the mean of its windows with a Student-t interval.
+    #[arg(long, value_name = "N")]
+    pub repeats: Option<u32>,
+    /// Repeat each level until its throughput's 95 % interval is within this many % (e.g. 2%), at least 3
+    /// windows per level, bounded by --max-repeats and --max-time.
+    #[arg(long, value_name = "PCT")]
+    pub until_precision: Option<String>,
+    /// --until-precision: at most this many windows per level [default: 10].
+    #[arg(long, value_name = "N")]
+    pub max_repeats: Option<u32>,
+    /// --until-precision: start no window that would end after this much time (e.g. 10m).
+    #[arg(long, value_name = "DURATION")]
+    pub max_time: Option<String>,
+    /// Interleave a second target: at each level, windows of this target and the first alternate in ABBA blocks
+    /// (at least 2 blocks; with --repeats N, N windows each). A URL as for the first target, or for a second
+    /// specimen `specimen:MODE` or `specimen:MODE:WORK_US`. Stored as two linked runs; compared paired.
+    #[arg(long, value_name = "TARGET")]
+    pub versus: Option<String>,
+    /// The label of the --versus target's run [default: its target].
+    #[arg(long, value_name = "TEXT", requires = "versus")]
+    pub versus_label: Option<String>,
+    /// Seed of the shuffled order of levels (recorded with the run) [default: random].
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+}
+
+#[derive(Args, Debug, Clone)]
 pub struct SweepArgs {
     /// Target URL: http:// or https://, postgres:// or postgresql://, mysql:// or mariadb://
     /// (docs/workloads.md). Omit to sweep the built-in specimen.

@@ -373,6 +373,56 @@ impl Session {
         Ok(result)
     }
 
+    /// Replaces the run's planned steps (and the stored plan): a schedule
+    /// chosen as results arrive (`--until-precision`) starts from none and
+    /// adds each window with [`Session::push_step`].
+    pub fn set_steps(&mut self, steps: Vec<StepPlan>) -> Result<(), StoreError> {
+        self.plan.steps = steps;
+        if let (Some(store), Some(id)) = (self.store.as_ref(), self.run_id) {
+            store.update_plan(id, &self.plan)?;
+        }
+        Ok(())
+    }
+
+    /// Adds a step to the plan (and the stored plan); returns its index.
+    pub fn push_step(&mut self, step: StepPlan) -> Result<usize, StoreError> {
+        self.plan.steps.push(step);
+        if let (Some(store), Some(id)) = (self.store.as_ref(), self.run_id) {
+            store.update_plan(id, &self.plan)?;
+        }
+        Ok(self.plan.steps.len() - 1)
+    }
+
+    /// Runs the planned step `index` with `runner` and stores it; the
+    /// observer sees it as window `shown` of the whole schedule (an
+    /// interleaved comparison runs two sessions' windows in one order).
+    /// A step that cannot be stored is an error.
+    pub fn run_planned(
+        &mut self,
+        index: usize,
+        shown: usize,
+        runner: &mut dyn StepRunner,
+        engine: &EngineOptions,
+        observer: &mut dyn Observer,
+    ) -> Result<StepResult, StoreError> {
+        let plan = self.plan.steps[index].clone();
+        observer.step_started(shown, &plan);
+        self.profile.step_started(index);
+        let engine = &self.profile.engine(engine);
+        let result = runner.run_step(index, &plan, engine, &mut |tick| {
+            self.profile.tick(index, &plan, tick);
+            self.drain(observer);
+            observer.tick(shown, &plan, tick);
+        });
+        self.profile.end_step();
+        self.drain(observer);
+        if let (Some(store), Some(id)) = (self.store.as_mut(), self.run_id) {
+            store.add_step(id, index, &result)?;
+        }
+        observer.step_finished(shown, &result, self.plan.throughput_unit());
+        Ok(result)
+    }
+
     /// Records `key` = `value` in the run's plan options (and the store).
     pub fn set_option(&mut self, key: &str, value: serde_json::Value) -> Result<(), StoreError> {
         self.plan.options.insert(key.to_string(), value);

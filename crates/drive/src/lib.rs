@@ -15,6 +15,7 @@ pub mod cpu;
 pub mod driver;
 pub mod engine;
 pub mod http;
+pub mod rounds;
 pub mod sql;
 pub mod sweep;
 

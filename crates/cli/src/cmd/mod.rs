@@ -19,7 +19,9 @@ mod specimen;
 mod sql_sweep;
 mod started;
 mod sweep;
+mod versus;
 pub mod watch;
+mod windows;
 
 use crate::args::{Cli, Command};
 use std::process::ExitCode;
@@ -37,7 +39,10 @@ fn stop_on_signals() -> anyhow::Result<std::sync::Arc<std::sync::atomic::AtomicB
 /// Runs the chosen subcommand.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Sweep(a) => sweep::run(&cli.store, *a),
+        Command::Sweep(a) => {
+            let a = *a;
+            sweep::run(&cli.store, a.sweep, a.repeat)
+        }
         Command::Capacity(a) => capacity::run(&cli.store, *a),
         Command::Runs => show::runs(&cli.store),
         Command::Show(a) => show::show(&cli.store, &a),

@@ -3,7 +3,8 @@
 
 use super::prepared::{Common, Prepared};
 use super::started::{begin, check_sampling, Execute, Started};
-use crate::args::SweepArgs;
+use super::windows::{Repeat, UntilPrecision};
+use crate::args::{RepeatArgs, SweepArgs};
 use crate::error::bad;
 use crate::live::LiveView;
 use crate::session::{Silent, SweepOutcome};
@@ -152,12 +153,17 @@ fn refuse_options_that_do_not_apply(a: &SweepArgs, sql: bool) -> anyhow::Result<
     Ok(())
 }
 
-pub fn run(store_path: &Path, a: SweepArgs) -> anyhow::Result<ExitCode> {
-    prepare_then(store_path, a, Sweep)
+pub fn run(store_path: &Path, a: SweepArgs, r: RepeatArgs) -> anyhow::Result<ExitCode> {
+    let repeat = Repeat::check(&a, &r)?;
+    prepare_then(store_path, a, Sweep { repeat })
 }
 
-/// Runs the sweep's steps in order.
-struct Sweep;
+/// Runs the sweep's steps: in order, in shuffled rounds (`--repeats`),
+/// until each level is precise enough (`--until-precision`), or
+/// interleaved with a second target (`--versus`).
+struct Sweep {
+    repeat: Repeat,
+}
 
 /// Checks everything the user gave, prepares the target (specimen, HTTP or
 /// SQL) and its preflight, opens the store, then hands over to `x`.
@@ -414,16 +420,39 @@ impl Execute for Sweep {
         store: Store,
         store_path: &Path,
         a: &SweepArgs,
-        common: Common,
+        mut common: Common,
         prepared: Prepared<D>,
     ) -> anyhow::Result<ExitCode> {
+        let repeat = self.repeat;
+        if let Some(v) = repeat.versus.clone() {
+            // The second target is checked and prepared as the first was, then both run.
+            let first = super::versus::First { store, args: a.clone(), common, prepared };
+            return prepare_then(store_path, v.args_for_b(a), super::versus::Second { first, repeat });
+        }
+        let levels = common.steps.clone();
+        if repeat.repeats > 1 {
+            common.steps = scalelab_drive::rounds::rounds(&levels, repeat.repeats, repeat.seed);
+        }
         let assertions = common.assertions.clone();
         let Started { mut session, driver, specimen, engine: opts, run_id, label, workload, stop, client_net, mut agents } =
             begin(store, a, common, prepared, RunKind::Sweep)?;
         if let Some(c) = &agents {
             session.set_option("agents", super::agents::describe(c))?;
         }
-        let steps = session.plan().steps.clone();
+        if repeat.repeats > 1 {
+            session.set_option("repeats", repeat.repeats.into())?;
+            session.set_option("order_seed", repeat.seed.into())?;
+        }
+        let mut precision = repeat.precision.as_ref().map(|p| UntilPrecision::new(levels.clone(), p, repeat.seed));
+        let steps = match &repeat.precision {
+            // The most it may run; the plan grows window by window.
+            Some(p) => {
+                session.set_steps(Vec::new())?;
+                session.set_option("order_seed", repeat.seed.into())?;
+                scalelab_drive::rounds::rounds(&levels, p.max_repeats, repeat.seed)
+            }
+            None => session.plan().steps.clone(),
+        };
         // Progress (the live view, or a line per step) goes to stderr; stdout
         // gets the table once, at the end.
         if !a.json && !a.quiet {
@@ -433,8 +462,24 @@ impl Execute for Sweep {
             esayln!("{n}");
         }
         let mut view = LiveView::start(a.quiet, a.no_tui, label, &steps, stop.clone());
-        let swept = match agents.as_mut() {
-            Some(c) if !a.agents.is_empty() => {
+        let swept = match (agents.as_mut(), precision.as_mut()) {
+            (_, Some(order)) => {
+                let mut local = scalelab_drive::Local(&driver);
+                let mut arms = [super::windows::Arm::new(&mut session, &mut local, &opts)];
+                let swept = super::windows::run(&mut arms, order, &stop, a.max_failed_steps, &mut view);
+                let p = repeat.precision.as_ref().expect("an order for --until-precision");
+                let mut record = serde_json::Map::new();
+                record.insert("target_pct".into(), p.target_pct.into());
+                record.insert("min_repeats".into(), super::windows::PRECISION_MIN_REPEATS.into());
+                record.insert("max_repeats".into(), p.max_repeats.into());
+                if let Some(t) = p.max_time {
+                    record.insert("max_time_s".into(), t.as_secs_f64().into());
+                }
+                record.insert("stopped".into(), order.stopped().into());
+                let _ = session.set_option("precision", record.into());
+                swept.into_iter().next().expect("one arm")
+            }
+            (Some(c), None) if !a.agents.is_empty() => {
                 let shares = c.shares.clone();
                 let mut note = || Some(("agent_steps".to_string(), serde_json::Value::Array(shares.lock().expect("not poisoned").clone())));
                 session.sweep_with(&mut super::agents::Remote(c), &opts, a.max_failed_steps, &mut view, &mut note)

@@ -1,0 +1,145 @@
+//! `sweep --versus`: two targets measured in interleaved ABBA blocks at
+//! every level, stored as two runs linked as a pair, then compared paired
+//! (docs/statistics.md). Both targets get the same options; each has its
+//! own probes (its server process), its own session and its own run.
+
+use super::prepared::{Common, Prepared};
+use super::started::{begin, Execute, Started};
+use super::windows::{Arm, Fixed, Repeat};
+use crate::args::SweepArgs;
+use crate::live::LiveView;
+use crate::session::SweepOutcome;
+use scalelab_core::{Run, RunKind};
+use scalelab_drive::rounds::{abba, versus_blocks, Arm as Side};
+use scalelab_drive::{Local, SweepEnd};
+use scalelab_report::table;
+use scalelab_store::Store;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// The first target, prepared and checked, waiting for the second.
+pub struct First<D> {
+    pub store: Store,
+    pub args: SweepArgs,
+    pub common: Common,
+    pub prepared: Prepared<D>,
+}
+
+/// Prepares the second target and runs both.
+pub struct Second<D> {
+    pub first: First<D>,
+    pub repeat: Repeat,
+}
+
+impl<D1: scalelab_drive::Driver> Execute for Second<D1> {
+    fn execute<D2: scalelab_drive::Driver>(
+        self,
+        store_b: Store,
+        store_path: &Path,
+        b_args: &SweepArgs,
+        mut common_b: Common,
+        prepared_b: Prepared<D2>,
+    ) -> anyhow::Result<ExitCode> {
+        let Second { first, repeat } = self;
+        let First { store: store_a, args: a_args, common: mut common_a, prepared: prepared_a } = first;
+        let levels = common_a.steps.clone();
+        let blocks = versus_blocks(repeat.repeats);
+        let order = abba(&levels, blocks, repeat.seed);
+        common_a.steps = order.iter().filter(|(s, _)| *s == Side::A).map(|(_, p)| p.clone()).collect();
+        common_b.steps = order.iter().filter(|(s, _)| *s == Side::B).map(|(_, p)| p.clone()).collect();
+        let assertions = common_a.assertions.clone();
+        let Started { session: mut sa, driver: da, specimen: specimen_a, engine: ea, run_id: id_a, label: label_a, stop, .. } =
+            begin(store_a, &a_args, common_a, prepared_a, RunKind::Sweep)?;
+        let Started { session: mut sb, driver: db, specimen: specimen_b, engine: mut eb, run_id: id_b, label: label_b, .. } =
+            begin(store_b, b_args, common_b, prepared_b, RunKind::Sweep)?;
+        // One stop for both: SIGINT or `q` ends the schedule, not one arm.
+        eb.stop = stop.clone();
+        for (session, side) in [(&mut sa, Side::A), (&mut sb, Side::B)] {
+            let mut link = serde_json::Map::new();
+            link.insert("pair".into(), vec![id_a, id_b].into());
+            link.insert("arm".into(), side.name().into());
+            link.insert("blocks".into(), blocks.into());
+            link.insert("seed".into(), repeat.seed.into());
+            session.set_option("versus", link.into())?;
+        }
+        if !a_args.json && !a_args.quiet {
+            sayln!(
+                "runs {id_a} (A: {label_a}) and {id_b} (B: {label_b}): {} levels, {blocks} ABBA blocks each, store {}",
+                levels.len(),
+                store_path.display()
+            );
+        }
+        let all: Vec<_> = order.iter().map(|(_, p)| p.clone()).collect();
+        let title = format!("{label_a} vs {label_b}");
+        let mut view = LiveView::start(a_args.quiet, a_args.no_tui, title, &all, stop.clone());
+        let sides: Vec<usize> = order.iter().map(|(s, _)| if *s == Side::A { 0 } else { 1 }).collect();
+        let (mut ra, mut rb) = (Local(&da), Local(&db));
+        let outcomes = {
+            let mut arms = [Arm::new(&mut sa, &mut ra, &ea), Arm::new(&mut sb, &mut rb, &eb)];
+            super::windows::run(&mut arms, &mut Fixed::new(&sides), &stop, a_args.max_failed_steps, &mut view)
+        };
+        view.finish();
+        let mut code = 0u8;
+        let mut runs: Vec<Run> = Vec::new();
+        let mut stores = Vec::new();
+        for (session, swept) in [sa, sb].into_iter().zip(outcomes) {
+            let run_id = session.run_id().expect("recorded");
+            let (complete, outcome, c) = swept.verdict();
+            if let Some((index, e)) = &swept.store_error {
+                let _ = session.finish(false, "store error");
+                return Err(anyhow::anyhow!(
+                    "run {run_id} stopped: saving step {} failed ({e}); its {index} earlier step(s) are kept (`scalelab show {run_id}`)",
+                    index + 1
+                ));
+            }
+            let (store, _) = session.finish(complete, &outcome)?.expect("a sweep is recorded");
+            code = code.max(c);
+            runs.push(super::show::load_run(&store, run_id)?);
+            stores.push((store, swept, outcome));
+        }
+        drop(specimen_a);
+        drop(specimen_b);
+        print(a_args.json, a_args.quiet, &runs, &stores, store_path)?;
+        let passed = super::analysis::check(&runs[0], &assertions);
+        if !passed && code == 0 {
+            code = 1;
+        }
+        Ok(ExitCode::from(code))
+    }
+}
+
+/// The two runs' tables (or JSON), then the paired comparison, then
+/// how each run ended.
+fn print(json: bool, quiet: bool, runs: &[Run], ends: &[(Store, SweepOutcome, String)], store_path: &Path) -> anyhow::Result<()> {
+    if json {
+        let docs: Vec<serde_json::Value> = runs.iter().map(super::analysis::run_json_with_diagnosis).collect();
+        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "versus": docs }))?);
+    } else {
+        let width = crate::term::width();
+        for (run, side) in runs.iter().zip(["A", "B"]) {
+            sayln!();
+            sayln!("{side}: run {} {}", run.id, scalelab_core::escape_control(&run.plan.label));
+            say!("{}", table::run_table_width(run, width));
+            if !quiet {
+                say!("{}", scalelab_report::fmt::wrap(&super::analysis::diagnosis_text(run), width));
+            }
+        }
+        sayln!();
+        sayln!("`scalelab compare {} {}` compares them level by level, paired", runs[0].id, runs[1].id);
+        for (run, (_, _, outcome)) in runs.iter().zip(ends) {
+            sayln!("run {} {outcome}; stored in {}", run.id, store_path.display());
+        }
+    }
+    for (run, (_, swept, _)) in runs.iter().zip(ends) {
+        match &swept.end {
+            SweepEnd::TargetFailed { step } => esayln!("error: run {}: target failed at step {step}", run.id),
+            SweepEnd::Interrupted => esayln!("interrupted: run {} kept {} finished step(s), marked incomplete", run.id, run.steps.len()),
+            SweepEnd::Completed => {
+                if let Some(why) = &swept.failed_step {
+                    esayln!("error: run {} failed: {why}", run.id);
+                }
+            }
+        }
+    }
+    Ok(())
+}
