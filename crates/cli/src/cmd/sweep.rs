@@ -426,8 +426,16 @@ impl Execute for Sweep {
         let repeat = self.repeat;
         if let Some(v) = repeat.versus.clone() {
             // The second target is checked and prepared as the first was, then both run.
-            let first = super::versus::First { store, args: a.clone(), common, prepared };
-            return prepare_then(store_path, v.args_for_b(a), super::versus::Second { first, repeat });
+            let (mut a_args, mut b_args) = (a.clone(), v.args_for_b(a));
+            // Two specimens both read `specimen:scales` by default: their labels say what differs.
+            for args in [&mut a_args, &mut b_args] {
+                if args.target.is_none() && args.label.is_none() {
+                    let mode = args.specimen.clone().unwrap_or_else(|| "scales".to_string());
+                    args.label = Some(format!("specimen:{mode} work-us={}", specimen_work_us(args)));
+                }
+            }
+            let first = super::versus::First { store, args: a_args, common, prepared };
+            return prepare_then(store_path, b_args, super::versus::Second { first, repeat });
         }
         let levels = common.steps.clone();
         if repeat.repeats > 1 {

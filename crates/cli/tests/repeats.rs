@@ -1,0 +1,147 @@
+//! Repeated levels through the binary: `--repeats` (shuffled rounds),
+//! `--until-precision` (which bound stopped each level), `--versus`
+//! (two linked runs in ABBA blocks), and the refusals of bad input.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+/// A short specimen schedule (0.2 s warm-up, WINDOW window, 0.1 s pause).
+fn sweep_args<'a>(window: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec!["sweep", "--warmup", "0.2s", "--duration", window, "--pause", "0.1s", "-q", "--no-tui"];
+    v.extend_from_slice(extra);
+    v
+}
+
+/// The levels of a run's stored steps, in the order they ran.
+fn levels(run: &Value) -> Vec<u64> {
+    steps(run).iter().map(|s| s["concurrency"].as_u64().unwrap()).collect()
+}
+
+#[test]
+fn repeats_store_every_window_in_shuffled_rounds_and_every_command_reads_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let out = run(&store, &sweep_args("0.5s", &["-c", "1,2,3", "--repeats", "3", "--seed", "42"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown = json(&store, &["show", "last", "--json"]);
+    let got = levels(&shown);
+    assert_eq!(got.len(), 9, "3 windows at each of 3 levels: {got:?}");
+    for round in got.chunks(3) {
+        let mut r = round.to_vec();
+        r.sort();
+        assert_eq!(r, vec![1, 2, 3], "each round holds each level once: {got:?}");
+    }
+    assert_eq!(shown["schedule"]["options"]["repeats"], 3);
+    assert_eq!(shown["schedule"]["options"]["order_seed"], 42);
+    // The same seed gives the same order back.
+    let again = run(&store, &sweep_args("0.5s", &["-c", "1,2,3", "--repeats", "3", "--seed", "42"]));
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(levels(&json(&store, &["show", "last", "--json"])), got);
+    for args in [
+        vec!["show", "last"],
+        vec!["diagnose", "last"],
+        vec!["export", "last", "--format", "csv"],
+        vec!["export", "last", "--format", "csv", "--series"],
+        vec!["compare", "1", "2"],
+        vec!["report", "1", "2", "--format", "md"],
+        vec!["show", "last", "--assert", "peak >= 1"],
+    ] {
+        let out = run(&store, &args);
+        assert!(out.status.success(), "{args:?} on a repeated run: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn until_precision_stops_on_precision_and_on_its_bounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    // 50 %: a few windows of a working server are within it, even beside a CPU hog.
+    let out = run(&store, &sweep_args("0.4s", &["-c", "1,2", "--until-precision", "50%"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run1 = json(&store, &["show", "last", "--json"]);
+    let p = &run1["schedule"]["options"]["precision"];
+    assert_eq!(p["stopped"]["1"], "precision", "{p}");
+    assert_eq!(p["stopped"]["2"], "precision", "{p}");
+    let n = levels(&run1);
+    for level in [1, 2] {
+        let k = n.iter().filter(|l| **l == level).count();
+        assert!((3..10).contains(&k), "at least 3 windows per level, and precise before the 10th: {n:?}");
+    }
+    // 0.1 % is out of reach in 0.3 s windows: --max-repeats ends it.
+    let out = run(&store, &sweep_args("0.3s", &["-c", "1", "--until-precision", "0.1%", "--max-repeats", "4"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run2 = json(&store, &["show", "last", "--json"]);
+    assert_eq!(run2["schedule"]["options"]["precision"]["stopped"]["1"], "max-repeats");
+    assert_eq!(levels(&run2).len(), 4);
+    assert_eq!(run2["schedule"]["steps"].as_array().unwrap().len(), 4, "the stored plan is what ran");
+    // And --max-time before that.
+    let out = run(&store, &sweep_args("0.3s", &["-c", "1", "--until-precision", "0.1%", "--max-time", "1.2s"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run3 = json(&store, &["show", "last", "--json"]);
+    assert_eq!(run3["schedule"]["options"]["precision"]["stopped"]["1"], "max-time");
+    let n = levels(&run3).len();
+    assert!((1..=3).contains(&n), "no window starts that would end past 1.2 s: {n}");
+}
+
+#[test]
+fn versus_stores_two_linked_runs_interleaved_abba() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let out = run(&store, &sweep_args("0.3s", &["-c", "1,2", "--work-us", "50", "--versus", "specimen:scales:80", "--seed", "5"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let a = json(&store, &["show", "1", "--json"]);
+    let b = json(&store, &["show", "2", "--json"]);
+    for (run, arm, work) in [(&a, "A", 50), (&b, "B", 80)] {
+        let v = &run["schedule"]["options"]["versus"];
+        assert_eq!(v["pair"], serde_json::json!([1, 2]), "{v}");
+        assert_eq!(v["arm"], arm);
+        assert_eq!(v["blocks"], 2);
+        assert_eq!(run["schedule"]["options"]["specimen_work_us"], work);
+        assert_eq!(levels(run).len(), 8, "2 blocks x 2 windows x 2 levels");
+        assert_eq!(run["label"], format!("specimen:scales work-us={work}"));
+    }
+    // ABBA: at each level A's two windows of a block enclose B's two.
+    let ends = |run: &Value| -> Vec<(u64, i64, i64)> {
+        steps(run)
+            .iter()
+            .map(|s| {
+                (s["concurrency"].as_u64().unwrap(), s["window_start_unix_ms"].as_i64().unwrap(), s["window_end_unix_ms"].as_i64().unwrap())
+            })
+            .collect()
+    };
+    let (wa, wb) = (ends(&a), ends(&b));
+    for k in (0..8).step_by(2) {
+        assert_eq!(wa[k].0, wb[k].0, "the k-th windows of A and B are at one level");
+        assert!(wa[k].2 <= wb[k].1 && wb[k + 1].2 <= wa[k + 1].1, "A B B A in time: {:?} {:?}", &wa[k..k + 2], &wb[k..k + 2]);
+    }
+}
+
+#[test]
+fn repeat_options_that_cannot_work_are_refused_before_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let s = |extra: &[&str]| {
+        let mut v = vec!["sweep", "-c", "1", "-d", "0.2s"];
+        v.extend_from_slice(extra);
+        v.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    for (extra, says) in [
+        (vec!["--repeats", "0"], "--repeats must be from 1 to 100"),
+        (vec!["--until-precision", "0%"], "--until-precision '0%'"),
+        (vec!["--until-precision", "fast"], "--until-precision 'fast'"),
+        (vec!["--max-repeats", "5"], "give --until-precision too"),
+        (vec!["--until-precision", "2%", "--max-repeats", "2"], "--max-repeats must be from 3"),
+        (vec!["--until-precision", "2%", "--max-time", "0s"], "--max-time must be above 0"),
+        (vec!["--until-precision", "2%", "--repeats", "3"], "exclude each other"),
+        (vec!["--versus", "localhost"], "--versus 'localhost'"),
+        (vec!["--versus", "specimen:nope"], "--versus"),
+        (vec!["--versus", "specimen:scales", "--client-net", "delay=1ms"], "--versus does not combine with --client-net"),
+        (vec!["--versus", "specimen:scales", "--until-precision", "2%"], "exclude each other"),
+    ] {
+        let args = s(&extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert_bad_input(&store, &args, says);
+    }
+}
