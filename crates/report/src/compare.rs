@@ -156,7 +156,7 @@ pub fn legend(c: &Comparison) -> Vec<String> {
                 .to_string(),
         );
     } else if let Some(why) = c.rows.iter().flat_map(|r| r.cells.delta.values()).flatten().find_map(|d| d.no_interval.clone()) {
-        lines.push(format!("no interval ({why}): the deltas are bare, never judged"));
+        lines.push(format!("no interval ({}): the deltas are bare, never judged", why.trim_end_matches(": no interval")));
     }
     lines
 }
