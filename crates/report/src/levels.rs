@@ -69,11 +69,14 @@ impl Entry<'_> {
 /// The run's rows: each level once (its windows together), partial steps on
 /// their own, in the order each first ran; sorted by level when some level
 /// was measured more than once (the order of repeated rounds is shuffled).
+/// A capacity search keeps one row per trial: its confirmation re-measures
+/// a rate to check it, not to average with the first try.
 pub fn entries(run: &Run) -> Vec<Entry<'_>> {
     let mut out: Vec<Entry> = Vec::new();
+    let trials = run.kind == scalelab_core::RunKind::Capacity;
     for s in &run.steps {
         let same_level = |e: &Entry| !e.partial() && level(e.first()) == level(s);
-        match out.iter_mut().find(|e| !s.partial && same_level(e)) {
+        match out.iter_mut().find(|e| !trials && !s.partial && same_level(e)) {
             Some(e) => e.steps.push(s),
             None => out.push(Entry { steps: vec![s], point: None }),
         }
