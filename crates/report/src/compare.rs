@@ -145,7 +145,7 @@ pub fn legend(c: &Comparison) -> Vec<String> {
     lines.push("-: no data (or an AVG delta over different steps)".to_string());
     if any_throughput_interval(c) {
         lines.push(
-            "±: the throughput's 95 % interval; AVG's propagates the levels' (their standard errors), MAX's is the peak level's"
+            "±: the throughput's 95 % interval; AVG's propagates the levels' standard errors (Student t at the fewest degrees of freedom), MAX's is the peak level's"
                 .to_string(),
         );
     }

@@ -72,7 +72,8 @@ pub fn standard_error(ci: &Ci95) -> f64 {
 /// The mean of several levels' throughputs as one [`Point`] (the AVG row):
 /// its interval from the levels' standard errors propagated (the levels
 /// were measured apart, so their errors add in quadrature: se = √Σse² / k,
-/// normal quantile), present only when every level has one. Its repeats
+/// times Student's t at the fewest degrees of freedom among the levels),
+/// present only when every level has one. Its repeats
 /// are the mean over the levels of each level's k-th window, when every
 /// level has the same number of windows, so an AVG of interleaved runs
 /// pairs like a level does. `None` for no points.
@@ -83,7 +84,10 @@ pub fn mean_point(points: &[&Point]) -> Option<Point> {
     let cis: Option<Vec<Ci95>> = points.iter().map(|p| p.throughput_ci).collect();
     let ci = cis.filter(|c| !c.is_empty()).map(|cis| {
         let se = cis.iter().map(|c| standard_error(c).powi(2)).sum::<f64>().sqrt() / k;
-        let h = 1.96 * se;
+        // Student's t at the smallest level's degrees of freedom: on the
+        // safe side of Welch–Satterthwaite, and one level's own interval.
+        let df = cis.iter().map(|c| c.n.max(2)).min().unwrap_or(2);
+        let h = stats::t975(f64::from(df) - 1.0) * se;
         let method = if cis.iter().all(|c| c.method == cis[0].method) { cis[0].method } else { Method::StudentT };
         Ci95 { low: throughput - h, high: throughput + h, method, n: cis.iter().map(|c| c.n).sum() }
     });

@@ -119,7 +119,7 @@ fn single_runs_compare_by_their_intervals_and_say_so() {
     let avg = c.avg.throughput_ci95["A"].unwrap();
     assert_eq!(c.avg.throughput["A"], Some(2000.0));
     let se = |h: f64| h / crate::stats::t975(9.0);
-    let half = 1.96 * (se(10.0).powi(2) + se(30.0).powi(2)).sqrt() / 2.0;
+    let half = crate::stats::t975(9.0) * (se(10.0).powi(2) + se(30.0).powi(2)).sqrt() / 2.0;
     assert!((avg.high - 2000.0 - half).abs() < 1e-9, "{avg:?}");
     // MAX: the peak level's interval.
     assert_eq!(c.max.throughput_ci95["B"].unwrap().low, 2980.0);
