@@ -18,8 +18,18 @@
 //! - **collapse**: the throughput at the highest concurrency is below
 //!   [`COLLAPSE_PEAK_SHARE`] (70 %) of the peak, or below the first step's
 //!   ("retrograde": more clients get less work done than the first step did).
+//!
+//! With intervals (levels measured with their 95 % interval), a drop is
+//! only called when it exceeds the noise: the levels whose interval
+//! overlaps the peak's are [`Curve::within_noise`] (the peak could be at
+//! any of them); a collapse's last level must differ from the peak
+//! (`stats::differ`), else it is [`Curve::collapse_within_noise`]; and when
+//! no level differs from the peak, the curve is [`Curve::flat_within_noise`]
+//! and neither knee nor collapse is called. Levels without an interval
+//! (imported series) keep the rules above unchanged.
 
 use crate::series::{Point, Series, SeriesError};
+use crate::stats::{self, Ci95};
 use serde::{Deserialize, Serialize};
 
 /// Share of the peak that the knee must reach ([`Curve::knee_concurrency`]).
@@ -60,6 +70,23 @@ pub struct Curve {
     pub collapse: Option<Collapse>,
     /// Each step's latency percentiles relative to the first step's.
     pub latency_growth: Vec<LatencyGrowth>,
+    /// The peak level's 95 % throughput interval, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_ci: Option<Ci95>,
+    /// The levels whose interval overlaps the peak's, ascending, the peak's
+    /// own included: the peak could be at any of them. Empty when the peak
+    /// has no interval; a level without one is never in it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub within_noise: Vec<u32>,
+    /// True when every level has an interval and none differs from the
+    /// peak's: adding clients changed nothing the noise lets us see, so no
+    /// knee or collapse is called.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub flat_within_noise: bool,
+    /// The drop the collapse rule saw at the last level when its interval
+    /// overlaps the peak's: not called a collapse (kept to say so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collapse_within_noise: Option<Collapse>,
 }
 
 /// The figures of a collapse, measured at the highest concurrency.
@@ -121,6 +148,17 @@ impl Curve {
             .map_or(peak_point.concurrency, |p| p.concurrency);
         let rate_sweep = points.iter().all(|p| p.offered_rate_per_s.is_some());
         let knee = if rate_sweep { rate_knee(&points) } else { knee };
+        let peak_ci = peak_point.throughput_ci;
+        let overlaps =
+            |p: &Point| p.throughput_ci.is_some() && !stats::differ((p.throughput, p.throughput_ci.as_ref()), (peak, peak_ci.as_ref()));
+        let within_noise: Vec<u32> =
+            if peak_ci.is_some() { points.iter().filter(|p| overlaps(p)).map(|p| p.concurrency).collect() } else { Vec::new() };
+        let flat_within_noise = points.len() > 1 && within_noise.len() == points.len();
+        let mut collapse = collapse(first, last, peak);
+        let mut collapse_within_noise = None;
+        if collapse.is_some() && peak_ci.is_some() && overlaps(last) {
+            collapse_within_noise = collapse.take();
+        }
         Ok(Curve {
             first_concurrency: first.concurrency,
             first_throughput: first.throughput,
@@ -128,7 +166,7 @@ impl Curve {
             peak_concurrency: peak_point.concurrency,
             knee_concurrency: knee,
             knee_marginal_concurrency: if rate_sweep { None } else { marginal_knee(&points) },
-            collapse: collapse(first, last, peak),
+            collapse,
             latency_growth: points
                 .iter()
                 .map(|p| LatencyGrowth {
@@ -138,6 +176,10 @@ impl Curve {
                     p999_x: ratio(p.p999_ms, first.p999_ms),
                 })
                 .collect(),
+            peak_ci,
+            within_noise,
+            flat_within_noise,
+            collapse_within_noise,
         })
     }
 
@@ -270,6 +312,55 @@ mod tests {
         assert_eq!((flat.peak_concurrency, flat.knee_concurrency), (1, 1));
         assert_eq!(flat.knee_marginal_concurrency, Some(1));
         assert_eq!(flat.collapse, None);
+    }
+
+    /// A level measured with an interval of ±`h` around `x`.
+    fn noisy(n: u32, x: f64, h: f64) -> Point {
+        let ci = Ci95 { low: x - h, high: x + h, method: stats::Method::StudentT, n: 3 };
+        Point { throughput_ci: Some(ci), repeats: vec![x - h / 2.0, x, x + h / 2.0], ..Point::new(n, x) }
+    }
+
+    #[test]
+    fn levels_whose_interval_overlaps_the_peaks_are_within_noise() {
+        let s = Series::new(
+            "x",
+            vec![
+                noisy(1, 10_000.0, 300.0),
+                noisy(5, 29_800.0, 900.0),
+                noisy(10, 30_600.0, 900.0),
+                noisy(20, 30_100.0, 800.0),
+                noisy(50, 25_000.0, 500.0),
+            ],
+        );
+        let c = Curve::of(&s).unwrap();
+        assert_eq!((c.peak_concurrency, c.within_noise.clone()), (10, vec![5, 10, 20]));
+        assert!(!c.flat_within_noise);
+        assert_eq!(c.peak_ci.unwrap().low, 29_700.0);
+        assert_eq!(c.collapse, None, "82 % of the peak is not a collapse anyway");
+    }
+
+    #[test]
+    fn a_drop_inside_the_intervals_is_not_a_collapse() {
+        // 65 % of the peak by the share rule, but the intervals overlap.
+        let s = Series::new("x", vec![noisy(1, 100.0, 10.0), noisy(2, 200.0, 80.0), noisy(4, 130.0, 60.0)]);
+        let c = Curve::of(&s).unwrap();
+        assert_eq!(c.collapse, None);
+        assert_eq!(c.collapse_within_noise.as_ref().map(|k| k.concurrency), Some(4));
+        assert!(!c.flat_within_noise, "the first level differs from the peak");
+        // Clear of the peak's interval: called.
+        let s = Series::new("x", vec![noisy(1, 100.0, 10.0), noisy(2, 200.0, 10.0), noisy(4, 130.0, 10.0)]);
+        let c = Curve::of(&s).unwrap();
+        assert_eq!(c.collapse.as_ref().map(|k| k.concurrency), Some(4));
+        assert_eq!(c.collapse_within_noise, None);
+        // Every level within the peak's noise: flat, nothing called.
+        let s = Series::new("x", vec![noisy(1, 100.0, 40.0), noisy(2, 120.0, 40.0), noisy(4, 80.0, 40.0)]);
+        let c = Curve::of(&s).unwrap();
+        assert!(c.flat_within_noise);
+        assert_eq!((c.collapse.clone(), c.within_noise.clone()), (None, vec![1, 2, 4]));
+        // Without intervals the rules are as before (imported series).
+        let s = Series::from_pairs("x", &[(1, 100.0), (2, 200.0), (4, 130.0)]);
+        let c = Curve::of(&s).unwrap();
+        assert!(c.collapse.is_some() && c.within_noise.is_empty() && !c.flat_within_noise);
     }
 
     #[test]

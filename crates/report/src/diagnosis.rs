@@ -43,6 +43,65 @@ pub fn per_s(v: f64, unit: &str) -> String {
     }
 }
 
+/// The collapse part of the curve line: `; collapse: …`, `; no collapse`,
+/// or `; no collapse: the drop to … is within noise`.
+fn collapse_words(c: &scalelab_analyze::Curve, d: &Diagnosis) -> String {
+    match (&c.collapse, &c.collapse_within_noise) {
+        (Some(col), _) => {
+            let mut text = format!(
+                "; collapse: {} at {} = {}% of peak",
+                per_s(col.throughput, &d.unit),
+                level(col.concurrency, d),
+                num(col.pct_of_peak)
+            );
+            if let Some(f) = col.pct_of_first {
+                text.push_str(&format!(", {}% of {}", num(f), level(c.first_concurrency, d)));
+            }
+            if col.retrograde {
+                text.push_str(" (retrograde)");
+            }
+            text
+        }
+        (None, Some(col)) => format!(
+            "; no collapse: the drop to {} at {} ({}% of peak) is within noise",
+            per_s(col.throughput, &d.unit),
+            level(col.concurrency, d),
+            num(col.pct_of_peak)
+        ),
+        (None, None) => "; no collapse".to_string(),
+    }
+}
+
+/// The peak with its interval's half-width: `30,600 ± 900 req/s`, or
+/// `30,600 req/s` when it has none.
+pub fn peak_figure(c: &scalelab_analyze::Curve, unit: &str) -> String {
+    match c.peak_ci {
+        Some(ci) => format!("{} ± {}", num(c.peak), per_s((ci.high - ci.low) / 2.0, unit)),
+        None => per_s(c.peak, unit),
+    }
+}
+
+/// The levels within the peak's noise in words: `5 to 20 are within
+/// noise` (a run of adjacent levels), `5, 20 and 50 are within noise`, or
+/// `no other level is within noise`; `None` when the peak has no interval.
+pub fn within_noise(c: &scalelab_analyze::Curve) -> Option<String> {
+    c.peak_ci?;
+    let w = &c.within_noise;
+    if w.len() <= 1 {
+        return Some("no other level is within noise".to_string());
+    }
+    let levels: Vec<u32> = c.latency_growth.iter().map(|g| g.concurrency).collect();
+    let start = levels.iter().position(|n| *n == w[0]);
+    let adjacent = start.is_some_and(|i| levels.get(i..i + w.len()) == Some(w.as_slice()));
+    let text = if adjacent {
+        format!("{} to {}", w[0], w[w.len() - 1])
+    } else {
+        let head: Vec<String> = w[..w.len() - 1].iter().map(u32::to_string).collect();
+        format!("{} and {}", head.join(", "), w[w.len() - 1])
+    };
+    Some(format!("{text} are within noise"))
+}
+
 /// A load level in words: `N clients`, or on a rate sweep `R req/s offered`.
 fn level(n: u32, d: &Diagnosis) -> String {
     if d.rate_sweep {
@@ -78,27 +137,18 @@ pub fn render_text(d: &Diagnosis, run_label: &str) -> String {
     match &d.curve {
         None => out.push_str("no measured step: nothing to diagnose\n"),
         Some(c) => {
-            let mut line =
-                format!("peak {} at {}; knee at {}", per_s(c.peak, &d.unit), level(c.peak_concurrency, d), level(c.knee_concurrency, d));
-            if d.rate_sweep {
-                line.push_str(" (the last rate before latency departs from its low-load value)");
+            let mut line = format!("peak {} at {}", peak_figure(c, &d.unit), level(c.peak_concurrency, d));
+            if let Some(noise) = within_noise(c) {
+                line.push_str(&format!(" ({noise})"));
             }
-            match &c.collapse {
-                Some(col) => {
-                    line.push_str(&format!(
-                        "; collapse: {} at {} = {}% of peak",
-                        per_s(col.throughput, &d.unit),
-                        level(col.concurrency, d),
-                        num(col.pct_of_peak)
-                    ));
-                    if let Some(f) = col.pct_of_first {
-                        line.push_str(&format!(", {}% of {}", num(f), level(c.first_concurrency, d)));
-                    }
-                    if col.retrograde {
-                        line.push_str(" (retrograde)");
-                    }
+            if c.flat_within_noise {
+                line.push_str("; the curve is flat within noise: no level differs from the peak, so no knee or collapse is called");
+            } else {
+                line.push_str(&format!("; knee at {}", level(c.knee_concurrency, d)));
+                if d.rate_sweep {
+                    line.push_str(" (the last rate before latency departs from its low-load value)");
                 }
-                None => line.push_str("; no collapse"),
+                line.push_str(&collapse_words(c, d));
             }
             out.push_str(&line);
             out.push('\n');

@@ -78,13 +78,30 @@ fn comparison_html(out: &mut String, runs: &[ReportRun]) {
     out.push_str("</tr></thead><tbody>");
     let row = |out: &mut String, first: &str, cells: &Cells, class: &str| {
         let _ = write!(out, "<tr{class}><td>{first}</td>");
-        for x in cells.throughput.values() {
-            let _ = write!(out, "<td>{}</td>", x.map_or("-".into(), fmt_throughput));
+        for (label, x) in &cells.throughput {
+            let ci = cells.throughput_ci95.get(label).copied().flatten();
+            let text = match (x, ci.zip(*x).and_then(|(c, x)| c.half_width_pct(x))) {
+                (Some(x), Some(h)) => format!("{} ± {h:.1} %", fmt_throughput(*x)),
+                (x, _) => x.map_or("-".into(), fmt_throughput),
+            };
+            let _ = write!(out, "<td>{}</td>", esc(&text));
         }
         for p in cells.scaling_pct.values() {
             let _ = write!(out, "<td>{}</td>", p.map_or("-".into(), |p| format!("{p}%")));
         }
-        for p in cells.delta_pct.values() {
+        for (name, p) in &cells.delta_pct {
+            // With an interval: the delta, its interval and what it supports.
+            if let Some(d) = cells.delta.get(name).cloned().flatten().filter(|d| d.ci().is_some()) {
+                let class = match d.verdict {
+                    Some(scalelab_analyze::stats::Change::Faster) => r#" class="pos""#,
+                    Some(scalelab_analyze::stats::Change::Slower) => r#" class="neg""#,
+                    _ => "",
+                };
+                let (lo, hi) = (d.ci95_low_pct.unwrap_or_default(), d.ci95_high_pct.unwrap_or_default());
+                let text = format!("{:+.1}% ({lo:+.1} to {hi:+.1}%) {}", d.delta_pct, d.words());
+                let _ = write!(out, "<td{class}>{}</td>", esc(&text));
+                continue;
+            }
             match p {
                 Some(p) if *p > 0 => {
                     let _ = write!(out, r#"<td class="pos">+{p}%</td>"#);
@@ -107,6 +124,9 @@ fn comparison_html(out: &mut String, runs: &[ReportRun]) {
     row(out, "MAX", &c.max, r#" class="agg""#);
     out.push_str("</tbody></table></div>");
     let _ = write!(out, r#"<p class="note">{}</p>"#, esc(&crate::compare::legend(&c).join("; ")));
+    for n in crate::compare::note_lines(&c) {
+        let _ = write!(out, r#"<p class="note">{}</p>"#, esc(&n));
+    }
 }
 
 fn verdicts_html(out: &mut String, r: &ReportRun) {
@@ -223,7 +243,13 @@ pub fn render(input: &ReportInput) -> String {
         comparison_html(&mut out, runs);
         for r in runs {
             let _ = write!(out, "<h3>Results per step — {}</h3>", esc(&r.name));
-            table(&mut out, &step_rows(r), &[10]);
+            let rows = step_rows(r);
+            let errors_at = rows[0].len() - 1;
+            table(&mut out, &rows, &[errors_at]);
+            let notes = crate::levels::notes(&crate::levels::entries(&r.run));
+            if !notes.is_empty() {
+                let _ = write!(out, r#"<p class="note">{}</p>"#, esc(notes.trim_end()).replace('\n', "<br>"));
+            }
             if let Some(rows) = crate::table::connect_rows(&r.run) {
                 let _ = write!(out, "<p>{}:</p>", esc(crate::table::CONNECT_TITLE));
                 table(&mut out, &rows, &[]);

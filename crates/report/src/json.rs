@@ -1,8 +1,15 @@
 //! The JSON document of a run, as `sweep --json`, `show --json` and
 //! `export --format json` print it. Shape documented in docs/json.md and
 //! pinned by docs/run.schema.json; missing figures are `null`, never 0.
+//!
+//! Intervals sit beside their figures as `*_ci95` objects
+//! (`throughput_ci95`, `latency_ci95` keyed like `latency_ms`), with
+//! `no_interval` saying why when there is none; `levels` gathers each load
+//! level's windows (the run table's rows).
 
 use crate::table::scaling_pct;
+use scalelab_analyze::stats::Ci95;
+use scalelab_analyze::Point;
 use scalelab_core::{ErrorClass, Run, StepResult};
 use serde_json::{json, Map, Value};
 
@@ -26,7 +33,55 @@ pub fn run_json(run: &Run) -> Value {
             "options": run.plan.options,
         },
         "steps": run.steps.iter().map(|s| step_json(s, first)).collect::<Vec<_>>(),
+        "levels": levels_json(run),
     })
+}
+
+/// A figure's 95 % interval as JSON (`{"low", "high", "method", "n"}`), or null.
+fn ci_json(ci: Option<Ci95>) -> Value {
+    ci.map_or(Value::Null, |c| json!({"low": c.low, "high": c.high, "method": c.method.name(), "n": c.n}))
+}
+
+/// The intervals of a point's latency percentiles, keyed as in `latency_ms`.
+fn latency_ci_json(p: &Point) -> Value {
+    json!({"p50": ci_json(p.p50_ci), "p99": ci_json(p.p99_ci), "p999": ci_json(p.p999_ci)})
+}
+
+/// The `levels` array: one object per load level, its windows together
+/// (the run table's rows): the mean throughput and percentiles with their
+/// 95 % intervals, the windows' throughputs (`repeats`), `n` and CV.
+fn levels_json(run: &Run) -> Value {
+    let entries = crate::levels::entries(run);
+    let first = entries.iter().find(|e| !e.partial()).and_then(|e| e.point.as_ref()).map(|p| p.throughput);
+    let levels: Vec<Value> = entries
+        .iter()
+        .filter(|e| !e.partial())
+        .filter_map(|e| e.point.as_ref().map(|p| (e, p)))
+        .map(|(e, p)| {
+            let mut v = json!({
+                "concurrency": e.first().concurrency,
+                "windows": e.steps.len(),
+                "throughput_per_s": p.throughput,
+                "throughput_ci95": ci_json(p.throughput_ci),
+                "scaling_pct": first.filter(|f| *f > 0.0).map(|f| 100.0 * p.throughput / f),
+                "repeats": p.repeats,
+                "cv_pct": p.cv_pct(),
+                "latency_ms": {"p50": p.p50_ms, "p99": p.p99_ms, "p999": p.p999_ms},
+                "latency_ci95": latency_ci_json(p),
+                "errors_total": p.errors,
+            });
+            if let Value::Object(m) = &mut v {
+                if let Some(rate) = p.offered_rate_per_s {
+                    m.insert("offered_rate_per_s".into(), json!(rate));
+                }
+                if let Some(why) = p.no_interval.as_ref().filter(|_| p.throughput_ci.is_none()) {
+                    m.insert("no_interval".into(), json!(why));
+                }
+            }
+            v
+        })
+        .collect();
+    Value::Array(levels)
 }
 
 fn errors_json(step: &StepResult) -> Value {
@@ -86,6 +141,14 @@ fn step_json(step: &StepResult, first: Option<&StepResult>) -> Value {
     }
     if let (Some(c), Value::Object(m)) = (connect_json(step), &mut v) {
         m.insert("connect_latency_ms".into(), c);
+    }
+    // This window's own intervals (batch means over its seconds), beside its figures.
+    if let (Some(p), Value::Object(m)) = (Point::from_step(step).filter(|_| measured && !step.partial), &mut v) {
+        m.insert("throughput_ci95".into(), ci_json(p.throughput_ci));
+        m.insert("latency_ci95".into(), latency_ci_json(&p));
+        if let Some(why) = p.no_interval.filter(|_| p.throughput_ci.is_none()) {
+            m.insert("no_interval".into(), json!(why));
+        }
     }
     v
 }

@@ -2,6 +2,8 @@
 //!
 //! - [`table`]: the run table reviews publish (one row per concurrency,
 //!   scaling, latency percentiles, errors, AVG and MAX rows).
+//! - [`levels`]: the run table's rows by load level: repeated windows as one
+//!   row with its interval, `n` and CV; AVG and MAX with intervals.
 //! - [`json`]: the JSON document of a run (`docs/json.md`, `docs/run.schema.json`).
 //! - [`csv`]: CSV export of steps and of the per-second series.
 //! - [`fmt`]: number formatting shared by the above (missing is "-", never 0).
@@ -32,6 +34,7 @@ pub mod flame;
 pub mod fmt;
 pub mod html;
 pub mod json;
+pub mod levels;
 pub mod live;
 pub mod markdown;
 pub mod micro;

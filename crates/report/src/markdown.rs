@@ -75,6 +75,9 @@ pub fn render(input: &ReportInput) -> String {
         for r in runs {
             let _ = writeln!(out, "\n### Results per step — {}\n", cell(&r.name));
             out.push_str(&md_table(&step_rows(r)));
+            for line in crate::levels::notes(&crate::levels::entries(&r.run)).lines() {
+                let _ = writeln!(out, "\n{}", cell(line));
+            }
             if let Some(rows) = crate::table::connect_rows(&r.run) {
                 let _ = writeln!(out, "\n{}:\n", crate::table::CONNECT_TITLE);
                 out.push_str(&md_table(&rows));

@@ -3,22 +3,42 @@
 //! per-step result rows.
 
 use crate::model::ReportRun;
-use crate::table::{step_row, HEADER};
+use crate::table::HEADER;
 use scalelab_analyze::{compare, CompareOptions, Comparison, Series};
 
 /// The comparison table of the report's runs: throughput, scaling, and with
 /// more than one run a delta column of each against the first (the baseline).
+/// The two arms of a `--versus` sweep pair window by window; runs measured
+/// on unalike machines carry the differences as warnings.
 pub fn comparison(runs: &[ReportRun]) -> Result<Comparison, String> {
     let series: Vec<Series> = runs.iter().map(|r| Series::of_run(r.name.clone(), &r.run)).collect();
     let baseline = (runs.len() > 1).then(|| runs[0].name.clone());
-    compare(&series, &CompareOptions { baseline, ..Default::default() }).map_err(|e| e.to_string())
+    let labelled: Vec<(&str, &scalelab_core::Run)> = runs.iter().map(|r| (r.name.as_str(), &r.run)).collect();
+    let options = CompareOptions { baseline, paired: scalelab_analyze::compare::versus_arms(&labelled), ..Default::default() };
+    let mut c = compare(&series, &options).map_err(|e| e.to_string())?;
+    c.warnings = scalelab_analyze::compare::environment_differences(&labelled);
+    Ok(c)
 }
 
-/// The run table's rows (header first), as `show` prints them, without AVG/MAX.
+/// The run table's rows (header first), as `show` prints them, without
+/// AVG/MAX: one row per level, throughput with its interval, and `n` and
+/// `cv` after it when a level was measured more than once.
 pub fn step_rows(r: &ReportRun) -> Vec<Vec<String>> {
-    let first = r.run.steps.first();
-    let mut rows = vec![HEADER.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
-    rows.extend(r.run.steps.iter().map(|s| step_row(s, first)));
+    let entries = crate::levels::entries(&r.run);
+    let first = entries.first().map(crate::levels::Entry::throughput);
+    let repeated = crate::levels::repeated(&entries);
+    let mut header: Vec<String> = HEADER.iter().map(|s| s.to_string()).collect();
+    if repeated {
+        header.splice(2..2, ["n".to_string(), "cv".to_string()]);
+    }
+    let mut rows = vec![header];
+    for e in &entries {
+        let mut row = crate::levels::level_row(e, first);
+        if repeated {
+            row.splice(2..2, crate::levels::repeat_cells(e));
+        }
+        rows.push(row);
+    }
     rows
 }
 

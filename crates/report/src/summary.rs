@@ -45,18 +45,27 @@ pub fn verdict_detail(v: &Verdict) -> String {
 }
 
 fn peak_cell(d: &Diagnosis) -> String {
-    d.curve.as_ref().map_or("-".into(), |c| format!("{} at {}", crate::diagnosis::per_s(c.peak, &d.unit), clients(c.peak_concurrency)))
+    d.curve.as_ref().map_or("-".into(), |c| {
+        let noise = crate::diagnosis::within_noise(c).map(|n| format!(" ({n})")).unwrap_or_default();
+        format!("{} at {}{noise}", crate::diagnosis::peak_figure(c, &d.unit), clients(c.peak_concurrency))
+    })
 }
 
 fn knee_cell(d: &Diagnosis) -> String {
-    d.curve.as_ref().map_or("-".into(), |c| clients(c.knee_concurrency))
+    d.curve
+        .as_ref()
+        .map_or("-".into(), |c| if c.flat_within_noise { "none: flat within noise".into() } else { clients(c.knee_concurrency) })
 }
 
 fn collapse_cell(d: &Diagnosis) -> String {
     match d.curve.as_ref() {
         None => "-".into(),
         Some(c) => match &c.collapse {
-            None => "none".into(),
+            None if c.flat_within_noise => "none: flat within noise".into(),
+            None => match &c.collapse_within_noise {
+                Some(k) => format!("none: the drop to {}% of peak at {} is within noise", num(k.pct_of_peak), clients(k.concurrency)),
+                None => "none".into(),
+            },
             Some(k) => format!(
                 "{} at {} = {}% of peak{}",
                 crate::diagnosis::per_s(k.throughput, &d.unit),

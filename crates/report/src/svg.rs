@@ -81,6 +81,18 @@ pub struct Marker {
     pub color: &'static str,
 }
 
+/// A vertical error bar: a point's 95 % interval, drawn from `low` to
+/// `high` at `x` with short caps, under its series' dot.
+#[derive(Clone, Debug)]
+pub struct ErrorBar {
+    pub x: f64,
+    pub low: f64,
+    pub high: f64,
+    pub color: &'static str,
+    /// Hover text ("A: 12,000 to 12,400 at 8").
+    pub label: String,
+}
+
 /// A shaded x range behind the lines (a warm-up, a window, a pause).
 #[derive(Clone, Debug)]
 pub struct Band {
@@ -104,6 +116,8 @@ pub struct LineChart {
     pub bands: Vec<Band>,
     /// Legend entries for series that could not be drawn ("iowait: unavailable (why)").
     pub notes: Vec<String>,
+    /// The 95 % intervals of measured points, drawn as error bars.
+    pub error_bars: Vec<ErrorBar>,
     /// A line under the legend about how to read the chart ("log scale: …"), in plain grey.
     pub remark: Option<String>,
     /// Fixed y range top (e.g. 100 for percentages); otherwise from the data.
@@ -320,7 +334,11 @@ impl LineChart {
         let x1 = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let (x0, x1) = if x0.is_finite() { (x0, if x1 > x0 { x1 } else { x0 + 1.0 }) } else { (0.0, 1.0) };
         let x0 = if x0 > 0.0 && x0 <= (x1 - x0) * 0.25 { 0.0 } else { x0 };
-        let ymax = drawn.iter().flat_map(|s| s.points.iter().filter_map(|p| p.1)).fold(0.0, f64::max);
+        let ymax = drawn
+            .iter()
+            .flat_map(|s| s.points.iter().filter_map(|p| p.1))
+            .chain(self.error_bars.iter().map(|b| b.high))
+            .fold(0.0, f64::max);
         let y1 = self.y_max.unwrap_or_else(|| nice_max(ymax * 1.05));
         let log = if self.log_y { log_range(drawn.iter().flat_map(|s| s.points.iter().filter_map(|p| p.1))) } else { None };
         let f = Frame { x0, x1, y1, log };
@@ -346,6 +364,17 @@ impl LineChart {
                 x = (f.px(b.x0) + f.px(b.x1)) / 2.0,
                 y = TOP + 11.0,
                 l = esc(b.label.split(':').next().unwrap_or(""))
+            );
+        }
+        for b in &self.error_bars {
+            let (x, lo, hi) = (f.px(b.x), f.py(b.low), f.py(b.high));
+            let _ = write!(
+                out,
+                r#"<g class="error-bar" stroke="{c}" stroke-width="1.4"><title>{t}</title><line x1="{x:.1}" y1="{lo:.1}" x2="{x:.1}" y2="{hi:.1}"/><line x1="{a:.1}" y1="{lo:.1}" x2="{z:.1}" y2="{lo:.1}"/><line x1="{a:.1}" y1="{hi:.1}" x2="{z:.1}" y2="{hi:.1}"/></g>"#,
+                c = b.color,
+                t = esc(&b.label),
+                a = x - 4.0,
+                z = x + 4.0
             );
         }
         for s in &drawn {

@@ -1,4 +1,6 @@
-//! The run table: one row per step, then AVG and MAX rows.
+//! The run table: one row per load level (a level's repeated windows
+//! together, see [`crate::levels`]), then AVG and MAX rows; and the
+//! telemetry, statement and connect tables under it.
 
 use crate::fmt::{columns, ms, pct, thousands};
 use scalelab_core::{DbTelemetry, PerfSchemaWait, Run, StepResult};
@@ -13,7 +15,9 @@ pub fn scaling_pct(step: &StepResult, first: Option<&StepResult>) -> Option<f64>
     (base > 0.0).then(|| 100.0 * step.throughput_per_s() / base)
 }
 
-/// The cells of one step's row; `first` is the run's first step.
+/// The cells of one step's (one window's) row, without an interval; `first`
+/// is the run's first step. The run table shows levels
+/// ([`crate::levels::level_row`]); this row is for per-window listings.
 pub fn step_row(step: &StepResult, first: Option<&StepResult>) -> Vec<String> {
     let s = step.latency.summary();
     let mut conc = step.concurrency.to_string();
@@ -57,39 +61,50 @@ pub fn run_table_width(run: &Run, width: Option<usize>) -> String {
 
 fn run_table_at(run: &Run, width: Option<usize>) -> String {
     let mut rows = vec![header_line()];
-    let first = run.steps.first();
+    let entries = crate::levels::entries(run);
+    let first = entries.first().map(crate::levels::Entry::throughput);
     // SQL units of several statements (transactions): throughput/s counts the
     // units, and a queries/s column counts every statement (BEGIN and COMMIT
     // included, as sysbench counts them). Single-statement workloads and HTTP
     // have queries == requests, and no extra column.
     let with_queries = run.steps.iter().any(|s| s.queries > s.requests);
-    let queries_per_s = |s: &StepResult| if s.window_s > 0.0 { s.queries as f64 / s.window_s } else { 0.0 };
-    for s in &run.steps {
-        let mut row = step_row(s, first);
+    let queries_per_s = |s: &StepResult| Some(if s.window_s > 0.0 { s.queries as f64 / s.window_s } else { 0.0 });
+    let repeated = crate::levels::repeated(&entries);
+    for e in &entries {
+        let mut row = crate::levels::level_row(e, first);
+        if repeated {
+            let [n, cv] = crate::levels::repeat_cells(e);
+            row.splice(2..2, [n, cv]);
+        }
         if with_queries {
-            row.insert(2, thousands(queries_per_s(s)));
+            row.insert(2, e.mean(queries_per_s).map_or("-".into(), thousands));
         }
         rows.push(row);
     }
-    let measured: Vec<&StepResult> = run.steps.iter().filter(|s| !s.partial).collect();
-    if measured.len() > 1 {
-        let q: Vec<f64> = measured.iter().map(|s| queries_per_s(s)).collect();
-        let avg = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-        let max = |v: &[f64]| v.iter().copied().fold(f64::MIN, f64::max);
-        let mut avg_row = aggregate_row("AVG", &measured, first, avg);
-        let mut max_row = aggregate_row("MAX", &measured, first, max);
+    if let Some([mut avg_row, mut max_row]) = crate::levels::aggregate_rows(&entries, first) {
+        let measured: Vec<f64> =
+            entries.iter().filter(|e| !e.partial() && e.point.is_some()).filter_map(|e| e.mean(queries_per_s)).collect();
+        if repeated {
+            avg_row.splice(2..2, [String::new(), String::new()]);
+            max_row.splice(2..2, [String::new(), String::new()]);
+        }
         if with_queries {
-            avg_row.insert(2, thousands(avg(&q)));
-            max_row.insert(2, thousands(max(&q)));
+            let avg = measured.iter().sum::<f64>() / measured.len().max(1) as f64;
+            avg_row.insert(2, thousands(avg));
+            max_row.insert(2, thousands(measured.iter().copied().fold(f64::MIN, f64::max)));
         }
         rows.push(avg_row);
         rows.push(max_row);
     }
+    if repeated {
+        rows[0].splice(2..2, ["n".to_string(), "cv".to_string()]);
+    }
     if with_queries {
         rows[0].insert(2, "queries/s".to_string());
     }
-    open_loop_columns(&mut rows, run);
+    open_loop_columns(&mut rows, &entries);
     let mut out = crate::fmt::columns_fit(&rows, width);
+    out.push_str(&crate::levels::notes(&entries));
     if with_queries {
         out.push_str("note: throughput/s counts units of work (transactions); queries/s every statement, BEGIN and COMMIT included.\n");
     }
@@ -151,20 +166,23 @@ pub const CONNECT_TITLE: &str = "connect time of the connections opened in the w
 /// `achieved` column (completions in % of the offered rate) follows the
 /// throughput, and the service-time p99, dropped and late-sent requests
 /// precede the errors. Latency columns count from the intended send.
-fn open_loop_columns(rows: &mut [Vec<String>], run: &Run) {
-    if !run.steps.iter().any(|s| s.offered_rate_per_s.is_some()) {
+fn open_loop_columns(rows: &mut [Vec<String>], entries: &[crate::levels::Entry]) {
+    if !entries.iter().any(|e| e.first().offered_rate_per_s.is_some()) {
         return;
     }
     let count = |n: Option<u64>| n.map_or("-".to_string(), |n| thousands(n as f64));
     for (i, row) in rows.iter_mut().enumerate() {
-        let cells: [String; 4] = match i.checked_sub(1).and_then(|k| run.steps.get(k)) {
+        let cells: [String; 4] = match i.checked_sub(1).and_then(|k| entries.get(k)) {
             _ if i == 0 => ["achieved", "svc p99", "dropped", "late"].map(String::from),
-            Some(s) => {
+            Some(e) => {
+                let s = e.first();
                 if let Some(r) = s.offered_rate_per_s {
                     row[0] = format!("{}{}", thousands(r), if s.partial { " (partial)" } else { "" });
                 }
-                let svc = s.service.as_ref().and_then(|h| h.quantile_ms(0.99));
-                [pct(s.achieved_pct()), ms(svc), count(s.dropped), count(s.late_sends)]
+                // A level's windows: the mean of each share and time, the sum of each count.
+                let svc = e.mean(|s| s.service.as_ref().and_then(|h| h.quantile_ms(0.99)));
+                let sum = |f: fn(&StepResult) -> Option<u64>| e.steps.iter().map(|s| f(s)).sum::<Option<u64>>();
+                [pct(e.mean(StepResult::achieved_pct)), ms(svc), count(sum(|s| s.dropped)), count(sum(|s| s.late_sends))]
             }
             None => [String::new(), String::new(), String::new(), String::new()],
         };
@@ -195,33 +213,6 @@ pub fn statements_table(run: &Run) -> String {
         rows.push(vec![st.name.clone(), st.count.to_string(), ms(Some(st.mean_ms)), ms(Some(st.p50_ms)), ms(Some(st.p99_ms))]);
     }
     format!("statements inside transactions at {} clients (peak):\n{}", step.concurrency, columns(&rows))
-}
-
-/// AVG or MAX over steps: throughput and each latency column aggregated on
-/// their own (a missing latency is left out, not counted as 0); scaling is
-/// computed from the aggregated throughput.
-fn aggregate_row(name: &str, steps: &[&StepResult], first: Option<&StepResult>, agg: impl Fn(&[f64]) -> f64) -> Vec<String> {
-    let tput: Vec<f64> = steps.iter().map(|s| s.throughput_per_s()).collect();
-    let x = agg(&tput);
-    let base = first.map(StepResult::throughput_per_s).filter(|b| *b > 0.0);
-    let lat = |f: fn(&scalelab_core::LatencySummary) -> f64| -> Option<f64> {
-        let v: Vec<f64> = steps.iter().filter_map(|s| s.latency.summary()).map(|s| f(&s)).collect();
-        (!v.is_empty()).then(|| agg(&v))
-    };
-    let errors: Vec<f64> = steps.iter().filter(|s| s.published_throughput_per_s.is_none()).map(|s| s.errors.total() as f64).collect();
-    vec![
-        name.to_string(),
-        thousands(x),
-        pct(base.map(|b| 100.0 * x / b)),
-        ms(lat(|s| s.mean)),
-        ms(lat(|s| s.stddev)),
-        ms(lat(|s| s.p50)),
-        ms(lat(|s| s.p90)),
-        ms(lat(|s| s.p99)),
-        ms(lat(|s| s.p999)),
-        ms(lat(|s| s.max)),
-        if errors.is_empty() { "-".into() } else { thousands(agg(&errors)) },
-    ]
 }
 
 fn rate(v: f64) -> String {

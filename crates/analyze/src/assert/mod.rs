@@ -7,14 +7,21 @@
 //! carries the measured value; a figure that was not measured (no step at
 //! N, latency not recorded, error counts unknown, no USL fit) fails with
 //! "no data": missing data is never read as 0, or a broken run could pass.
+//!
+//! Figures with a 95 % interval (peak, capacity, throughput, delta) are
+//! checked on their bounds: `peak >= 5000` holds only when the peak's low
+//! bound is at or above 5000, so noise cannot pass a check. The form
+//! `point(peak) >= 5000` checks the point value, named as such; a figure
+//! without an interval is checked on its point and says so.
 
 mod measure;
 mod parse;
 
-use measure::{collapse_flag, measure};
+use measure::{collapse_flag, fmt_num, measure};
 
 use crate::curve::Curve;
 use crate::series::Series;
+use crate::stats::Ci95;
 use crate::usl::UslFit;
 use serde::Serialize;
 use std::fmt;
@@ -121,6 +128,9 @@ pub enum Check {
         op: Op,
         /// The bound, in the metric's unit (a `3x` scaling is stored as 300).
         value: f64,
+        /// `point(METRIC)`: check the point value, not the interval's bound.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        point: bool,
     },
     /// `no collapse`: see [`Curve::collapse`].
     NoCollapse,
@@ -168,9 +178,8 @@ impl Assertion {
     /// Checks the assertion on a run, its curve and (when fitted) its USL fit.
     pub fn evaluate(&self, series: &Series, curve: &Curve, usl: Option<&UslFit>) -> Outcome {
         let result = match &self.check {
-            Check::Compare { metric, at, op, value } => {
-                measure(*metric, *at, series, curve, usl).map(|(v, shown)| (op.holds(v, *value), v, format!("measured {shown}")))
-            }
+            Check::Compare { metric, at, op, value, point } => measure(*metric, *at, series, curve, usl)
+                .map(|(v, shown)| on_bounds(*op, *value, v, shown, bounded(*metric, *at, series, curve), *point, false)),
             Check::NoCollapse => collapse_flag(series, curve, false),
             Check::NoRetrograde => collapse_flag(series, curve, true),
             Check::NoErrors => {
@@ -193,25 +202,33 @@ impl Assertion {
         matches!(self.check, Check::Compare { metric: Metric::DeltaPct, .. })
     }
 
+    /// True when the assertion reads a point value where an interval may
+    /// exist (`point(peak) >= 5000`).
+    pub fn is_on_point(&self) -> bool {
+        matches!(self.check, Check::Compare { point: true, .. })
+    }
+
     /// Checks a `delta_pct` assertion on a comparison: its first delta
     /// column, at step N or on the AVG row. Missing cells fail as no data.
     pub fn evaluate_comparison(&self, c: &crate::Comparison) -> Outcome {
         let result = match &self.check {
-            Check::Compare { metric: Metric::DeltaPct, at, op, value } => {
-                delta_cell(c, *at).map(|(v, shown)| (op.holds(v, *value), v, shown))
+            Check::Compare { metric: Metric::DeltaPct, at, op, value, point } => {
+                delta_cell(c, *at).map(|(v, shown, ci)| on_bounds(*op, *value, v, shown, ci, *point, true))
             }
             _ => Err("not an assertion about a comparison".to_string()),
         };
         let (passed, measured, detail) = match result {
-            Ok((passed, v, detail)) => (passed, Some(v), format!("measured {detail}")),
+            Ok((passed, v, detail)) => (passed, Some(v), detail),
             Err(why) => (false, None, format!("no data: {why}")),
         };
         Outcome { assertion: self.text.clone(), passed, measured, detail }
     }
 }
 
-/// The first delta column's cell at step `at`, or on the AVG row.
-fn delta_cell(c: &crate::Comparison, at: Option<u32>) -> Result<(f64, String), String> {
+/// The first delta column's cell at step `at`, or on the AVG row: the
+/// delta in % (unrounded where it has an interval), how to show it, and
+/// its interval or why it has none.
+fn delta_cell(c: &crate::Comparison, at: Option<u32>) -> Result<(f64, String, Bounds), String> {
     let column = c.deltas.first().ok_or("no delta column: compare two runs, or give --pair A:B or --baseline")?;
     let (cells, place) = match at {
         Some(n) => {
@@ -226,7 +243,83 @@ fn delta_cell(c: &crate::Comparison, at: Option<u32>) -> Result<(f64, String), S
         .copied()
         .flatten()
         .ok_or_else(|| format!("{} has no delta {place} (a run has no step there)", column.name))?;
-    Ok((v as f64, format!("{v:+}% {place} ({})", column.name)))
+    let delta = cells.delta.get(&column.name).cloned().flatten();
+    match delta.as_ref().and_then(|d| d.ci().map(|ci| (d.delta_pct, ci))) {
+        Some((d, ci)) => Ok((d, format!("{d:+.1}% {place} ({})", column.name), Bounds::Interval(ci))),
+        None => {
+            let why = delta.and_then(|d| d.no_interval);
+            Ok((v as f64, format!("{v:+}% {place} ({})", column.name), Bounds::NoInterval(why)))
+        }
+    }
+}
+
+/// What a figure is checked on: its interval, or a figure that has none
+/// this time (with why, when known), or a metric that never has one.
+enum Bounds {
+    Interval(Ci95),
+    NoInterval(Option<String>),
+    PointOnly,
+}
+
+/// The interval of a figure checked on its bounds (peak, capacity,
+/// throughput@N), or why it has none; every other metric is read on its point.
+fn bounded(metric: Metric, at: Option<u32>, s: &Series, c: &Curve) -> Bounds {
+    let level = |p: Option<&crate::series::Point>| match p.and_then(|p| p.throughput_ci) {
+        Some(ci) => Bounds::Interval(ci),
+        None => Bounds::NoInterval(p.and_then(|p| p.no_interval.clone())),
+    };
+    match metric {
+        Metric::Peak => c.peak_ci.map_or_else(|| level(s.point_at(c.peak_concurrency)), Bounds::Interval),
+        Metric::Throughput => level(at.and_then(|n| s.point_at(n))),
+        Metric::Capacity => Bounds::NoInterval(Some("a capacity search gives none".to_string())),
+        _ => Bounds::PointOnly,
+    }
+}
+
+/// Whether `measured OP expected` holds for the figure: on the interval's
+/// bound that must satisfy it (the low bound for `>=` and `>`, the high
+/// bound for `<=` and `<`, the whole interval for `==` and `!=`), or on the
+/// point when there is no interval or `point` was asked. Returns the
+/// outcome, the point value and the words that name what was checked.
+fn on_bounds(op: Op, expected: f64, v: f64, shown: String, bounds: Bounds, point: bool, delta: bool) -> (bool, f64, String) {
+    let bound = fmt_num(expected);
+    match bounds {
+        Bounds::Interval(ci) if !point => {
+            // A delta's ± is in percentage points; a throughput's in % of itself.
+            let pm = if delta {
+                format!(" ± {:.1} points", (ci.high - ci.low) / 2.0)
+            } else {
+                ci.half_width_pct(v).map(|h| format!(" ± {h:.1} %")).unwrap_or_default()
+            };
+            let interval = format!("{shown}{pm} ({} to {})", fmt_num(ci.low), fmt_num(ci.high));
+            let (holds, why) = match op {
+                Op::Ge => (ci.low >= expected, if ci.low >= expected { "its low bound is at or above" } else { "its low bound is below" }),
+                Op::Gt => (ci.low > expected, if ci.low > expected { "its low bound is above" } else { "its low bound is not above" }),
+                Op::Le => {
+                    (ci.high <= expected, if ci.high <= expected { "its high bound is at or below" } else { "its high bound is above" })
+                }
+                Op::Lt => (ci.high < expected, if ci.high < expected { "its high bound is below" } else { "its high bound is not below" }),
+                Op::Eq => {
+                    let exact = ci.low == expected && ci.high == expected;
+                    (exact, if exact { "the whole interval is" } else { "the interval is wider than" })
+                }
+                Op::Ne => {
+                    let apart = !ci.contains(expected);
+                    (apart, if apart { "the interval excludes" } else { "the interval contains" })
+                }
+            };
+            (holds, v, format!("measured {interval}: {why} {bound}"))
+        }
+        Bounds::Interval(ci) => {
+            (op.holds(v, expected), v, format!("measured {shown} (point value; interval {} to {})", fmt_num(ci.low), fmt_num(ci.high)))
+        }
+        Bounds::NoInterval(why) => {
+            // A reason that only repeats "no interval" (a published figure's) adds nothing.
+            let why = why.filter(|w| !w.contains("no interval")).map(|w| format!("; {w}")).unwrap_or_default();
+            (op.holds(v, expected), v, format!("measured {shown} (no interval: point value{why})"))
+        }
+        Bounds::PointOnly => (op.holds(v, expected), v, format!("measured {shown}")),
+    }
 }
 
 /// Parses every assertion, stopping at the first that does not parse.

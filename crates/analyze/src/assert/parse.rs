@@ -81,6 +81,14 @@ pub(super) fn parse(text: &str) -> Result<Assertion, ParseError> {
         return Err(fail(format!("unexpected `{}` after `{sym}`", &right[..1])));
     }
 
+    // `point(METRIC[@N])`: the point value, not the interval's bound.
+    let (left, point) = match left.strip_prefix("point(") {
+        Some(inner) => match inner.strip_suffix(')') {
+            Some(inner) => (inner, true),
+            None => return Err(fail("`point(` without its `)`: write `point(METRIC[@N]) OP VALUE`".to_string())),
+        },
+        None => (left, false),
+    };
     let (name, at) = match left.split_once('@') {
         Some((name, n)) => match n.parse::<u32>() {
             Ok(n) if n >= 1 => (name, Some(n)),
@@ -95,6 +103,11 @@ pub(super) fn parse(text: &str) -> Result<Assertion, ParseError> {
         return Err(fail(format!("unknown metric `{name}`: expected one of {}", known_metrics())));
     };
     let canonical = names[0];
+    if point && !matches!(metric, Metric::Peak | Metric::Capacity | Metric::Throughput | Metric::DeltaPct) {
+        return Err(fail(format!(
+            "`point({canonical})`: only peak, capacity, throughput and delta_pct have an interval; write `{canonical}` alone"
+        )));
+    }
     match (at_rule, at) {
         (At::Required, None) => return Err(fail(format!("`{canonical}` needs a step: write `{canonical}@N` (N = concurrency)"))),
         (At::Never, Some(n)) => {
@@ -116,5 +129,5 @@ pub(super) fn parse(text: &str) -> Result<Assertion, ParseError> {
             return Err(fail(format!("`{right}` is not a number (`{canonical}` takes {units})")));
         }
     };
-    Ok(Assertion { text: text.trim().to_string(), check: Check::Compare { metric, at, op, value } })
+    Ok(Assertion { text: text.trim().to_string(), check: Check::Compare { metric, at, op, value, point } })
 }

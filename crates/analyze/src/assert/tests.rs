@@ -25,7 +25,7 @@ fn comparisons_pass_and_fail_with_the_measured_value() {
     let o = check("peak >= 5000");
     assert!(o.passed);
     assert_eq!(o.measured, Some(5200.0));
-    assert_eq!(o.to_string(), "PASS  peak >= 5000  (measured 5200/s at 10 clients)");
+    assert_eq!(o.to_string(), "PASS  peak >= 5000  (measured 5200/s at 10 clients (no interval: point value))");
     let o = check("peak > 5200");
     assert!(!o.passed);
     assert_eq!(o.measured, Some(5200.0));
@@ -133,10 +133,10 @@ fn parse_errors_say_what_was_expected() {
 #[test]
 fn parses_spacing_case_units_and_separators() {
     let a = Assertion::parse("  PEAK>=5_000/s ").unwrap();
-    assert_eq!(a.check, Check::Compare { metric: Metric::Peak, at: None, op: Op::Ge, value: 5000.0 });
+    assert_eq!(a.check, Check::Compare { metric: Metric::Peak, at: None, op: Op::Ge, value: 5000.0, point: false });
     assert_eq!(a.text, "PEAK>=5_000/s");
     let a = Assertion::parse("scaling @ 10 >= 3x").unwrap();
-    assert_eq!(a.check, Check::Compare { metric: Metric::Scaling, at: Some(10), op: Op::Ge, value: 300.0 });
+    assert_eq!(a.check, Check::Compare { metric: Metric::Scaling, at: Some(10), op: Op::Ge, value: 300.0, point: false });
     let texts = ["peak >= 1", "no collapse"];
     assert_eq!(parse_all(&texts).unwrap().len(), 2);
 }
@@ -147,4 +147,76 @@ fn delta_pct_is_for_compare_only() {
     assert!(a.is_about_comparison());
     assert!(!Assertion::parse("peak >= 5").unwrap().is_about_comparison());
     assert!(Assertion::parse("delta >= -5%").unwrap().is_about_comparison());
+}
+
+/// A run whose peak is 5,210/s ± 4.1 %: its low bound is below 5000.
+fn noisy_run() -> (Series, Curve) {
+    use crate::stats::{Ci95, Method};
+    let level = |n: u32, x: f64, h: f64| Point {
+        throughput_ci: Some(Ci95 { low: x - h, high: x + h, method: Method::StudentT, n: 3 }),
+        repeats: vec![x - h / 3.0, x, x + h / 3.0],
+        ..Point::new(n, x)
+    };
+    let s = Series::new("r", vec![level(1, 1000.0, 20.0), level(8, 5210.0, 214.0), level(16, 5100.0, 150.0)]);
+    let c = Curve::of(&s).unwrap();
+    (s, c)
+}
+
+#[test]
+fn figures_with_an_interval_are_checked_on_their_bounds() {
+    let (s, c) = noisy_run();
+    let eval = |t: &str| Assertion::parse(t).unwrap().evaluate(&s, &c, None);
+    let o = eval("peak >= 5000");
+    assert!(!o.passed, "the point passes, the low bound does not");
+    assert_eq!(o.measured, Some(5210.0));
+    assert_eq!(o.detail, "measured 5210/s at 8 clients ± 4.1 % (4996 to 5424): its low bound is below 5000");
+    let o = eval("point(peak) >= 5000");
+    assert!(o.passed);
+    assert_eq!(o.detail, "measured 5210/s at 8 clients (point value; interval 4996 to 5424)");
+    assert!(eval("peak >= 4990").passed);
+    assert!(eval("peak <= 5500").passed);
+    assert!(!eval("peak <= 5400").passed, "the high bound is above");
+    assert!(eval("peak != 6000").passed);
+    assert!(!eval("peak != 5000").passed, "the interval contains 5000");
+    assert!(!eval("throughput@16 >= 5000").passed);
+    assert!(eval("point(x@16) >= 5000").passed);
+    assert!(eval("throughput@16 >= 4900").passed);
+    // A figure without an interval is read on its point, and says so.
+    let o = check("throughput@10 >= 5000");
+    assert_eq!((o.passed, o.detail.as_str()), (true, "measured 5200/s at 10 clients (no interval: point value)"));
+    // Latency and concurrencies have no bound to read.
+    assert_eq!(eval("knee <= 8").detail, "measured 8 clients");
+}
+
+#[test]
+fn point_applies_to_figures_with_an_interval() {
+    let a = Assertion::parse("point(peak) >= 5_000").unwrap();
+    assert!(a.is_on_point());
+    assert!(matches!(a.check, Check::Compare { metric: Metric::Peak, point: true, .. }));
+    assert!(Assertion::parse("point(delta_pct@50) >= -5").unwrap().is_about_comparison());
+    assert_eq!(
+        parse_err("point(knee) >= 4"),
+        "assertion `point(knee) >= 4`: `point(knee)`: only peak, capacity, throughput and delta_pct have an interval; write `knee` alone"
+    );
+    assert_eq!(parse_err("point(peak >= 4"), "assertion `point(peak >= 4`: `point(` without its `)`: write `point(METRIC[@N]) OP VALUE`");
+}
+
+#[test]
+fn a_delta_is_checked_on_its_interval() {
+    use crate::stats::{Ci95, Method};
+    let level = |n: u32, x: f64, h: f64| Point {
+        throughput_ci: Some(Ci95 { low: x - h, high: x + h, method: Method::BatchMeans, n: 10 }),
+        ..Point::new(n, x)
+    };
+    let a = Series::new("A", vec![level(50, 980.0, 30.0)]);
+    let b = Series::new("B", vec![level(50, 1000.0, 30.0)]);
+    let opts = crate::CompareOptions { pairs: vec![("A".into(), "B".into())], ..Default::default() };
+    let table = crate::compare(&[a, b], &opts).unwrap();
+    let o = Assertion::parse("delta_pct@50 >= -5").unwrap().evaluate_comparison(&table);
+    assert!(!o.passed, "-2 % on its point, but the low bound is under -5 %: {}", o.detail);
+    assert!(o.detail.starts_with("measured -2.0% at 50 clients (A vs B) ± "), "{}", o.detail);
+    assert!(o.detail.ends_with(": its low bound is below -5"), "{}", o.detail);
+    let o = Assertion::parse("point(delta_pct@50) >= -5").unwrap().evaluate_comparison(&table);
+    assert!(o.passed, "{}", o.detail);
+    assert!(Assertion::parse("delta_pct@50 >= -10").unwrap().evaluate_comparison(&table).passed);
 }

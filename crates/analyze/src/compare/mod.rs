@@ -14,9 +14,21 @@
 //!
 //! Throughputs are kept exact; percentages are rounded to whole numbers,
 //! half away from zero ([`crate::pct::round_half_away`]).
+//!
+//! Every throughput carries its 95 % interval where it has one, and every
+//! delta a [`Delta`]: unrounded, with its interval and what it supports
+//! ([`interval`]). The AVG row's interval propagates the levels'; the MAX
+//! row's is the peak level's.
+
+mod environment;
+pub mod interval;
+
+pub use environment::{differences as environment_differences, versus_arms};
+pub use interval::{delta_of, mean_point, Delta};
 
 use crate::pct::{delta_pct, ratio_pct, round_half_away};
-use crate::series::{Series, SeriesError};
+use crate::series::{Point, Series, SeriesError};
+use crate::stats::Ci95;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -32,6 +44,11 @@ pub struct CompareOptions {
     /// The AVG row covers steps with concurrency >= this (`--avg-from`);
     /// `None` = all steps. Published tables often leave out the lightest loads.
     pub avg_from: Option<u32>,
+    /// Pairs of run labels `(A, B)` that are the two arms of one `--versus`
+    /// sweep: their windows at each level alternated, the k-th of A with
+    /// the k-th of B, so their deltas are paired window by window.
+    #[serde(default)]
+    pub paired: Vec<(String, String)>,
 }
 
 /// One delta column: 100 × (X_A / X_B − 1) %.
@@ -54,6 +71,15 @@ pub struct Cells {
     pub scaling_pct: IndexMap<String, Option<i64>>,
     /// Delta per column name (`"A vs B"`), in whole %.
     pub delta_pct: IndexMap<String, Option<i64>>,
+    /// The 95 % interval of each run's throughput (keyed like `throughput`);
+    /// `None` where the figure has none (a published figure, a window too
+    /// short) or is missing.
+    #[serde(default)]
+    pub throughput_ci95: IndexMap<String, Option<Ci95>>,
+    /// Each delta with its interval and verdict (keyed like `delta_pct`);
+    /// `None` where the delta is missing or not comparable.
+    #[serde(default)]
+    pub delta: IndexMap<String, Option<Delta>>,
 }
 
 /// One concurrency of the table.
@@ -82,6 +108,15 @@ pub struct Comparison {
     pub avg: Cells,
     /// Each run's highest throughput over all steps.
     pub max: Cells,
+    /// How the deltas' intervals were estimated and what they leave out
+    /// (the drift between separate runs), one sentence each.
+    #[serde(default)]
+    pub notes: Vec<String>,
+    /// Why the runs may not compare (their environments differ), one line
+    /// each; filled by the caller, who has the runs
+    /// ([`environment_differences`]).
+    #[serde(default)]
+    pub warnings: Vec<String>,
 }
 
 /// Why no table can be made.
@@ -148,9 +183,21 @@ fn delta_columns(labels: &[String], options: &CompareOptions) -> Result<Vec<Delt
     Ok(columns)
 }
 
-/// Fills scaling and delta cells from the throughput cells; the deltas named
-/// in `not_comparable` stay `None`.
-fn derive(mut cells: Cells, first: &IndexMap<String, f64>, deltas: &[DeltaColumn], not_comparable: &[&str]) -> Cells {
+/// Fills scaling and delta cells from the row's points (one per run label,
+/// `None` where the run has no step); the deltas named in `not_comparable`
+/// stay `None`; those in `paired` are paired window by window.
+fn derive(
+    points: &IndexMap<String, Option<Point>>,
+    first: &IndexMap<String, f64>,
+    deltas: &[DeltaColumn],
+    not_comparable: &[&str],
+    paired: &[&str],
+) -> Cells {
+    let mut cells = Cells {
+        throughput: points.iter().map(|(l, p)| (l.clone(), p.as_ref().map(|p| p.throughput))).collect(),
+        throughput_ci95: points.iter().map(|(l, p)| (l.clone(), p.as_ref().and_then(|p| p.throughput_ci))).collect(),
+        ..Cells::default()
+    };
     for (label, x) in &cells.throughput {
         let pct = x.zip(first.get(label).copied()).and_then(|(x, f)| ratio_pct(x, f)).and_then(round_half_away);
         cells.scaling_pct.insert(label.clone(), pct);
@@ -159,8 +206,13 @@ fn derive(mut cells: Cells, first: &IndexMap<String, f64>, deltas: &[DeltaColumn
         let a = cells.throughput.get(&d.a).copied().flatten();
         let b = cells.throughput.get(&d.b).copied().flatten();
         let pct = a.zip(b).and_then(|(a, b)| delta_pct(a, b)).and_then(round_half_away);
-        let pct = pct.filter(|_| !not_comparable.contains(&d.name.as_str()));
+        let comparable = !not_comparable.contains(&d.name.as_str());
+        let pct = pct.filter(|_| comparable);
         cells.delta_pct.insert(d.name.clone(), pct);
+        let pa = points.get(&d.a).and_then(Option::as_ref);
+        let pb = points.get(&d.b).and_then(Option::as_ref);
+        let delta = pa.zip(pb).filter(|_| comparable).and_then(|(a, b)| delta_of(a, b, paired.contains(&d.name.as_str())));
+        cells.delta.insert(d.name.clone(), delta);
     }
     cells
 }
@@ -171,50 +223,92 @@ pub fn compare(series: &[Series], options: &CompareOptions) -> Result<Comparison
         return Err(CompareError::NoRuns);
     }
     let mut labels: Vec<String> = Vec::new();
-    let mut steps: Vec<IndexMap<u32, f64>> = Vec::new();
+    let mut steps: Vec<IndexMap<u32, Point>> = Vec::new();
     for s in series {
         if labels.contains(&s.label) {
             return Err(CompareError::DuplicateLabel(s.label.clone()));
         }
         labels.push(s.label.clone());
-        steps.push(s.checked_points()?.iter().map(|p| (p.concurrency, p.throughput)).collect());
+        steps.push(s.checked_points()?.into_iter().map(|p| (p.concurrency, p)).collect());
     }
     let deltas = delta_columns(&labels, options)?;
+    let paired: Vec<&str> = deltas
+        .iter()
+        .filter(|d| options.paired.iter().any(|(a, b)| (a == &d.a && b == &d.b) || (a == &d.b && b == &d.a)))
+        .map(|d| d.name.as_str())
+        .collect();
     // Each run's first step (lowest concurrency; checked_points sorted them).
     let first: IndexMap<String, f64> =
-        labels.iter().zip(&steps).map(|(l, s)| (l.clone(), *s.first().expect("checked non-empty").1)).collect();
+        labels.iter().zip(&steps).map(|(l, s)| (l.clone(), s.first().expect("checked non-empty").1.throughput)).collect();
     let concurrencies: BTreeSet<u32> = steps.iter().flat_map(|s| s.keys().copied()).collect();
 
     let rows = concurrencies
         .iter()
         .map(|&n| {
-            let throughput = labels.iter().zip(&steps).map(|(l, s)| (l.clone(), s.get(&n).copied())).collect();
-            Row { concurrency: n, cells: derive(Cells { throughput, ..Cells::default() }, &first, &deltas, &[]) }
+            let points = labels.iter().zip(&steps).map(|(l, s)| (l.clone(), s.get(&n).cloned())).collect();
+            Row { concurrency: n, cells: derive(&points, &first, &deltas, &[], &paired) }
         })
         .collect();
 
     let avg_from = options.avg_from.unwrap_or(0);
-    let in_range =
-        |s: &IndexMap<u32, f64>| -> Vec<(u32, f64)> { s.iter().filter(|(n, _)| **n >= avg_from).map(|(n, x)| (*n, *x)).collect() };
-    let aggregate = |f: &dyn Fn(&IndexMap<u32, f64>) -> Option<f64>, not_comparable: &[&str]| {
-        let throughput = labels.iter().zip(&steps).map(|(l, s)| (l.clone(), f(s))).collect();
-        derive(Cells { throughput, ..Cells::default() }, &first, &deltas, not_comparable)
+    let in_range = |s: &IndexMap<u32, Point>| -> Vec<u32> { s.keys().copied().filter(|n| *n >= avg_from).collect() };
+    let aggregate = |f: &dyn Fn(&IndexMap<u32, Point>) -> Option<Point>, not_comparable: &[&str]| {
+        let points = labels.iter().zip(&steps).map(|(l, s)| (l.clone(), f(s))).collect();
+        derive(&points, &first, &deltas, not_comparable, &paired)
     };
     // Means over different step lists do not compare: leave such AVG deltas out.
     let steps_of = |label: &str| {
         let i = labels.iter().position(|l| l == label).expect("delta labels are checked");
-        in_range(&steps[i]).into_iter().map(|(n, _)| n).collect::<Vec<u32>>()
+        in_range(&steps[i])
     };
     let ragged: Vec<&str> = deltas.iter().filter(|d| steps_of(&d.a) != steps_of(&d.b)).map(|d| d.name.as_str()).collect();
-    let avg = aggregate(
-        &|s| {
-            let xs = in_range(s);
-            (!xs.is_empty()).then(|| xs.iter().map(|(_, x)| x).sum::<f64>() / xs.len() as f64)
-        },
-        &ragged,
-    );
-    let max = aggregate(&|s| s.values().copied().reduce(f64::max), &[]);
-    Ok(Comparison { labels, deltas, avg_from: options.avg_from, rows, avg, max })
+    let avg = aggregate(&|s| mean_point(&s.values().filter(|p| p.concurrency >= avg_from).collect::<Vec<_>>()), &ragged);
+    // Each run's peak, its level's figures and interval (the first of equal peaks).
+    let peak = |s: &IndexMap<u32, Point>| {
+        s.values().fold(None::<&Point>, |m, p| if m.is_some_and(|m| m.throughput >= p.throughput) { m } else { Some(p) }).cloned()
+    };
+    // Peaks at different levels pair no windows: compare them as independent figures.
+    let peaks_apart: Vec<&str> = deltas
+        .iter()
+        .filter(|d| {
+            let level = |l: &str| labels.iter().position(|x| x == l).and_then(|i| peak(&steps[i])).map(|p| p.concurrency);
+            level(&d.a) != level(&d.b)
+        })
+        .map(|d| d.name.as_str())
+        .collect();
+    let paired_max: Vec<&str> = paired.iter().copied().filter(|d| !peaks_apart.contains(d)).collect();
+    let max = {
+        let points = labels.iter().zip(&steps).map(|(l, s)| (l.clone(), peak(s))).collect();
+        derive(&points, &first, &deltas, &[], &paired_max)
+    };
+    let notes = method_notes(series, &deltas, &paired);
+    Ok(Comparison { labels, deltas, avg_from: options.avg_from, rows, avg, max, notes, warnings: Vec::new() })
+}
+
+/// The sentences that say how the deltas' intervals were estimated: paired
+/// columns name their method; independent ones say once that the drift
+/// between the runs is in no interval, and how to measure it.
+fn method_notes(series: &[Series], deltas: &[DeltaColumn], paired: &[&str]) -> Vec<String> {
+    let mut notes = Vec::new();
+    let with_interval = series.iter().any(|s| s.points.iter().any(|p| p.throughput_ci.is_some()));
+    if !with_interval {
+        return notes;
+    }
+    for d in deltas.iter().filter(|d| paired.contains(&d.name.as_str())) {
+        notes.push(format!(
+            "{}: paired (the two arms of one --versus sweep: their windows alternated, and each pair's ratio cancels the drift)",
+            d.name
+        ));
+    }
+    if deltas.iter().any(|d| !paired.contains(&d.name.as_str())) {
+        let repeated = series.iter().any(|s| s.points.iter().any(|p| p.repeats.len() >= 2));
+        notes.push(if repeated {
+            "separate runs: drift between them is not measured; --versus interleaves them".to_string()
+        } else {
+            "single runs: the machine's drift between them is not measured; use --repeats or --versus".to_string()
+        });
+    }
+    notes
 }
 
 #[cfg(test)]

@@ -54,7 +54,9 @@ pub fn diagnose(run: &Run) -> Diagnosis {
 }
 
 /// The diagnosis as the JSON of `diagnose --json`: `curve` {`peak`,
-/// `peak_concurrency`, `knee_concurrency`, `collapse`}, `usl` {`lambda`,
+/// `peak_concurrency`, `knee_concurrency`, `collapse`, and when the peak
+/// has an interval `peak_ci95`, `within_noise`, `flat_within_noise`,
+/// `collapse_within_noise`}, `usl` {`lambda`,
 /// `sigma`, `kappa`, `r2`, `n_opt`} (null with `usl_error` when not fitted)
 /// and `verdicts[]` ({`kind`, `confidence`, `concurrency`, `headline`,
 /// `evidence`, `missing`, `next`}).
@@ -66,6 +68,13 @@ pub fn to_json(d: &Diagnosis) -> Value {
             "knee_concurrency": c.knee_concurrency,
             "collapse": c.collapse,
         });
+        // With intervals: the peak's, the levels within its noise, and whether the curve is flat within noise.
+        if let (Some(ci), Value::Object(m)) = (c.peak_ci, &mut v) {
+            m.insert("peak_ci95".into(), json!(ci));
+            m.insert("within_noise".into(), json!(c.within_noise));
+            m.insert("flat_within_noise".into(), json!(c.flat_within_noise));
+            m.insert("collapse_within_noise".into(), json!(c.collapse_within_noise));
+        }
         // A rate sweep's levels are offered rates (the *_concurrency keys then hold them too).
         if let (true, Value::Object(m)) = (d.rate_sweep, &mut v) {
             m.insert("peak_rate_per_s".into(), json!(c.peak_concurrency));

@@ -124,12 +124,14 @@ pub fn compare_runs(store_path: &Path, a: &CompareArgs) -> anyhow::Result<ExitCo
     if pairs.is_empty() && baseline.is_none() && series.len() == 2 {
         pairs.push((series[0].label.clone(), series[1].label.clone()));
     }
-    let options = CompareOptions { baseline, pairs, avg_from: a.avg_from };
-    let table = compare(&series, &options).map_err(|e| bad(e.to_string()))?;
+    let labelled: Vec<(&str, &scalelab_core::Run)> = series.iter().map(|s| s.label.as_str()).zip(&runs).collect();
+    let paired = scalelab_analyze::compare::versus_arms(&labelled);
+    let options = CompareOptions { baseline, pairs, avg_from: a.avg_from, paired };
+    let mut table = compare(&series, &options).map_err(|e| bad(e.to_string()))?;
+    table.warnings = scalelab_analyze::compare::environment_differences(&labelled);
     let diagnoses: Vec<_> = runs.iter().map(scalelab_analyze::diagnose).collect();
     let side: Vec<(&str, &scalelab_analyze::Diagnosis)> = series.iter().map(|s| s.label.as_str()).zip(&diagnoses).collect();
     let curves = scalelab_report::summary::side_by_side(&side, false);
-    let labelled: Vec<(&str, &scalelab_core::Run)> = series.iter().map(|s| s.label.as_str()).zip(&runs).collect();
     let client_net = scalelab_report::summary::client_net_lines(&labelled);
     match a.format {
         CompareFormat::Table => {
@@ -149,7 +151,12 @@ pub fn compare_runs(store_path: &Path, a: &CompareArgs) -> anyhow::Result<ExitCo
             sayln!();
             say!("{}", scalelab_report::markdown::md_table_aligned(&curves, false));
         }
-        CompareFormat::Csv => print!("{}", render_compare::to_csv(&table)),
+        CompareFormat::Csv => {
+            print!("{}", render_compare::to_csv(&table));
+            for w in &table.warnings {
+                eprintln!("warning: {w}");
+            }
+        }
         CompareFormat::Json => println!("{}", serde_json::to_string_pretty(&table)?),
     }
     // Checks: a delta on the table once, the others on every run (named by its column label).

@@ -9,7 +9,7 @@ pub mod capacity;
 pub mod rate;
 
 use crate::model::{PhaseKind, Points, ReportRun, Timeline};
-use crate::svg::{Band, LineChart, LineSeries, Marker, Stack, StackedBars, PALETTE, PAUSE_FILL, WARMUP_FILL, WINDOW_FILL};
+use crate::svg::{Band, ErrorBar, LineChart, LineSeries, Marker, Stack, StackedBars, PALETTE, PAUSE_FILL, WARMUP_FILL, WINDOW_FILL};
 use scalelab_analyze::Point;
 use scalelab_core::Source;
 
@@ -63,8 +63,9 @@ pub fn peaks_differ(runs: &[ReportRun]) -> Option<(f64, f64)> {
     (lo.is_finite() && hi > LOG_AXIS_RATIO * lo).then_some((lo, hi))
 }
 
-/// Throughput vs concurrency, one line per run, its knee and peak marked
-/// and its USL fit dashed. When the runs' peaks differ by more than
+/// Throughput vs concurrency, one line per run, its knee and peak marked,
+/// each level's 95 % interval as an error bar (linear axis only: a bar
+/// near zero has no place on a log one) and its USL fit dashed. When the runs' peaks differ by more than
 /// [`LOG_AXIS_RATIO`], the y axis is logarithmic and the chart says so.
 pub fn throughput(runs: &[ReportRun]) -> Chart {
     let unit = crate::model::common_unit(runs);
@@ -94,6 +95,18 @@ pub fn throughput(runs: &[ReportRun]) -> Chart {
             dots: true,
             points: pts.iter().map(|p| (f64::from(p.concurrency), Some(p.throughput))).collect(),
         });
+        for p in pts.iter().filter(|_| !chart.log_y) {
+            if let Some(ci) = p.throughput_ci {
+                let label = format!(
+                    "{}: 95 % interval {} to {} at {}",
+                    r.name,
+                    crate::fmt::thousands(ci.low),
+                    crate::fmt::thousands(ci.high),
+                    p.concurrency
+                );
+                chart.error_bars.push(ErrorBar { x: f64::from(p.concurrency), low: ci.low.max(0.0), high: ci.high, color, label });
+            }
+        }
         if let Some(c) = &r.diagnosis.curve {
             let at = |n: u32| pts.iter().find(|p| p.concurrency == n).map(|p| p.throughput);
             let same = c.knee_concurrency == c.peak_concurrency;
