@@ -137,22 +137,7 @@ pub fn tick_line(index: usize, steps: usize, level: &str, t: &scalelab_core::Liv
     )
 }
 
-/// A step's load level in words, as progress lines and the live view name
-/// it: `2,000/s` (open loop: its offered rate, not its connections) or `4 clients`.
-pub fn level_words(offered_rate_per_s: Option<f64>, concurrency: u32) -> String {
-    match offered_rate_per_s {
-        Some(rate) => format!("{}/s", thousands(rate)),
-        None => format!("{concurrency} client{}", if concurrency == 1 { "" } else { "s" }),
-    }
-}
-
-/// A step's load level, short (the tick and done lines): `2,000/s` or `c=4`.
-pub fn level_short(offered_rate_per_s: Option<f64>, concurrency: u32) -> String {
-    match offered_rate_per_s {
-        Some(rate) => format!("{}/s", thousands(rate)),
-        None => format!("c={concurrency}"),
-    }
-}
+pub use crate::fmt::{level_short, level_words};
 
 /// The line that stays for a finished step (`done` steps finished before
 /// it): its throughput in `unit`, p99, errors, and whether it was cut short

@@ -224,7 +224,7 @@ pub fn notes(entries: &[Entry]) -> String {
     if repeated(entries) {
         out.push_str("windows (throughput/s of each, in the order they ran):\n");
         for (e, p) in measured.iter().filter(|(e, _)| e.steps.len() > 1) {
-            let level = crate::cli::level_words(e.first().offered_rate_per_s, e.first().concurrency);
+            let level = crate::fmt::level_words(e.first().offered_rate_per_s, e.first().concurrency);
             let xs: Vec<String> = p.repeats.iter().map(|x| thousands(*x)).collect();
             out.push_str(&format!("  {level}: {}\n", xs.join("  ")));
         }

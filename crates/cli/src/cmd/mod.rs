@@ -8,6 +8,7 @@ mod client_net;
 mod compare;
 mod fd_limit;
 mod install;
+mod levels;
 mod micro;
 pub mod preflight;
 mod prepare;
