@@ -229,7 +229,11 @@ pub async fn serve(mut r: Reader, mut w: Writer, proof: Option<Proof>, protocol:
                         Loaded::Http(d) => run_step(d, &plan, &opts, &mut tick),
                         Loaded::Sql(d) => run_step(d, &plan, &opts, &mut tick),
                     };
-                    let _ = tx.send(FromAgent::StepDone { index, result: Box::new(WireStep::from_result(&result)) });
+                    let _ = match result {
+                        Ok(result) => tx.send(FromAgent::StepDone { index, result: Box::new(WireStep::from_result(&result)) }),
+                        // The coordinator names this agent lost, with the reason.
+                        Err(e) => tx.send(FromAgent::Error { message: format!("step {}: {e}", index + 1) }),
+                    };
                 }));
             }
             ToAgent::Stop => step_stop.lock().expect("not poisoned").store(true, Ordering::Relaxed),

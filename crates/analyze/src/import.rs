@@ -11,10 +11,30 @@
 //! empty cell is a missing step (not 0). Fields may be quoted as in any CSV,
 //! so labels may hold commas. Errors name the line (1-based, counting
 //! comments and blank lines) and the column (1-based) at fault.
+//!
+//! What a published table can hold is bounded, so that a file that is not
+//! one (a million rows, `1e308`) is refused before anything is stored: at
+//! most [`MAX_IMPORT_ROWS`] step rows and [`MAX_IMPORT_RUNS`] run columns,
+//! concurrencies from 1 to [`MAX_CONCURRENCY`] (what a sweep accepts), and
+//! throughputs from 0 to below [`MAX_IMPORT_THROUGHPUT_PER_S`].
 
 use crate::series::{Point, Series};
+use scalelab_core::MAX_CONCURRENCY;
 use std::collections::HashMap;
 use thiserror::Error;
+
+/// The most step rows (concurrency levels) an import holds: ten times the
+/// longest published table we know of, far below what would make `show`
+/// or `report` slow.
+pub const MAX_IMPORT_ROWS: usize = 10_000;
+
+/// The most run columns (series) an import holds: each becomes a run.
+pub const MAX_IMPORT_RUNS: usize = 1_000;
+
+/// Throughputs at or above this are refused: a trillion per second is
+/// beyond any server, and far larger figures overflowed the tables'
+/// integer formatting (`1e308` showed as 9,223,372,036,854,775,807 req/s).
+pub const MAX_IMPORT_THROUGHPUT_PER_S: f64 = 1e12;
 
 /// What is wrong with an import file, and where.
 #[derive(Debug, Error, PartialEq)]
@@ -31,6 +51,12 @@ pub enum ImportError {
     /// A header with no run column.
     #[error("line {line}: header has no run column after `concurrency`")]
     NoRuns { line: u64 },
+    /// More run columns than [`MAX_IMPORT_RUNS`].
+    #[error("line {line}: {found} run columns, at most {max} are imported: import the series you compare in a smaller file")]
+    TooManyRuns { line: u64, found: usize, max: usize },
+    /// More step rows than [`MAX_IMPORT_ROWS`].
+    #[error("line {line}: more than {max} step rows, the most a series holds: import the concurrency levels you compare")]
+    TooManyRows { line: u64, max: usize },
     /// A run column without a label.
     #[error("line {line}, column {column}: empty run label")]
     EmptyLabel { line: u64, column: usize },
@@ -40,14 +66,15 @@ pub enum ImportError {
     /// A row whose cell count differs from the header's.
     #[error("line {line}: {found} cells, the header has {expected}")]
     FieldCount { line: u64, expected: usize, found: usize },
-    /// A concurrency that is not an integer >= 1.
-    #[error("line {line}, column 1 (concurrency): `{value}` is not an integer >= 1")]
+    /// A concurrency that is not an integer from 1 to [`MAX_CONCURRENCY`].
+    #[error("line {line}, column 1 (concurrency): `{value}` is not an integer from 1 to {MAX_CONCURRENCY}")]
     BadConcurrency { line: u64, value: String },
     /// The same concurrency on two rows.
     #[error("line {line}, column 1 (concurrency): {concurrency} already given on line {first_line}")]
     DuplicateConcurrency { line: u64, concurrency: u32, first_line: u64 },
-    /// A throughput cell that is neither empty nor a finite number >= 0.
-    #[error("line {line}, column {column} (`{label}`): `{value}` is not a throughput (a number >= 0, or empty when missing)")]
+    /// A throughput cell that is neither empty nor a number from 0 to below
+    /// [`MAX_IMPORT_THROUGHPUT_PER_S`].
+    #[error("line {line}, column {column} (`{label}`): `{value}` is not a throughput (a number from 0 to below 1e12 per second, or empty when missing)")]
     BadValue { line: u64, column: usize, label: String, value: String },
     /// A header but no step rows.
     #[error("no step rows after the header on line {header_line}")]
@@ -66,8 +93,6 @@ fn csv_error(e: csv::Error) -> ImportError {
     ImportError::Csv { line, message: e.to_string() }
 }
 
-/// Parses `text` in the import format into one [`Series`] per run column,
-/// in column order, each with its steps in row order.
 /// The unit of an imported table's figures, from what its `#` comment lines
 /// say ("queries/s per number of clients" → `q/s`); `/s` when they say
 /// nothing, so an unknown unit is never shown as requests.
@@ -86,6 +111,8 @@ pub fn import_unit(text: &str) -> &'static str {
     }
 }
 
+/// Parses `text` in the import format into one [`Series`] per run column,
+/// in column order, each with its steps in row order.
 pub fn parse_import_csv(text: &str) -> Result<Vec<Series>, ImportError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut reader =
@@ -100,6 +127,9 @@ pub fn parse_import_csv(text: &str) -> Result<Vec<Series>, ImportError> {
     }
     if header.len() < 2 {
         return Err(ImportError::NoRuns { line: header_line });
+    }
+    if header.len() - 1 > MAX_IMPORT_RUNS {
+        return Err(ImportError::TooManyRuns { line: header_line, found: header.len() - 1, max: MAX_IMPORT_RUNS });
     }
     let mut series: Vec<Series> = Vec::new();
     for (i, label) in header.iter().enumerate().skip(1) {
@@ -120,9 +150,12 @@ pub fn parse_import_csv(text: &str) -> Result<Vec<Series>, ImportError> {
         if record.len() != header.len() {
             return Err(ImportError::FieldCount { line, expected: header.len(), found: record.len() });
         }
+        if seen.len() == MAX_IMPORT_ROWS {
+            return Err(ImportError::TooManyRows { line, max: MAX_IMPORT_ROWS });
+        }
         let raw = &record[0];
         let concurrency = match raw.parse::<u32>() {
-            Ok(n) if n >= 1 => n,
+            Ok(n) if (1..=MAX_CONCURRENCY).contains(&n) => n,
             _ => return Err(ImportError::BadConcurrency { line, value: raw.to_string() }),
         };
         if let Some(&first_line) = seen.get(&concurrency) {
@@ -135,7 +168,7 @@ pub fn parse_import_csv(text: &str) -> Result<Vec<Series>, ImportError> {
             }
             let s = &mut series[i - 1];
             match cell.parse::<f64>() {
-                Ok(x) if x.is_finite() && x >= 0.0 => s.points.push(Point::new(concurrency, x)),
+                Ok(x) if (0.0..MAX_IMPORT_THROUGHPUT_PER_S).contains(&x) => s.points.push(Point::new(concurrency, x)),
                 _ => return Err(ImportError::BadValue { line, column: i + 1, label: s.label.clone(), value: cell.to_string() }),
             }
         }
@@ -170,13 +203,13 @@ mod tests {
     fn errors_name_line_and_column() {
         assert_eq!(
             err("# c\nconcurrency,A,B\n1,2,x\n"),
-            "line 3, column 3 (`B`): `x` is not a throughput (a number >= 0, or empty when missing)"
+            "line 3, column 3 (`B`): `x` is not a throughput (a number from 0 to below 1e12 per second, or empty when missing)"
         );
         assert_eq!(
             err("# c\nconcurrency,A,B\n1,2,-4\n"),
-            "line 3, column 3 (`B`): `-4` is not a throughput (a number >= 0, or empty when missing)"
+            "line 3, column 3 (`B`): `-4` is not a throughput (a number from 0 to below 1e12 per second, or empty when missing)"
         );
-        assert_eq!(err("concurrency,A\n1,2\n0,3\n"), "line 3, column 1 (concurrency): `0` is not an integer >= 1");
+        assert_eq!(err("concurrency,A\n1,2\n0,3\n"), "line 3, column 1 (concurrency): `0` is not an integer from 1 to 100000");
         assert_eq!(err("concurrency,A\n1,2\n1,3\n"), "line 3, column 1 (concurrency): 1 already given on line 2");
         assert_eq!(err("concurrency,A\n1,2,3\n"), "line 2: 3 cells, the header has 2");
         assert_eq!(err("clients,A\n1,2\n"), "line 1, column 1: header starts with `clients`, expected `concurrency`");
@@ -186,6 +219,31 @@ mod tests {
         assert_eq!(err("# only\n"), "no header: expected a line `concurrency,LABEL,...` after the comments");
         assert_eq!(err("concurrency,A\n"), "no step rows after the header on line 1");
         assert_eq!(err("concurrency\n1\n"), "line 1: header has no run column after `concurrency`");
+    }
+
+    /// A file that is no published table is refused at the first line past
+    /// a bound: the largest value a table can show, a sweep's concurrency
+    /// range, the rows and columns a comparison can use.
+    #[test]
+    fn absurd_figures_and_sizes_are_refused_where_they_start() {
+        for (value, ok) in [("1e308", false), ("inf", false), ("NaN", false), ("1e12", false), ("999999999999", true), ("0", true)] {
+            let r = parse_import_csv(&format!("concurrency,A\n1,{value}\n"));
+            assert_eq!(r.is_ok(), ok, "{value}: {r:?}");
+        }
+        assert_eq!(err("concurrency,A\n100001,3\n"), "line 2, column 1 (concurrency): `100001` is not an integer from 1 to 100000");
+        assert!(parse_import_csv("concurrency,A\n100000,3\n").is_ok());
+
+        let rows = |n: usize| (1..=n).fold(String::from("# c\nconcurrency,A\n"), |t, c| t + &format!("{c},{c}\n"));
+        assert_eq!(parse_import_csv(&rows(MAX_IMPORT_ROWS)).unwrap()[0].points.len(), MAX_IMPORT_ROWS);
+        assert_eq!(
+            err(&rows(MAX_IMPORT_ROWS + 1)),
+            "line 10003: more than 10000 step rows, the most a series holds: import the concurrency levels you compare"
+        );
+        let header = (0..=MAX_IMPORT_RUNS).fold(String::from("concurrency"), |t, i| t + &format!(",r{i}"));
+        assert_eq!(
+            err(&format!("{header}\n")),
+            "line 1: 1001 run columns, at most 1000 are imported: import the series you compare in a smaller file"
+        );
     }
 }
 

@@ -460,7 +460,7 @@ pub struct ShowArgs {
 
 #[derive(Args, Debug)]
 pub struct ImportArgs {
-    /// CSV file: `#` comments, header `concurrency,LABEL1,...`, one row per step.
+    /// CSV file: `#` comments, header `concurrency,LABEL1,...`, one row per step (at most 10,000 rows and 1,000 series).
     pub file: PathBuf,
 }
 

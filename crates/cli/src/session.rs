@@ -7,7 +7,7 @@
 
 use crate::telemetry::{store_records, Record};
 use scalelab_core::{Environment, RunKind, RunPlan, Source, StepPlan, StepResult};
-use scalelab_drive::{run_step, run_sweep_with, Driver, EngineOptions, LiveTick, Local, StepRunner, SweepEnd, SweepEvent};
+use scalelab_drive::{run_step, run_sweep_with, Driver, EngineError, EngineOptions, LiveTick, Local, StepRunner, SweepEnd, SweepEvent};
 use scalelab_probe::profile::{Overhead, ProfileConfig, Profiler};
 use scalelab_probe::{Collector, CollectorConfig};
 use scalelab_store::{Store, StoreError};
@@ -72,12 +72,24 @@ impl SweepOutcome {
     /// exit code it means (0, 1, 130).
     pub fn verdict(&self) -> (bool, String, u8) {
         match (&self.end, &self.failed_step) {
+            (SweepEnd::EngineFailed { step, error }, _) => (false, format!("failed: step {step}: {error}"), 1),
             (SweepEnd::Completed, Some(why)) => (false, format!("failed: {why}"), 1),
             (SweepEnd::Completed, None) => (true, "completed".to_string(), 0),
             (SweepEnd::Interrupted, _) => (false, "interrupted".to_string(), 130),
             (SweepEnd::TargetFailed { step }, _) => (false, format!("target failed at step {step}"), 1),
         }
     }
+}
+
+/// Why [`Session::step`] has no result.
+#[derive(Debug, thiserror::Error)]
+pub enum StepError {
+    /// The step could not be run to its end (the run failed there).
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// The step ran and could not be stored.
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 /// One run: begun in the store (or not recorded, for a plain `watch`), its
@@ -346,7 +358,8 @@ impl Session {
 
     /// Runs one step (`plan`, stored as step `index`) and returns it; for a
     /// search that chooses the next step from the last result. The step is
-    /// appended to the run's plan. A step that cannot be stored is an error.
+    /// appended to the run's plan. A step the engine could not run to its
+    /// end, or one that cannot be stored, is an error.
     pub fn step<D: Driver>(
         &mut self,
         index: usize,
@@ -354,7 +367,7 @@ impl Session {
         plan: &StepPlan,
         engine: &EngineOptions,
         observer: &mut dyn Observer,
-    ) -> Result<StepResult, StoreError> {
+    ) -> Result<StepResult, StepError> {
         self.plan.steps.push(plan.clone());
         observer.step_started(index, plan);
         self.profile.step_started(index);
@@ -366,6 +379,7 @@ impl Session {
         });
         self.profile.end_step();
         self.drain(observer);
+        let result = result?;
         if let (Some(store), Some(id)) = (self.store.as_mut(), self.run_id) {
             store.add_step(id, index, &result)?;
         }

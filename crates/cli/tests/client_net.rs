@@ -343,3 +343,86 @@ fn ctrl_c_ends_the_run_and_removes_the_namespace() {
     assert!(stderr(&out).contains("interrupted"), "{:?}: {}", out.status.code(), stderr(&out));
     assert!(!netns_of(pid).exists(), "namespace scalelab-{pid} left after Ctrl-C");
 }
+
+/// A scalelab child that is killed (and its namespace deleted) if the test
+/// ends without it having exited: a hung run never outlives its test.
+struct Reaped(Option<std::process::Child>);
+
+impl Reaped {
+    /// Waits at most `limit` for the child to exit; returns its output, or
+    /// None (the child is then killed) when it was still running.
+    fn wait(&mut self, limit: Duration) -> Option<std::process::Output> {
+        let t0 = Instant::now();
+        let child = self.0.as_mut().expect("a child");
+        while t0.elapsed() < limit {
+            if child.try_wait().unwrap().is_some() {
+                return Some(self.0.take().unwrap().wait_with_output().unwrap());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        None
+    }
+}
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+            let _ = std::process::Command::new("ip").args(["netns", "del", &format!("scalelab-{}", child.id())]).output();
+        }
+    }
+}
+
+/// Whether a client thread (`scalelab-client-N`) of process `pid` is inside
+/// its namespace `scalelab-<pid>`.
+fn clients_inside(pid: u32) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(ns) = std::fs::metadata(netns_of(pid)) else { return false };
+    let inside = format!("net:[{}]", ns.ino());
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).map(|d| d.flatten().collect::<Vec<_>>()).unwrap_or_default();
+    tasks.iter().any(|t| {
+        let client = std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with("scalelab-client"));
+        client && std::fs::read_link(t.path().join("ns/net")).is_ok_and(|l| l.to_string_lossy() == inside)
+    })
+}
+
+/// Another program deletes the namespace of a running sweep (`ip netns
+/// delete`, as an older scalelab that took it for stale did): the next
+/// step's clients cannot enter it. The run ends failed, exit 1, stored
+/// incomplete with that reason, nothing left behind; it used to hang with
+/// its client threads panicked, deaf to SIGINT and SIGTERM.
+#[test]
+fn a_namespace_deleted_under_a_running_sweep_fails_the_run_instead_of_hanging_it() {
+    let _one = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let args =
+        ["sweep", "--client-net", "delay=5ms", "-c", "1,2,3", "--warmup", "0.2s", "--duration", "1s", "--pause", "0.2s", "-q", "--no-tui"];
+    let mut child = Reaped(Some(spawn(&store, &args)));
+    let pid = child.0.as_ref().unwrap().id();
+    // Deleted once the first step's clients are in it (the namespace's setup is over).
+    let t0 = Instant::now();
+    while !clients_inside(pid) {
+        assert!(t0.elapsed() < Duration::from_secs(30), "no client thread of {pid} entered scalelab-{pid}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = std::process::Command::new("ip").args(["netns", "delete", &format!("scalelab-{pid}")]).output().unwrap();
+    assert!(out.status.success(), "ip netns delete: {}", stderr(&out));
+    let Some(out) = child.wait(Duration::from_secs(60)) else {
+        panic!("the sweep still ran 60 s after its namespace was deleted (3 steps of 1.4 s): hung, killed");
+    };
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let said: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(said.len(), 1, "one error line: {err}");
+    assert!(said[0].contains(&format!("the client network namespace /run/netns/scalelab-{pid} was removed")), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let doc: Value = serde_json::from_slice(&run(&store, &["show", "last", "--json"]).stdout).unwrap();
+    assert_eq!(doc["complete"], false, "{}", doc["outcome"]);
+    let outcome = doc["outcome"].as_str().unwrap_or_default();
+    assert!(outcome.starts_with("failed: step ") && outcome.contains("was removed") && !outcome.contains('\n'), "{outcome}");
+    assert!(!netns_of(pid).exists(), "namespace scalelab-{pid} left behind");
+    let devs = std::fs::read_to_string("/proc/net/dev").unwrap();
+    assert!(!devs.contains(&format!("slnet-{pid}")), "device slnet-{pid} left behind");
+}

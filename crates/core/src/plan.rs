@@ -166,11 +166,15 @@ pub fn parse_duration(text: &str) -> Result<Duration, PlanError> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// Parses `1,2,5,10` into concurrencies; each must be 1..=100000.
+/// The most clients a step may have: a sweep's `-c` and an imported
+/// series' concurrency column accept 1 to this.
+pub const MAX_CONCURRENCY: u32 = 100_000;
+
+/// Parses `1,2,5,10` into concurrencies; each must be 1..=[`MAX_CONCURRENCY`].
 pub fn parse_concurrency_list(text: &str) -> Result<Vec<u32>, PlanError> {
     let err = || PlanError::Concurrency(text.to_string());
     let list: Vec<u32> = text.split(',').map(|p| p.trim().parse::<u32>().map_err(|_| err())).collect::<Result<_, _>>()?;
-    if list.is_empty() || list.iter().any(|&c| c == 0 || c > 100_000) {
+    if list.is_empty() || list.iter().any(|&c| c == 0 || c > MAX_CONCURRENCY) {
         return Err(err());
     }
     Ok(list)

@@ -20,5 +20,5 @@ pub mod sql;
 pub mod sweep;
 
 pub use driver::{Client, ClientCtx, Driver};
-pub use engine::{run_step, EngineOptions, LiveTick, Schedule};
+pub use engine::{run_step, EngineError, EngineOptions, LiveTick, Schedule};
 pub use sweep::{run_sweep, run_sweep_with, Local, StepRunner, SweepEnd, SweepEvent};

@@ -2,7 +2,7 @@
 //! the target has failed for too many steps in a row.
 
 use crate::driver::Driver;
-use crate::engine::{run_step, EngineOptions, LiveTick};
+use crate::engine::{run_step, EngineError, EngineOptions, LiveTick};
 use scalelab_core::{StepPlan, StepResult};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -29,20 +29,35 @@ pub enum SweepEnd {
     /// `step` (1-based) was the last of `max_failed_steps` consecutive steps
     /// in which nothing succeeded.
     TargetFailed { step: usize },
+    /// Step `step` (1-based) could not be run to its end, and has no result:
+    /// the run failed there.
+    EngineFailed { step: usize, error: EngineError },
 }
 
 /// What runs one step: the engine on this machine ([`Local`]), or a
 /// coordinator's agents on others; either returns the same [`StepResult`].
 pub trait StepRunner {
     /// Runs step `index` and returns its result; `live` gets progress ticks.
-    fn run_step(&mut self, index: usize, plan: &StepPlan, opts: &EngineOptions, live: &mut dyn FnMut(&LiveTick)) -> StepResult;
+    fn run_step(
+        &mut self,
+        index: usize,
+        plan: &StepPlan,
+        opts: &EngineOptions,
+        live: &mut dyn FnMut(&LiveTick),
+    ) -> Result<StepResult, EngineError>;
 }
 
 /// The engine on this machine, driving `driver`.
 pub struct Local<'a, D>(pub &'a Arc<D>);
 
 impl<D: Driver> StepRunner for Local<'_, D> {
-    fn run_step(&mut self, _index: usize, plan: &StepPlan, opts: &EngineOptions, live: &mut dyn FnMut(&LiveTick)) -> StepResult {
+    fn run_step(
+        &mut self,
+        _index: usize,
+        plan: &StepPlan,
+        opts: &EngineOptions,
+        live: &mut dyn FnMut(&LiveTick),
+    ) -> Result<StepResult, EngineError> {
         run_step(self.0, plan, opts, live)
     }
 }
@@ -60,7 +75,8 @@ pub fn run_sweep<D: Driver>(
 
 /// Runs every step of `steps` with `runner`, calling `on` for each event.
 /// A step cut short ends the sweep only when a stop was asked for (SIGINT,
-/// or a coordinator that lost an agent); locally the two go together.
+/// or a coordinator that lost an agent); locally the two go together. A
+/// step with no result (the engine failed) ends it at once.
 pub fn run_sweep_with(
     runner: &mut dyn StepRunner,
     steps: &[StepPlan],
@@ -74,7 +90,10 @@ pub fn run_sweep_with(
             return SweepEnd::Interrupted;
         }
         on(SweepEvent::StepStarted { index, plan });
-        let result = runner.run_step(index, plan, opts, &mut |tick| on(SweepEvent::Tick { index, tick }));
+        let result = match runner.run_step(index, plan, opts, &mut |tick| on(SweepEvent::Tick { index, tick })) {
+            Ok(result) => result,
+            Err(error) => return SweepEnd::EngineFailed { step: index + 1, error },
+        };
         let failed = result.failed() && !result.partial;
         on(SweepEvent::StepFinished { index, result: Box::new(result) });
         if opts.stop.load(Ordering::Relaxed) {

@@ -38,7 +38,7 @@ fn connects_past_the_open_file_limit_are_fd_limit_errors_and_back_off() {
     assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) }, 0);
     let plan = StepPlan { concurrency: 40, warmup_s: 0.0, window_s: 1.0, pause_s: 0.0, think_time_s: 0.0, open_loop: None };
     let opts = EngineOptions::new(1);
-    let r = run_step(&driver, &plan, &opts, &mut |_| {});
+    let r = run_step(&driver, &plan, &opts, &mut |_| {}).expect("the step ran");
     let fd = r.errors.get(ErrorClass::FdLimit);
     eprintln!("requests {}, fd_limit errors {fd}, all errors {:?}", r.requests, r.errors.counts);
     assert!(fd > 0, "{:?}", r.errors);

@@ -10,4 +10,7 @@ pub enum Error {
     Target(String),
     #[error("--client-net: setting up the client network failed: {0}")]
     Setup(String),
+    /// The runtime directory that holds the namespaces' locks is unusable or unsafe.
+    #[error("--client-net: {0}")]
+    RunDir(String),
 }

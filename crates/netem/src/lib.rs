@@ -6,21 +6,25 @@
 //!
 //! - [`spec`]: the spec, parsed and validated, and its canonical text.
 //! - `ns`: the namespace's name (`scalelab-<pid>`), its /30, stale removal.
+//! - `lock`: the lock its owner holds while it lives, in /run/scalelab.
 //! - `error`: what can go wrong, one line each.
 //! - `sys`: capability check, `ip`, TUN devices, setns, device sysctls.
 //! - `wire`: the two threads that carry packets between the TUN devices.
 //!
 //! [`ClientNet::up`] builds it all; dropping the [`ClientNet`] tears it
 //! down. A process killed before that leaves at most an empty namespace,
-//! which the next [`ClientNet::up`] removes.
+//! which the next [`ClientNet::up`] removes: its lock is free once its
+//! owner is gone, and only then.
 
 mod error;
+mod lock;
 mod ns;
 pub mod spec;
 mod sys;
 mod wire;
 
 pub use error::Error;
+pub use lock::RUN_DIR;
 pub use ns::{name_of, path_of, PREFIX};
 pub use spec::{NetSpec, SpecError};
 pub use sys::{enter_netns, privileged};
@@ -43,6 +47,9 @@ pub struct ClientNet {
     host_addr: Ipv4Addr,
     client_addr: Ipv4Addr,
     removed_stale: Vec<String>,
+    /// The flock that says this namespace's owner lives (`lock`), held
+    /// from before the namespace is made until after it is removed.
+    lock: Option<lock::Held>,
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
     fds: Vec<Arc<OwnedFd>>,
@@ -52,8 +59,9 @@ pub struct ClientNet {
 
 impl ClientNet {
     /// Builds the namespace `scalelab-<pid>` with its wire for clients that
-    /// connect to `targets` (addresses of this machine, IPv4). First removes
-    /// namespaces whose scalelab is gone.
+    /// connect to `targets` (addresses of this machine, IPv4). First takes
+    /// the namespace's lock (in [`RUN_DIR`]) and removes the namespaces
+    /// whose owners are gone (whose locks nobody holds).
     pub fn up(spec: &NetSpec, targets: &[IpAddr]) -> Result<ClientNet, Error> {
         if !privileged() {
             return Err(Error::NotPrivileged);
@@ -65,19 +73,20 @@ impl ClientNet {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         let pid = std::process::id();
-        let removed_stale = ns::remove_stale(pid);
-        let made = ns::free_net(pid).and_then(|net| {
-            sys::ip(&["netns", "add", &name_of(pid)])?;
-            Ok(net)
-        });
-        let (host_addr, client_addr) = made.inspect_err(|_| IN_USE.store(false, Ordering::Release))?;
         let name = name_of(pid);
+        let made = Self::own(&name).and_then(|(lock, removed_stale)| {
+            let net = ns::free_net(pid)?;
+            sys::ip(&["netns", "add", &name])?;
+            Ok((lock, removed_stale, net))
+        });
+        let (lock, removed_stale, (host_addr, client_addr)) = made.inspect_err(|_| IN_USE.store(false, Ordering::Release))?;
         let mut net = ClientNet {
             name,
             spec: spec.clone(),
             host_addr,
             client_addr,
             removed_stale,
+            lock: Some(lock),
             stop: Arc::new(AtomicBool::new(false)),
             threads: Vec::new(),
             fds: Vec::new(),
@@ -86,6 +95,21 @@ impl ClientNet {
         // On any error from here, dropping `net` removes what was made.
         net.wire_up(&targets)?;
         Ok(net)
+    }
+
+    /// Takes the lock of namespace `name` (waiting a little while another
+    /// run, which found it free, removes a namespace of a process that had
+    /// our pid), then removes the stale namespaces.
+    fn own(name: &str) -> Result<(lock::Held, Vec<String>), Error> {
+        let dir = lock::RunDir::open(std::path::Path::new(RUN_DIR))?;
+        let lock = dir.lock(&ns::lock_name(name), std::time::Duration::from_secs(10))?.ok_or_else(|| {
+            Error::Setup(format!(
+                "{}/{} stayed locked for 10 s (another scalelab removing a namespace left by this pid?): run again",
+                dir.path().display(),
+                ns::lock_name(name)
+            ))
+        })?;
+        Ok((lock, ns::remove_stale(std::process::id(), &dir)))
     }
 
     fn wire_up(&mut self, targets: &[Ipv4Addr]) -> Result<(), Error> {
@@ -165,6 +189,8 @@ impl Drop for ClientNet {
         // Closing the TUN descriptors removes both devices.
         self.fds.clear();
         let _ = sys::ip(&["netns", "del", &self.name]);
+        // Released only once the namespace is gone: while it exists, it is ours.
+        self.lock.take();
         IN_USE.store(false, Ordering::Release);
     }
 }

@@ -1,11 +1,17 @@
 //! The clients' namespace: its name (`scalelab-<pid>`, under /run/netns as
 //! `ip netns` keeps them), the /30 it uses, and the removal of namespaces
-//! whose scalelab process is gone (killed before it could clean up).
+//! whose owner is gone (killed before it could clean up): those whose lock
+//! nobody holds (`lock`). A namespace with no lock file at all was made by
+//! a scalelab older than the locks: it is kept while a process of its pid
+//! exists (a reused pid keeps it a while longer; a live run's is never
+//! taken).
 
 use crate::error::Error;
+use crate::lock::RunDir;
 use crate::sys::ip;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// Where `ip netns` keeps named namespaces.
 pub const NETNS_DIR: &str = "/run/netns";
@@ -22,24 +28,40 @@ pub fn path_of(name: &str) -> PathBuf {
     Path::new(NETNS_DIR).join(name)
 }
 
-/// Whether process `pid` is a live scalelab (a recycled pid running
-/// something else does not keep a namespace alive).
-fn alive(pid: u32) -> bool {
-    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    !comm.is_empty() && (comm.trim().starts_with("scalelab") || String::from_utf8_lossy(&cmdline).contains("scalelab"))
+/// The lock file, in the runtime directory, that the owner of namespace
+/// `name` holds for the namespace's lifetime.
+pub fn lock_name(name: &str) -> String {
+    format!("{name}.lock")
 }
 
-/// Removes every `scalelab-<pid>` namespace whose process is gone (and one
-/// of our own pid left by an earlier process); returns the names removed.
-pub fn remove_stale(own_pid: u32) -> Vec<String> {
+/// The pid in a namespace name or lock file name of ours.
+fn pid_in(file: &str) -> Option<u32> {
+    file.strip_prefix(PREFIX)?.trim_end_matches(".lock").parse().ok()
+}
+
+/// Removes every `scalelab-<pid>` namespace whose lock nobody holds (and one
+/// of our own pid, left by an earlier process: the caller holds that lock),
+/// with their lock files; returns the names of the namespaces removed. Each
+/// is removed while its lock is held here, so its pid's next owner waits.
+/// One without a lock file (an older scalelab's) is removed only when no
+/// process of its pid exists.
+pub fn remove_stale(own_pid: u32, dir: &RunDir) -> Vec<String> {
+    let mut pids: Vec<u32> = std::fs::read_dir(NETNS_DIR)
+        .map(|d| d.flatten().filter_map(|e| pid_in(&e.file_name().to_string_lossy())).collect())
+        .unwrap_or_default();
+    pids.extend(dir.names().iter().filter(|n| n.ends_with(".lock")).filter_map(|n| pid_in(n)));
+    pids.sort_unstable();
+    pids.dedup();
     let mut removed = Vec::new();
-    let Ok(dir) = std::fs::read_dir(NETNS_DIR) else { return removed };
-    for entry in dir.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name.strip_prefix(PREFIX).and_then(|p| p.parse::<u32>().ok()) else { continue };
+    for pid in pids {
+        let name = name_of(pid);
+        // Ours is held by the caller; another's is free only when its owner is gone.
+        let locked = dir.has(&lock_name(&name));
+        let held = if pid == own_pid { Ok(None) } else { dir.lock(&lock_name(&name), Duration::ZERO) };
+        let older_owner_lives = !locked && Path::new(&format!("/proc/{pid}")).exists();
+        let stale = pid == own_pid || (matches!(held, Ok(Some(_))) && !older_owner_lives);
         // Another run may be removing the same one: only what we removed is reported.
-        if (pid == own_pid || !alive(pid)) && ip(&["netns", "del", &name]).is_ok() {
+        if stale && path_of(&name).exists() && ip(&["netns", "del", &name]).is_ok() {
             removed.push(name);
         }
     }

@@ -1,14 +1,23 @@
 //! The client network on this machine: a TCP round trip from inside the
 //! namespace to a server on the host's loopback pays the delay twice, a
-//! rate bounds bytes per second, and nothing is left afterwards. Needs
-//! root (the tests say so and fail otherwise: they are the point).
+//! rate bounds bytes per second, nothing is left afterwards, and the
+//! namespace of a live process is never taken for a stale one. Needs root
+//! (the tests say so and fail otherwise: they are the point).
 
 use scalelab_netem::{enter_netns, path_of, ClientNet, NetSpec};
-use std::io::{Read, Write};
+use std::io::{BufRead, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
+/// One test at a time: they watch /run/netns, and each `up` removes the
+/// namespaces of processes that are gone.
+fn exclusive() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// An echo server on 127.0.0.1 (host side); returns its port.
 fn echo_server() -> u16 {
@@ -43,6 +52,7 @@ fn inside<T: Send + 'static>(net: &ClientNet, f: impl FnOnce() -> T + Send + 'st
 
 #[test]
 fn a_round_trip_pays_the_delay_twice_and_the_namespace_is_gone_after() {
+    let _one = exclusive();
     assert!(scalelab_netem::privileged(), "these tests create network namespaces: run them as root");
     let port = echo_server();
     let net = ClientNet::up(&NetSpec::parse("delay=20ms").unwrap(), &[LOOPBACK]).unwrap();
@@ -75,6 +85,7 @@ fn a_round_trip_pays_the_delay_twice_and_the_namespace_is_gone_after() {
 
 #[test]
 fn a_rate_bounds_the_bytes_per_second() {
+    let _one = exclusive();
     assert!(scalelab_netem::privileged(), "these tests create network namespaces: run them as root");
     let port = echo_server();
     let net = ClientNet::up(&NetSpec::parse("rate=400kbit").unwrap(), &[LOOPBACK]).unwrap();
@@ -102,9 +113,108 @@ fn a_rate_bounds_the_bytes_per_second() {
 
 #[test]
 fn a_remote_target_is_refused_before_anything_is_made() {
+    let _one = exclusive();
     let before: Vec<_> = std::fs::read_dir("/run/netns").map(|d| d.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
     let e = ClientNet::up(&NetSpec::parse("delay=1ms").unwrap(), &["192.0.2.7".parse().unwrap()]).err().unwrap();
     assert!(e.to_string().contains("192.0.2.7 is not an address of this machine"), "{e}");
     let after: Vec<_> = std::fs::read_dir("/run/netns").map(|d| d.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
     assert_eq!(before, after);
+}
+
+/// The other process of the next test (it does nothing when run alone):
+/// a client network held up by a program not called scalelab, until its
+/// stdin closes or it is killed.
+#[test]
+#[ignore = "run by a_live_namespace_is_kept_whatever_its_owner_is_called"]
+fn holds_a_client_network_until_stdin_closes() {
+    if std::env::var_os("SCALELAB_NETEM_HOLDER").is_none() {
+        return;
+    }
+    let net = ClientNet::up(&NetSpec::parse("delay=1ms").unwrap(), &[LOOPBACK]).unwrap();
+    println!("up {}", net.name());
+    let _ = std::io::stdin().read(&mut [0u8; 1]);
+}
+
+/// The holder process, killed (and its namespace deleted) if the test ends first.
+struct Holder(Child);
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+        let _ = Command::new("ip").args(["netns", "del", &format!("scalelab-{}", self.0.id())]).output();
+    }
+}
+
+/// Liveness is the owner's lock, not its name: the namespace of a live
+/// process whose name and command line never say "scalelab" (a binary
+/// installed under another name; this test binary) is kept by the next
+/// `up`, and removed by it once that process is killed with SIGKILL.
+#[test]
+fn a_live_namespace_is_kept_whatever_its_owner_is_called() {
+    assert!(scalelab_netem::privileged(), "these tests create network namespaces: run them as root");
+    let _one = exclusive();
+    let child = Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "holds_a_client_network_until_stdin_closes", "--nocapture", "--test-threads", "1"])
+        .env("SCALELAB_NETEM_HOLDER", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut holder = Holder(child);
+    let theirs = format!("scalelab-{}", holder.0.id());
+    let stdout = holder.0.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let up = format!("up {theirs}");
+    loop {
+        match rx.recv_timeout(Duration::from_secs(30)) {
+            // libtest writes "test NAME ... " before it, on the same line.
+            Ok(line) if line.ends_with(&up) => break,
+            Ok(_) => {}
+            Err(e) => panic!("the holder never said '{up}': {e}"),
+        }
+    }
+    let comm = std::fs::read_to_string(format!("/proc/{}/comm", holder.0.id())).unwrap();
+    assert!(!comm.starts_with("scalelab"), "the holder must not be called scalelab: {comm}");
+    assert!(path_of(&theirs).exists());
+
+    let net = ClientNet::up(&NetSpec::parse("delay=1ms").unwrap(), &[LOOPBACK]).unwrap();
+    assert!(!net.removed_stale().contains(&theirs), "removed the live namespace {theirs}");
+    assert!(path_of(&theirs).exists(), "{theirs} of a live process is gone");
+    drop(net);
+
+    holder.0.kill().unwrap(); // SIGKILL: no clean-up; its lock goes with it
+    holder.0.wait().unwrap();
+    assert!(path_of(&theirs).exists(), "a killed process leaves its namespace (the case to clean up)");
+    let net = ClientNet::up(&NetSpec::parse("delay=1ms").unwrap(), &[LOOPBACK]).unwrap();
+    assert!(net.removed_stale().contains(&theirs), "{:?}", net.removed_stale());
+    assert!(!path_of(&theirs).exists());
+}
+
+/// A namespace made by a scalelab older than the locks has no lock file:
+/// it is kept while a process of its pid lives (one is running its load,
+/// perhaps, beside this newer scalelab), and removed once none does.
+#[test]
+fn a_namespace_without_a_lock_file_is_kept_while_its_pid_lives() {
+    assert!(scalelab_netem::privileged(), "these tests create network namespaces: run them as root");
+    let _one = exclusive();
+    let mut older = Holder(Command::new("sleep").arg("60").spawn().unwrap());
+    let theirs = format!("scalelab-{}", older.0.id());
+    let out = Command::new("ip").args(["netns", "add", &theirs]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!std::path::Path::new(scalelab_netem::RUN_DIR).join(format!("{theirs}.lock")).exists());
+
+    let net = ClientNet::up(&NetSpec::parse("delay=1ms").unwrap(), &[LOOPBACK]).unwrap();
+    assert!(!net.removed_stale().contains(&theirs) && path_of(&theirs).exists(), "removed {theirs} while its pid lives");
+    drop(net);
+    older.0.kill().unwrap();
+    older.0.wait().unwrap();
+    let net = ClientNet::up(&NetSpec::parse("delay=1ms").unwrap(), &[LOOPBACK]).unwrap();
+    assert!(net.removed_stale().contains(&theirs), "{:?}", net.removed_stale());
+    assert!(!path_of(&theirs).exists());
 }

@@ -10,7 +10,7 @@ use scalelab_agent::{AgentAddr, Coordinator, HttpSpec, Loss, Reach, Role, SqlSpe
 use scalelab_core::{StepPlan, StepResult, Target};
 use scalelab_drive::http::HttpConfig;
 use scalelab_drive::sql::SqlConfig;
-use scalelab_drive::{EngineOptions, LiveTick, StepRunner};
+use scalelab_drive::{EngineError, EngineOptions, LiveTick, StepRunner};
 
 /// Whether the sweep uses agents at all.
 pub fn wanted(a: &SweepArgs) -> bool {
@@ -122,8 +122,15 @@ pub fn control_bytes(c: &Coordinator) -> serde_json::Value {
 pub struct Remote<'a>(pub &'a mut Coordinator);
 
 impl StepRunner for Remote<'_> {
-    fn run_step(&mut self, index: usize, plan: &StepPlan, opts: &EngineOptions, live: &mut dyn FnMut(&LiveTick)) -> StepResult {
-        self.0.run_step(index, plan, &opts.stop, live)
+    fn run_step(
+        &mut self,
+        index: usize,
+        plan: &StepPlan,
+        opts: &EngineOptions,
+        live: &mut dyn FnMut(&LiveTick),
+    ) -> Result<StepResult, EngineError> {
+        // An agent whose engine failed is a lost agent, told in the run's outcome.
+        Ok(self.0.run_step(index, plan, &opts.stop, live))
     }
 }
 

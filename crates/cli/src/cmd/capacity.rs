@@ -8,7 +8,7 @@ use super::prepared::{Common, Prepared};
 use super::started::{begin, Execute, Started};
 use crate::args::{CapacityArgs, SweepArgs};
 use crate::error::bad;
-use crate::session::Silent;
+use crate::session::{Silent, StepError};
 use scalelab_analyze::capacity::{parse_slo, Found, Next, Observation, Search, Settings, Slo, SloMetric};
 use scalelab_core::{escape_control, parse_duration, OpenLoopPlan, RunKind, StepPlan};
 use scalelab_store::Store;
@@ -92,7 +92,7 @@ impl Execute for Capacity {
         let mut search = Search::new(self.settings.clone());
         let start = Instant::now();
         let per_step = template.warmup() + template.window() + template.pause();
-        let mut store_error = None;
+        let (mut store_error, mut engine_error) = (None, None);
         while let Next::Try { rate, .. } = search.next() {
             if start.elapsed() + template.warmup() + template.window() > self.max_time {
                 search.give_up();
@@ -111,8 +111,12 @@ impl Execute for Capacity {
             let index = search.trials().len();
             let result = match session.step(index, &driver, &plan, &engine, &mut Silent) {
                 Ok(r) => r,
-                Err(e) => {
+                Err(StepError::Store(e)) => {
                     store_error = Some(e);
+                    break;
+                }
+                Err(StepError::Engine(e)) => {
+                    engine_error = Some(format!("failed: step {}: {e}", index + 1));
                     break;
                 }
             };
@@ -144,6 +148,11 @@ impl Execute for Capacity {
         if let Some(e) = store_error {
             let _ = session.finish(false, "store error");
             return Err(anyhow::anyhow!("run {run_id} stopped: saving a step failed ({e}); the earlier steps are kept"));
+        }
+        if let Some(outcome) = engine_error {
+            session.finish(false, &outcome)?;
+            // A run that started and failed (exit 1), its earlier steps kept.
+            return Err(anyhow::anyhow!("run {run_id} {outcome}; the earlier steps are kept, marked incomplete"));
         }
         let outcome = if interrupted { "interrupted".to_string() } else { scalelab_report::capacity::outcome(found.as_ref()) };
         let (store, _) = session.finish(!interrupted, &outcome)?.expect("a capacity run is recorded");

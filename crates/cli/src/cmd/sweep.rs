@@ -489,6 +489,9 @@ impl Execute for Sweep {
                 esayln!("error: run {run_id} {outcome}; it kept {} step(s) (the last one partial), marked incomplete", run.steps.len())
             }
             SweepEnd::Interrupted => esayln!("interrupted: run {run_id} kept {} finished step(s), marked incomplete", run.steps.len()),
+            SweepEnd::EngineFailed { .. } => {
+                esayln!("error: run {run_id} {outcome}; it kept {} finished step(s), marked incomplete", run.steps.len())
+            }
             SweepEnd::Completed => {
                 if let Some(why) = &failed_step {
                     esayln!("error: run {run_id} failed: {why}");

@@ -2,7 +2,7 @@
 //! client is connected, reports progress, reads the client's CPU time at the
 //! window's edges, and moves the window's end when a stop is asked for.
 
-use super::state::{Gates, Shared};
+use super::state::{Gate, Gates, Shared};
 use crate::cpu;
 use scalelab_core::LatencyHistogram;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,7 +28,9 @@ pub(super) struct Window {
 const HOLD_LEAD: Duration = Duration::from_millis(200);
 
 /// Waits for every worker to connect, sets the deadlines (warm-up, then
-/// window), lets the workers go, and runs until the window's end. `live`
+/// window), lets the workers go, and runs until the window's end; None
+/// when a worker broke the gates before the load began. A worker that
+/// breaks them later ends the window at once. `live`
 /// gets a tick about every 250 ms; `sec_rx` brings each finished second's
 /// histogram for the live percentiles. While `hold` is set the warm-up
 /// does not end (for at most [`MAX_WARMUP_HOLD`](super::MAX_WARMUP_HOLD)
@@ -43,12 +45,12 @@ pub(super) fn control(
     hold: Option<&AtomicBool>,
     sec_rx: &mpsc::Receiver<(u32, LatencyHistogram)>,
     live: &mut dyn FnMut(&LiveTick),
-) -> Window {
-    gates.connected.wait();
+) -> Option<Window> {
+    gates.wait(Gate::Connected).ok()?;
     let load_start = Instant::now();
     shared.set_warm_end(load_start + warmup);
     shared.set_window_end(load_start + warmup + window);
-    gates.go.wait();
+    gates.wait(Gate::Go).ok()?;
 
     let mut cpu_start = None;
     let mut window_start_wall = None;
@@ -60,6 +62,11 @@ pub(super) fn control(
         let now = Instant::now();
         let (mut warm_end, window_end) = (shared.warm_end(), shared.window_end());
         if now >= window_end {
+            break;
+        }
+        if gates.is_broken() {
+            // A worker failed mid-load: the step has no result, so end it now.
+            shared.set_window_end(now);
             break;
         }
         let held = hold.is_some_and(|h| h.load(Ordering::Acquire)) && !stop.load(Ordering::Relaxed);
@@ -112,14 +119,14 @@ pub(super) fn control(
     }
     let cpu_end = cpu::process_cpu_s();
     let (warm_end, window_end) = (shared.warm_end(), shared.window_end());
-    Window {
+    Some(Window {
         cpu_start,
         cpu_end,
         start_unix_ms: window_start_wall.unwrap_or_else(|| unix_ms_at(warm_end)),
         end_unix_ms: unix_ms_at(window_end),
         window_s: window_end.saturating_duration_since(warm_end).as_secs_f64(),
         partial: stopped_at.is_some(),
-    }
+    })
 }
 
 /// The wall-clock time of `t`, ms since the Unix epoch.

@@ -16,7 +16,8 @@
 //! answering never shows as a clean 0 req/s with no error.
 //!
 //! The parts, each using only those listed after it:
-//! - this file: [`run_step`], which wires the others together;
+//! - this file: [`run_step`], which wires the others together, and
+//!   [`EngineError`], why a step has no result;
 //! - `merge`: the workers' statistics folded into one [`StepResult`];
 //! - `controller`: the calling thread's part (deadlines, progress, stop);
 //! - `worker`: one worker thread (connect, run, per-second hand-over,
@@ -28,6 +29,8 @@
 
 mod client_loop;
 mod controller;
+#[cfg(test)]
+mod failure_tests;
 mod merge;
 mod open_loop;
 mod placement;
@@ -45,10 +48,41 @@ use merge::Merge;
 pub use placement::{pin_plan, SHORT_CLIENT_SLICE_US};
 use scalelab_core::{LatencyHistogram, StepPlan, StepResult};
 pub use schedule::Schedule;
-use state::{Gates, Shared};
+use state::{BreakOnPanic, Gates, Shared};
+use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{mpsc, Arc};
 use worker::{worker, WorkerPlan};
+
+/// Why a step has no result: a client thread could not run it to its end,
+/// so nothing it measured can be trusted. The run stops there, failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EngineError {
+    /// The `--client-net` namespace was removed while the run used it
+    /// (another program deleted it): a client thread could not enter it.
+    #[error("the client network namespace {} was removed while the run used it (entering it: {why})", path.display())]
+    NetnsGone { path: PathBuf, why: String },
+    /// A client thread could not enter the `--client-net` namespace.
+    #[error("the client threads could not enter the client network namespace {}: {why}", path.display())]
+    Netns { path: PathBuf, why: String },
+    /// The system refused another thread.
+    #[error("starting client thread {thread}: {why}")]
+    Spawn { thread: u32, why: String },
+    /// A client thread, or a client on it, panicked (a bug).
+    #[error("client thread {thread} panicked: {why}")]
+    WorkerPanicked { thread: u32, why: String },
+    /// The step's own thread panicked (a bug; the progress callback included).
+    #[error("the load engine panicked: {0}")]
+    Panicked(String),
+}
+
+/// The message a panic was raised with.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    let text = payload.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| payload.downcast_ref::<String>().cloned());
+    // One line: it becomes the run's stored outcome.
+    text.map_or_else(|| "(no message)".to_string(), |t| t.lines().next().unwrap_or_default().to_string())
+}
 
 /// Settings of the engine that are not part of a step's plan.
 #[derive(Clone, Debug)]
@@ -88,8 +122,39 @@ impl EngineOptions {
 pub const MAX_WARMUP_HOLD: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Runs one step and returns its merged result. `live` is called from the
-/// calling thread about every 250 ms.
-pub fn run_step<D: Driver>(driver: &Arc<D>, plan: &StepPlan, opts: &EngineOptions, live: &mut dyn FnMut(&LiveTick)) -> StepResult {
+/// calling thread about every 250 ms. A client thread that cannot go on
+/// (its namespace is gone, it panicked) ends the step at once with the
+/// reason, as does a panic of this thread: never a wait for a thread that
+/// is no more.
+pub fn run_step<D: Driver>(
+    driver: &Arc<D>,
+    plan: &StepPlan,
+    opts: &EngineOptions,
+    live: &mut dyn FnMut(&LiveTick),
+) -> Result<StepResult, EngineError> {
+    std::panic::catch_unwind(AssertUnwindSafe(|| step(driver, plan, opts, live)))
+        .unwrap_or_else(|payload| Err(EngineError::Panicked(panic_message(&*payload))))
+}
+
+/// Ends a step whose thread unwinds from a panic: the window closes and
+/// the gates break, so the workers end by themselves.
+struct Abort<'a>(&'a Shared, &'a Gates);
+
+impl Drop for Abort<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.set_window_end(std::time::Instant::now());
+            self.1.break_all();
+        }
+    }
+}
+
+fn step<D: Driver>(
+    driver: &Arc<D>,
+    plan: &StepPlan,
+    opts: &EngineOptions,
+    live: &mut dyn FnMut(&LiveTick),
+) -> Result<StepResult, EngineError> {
     let schedule = Schedule::from_plan(plan);
     let threads = schedule.threads(opts.threads);
     let n_seconds = plan.window_s.ceil().max(1.0) as usize;
@@ -109,20 +174,47 @@ pub fn run_step<D: Driver>(driver: &Arc<D>, plan: &StepPlan, opts: &EngineOption
             slice_us: opts.slice_us,
             netns: opts.netns.clone(),
         };
-        let (driver, shared, gates, sec_tx) = (driver.clone(), shared.clone(), gates.clone(), sec_tx.clone());
-        handles.push(
-            std::thread::Builder::new()
-                .name(format!("scalelab-client-{t}"))
-                .spawn(move || worker(&*driver, work, &shared, &gates, sec_tx))
-                .expect("spawning a client thread"),
-        );
+        let (d, sh, g, tx) = (driver.clone(), shared.clone(), gates.clone(), sec_tx.clone());
+        let spawned = std::thread::Builder::new().name(format!("scalelab-client-{t}")).spawn(move || {
+            let _breaks = BreakOnPanic(&g);
+            worker(&*d, work, &sh, &g, tx)
+        });
+        match spawned {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                // The threads started are at the first gate: broken, they end.
+                gates.fail(EngineError::Spawn { thread: t, why: e.to_string() });
+                break;
+            }
+        }
     }
     drop(sec_tx);
 
+    let abort = Abort(&shared, &gates);
     let window = controller::control(&shared, plan.warmup(), plan.window(), &gates, &opts.stop, opts.hold_warmup.as_deref(), &sec_rx, live);
+    drop(abort);
     let mut merge = Merge::new(n_seconds);
-    for h in handles {
-        merge.add(&h.join().expect("a client thread panicked"));
+    let mut panicked = None;
+    for (t, h) in handles.into_iter().enumerate() {
+        match h.join() {
+            Ok(Some(stats)) => merge.add(&stats),
+            Ok(None) => {}
+            Err(payload) => {
+                panicked.get_or_insert(EngineError::WorkerPanicked { thread: t as u32, why: panic_message(&*payload) });
+            }
+        }
     }
-    merge.finish(schedule.clients(), schedule.offered_rate_per_s(), threads.min(cpu::allowed_cpus()), &window, &driver.statement_names())
+    // A panic's own message says more than the broken gates it left.
+    let failed = panicked.or_else(|| gates.failure());
+    match (window, failed) {
+        (Some(window), None) => Ok(merge.finish(
+            schedule.clients(),
+            schedule.offered_rate_per_s(),
+            threads.min(cpu::allowed_cpus()),
+            &window,
+            &driver.statement_names(),
+        )),
+        (_, Some(e)) => Err(e),
+        (None, None) => Err(EngineError::Panicked("the step ended before its load began, with no reason told".into())),
+    }
 }

@@ -1,10 +1,11 @@
 //! What the controller and the workers share (deadlines and live counters)
 //! and what one worker thread keeps for its own clients.
 
+use super::EngineError;
 use scalelab_core::result::{ErrorCounts, SecondResult};
 use scalelab_core::LatencyHistogram;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Barrier;
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// Deadlines shared by the controller and the workers, as nanoseconds since `base`.
@@ -47,16 +48,112 @@ impl Shared {
 }
 
 /// The two points where the controller and every worker meet: all clients
-/// are connected; the deadlines are set and the load may start.
+/// are connected; the deadlines are set and the load may start. Unlike a
+/// std `Barrier`, they can be broken: a worker that cannot go on (its
+/// namespace is gone, it panicked) breaks them, so the others and the
+/// controller stop waiting and the step ends with the reason, instead of
+/// waiting forever for a thread that is no more.
 pub(super) struct Gates {
-    pub(super) connected: Barrier,
-    pub(super) go: Barrier,
+    /// Worker threads plus the controller.
+    parties: usize,
+    state: Mutex<GateState>,
+    cv: Condvar,
 }
+
+#[derive(Default)]
+struct GateState {
+    connected: usize,
+    go: usize,
+    broken: bool,
+    /// Why the step cannot go on: the first failure reported.
+    failure: Option<EngineError>,
+}
+
+impl GateState {
+    /// The parties that came to `gate` so far.
+    fn arrived(&mut self, gate: Gate) -> &mut usize {
+        match gate {
+            Gate::Connected => &mut self.connected,
+            Gate::Go => &mut self.go,
+        }
+    }
+}
+
+/// Which meeting point to wait at.
+#[derive(Clone, Copy)]
+pub(super) enum Gate {
+    Connected,
+    Go,
+}
+
+/// The gates were broken: the step is over, without a result.
+#[derive(Debug)]
+pub(super) struct Broken;
 
 impl Gates {
     /// Gates for `workers` worker threads and the controller.
     pub(super) fn new(workers: u32) -> Gates {
-        Gates { connected: Barrier::new(workers as usize + 1), go: Barrier::new(workers as usize + 1) }
+        Gates { parties: workers as usize + 1, state: Mutex::default(), cv: Condvar::new() }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, GateState> {
+        // Nothing panics while holding it; a poisoned lock still holds good counts.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits at `gate` until every party has come to it, or until the gates
+    /// are broken (`Err`).
+    pub(super) fn wait(&self, gate: Gate) -> Result<(), Broken> {
+        let mut st = self.state();
+        *st.arrived(gate) += 1;
+        if *st.arrived(gate) == self.parties {
+            self.cv.notify_all();
+        }
+        loop {
+            if *st.arrived(gate) >= self.parties {
+                return Ok(());
+            }
+            if st.broken {
+                return Err(Broken);
+            }
+            st = self.cv.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Breaks the gates, keeping `why` when it is the first failure told.
+    pub(super) fn fail(&self, why: EngineError) {
+        let mut st = self.state();
+        st.broken = true;
+        st.failure.get_or_insert(why);
+        self.cv.notify_all();
+    }
+
+    /// Breaks the gates without a reason (a panic: its message is the reason).
+    pub(super) fn break_all(&self) {
+        self.state().broken = true;
+        self.cv.notify_all();
+    }
+
+    /// Whether a worker broke the gates.
+    pub(super) fn is_broken(&self) -> bool {
+        self.state().broken
+    }
+
+    /// The first failure told, taken.
+    pub(super) fn failure(&self) -> Option<EngineError> {
+        self.state().failure.take()
+    }
+}
+
+/// Held by a thread of the step: if the thread unwinds from a panic, the
+/// gates are broken on the way out, so nobody waits for it.
+pub(super) struct BreakOnPanic<'a>(pub(super) &'a Gates);
+
+impl Drop for BreakOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.break_all();
+        }
     }
 }
 

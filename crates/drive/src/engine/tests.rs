@@ -49,7 +49,7 @@ fn seen(threads: u32, pin_cpus: Vec<usize>, slice_us: Option<u64>) -> Vec<(u32, 
     let driver = Arc::new(MaskDriver { seen: seen.clone() });
     let plan = StepPlan { concurrency: 4, warmup_s: 0.0, window_s: 0.1, pause_s: 0.0, think_time_s: 0.0, open_loop: None };
     let opts = EngineOptions { pin_cpus, slice_us, ..EngineOptions::new(threads) };
-    let r = run_step(&driver, &plan, &opts, &mut |_| {});
+    let r = run_step(&driver, &plan, &opts, &mut |_| {}).expect("the step ran");
     assert!(r.requests > 0, "the clients ran");
     let v = seen.lock().unwrap().clone();
     v
@@ -97,7 +97,7 @@ fn only_a_client_thread_with_one_connection_waits_in_a_blocking_socket() {
         let driver = Arc::new(SettleDriver { blocking: blocking.clone() });
         let plan = StepPlan { concurrency: clients, warmup_s: 0.0, window_s: 0.1, pause_s: 0.0, think_time_s: 0.0, open_loop: None };
         let opts = EngineOptions::new(threads);
-        let r = run_step(&driver, &plan, &opts, &mut |_| {});
+        let r = run_step(&driver, &plan, &opts, &mut |_| {}).expect("the step ran");
         assert!(r.requests > 0, "the clients ran");
         assert_eq!(*blocking.lock().unwrap(), vec![blocks; clients as usize], "{clients} clients on {threads} threads");
     }
@@ -142,7 +142,7 @@ fn slow_step(delay_ms: u64, answered: u64) -> StepResult {
     let driver = Arc::new(SlowDriver { delay: Duration::from_millis(delay_ms), answered });
     let plan = StepPlan { concurrency: 3, warmup_s: 0.0, window_s: 1.0, pause_s: 0.0, think_time_s: 0.0, open_loop: None };
     let opts = EngineOptions::new(2);
-    run_step(&driver, &plan, &opts, &mut |_| {})
+    run_step(&driver, &plan, &opts, &mut |_| {}).expect("the step ran")
 }
 
 #[test]
@@ -274,7 +274,7 @@ fn paced_step(delay_ms: u64, stall: bool, open: Option<(f64, u32)>, clients: u32
     });
     let plan = StepPlan { concurrency: clients, warmup_s: 0.1, window_s: 1.0, pause_s: 0.0, think_time_s: 0.0, open_loop };
     let opts = EngineOptions::new(2);
-    let r = run_step(&driver, &plan, &opts, &mut |_| {});
+    let r = run_step(&driver, &plan, &opts, &mut |_| {}).expect("the step ran");
     let most = most_out.load(std::sync::atomic::Ordering::SeqCst);
     (r, most)
 }
@@ -375,7 +375,7 @@ fn a_client_that_falls_behind_sends_late_rather_than_drops() {
     let open_loop = Some(scalelab_core::OpenLoopPlan { rate_per_s: 1000.0, arrival: scalelab_core::Arrival::Constant, max_in_flight: 8 });
     let plan = StepPlan { concurrency: 8, warmup_s: 0.0, window_s: 1.0, pause_s: 0.0, think_time_s: 0.0, open_loop };
     let opts = EngineOptions::new(1);
-    let r = run_step(&Arc::new(StallingClientDriver::default()), &plan, &opts, &mut |_| {});
+    let r = run_step(&Arc::new(StallingClientDriver::default()), &plan, &opts, &mut |_| {}).expect("the step ran");
     // ~150 arrivals came due while the client's thread was blocked: the
     // client's lateness, sent late (and counted), not dropped for the server
     // (those due while the 8 connections work off that burst may be).
@@ -400,7 +400,8 @@ fn a_held_warm_up_goes_on_until_released_and_the_window_then_runs_whole() {
         if t.elapsed_s >= 0.7 {
             hold.store(false, std::sync::atomic::Ordering::Release);
         }
-    });
+    })
+    .expect("the step ran");
     let first_window_tick = ticks.iter().find(|(_, w)| !w).expect("the window opened");
     assert!(first_window_tick.0 >= 0.7, "the warm-up was held until released: {ticks:?}");
     assert!(ticks.iter().filter(|(e, _)| *e < 0.7).all(|(_, w)| *w), "still warming up while held: {ticks:?}");

@@ -6,12 +6,15 @@ use super::client_loop::client_loop;
 use super::open_loop;
 use super::placement::{enter_netns, place_current_thread};
 use super::schedule::Schedule;
-use super::state::{Dispatch, Gates, Local, Shared, WorkerStats};
+use super::state::{Dispatch, Gate, Gates, Local, Shared, WorkerStats};
+use super::{panic_message, EngineError};
 use crate::driver::{Client, ClientCtx, Driver};
 use scalelab_core::result::{Failure, UNFINISHED_AFTER};
 use scalelab_core::{ErrorClass, LatencyHistogram};
 use scalelab_wire::stream::blocked_ns;
 use std::cell::RefCell;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
@@ -37,17 +40,24 @@ pub(super) struct WorkerPlan {
 
 /// Runs on a new worker thread: places it, connects its clients, meets the
 /// controller at the gates, then runs the load until the window's end.
+/// None: the step cannot go on (this thread told the gates why, or another
+/// thread broke them).
 pub(super) fn worker<D: Driver>(
     driver: &D,
     plan: WorkerPlan,
     shared: &Arc<Shared>,
-    gates: &Gates,
+    gates: &Arc<Gates>,
     sec_tx: mpsc::Sender<(u32, LatencyHistogram)>,
-) -> WorkerStats {
+) -> Option<WorkerStats> {
     place_current_thread(plan.cpu, plan.slice_us);
     if let Some(path) = &plan.netns {
-        // The caller made the namespace just before; a failure here is a bug, not input.
-        enter_netns(path).unwrap_or_else(|e| panic!("entering the client network namespace {}: {e}", path.display()));
+        // The namespace was made for the run; it is gone only if something removed it.
+        if let Err(e) = enter_netns(path) {
+            let (path, why) = (path.clone(), e.to_string());
+            let gone = e.kind() == std::io::ErrorKind::NotFound;
+            gates.fail(if gone { EngineError::NetnsGone { path, why } } else { EngineError::Netns { path, why } });
+            return None;
+        }
     }
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("building a tokio runtime");
     let open = Dispatch { cap: plan.ids.len() as u32, ..Default::default() };
@@ -86,28 +96,41 @@ pub(super) fn worker<D: Driver>(
         })
         .await;
     });
-    gates.connected.wait();
-    gates.go.wait();
+    gates.wait(Gate::Connected).ok()?;
+    gates.wait(Gate::Go).ok()?;
 
     let set = tokio::task::LocalSet::new();
     // An accepted request is queued (a connection woken); a connection came free.
     let (notify, freed) = (Rc::new(tokio::sync::Notify::new()), Rc::new(tokio::sync::Notify::new()));
+    let t = plan.thread;
     for (slot, client) in clients.into_iter().enumerate() {
-        let (local, shared) = (local.clone(), shared.clone());
+        let (local, shared, gates) = (local.clone(), shared.clone(), gates.clone());
         match &arrivals {
-            None => set.spawn_local(client_loop(client, slot, local, shared, plan.schedule.clone())),
-            Some(_) => set.spawn_local(open_loop::connection_loop(client, slot, local, shared, notify.clone(), freed.clone())),
+            None => set.spawn_local(or_fail(client_loop(client, slot, local, shared, plan.schedule.clone()), gates, t)),
+            Some(_) => {
+                set.spawn_local(or_fail(open_loop::connection_loop(client, slot, local, shared, notify.clone(), freed.clone()), gates, t))
+            }
         };
     }
     if let Some(arrivals) = arrivals {
-        set.spawn_local(open_loop::dispatcher(arrivals, local.clone(), shared.clone(), notify, freed));
+        set.spawn_local(or_fail(open_loop::dispatcher(arrivals, local.clone(), shared.clone(), notify, freed), gates.clone(), t));
     }
     rt.block_on(set.run_until(control_loop(shared.clone(), local.clone(), sec_tx)));
     // Dropping the LocalSet drops every client (and its in-flight request).
     drop(set);
     open_loop::end_drops(&mut local.borrow_mut(), shared, shared.window_end());
     drop(rt);
-    Rc::try_unwrap(local).ok().expect("client tasks were dropped").into_inner().stats
+    Some(Rc::try_unwrap(local).ok().expect("client tasks were dropped").into_inner().stats)
+}
+
+/// Runs one of the thread's tasks (a client, the open loop's dispatcher).
+/// A panic in it breaks the gates with its message: the event loop would
+/// drop the task in silence, and the step go on without that client.
+async fn or_fail(task: impl Future<Output = ()>, gates: Arc<Gates>, thread: u32) {
+    use futures_util::FutureExt;
+    if let Err(payload) = AssertUnwindSafe(task).catch_unwind().await {
+        gates.fail(EngineError::WorkerPanicked { thread, why: panic_message(&*payload) });
+    }
 }
 
 /// Ends the worker's load at the (possibly moved) window end and forwards each
