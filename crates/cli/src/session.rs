@@ -52,6 +52,16 @@ pub struct Probes {
     pub remote: Option<Arc<std::sync::Mutex<Vec<Record>>>>,
 }
 
+/// Why a planned step ([`Session::run_planned`]) has no stored result.
+#[derive(Debug)]
+pub enum PlannedError {
+    /// The engine could not run it to its end (a worker panicked, the
+    /// clients' namespace vanished): the run failed there.
+    Engine(scalelab_drive::engine::EngineError),
+    /// It ran, but could not be stored.
+    Store(StoreError),
+}
+
 /// How a sweep of a session ended.
 #[derive(Debug)]
 pub struct SweepOutcome {
@@ -418,7 +428,7 @@ impl Session {
         runner: &mut dyn StepRunner,
         engine: &EngineOptions,
         observer: &mut dyn Observer,
-    ) -> Result<StepResult, StoreError> {
+    ) -> Result<StepResult, PlannedError> {
         let plan = self.plan.steps[index].clone();
         observer.step_started(shown, &plan);
         self.profile.step_started(index);
@@ -430,8 +440,9 @@ impl Session {
         });
         self.profile.end_step();
         self.drain(observer);
+        let result = result.map_err(PlannedError::Engine)?;
         if let (Some(store), Some(id)) = (self.store.as_mut(), self.run_id) {
-            store.add_step(id, index, &result)?;
+            store.add_step(id, index, &result).map_err(PlannedError::Store)?;
         }
         observer.step_finished(shown, &result, self.plan.throughput_unit());
         Ok(result)

@@ -133,6 +133,7 @@ fn print(json: bool, quiet: bool, runs: &[Run], ends: &[(Store, SweepOutcome, St
     for (run, (_, swept, _)) in runs.iter().zip(ends) {
         match &swept.end {
             SweepEnd::TargetFailed { step } => esayln!("error: run {}: target failed at step {step}", run.id),
+            SweepEnd::EngineFailed { step, error } => esayln!("error: run {} failed at step {step}: {error}", run.id),
             SweepEnd::Interrupted => esayln!("interrupted: run {} kept {} finished step(s), marked incomplete", run.id, run.steps.len()),
             SweepEnd::Completed => {
                 if let Some(why) = &swept.failed_step {

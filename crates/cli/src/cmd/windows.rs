@@ -9,7 +9,7 @@
 
 use crate::args::{RepeatArgs, SweepArgs};
 use crate::error::bad;
-use crate::session::{Observer, Session, SweepOutcome};
+use crate::session::{Observer, PlannedError, Session, SweepOutcome};
 use scalelab_analyze::stats;
 use scalelab_core::{parse_duration, StepPlan, StepResult};
 use scalelab_drive::rounds::{LevelStop, Precision};
@@ -239,7 +239,8 @@ pub fn run(
         let arm = &mut arms[a];
         let result = match arm.session.run_planned(index, shown, arm.runner, arm.engine, observer) {
             Ok(r) => r,
-            Err(e) => {
+            Err(PlannedError::Engine(error)) => break SweepEnd::EngineFailed { step: index + 1, error },
+            Err(PlannedError::Store(e)) => {
                 arm.store_error.get_or_insert((index, e));
                 break SweepEnd::Interrupted;
             }
