@@ -227,3 +227,31 @@ fn a_faster_specimen_is_called_faster_with_an_interval_that_holds_the_long_run_d
     }
     panic!("the short comparisons {tries:?} missed the long run's delta {:.1} % (or did not call A faster)", long.1);
 }
+
+#[test]
+fn a_single_window_has_a_batch_means_interval_marked_as_such_and_a_short_one_says_why_it_has_none() {
+    let _cpu = cpu_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let out = run(&store, &sweep_args("5s", &["-c", "2"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let table = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(table.contains(" ± ") && table.contains("within one window"), "{table}");
+    let shown = json(&store, &["show", "last", "--json"]);
+    let step = &steps(&shown)[0];
+    let ci = &step["throughput_ci95"];
+    assert_eq!(ci["method"], "batch-means", "{step}");
+    let x = step["throughput_per_s"].as_f64().unwrap();
+    assert!(ci["low"].as_f64().unwrap() < x && x < ci["high"].as_f64().unwrap(), "{ci} around {x}");
+    assert!(ci["n"].as_u64().unwrap() >= 2, "{ci}");
+    assert_eq!(shown["levels"][0]["throughput_ci95"]["method"], "batch-means");
+    // A 1 s window: no interval, and the reason instead of a false ±0.
+    let out = run(&store, &sweep_args("1s", &["-c", "2"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let table = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(table.contains("± —") && table.contains("at least 5 seconds"), "{table}");
+    assert!(!table.contains("± 0.0 %"), "{table}");
+    let shown = json(&store, &["show", "last", "--json"]);
+    assert!(steps(&shown)[0]["throughput_ci95"].is_null());
+    assert!(steps(&shown)[0]["no_interval"].as_str().unwrap().contains("5 seconds"), "{}", steps(&shown)[0]);
+}
