@@ -550,3 +550,29 @@ fn disk_full_mid_run_exits_1_and_keeps_the_finished_steps() {
     assert_eq!(run["complete"], false);
     assert!(steps(&run).iter().all(|s| s["requests"].as_u64().unwrap() > 0));
 }
+
+/// Issue 39, item 17: `capacity --max-time 0s` ran nothing and was stored as complete.
+#[test]
+fn capacity_with_no_time_is_refused_before_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    assert_bad_input(&store, &["capacity", "--slo", "p99<=20ms", "--max-time", "0s"], "--max-time must be above 0");
+}
+
+/// Issue 39, item 7: SIGHUP (the terminal closed) exited 129 at once, the
+/// running step lost and no outcome stored; it is handled as SIGTERM.
+#[test]
+fn sighup_ends_a_sweep_as_interrupted_with_its_finished_steps_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let mut child = spawn(&store, &["sweep", "-c", "1,2,3,4", "--warmup", "0.1s", "-d", "0.5s", "--pause", "0.1s", "-q", "--no-tui"]);
+    wait_for_steps(&store, 1);
+    // SAFETY: signalling our own child process by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let shown = json(&store, &["show", "last", "--json"]);
+    assert_eq!(shown["outcome"], "interrupted", "{}", shown["outcome"]);
+    assert_eq!(shown["complete"], false);
+    assert!(!steps(&shown).is_empty());
+}

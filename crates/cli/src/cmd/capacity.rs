@@ -51,6 +51,9 @@ pub fn run(store_path: &Path, c: CapacityArgs) -> anyhow::Result<ExitCode> {
     let max_per_s = rate(max_rate.as_deref().unwrap_or("1000000"), "max-rate")?;
     let start_per_s = rate(&start_rate, "start-rate")?.min(max_per_s);
     let max_time = parse_duration(&max_time).map_err(|e| bad(format!("--max-time: {e}")))?;
+    if max_time.is_zero() {
+        return Err(bad("--max-time must be above 0: a search with no time runs nothing"));
+    }
     let resolution = resolution
         .trim()
         .strip_suffix('%')

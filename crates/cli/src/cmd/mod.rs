@@ -27,11 +27,14 @@ mod windows;
 use crate::args::{Cli, Command};
 use std::process::ExitCode;
 
-/// A flag set by SIGINT or SIGTERM, so a long command stops cleanly and
+/// A flag set by SIGINT, SIGTERM or SIGHUP, so a long command stops cleanly and
 /// keeps what it measured (sweep, micro, watch share this).
 fn stop_on_signals() -> anyhow::Result<std::sync::Arc<std::sync::atomic::AtomicBool>> {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+    // SIGHUP (the terminal or the ssh session closed) as SIGTERM: the step
+    // is finished, the run stored as interrupted, namespaces and temp
+    // directories removed (it exited 129 at once and lost them).
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
         signal_hook::flag::register(sig, stop.clone())?;
     }
     Ok(stop)
