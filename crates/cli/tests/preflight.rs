@@ -302,3 +302,61 @@ fn apache_with_fewer_servers_than_clients_is_flagged_live() {
         assert!(check(&all, "target.server")["figure"].as_str().unwrap().starts_with("Apache"), "{}", check(&all, "target.server"));
     }
 }
+
+/// The x of "... noise is about ±x %: differences smaller than ~2x % will
+/// not be seen" in `text`, checked to be that sentence.
+fn noise_x(text: &str) -> f64 {
+    let rest = text.split_once("this machine's run-to-run noise is about ±").unwrap_or_else(|| panic!("no noise sentence in {text}")).1;
+    let (x, rest) = rest.split_once(" %: differences smaller than ~").unwrap_or_else(|| panic!("{text}"));
+    let (twice, _) = rest.split_once(" % will not be seen (CPU loop ").unwrap_or_else(|| panic!("{text}"));
+    let x: f64 = x.parse().unwrap_or_else(|_| panic!("not a number: {x:?} in {text}"));
+    assert_eq!(twice.parse::<f64>().unwrap(), 2.0 * x, "{text}");
+    assert!(x >= 0.5 && x * 2.0 == (x * 2.0).round(), "rounded up to 0.5 %: {text}");
+    x
+}
+
+/// `machine.noise`: `scalelab preflight` prints the machine's noise with a
+/// number; a sweep prints it once on stderr (under `-q --json` only if it
+/// warns) and stores it both as the check and as `environment.noise_pct`.
+#[test]
+fn the_machine_noise_is_printed_and_stored_with_the_run() {
+    let out = bin().args(["preflight"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().find(|l| l.contains(" machine.noise ")).unwrap_or_else(|| panic!("no machine.noise in\n{text}"));
+    assert!(line.starts_with("ok ") || line.starts_with("warn "), "{line}");
+    let x = noise_x(line);
+    assert!(x < 100.0, "{line}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let store_s = store.to_str().unwrap();
+    let sweep = ["--store", store_s, "sweep", "-c", "1", "-d", "0.3s", "--warmup", "0.1s", "--pause", "0s"];
+    let out = bin().args(sweep).args(["--json", "-q"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let quiet_err = stderr(&out);
+    let out = bin().args(["--store", store_s, "export", "last", "--format", "json"]).output().unwrap();
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_matches_schema(&run);
+    let stored = check(run["environment"]["preflight"].as_array().expect("environment.preflight"), "machine.noise").clone();
+    let pct = run["environment"]["noise_pct"].as_f64().unwrap_or_else(|| panic!("environment.noise_pct: {}", run["environment"]));
+    assert_eq!(pct, noise_x(stored["figure"].as_str().unwrap()), "the number is the check's: {stored}");
+    assert_eq!(stored["status"], if pct >= 5.0 { "warn" } else { "ok" }, "{stored}");
+    // Quiet: only as a warning, with its fix.
+    let said = quiet_err.lines().filter(|l| l.contains("machine.noise")).collect::<Vec<_>>();
+    if pct >= 5.0 {
+        assert!(said.len() == 1 && said[0].starts_with("warning: preflight machine.noise: ") && said[0].contains("(fix: "), "{quiet_err}");
+    } else {
+        assert!(said.is_empty(), "{quiet_err}");
+    }
+
+    // Not quiet: the line once on stderr, a warning or not.
+    let out = bin().args(sweep).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("this machine's run-to-run noise is about ±")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].starts_with("preflight machine.noise: ") || lines[0].starts_with("warning: preflight machine.noise: "), "{err}");
+    noise_x(lines[0]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("run-to-run noise"), "stderr only");
+}

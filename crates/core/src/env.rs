@@ -29,6 +29,12 @@ pub struct Environment {
     /// in runs recorded before it existed, and then not written either.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preflight: Option<Vec<crate::preflight::Check>>,
+    /// The preflight's estimate of this machine's run-to-run noise, ± % (the
+    /// `machine.noise` check, docs/preflight.md), kept as a number so a
+    /// comparison can tell a difference from noise without parsing text;
+    /// absent in runs recorded before it, and then not written either.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_pct: Option<f64>,
 }
 
 #[cfg(test)]
@@ -53,6 +59,19 @@ mod tests {
         let new = Environment { preflight: Some(checks), ..old };
         let text = serde_json::to_string(&new).unwrap();
         assert!(text.contains(r#""status":"warn""#), "{text}");
+        assert_eq!(serde_json::from_str::<Environment>(&text).unwrap(), new);
+    }
+
+    /// The noise estimate: absent in older runs (and not written), a
+    /// number when measured.
+    #[test]
+    fn noise_pct_is_optional_both_ways() {
+        let old: Environment = serde_json::from_str(r#"{"scalelab_version":"0.1.0","preflight":[]}"#).unwrap();
+        assert_eq!(old.noise_pct, None);
+        assert!(!serde_json::to_string(&old).unwrap().contains("noise_pct"));
+        let new = Environment { noise_pct: Some(2.5), ..old };
+        let text = serde_json::to_string(&new).unwrap();
+        assert!(text.contains(r#""noise_pct":2.5"#), "{text}");
         assert_eq!(serde_json::from_str::<Environment>(&text).unwrap(), new);
     }
 }

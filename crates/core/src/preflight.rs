@@ -111,6 +111,19 @@ pub enum DbSettings {
     },
 }
 
+/// The machine's run-to-run noise, measured just before the load: the same
+/// fixed CPU loop timed again and again on the calling thread (whatever
+/// else runs, preempts or steals its CPU shows as spread), and the steal
+/// over those repeats. Raw times, so the judgement derives its figures.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NoiseSample {
+    /// Wall time of each repeat of the loop, microseconds, in order.
+    pub loop_us: Vec<f64>,
+    /// Steal ticks and all ticks (every CPU, `/proc/stat`) elapsed over the
+    /// repeats: ticks are 10 ms per CPU, so over ~0.2 s the share is coarse.
+    pub steal_ticks: Reading<(u64, u64)>,
+}
+
 /// Everything the preflight reads; each field is a value or why not.
 #[derive(Clone, Debug)]
 pub struct PreflightFacts {
@@ -151,4 +164,6 @@ pub struct PreflightFacts {
     pub db: Reading<DbSettings>,
     /// What the target says it is (HTTP `Server` header, SQL version).
     pub server_version: Reading<String>,
+    /// The CPU loop and steal measured just before the load (`machine.noise`).
+    pub noise: Reading<NoiseSample>,
 }

@@ -113,6 +113,7 @@ mod tests {
             scalelab_version: "0.1.0".into(),
             server: None,
             preflight: None,
+            noise_pct: None,
         };
         let run = MicroRun { results: vec![], wall_s: 1.5, warnings: vec!["w".into()], stopped: false };
         let report = MicroReport::new("lab", env, &run);

@@ -61,6 +61,7 @@ pub fn capture_environment(roots: &Roots, server: Option<String>, open_files_lim
         scalelab_version: scalelab_core::VERSION.to_string(),
         server,
         preflight: None,
+        noise_pct: None,
     }
 }
 

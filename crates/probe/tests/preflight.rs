@@ -114,6 +114,7 @@ fn run(base: &Path, target: &str, keepalive: bool) -> Vec<Check> {
         server_pid: Ok(SERVER_PID),
         db: None,
         server_version: Ok("nginx/1.22.1".into()),
+        noise: Err("not measured in this test".into()),
     };
     let facts = read(&Roots::under(base), &input);
     judge(&facts, &plan)
@@ -254,6 +255,7 @@ fn db_checks(target: &str, settings: scalelab_core::preflight::DbSettings) -> Ve
         server_pid: Err("none".into()),
         db: None,
         server_version: Err("not asked".into()),
+        noise: Err("not measured in this test".into()),
     };
     let mut facts = read(&Roots::under(dir.path()), &input);
     facts.db = Ok(settings);
@@ -331,6 +333,7 @@ fn a_database_that_cannot_be_read_is_one_unavailable_check() {
         server_pid: Err("none".into()),
         db: None,
         server_version: Err("not asked".into()),
+        noise: Err("not measured in this test".into()),
     };
     let mut facts = read(&Roots::under(dir.path()), &input);
     facts.db = Err("cannot connect to postgres://u@127.0.0.1:1/db: refused".into());
@@ -392,4 +395,102 @@ fn an_apache_with_fewer_threads_than_clients_is_flagged() {
     let c = status(&checks, "server.workers");
     assert_eq!(c.status, CheckStatus::Ok, "{c:?}");
     assert_eq!(c.figure, "apache2 with 4 worker process(es), 100 thread(s) serving, for 100 client(s)");
+}
+
+/// A `/proc/stat` whose `cpu` line has `busy` user ticks, `idle` idle and `steal` stolen.
+fn stat_with(busy: u64, idle: u64, steal: u64) -> String {
+    format!("cpu  {busy} 0 0 {idle} 0 0 0 {steal} 0 0\ncpu0 {busy} 0 0 {idle} 0 0 0 {steal} 0 0\nctxt 1\n")
+}
+
+/// The noise reader on a fake /proc: the repeats' times as the loop
+/// returned them, and the steal between the `/proc/stat` read before the
+/// first repeat and the one after the last; judged, 10 stolen ticks of 100
+/// make a ±10 % machine that warns.
+#[test]
+fn the_noise_reader_times_the_loop_and_takes_the_steal_over_it() {
+    use scalelab_probe::preflight::noise::{measure_with, Budget};
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().to_path_buf();
+    machine(&base, true);
+    put(&base, "proc/stat", &stat_with(1000, 8000, 100));
+    let roots = Roots::under(&base);
+    let budget = Budget { repeats: 5, min_repeats: 2, max_total: Duration::from_secs(1) };
+    let mut n = 0u64;
+    let sample = measure_with(&roots, budget, || {
+        n += 1;
+        if n == 1 {
+            // While the loop runs: 60 busy, 30 idle and 10 stolen ticks elapse (one CPU).
+            put(&base, "proc/stat", &stat_with(1060, 8030, 110));
+        }
+        Duration::from_micros(3000 + n * 10)
+    });
+    let us: Vec<f64> = sample.loop_us.iter().map(|u| u.round()).collect();
+    assert_eq!(us, [3010.0, 3020.0, 3030.0, 3040.0, 3050.0]);
+    assert_eq!(sample.steal_ticks, Ok((10, 100)));
+
+    let plan = plan("http://127.0.0.1:8080/", true);
+    let input = PreflightInput {
+        target: &plan.target,
+        port: None,
+        server_pid: Err("none".into()),
+        db: None,
+        server_version: Err("not asked".into()),
+        noise: Ok(sample),
+    };
+    let checks = judge(&read(&roots, &input), &plan);
+    let c = status(&checks, "machine.noise");
+    assert_eq!(c.status, CheckStatus::Warn, "{c:?}");
+    assert!(
+        c.figure.starts_with("this machine's run-to-run noise is about ±10 %: differences smaller than ~20 % will not be seen (CPU loop 3.03 ms × 5: CV 0.5 %; steal 10.0 % of 100 ticks; load 0.10 per CPU (1 min); CPU pressure 0.5 % (some, avg10))"),
+        "{}",
+        c.figure
+    );
+    assert_eq!(scalelab_analyze::preflight::noise_pct(&read(&roots, &input)), Some(10.0));
+}
+
+/// The budget: repeats stop once their times add up to `max_total`, but
+/// never before `min_repeats`; steal that cannot be read, or whose counters
+/// went backwards or did not move, is missing with the reason, never 0.
+#[test]
+fn the_noise_reader_keeps_its_budget_and_says_why_steal_is_missing() {
+    use scalelab_probe::preflight::noise::{measure_with, Budget};
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().to_path_buf();
+    let roots = Roots::under(&base);
+    let budget = Budget { repeats: 40, min_repeats: 3, max_total: Duration::from_millis(10) };
+    let s = measure_with(&roots, budget, || Duration::from_millis(4));
+    assert_eq!(s.loop_us.len(), 3, "4 + 4 + 4 ms reach 10 ms");
+    let s = measure_with(&roots, budget, || Duration::from_millis(20));
+    assert_eq!(s.loop_us.len(), 3, "at least min_repeats, however slow");
+    let e = s.steal_ticks.unwrap_err();
+    assert!(e.starts_with("cannot read ") && e.contains("proc/stat"), "{e}");
+
+    put(&base, "proc/stat", &stat_with(1000, 8000, 100));
+    let s = measure_with(&roots, budget, || Duration::from_millis(4));
+    assert!(s.steal_ticks.unwrap_err().ends_with("no CPU tick elapsed during the loop"));
+    let mut first = true;
+    let s = measure_with(&roots, budget, || {
+        if std::mem::take(&mut first) {
+            put(&base, "proc/stat", &stat_with(900, 8000, 100));
+        }
+        Duration::from_millis(4)
+    });
+    assert!(s.steal_ticks.unwrap_err().ends_with("the cpu line went backwards during the loop"));
+}
+
+/// On this machine: the calibrated loop takes milliseconds (it was not
+/// optimised away), is repeated within the budget, and /proc/stat moved.
+#[test]
+fn the_noise_loop_runs_live_within_its_budget() {
+    let t = std::time::Instant::now();
+    let s = scalelab_probe::preflight::noise::measure(&Roots::default());
+    assert!((10..=40).contains(&s.loop_us.len()), "{} repeats", s.loop_us.len());
+    let mut sorted = s.loop_us.clone();
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted[sorted.len() / 2];
+    assert!((500.0..100_000.0).contains(&median), "median {median} µs for a ~3 ms loop");
+    assert!(s.steal_ticks.is_ok(), "{:?}", s.steal_ticks);
+    assert!(t.elapsed() < std::time::Duration::from_secs(2), "{:?}", t.elapsed());
 }

@@ -35,6 +35,14 @@ pub fn warning_lines(checks: &[Check]) -> Vec<String> {
         .collect()
 }
 
+/// The `machine.noise` check on one line, when it is not a warning (a
+/// warning is one of [`warning_lines`] already): printed at the start of
+/// every sweep, since it says which differences the run can show.
+pub fn noise_line(checks: &[Check]) -> Option<String> {
+    let c = checks.iter().find(|c| c.id == "machine.noise" && c.status == CheckStatus::Ok)?;
+    Some(format!("preflight {}: {}", c.id, c.figure))
+}
+
 /// The JSON document of `scalelab preflight --json`: the checks in their
 /// order, each `id`, `status`, `figure`, `why`, `fix`, then the counts.
 #[derive(serde::Serialize)]

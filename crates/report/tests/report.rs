@@ -33,6 +33,7 @@ fn env(host: &str) -> Environment {
         scalelab_version: "0.1.0".into(),
         server: Some("scalelab-specimen".into()),
         preflight: None,
+        noise_pct: None,
     }
 }
 

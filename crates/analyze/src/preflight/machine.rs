@@ -62,6 +62,7 @@ pub fn checks(f: &PreflightFacts, plan: &PreflightPlan, out: &mut Vec<Check>) {
         },
     ));
     out.push(load(f));
+    out.push(super::noise::check(f));
     out.push(placement(f, plan));
 }
 
@@ -74,8 +75,6 @@ fn load(f: &PreflightFacts) -> Check {
         return unavailable(id, &format!("{e}; {p}"), why);
     }
     let cpus = f.logical_cpus.as_ref().copied().unwrap_or(1).max(1);
-    let busy_load = f.load1.as_ref().is_ok_and(|l| *l >= (f64::from(cpus) / 2.0).max(1.0));
-    let busy_psi = f.cpu_pressure.as_ref().is_ok_and(|p| *p >= 10.0);
     let mut parts = Vec::new();
     if let Ok(l) = &f.load1 {
         parts.push(format!("load average {l:.2} on {cpus} CPU(s)"));
@@ -83,11 +82,20 @@ fn load(f: &PreflightFacts) -> Check {
     if let Ok(p) = &f.cpu_pressure {
         parts.push(format!("CPU pressure {p:.1}% (some, avg10)"));
     }
-    if busy_load || busy_psi {
+    if other_work(f) {
         warn(id, parts.join(", "), why, fix)
     } else {
         ok(id, parts.join(", "), why)
     }
+}
+
+/// Other work ran lately: a load average of at least half the CPUs (and
+/// at least 1.0), or CPU pressure (some, avg10) of at least 10 %.
+pub(super) fn other_work(f: &PreflightFacts) -> bool {
+    let cpus = f.logical_cpus.as_ref().copied().unwrap_or(1).max(1);
+    let busy_load = f.load1.as_ref().is_ok_and(|l| *l >= (f64::from(cpus) / 2.0).max(1.0));
+    let busy_psi = f.cpu_pressure.as_ref().is_ok_and(|p| *p >= 10.0);
+    busy_load || busy_psi
 }
 
 /// Client and server on the same CPUs.

@@ -6,8 +6,10 @@
 mod check;
 mod machine;
 mod net;
+pub mod noise;
 mod server;
 
+pub use noise::noise_pct;
 use scalelab_core::preflight::{Check, CheckStatus, PreflightFacts, PreflightPlan};
 
 /// Every check, in a fixed order: machine, limits and network, server and target.

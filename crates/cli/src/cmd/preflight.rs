@@ -4,7 +4,7 @@
 
 use crate::args::PreflightArgs;
 use crate::error::bad;
-use scalelab_analyze::preflight::{judge, warnings};
+use scalelab_analyze::preflight::{judge, noise_pct, warnings};
 use scalelab_core::preflight::{Check, PreflightPlan, Reading};
 use scalelab_core::{parse_concurrency_list, Target, TargetKind};
 use scalelab_drive::cpu;
@@ -29,8 +29,17 @@ pub struct Ask<'a> {
     pub client_net: Option<String>,
 }
 
-/// Reads and judges every check.
-pub fn checks(ask: Ask) -> anyhow::Result<Vec<Check>> {
+/// The judged checks, with the noise estimate kept as a number for the
+/// run's environment (`noise_pct`).
+pub struct Judged {
+    pub checks: Vec<Check>,
+    /// `machine.noise`'s ±x % (None: not measured).
+    pub noise_pct: Option<f64>,
+}
+
+/// Measures the machine's noise (~0.2 s of this thread, before anything
+/// else is read), then reads and judges every check.
+pub fn checks(ask: Ask) -> anyhow::Result<Judged> {
     let db = scalelab_probe::collect::for_target(Some(ask.target), ask.db_probe).map_err(bad)?;
     let pin = scalelab_drive::engine::pin_plan(ask.threads, ask.no_pin);
     let client_pinned = !pin.is_empty();
@@ -43,14 +52,17 @@ pub fn checks(ask: Ask) -> anyhow::Result<Vec<Check>> {
         client_pinned,
         client_net: ask.client_net,
     };
+    let roots = Default::default();
     let input = PreflightInput {
         target: ask.target,
         port: ask.port,
         server_pid: ask.server_pid,
         db: db.as_ref(),
         server_version: ask.server_version,
+        noise: Ok(scalelab_probe::preflight::noise::measure(&roots)),
     };
-    Ok(judge(&read(&Default::default(), &input), &plan))
+    let facts = read(&roots, &input);
+    Ok(Judged { checks: judge(&facts, &plan), noise_pct: noise_pct(&facts) })
 }
 
 /// `--strict`: a warning refuses the run (exit 2), naming the checks.
@@ -65,9 +77,14 @@ pub fn gate(checks: &[Check], strict: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Prints the warnings of a sweep's preflight on stderr.
-pub fn warn_on_stderr(checks: &[Check]) {
+/// Prints the warnings of a sweep's preflight on stderr, then (unless
+/// `quiet`, or it was a warning already) the machine's noise: the one
+/// line every run shows, since it says which differences can be seen.
+pub fn warn_on_stderr(checks: &[Check], quiet: bool) {
     for line in scalelab_report::preflight::warning_lines(checks) {
+        esayln!("{line}");
+    }
+    if let Some(line) = scalelab_report::preflight::noise_line(checks).filter(|_| !quiet) {
         esayln!("{line}");
     }
 }
@@ -115,7 +132,7 @@ pub fn run(a: &PreflightArgs) -> anyhow::Result<ExitCode> {
         Some(text) => Some(scalelab_netem::NetSpec::parse(text).map_err(|e| bad(format!("--client-net: {e}")))?.to_string()),
         None => None,
     };
-    let checks = checks(Ask {
+    let Judged { checks, .. } = checks(Ask {
         target: &target,
         port: target.port(),
         server_pid,

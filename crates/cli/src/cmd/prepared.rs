@@ -32,8 +32,11 @@ pub struct Common {
     pub steps: Vec<StepPlan>,
     pub threads: u32,
     pub assertions: Vec<scalelab_analyze::Assertion>,
-    /// The preflight checks, recorded in the run's environment.
-    pub preflight: Vec<scalelab_core::preflight::Check>,
+    /// The preflight checks and the noise estimate, recorded in the run's environment.
+    pub preflight: super::preflight::Judged,
+    /// Print the machine's noise line when the run begins; false for the
+    /// second target of `--versus` (the same machine, a moment later).
+    pub say_noise: bool,
     /// The clients' network (`--client-net`), up until the load is over.
     pub client_net: Option<scalelab_netem::ClientNet>,
     /// The agents (`--agent`, `--server-agent`), connected and set up.

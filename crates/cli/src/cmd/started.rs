@@ -61,8 +61,9 @@ pub fn check_sampling(a: &SweepArgs) -> anyhow::Result<Duration> {
 pub fn begin<D>(store: Store, a: &SweepArgs, mut common: Common, prepared: Prepared<D>, kind: RunKind) -> anyhow::Result<Started<D>> {
     let Prepared { driver, target_name, workload, server, mut options, specimen, sql_url } = prepared;
     let mut env = scalelab_probe::capture_environment(&Default::default(), server, cpu::open_files_limit());
-    super::preflight::warn_on_stderr(&common.preflight);
-    env.preflight = Some(std::mem::take(&mut common.preflight));
+    super::preflight::warn_on_stderr(&common.preflight.checks, a.quiet || a.json || !common.say_noise);
+    env.preflight = Some(std::mem::take(&mut common.preflight.checks));
+    env.noise_pct = common.preflight.noise_pct;
     let pin_cpus = scalelab_drive::engine::pin_plan(common.threads, a.no_pin);
     options.insert("client_threads_bound".into(), (!pin_cpus.is_empty()).into());
     if !pin_cpus.is_empty() {

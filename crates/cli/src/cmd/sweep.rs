@@ -232,7 +232,8 @@ pub fn prepare_then<X: Execute>(store_path: &Path, mut a: SweepArgs, x: X) -> an
         let load = super::agents::Load::Sql(prepared.driver.config());
         let agents = super::agents::connect(&a, t, load, check_sampling(&a)?.as_millis() as u64)?;
         let store = Store::open(store_path)?;
-        let common = Common { target: t.clone(), steps, threads, assertions, preflight, client_net, agents, profile_steps };
+        let common =
+            Common { target: t.clone(), steps, threads, assertions, preflight, say_noise: true, client_net, agents, profile_steps };
         return x.execute(store, store_path, &a, common, prepared);
     }
     // A placeholder URL validates the HTTP options before the specimen starts.
@@ -248,7 +249,7 @@ pub fn prepare_then<X: Execute>(store_path: &Path, mut a: SweepArgs, x: X) -> an
     let client_net = super::client_net::up(client_net.as_ref(), &target, prepared.specimen.as_ref().map(|s| s.addr))?;
     let config = http_config(&a, a.target.as_deref().unwrap_or("http://127.0.0.1/"))?;
     let agents = super::agents::connect(&a, &target, super::agents::Load::Http(&config), check_sampling(&a)?.as_millis() as u64)?;
-    let common = Common { target, steps, threads, assertions, preflight, client_net, agents, profile_steps };
+    let common = Common { target, steps, threads, assertions, preflight, say_noise: true, client_net, agents, profile_steps };
     // 3. Only now, with every input known good, the store is opened (or
     // created), and it must be usable before load starts.
     let store = Store::open(store_path)?;
@@ -312,7 +313,7 @@ fn run_preflight<D>(
     concurrency: &[u32],
     threads: u32,
     client_net: Option<&scalelab_netem::NetSpec>,
-) -> anyhow::Result<Vec<scalelab_core::preflight::Check>> {
+) -> anyhow::Result<super::preflight::Judged> {
     let specimen = prepared.specimen.as_ref();
     let checks = super::preflight::checks(super::preflight::Ask {
         target,
@@ -332,7 +333,7 @@ fn run_preflight<D>(
         no_pin: a.no_pin,
         client_net: client_net.map(|n| n.to_string()),
     })?;
-    super::preflight::gate(&checks, a.strict)?;
+    super::preflight::gate(&checks.checks, a.strict)?;
     Ok(checks)
 }
 

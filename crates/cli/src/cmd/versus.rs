@@ -48,6 +48,8 @@ impl<D1: scalelab_drive::Driver> Execute for Second<D1> {
         common_a.steps = order.iter().filter(|(s, _)| *s == Side::A).map(|(_, p)| p.clone()).collect();
         common_b.steps = order.iter().filter(|(s, _)| *s == Side::B).map(|(_, p)| p.clone()).collect();
         let assertions = common_a.assertions.clone();
+        // One noise line: both targets are loaded from this machine.
+        common_b.say_noise = false;
         let Started { session: mut sa, driver: da, specimen: specimen_a, engine: ea, run_id: id_a, label: label_a, stop, .. } =
             begin(store_a, &a_args, common_a, prepared_a, RunKind::Sweep)?;
         let Started { session: mut sb, driver: db, specimen: specimen_b, engine: mut eb, run_id: id_b, label: label_b, .. } =

@@ -1,15 +1,17 @@
 //! The preflight's readers: every fact that can skew a benchmark, read from
 //! injectable [`Roots`] (fake `/proc` and `/sys` trees in tests), the
-//! server's process and listening socket, and (for a database target) its
-//! settings. `scalelab_analyze::preflight` judges them; docs/preflight.md.
+//! server's process and listening socket, (for a database target) its
+//! settings, and the machine's noise ([`noise`]: a CPU loop timed).
+//! `scalelab_analyze::preflight` judges them; docs/preflight.md.
 
 mod files;
 pub mod machine;
 pub mod net;
+pub mod noise;
 pub mod server;
 
 use crate::Roots;
-use scalelab_core::preflight::{PreflightFacts, Reading};
+use scalelab_core::preflight::{NoiseSample, PreflightFacts, Reading};
 use scalelab_core::Target;
 use scalelab_wire::SqlUrl;
 use std::net::{IpAddr, ToSocketAddrs};
@@ -26,6 +28,9 @@ pub struct PreflightInput<'a> {
     pub db: Option<&'a SqlUrl>,
     /// What the target said it is, or why it is not known.
     pub server_version: Reading<String>,
+    /// The CPU loop and steal, measured by [`noise::measure`] just before
+    /// (it takes ~0.2 s of this thread, so the caller decides when), or why not.
+    pub noise: Reading<NoiseSample>,
 }
 
 /// The target host's address (a name is resolved once).
@@ -86,5 +91,6 @@ pub fn read(roots: &Roots, input: &PreflightInput) -> PreflightFacts {
             None => Err("not a database target".into()),
         },
         server_version: input.server_version.clone(),
+        noise: input.noise.clone(),
     }
 }
