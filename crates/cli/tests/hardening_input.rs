@@ -565,7 +565,7 @@ fn capacity_with_no_time_is_refused_before_load() {
 fn sighup_ends_a_sweep_as_interrupted_with_its_finished_steps_kept() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
-    let mut child = spawn(&store, &["sweep", "-c", "1,2,3,4", "--warmup", "0.1s", "-d", "0.5s", "--pause", "0.1s", "-q", "--no-tui"]);
+    let child = spawn(&store, &["sweep", "-c", "1,2,3,4", "--warmup", "0.1s", "-d", "0.5s", "--pause", "0.1s", "-q", "--no-tui"]);
     wait_for_steps(&store, 1);
     // SAFETY: signalling our own child process by its pid.
     unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
