@@ -1,7 +1,7 @@
 //! Building a [`Check`]: one constructor per status, and the assumptions
 //! the judgements share.
 
-use scalelab_core::preflight::{Check, CheckStatus, Reading};
+use scalelab_core::preflight::{Check, CheckStatus, PreflightFacts, Reading};
 
 /// New connections per second one client is assumed able to open without
 /// keep-alive (the plan's rate is not known before the run): a ~1 ms
@@ -61,4 +61,13 @@ pub fn cpus_text(cpus: &[u32]) -> String {
         i = j + 1;
     }
     out.join(",")
+}
+
+/// Other work ran lately: a load average of at least half the CPUs (and
+/// at least 1.0), or CPU pressure (some, avg10) of at least 10 %.
+pub(super) fn other_work(f: &PreflightFacts) -> bool {
+    let cpus = f.logical_cpus.as_ref().copied().unwrap_or(1).max(1);
+    let busy_load = f.load1.as_ref().is_ok_and(|l| *l >= (f64::from(cpus) / 2.0).max(1.0));
+    let busy_psi = f.cpu_pressure.as_ref().is_ok_and(|p| *p >= 10.0);
+    busy_load || busy_psi
 }

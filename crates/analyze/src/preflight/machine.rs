@@ -1,7 +1,7 @@
 //! Judgements of the machine: frequency, SMT, memory, noise before the run,
 //! and where the client and the server run.
 
-use super::check::{cpus_text, judge, ok, unavailable, warn};
+use super::check::{cpus_text, judge, ok, other_work, unavailable, warn};
 use scalelab_core::preflight::{Check, PreflightFacts, PreflightPlan};
 
 pub fn checks(f: &PreflightFacts, plan: &PreflightPlan, out: &mut Vec<Check>) {
@@ -87,15 +87,6 @@ fn load(f: &PreflightFacts) -> Check {
     } else {
         ok(id, parts.join(", "), why)
     }
-}
-
-/// Other work ran lately: a load average of at least half the CPUs (and
-/// at least 1.0), or CPU pressure (some, avg10) of at least 10 %.
-pub(super) fn other_work(f: &PreflightFacts) -> bool {
-    let cpus = f.logical_cpus.as_ref().copied().unwrap_or(1).max(1);
-    let busy_load = f.load1.as_ref().is_ok_and(|l| *l >= (f64::from(cpus) / 2.0).max(1.0));
-    let busy_psi = f.cpu_pressure.as_ref().is_ok_and(|p| *p >= 10.0);
-    busy_load || busy_psi
 }
 
 /// Client and server on the same CPUs.

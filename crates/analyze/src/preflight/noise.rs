@@ -18,8 +18,7 @@
 //! ok with a note (more than a quiet machine's); from 5 % it warns.
 //! docs/preflight.md says what the figure cannot see.
 
-use super::check::{ok, unavailable, warn};
-use super::machine::other_work;
+use super::check::{ok, other_work, unavailable, warn};
 use scalelab_core::preflight::{Check, PreflightFacts, Reading};
 
 /// Below this the machine is quiet (a plain ok).
