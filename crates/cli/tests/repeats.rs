@@ -40,13 +40,15 @@ fn repeats_store_every_window_in_shuffled_rounds_and_every_command_reads_them() 
     let again = run(&store, &sweep_args("0.5s", &["-c", "1,2,3", "--repeats", "3", "--seed", "42"]));
     assert!(again.status.success(), "{}", stderr(&again));
     assert_eq!(levels(&json(&store, &["show", "last", "--json"])), got);
+    // Written into the test's own folder, never the working directory.
+    let report = dir.path().join("report.md").display().to_string();
     for args in [
         vec!["show", "last"],
         vec!["diagnose", "last"],
         vec!["export", "last", "--format", "csv"],
         vec!["export", "last", "--format", "csv", "--series"],
         vec!["compare", "1", "2"],
-        vec!["report", "1", "2", "--format", "md"],
+        vec!["report", "1", "2", "--format", "md", "-o", &report],
         vec!["show", "last", "--assert", "peak >= 1"],
     ] {
         let out = run(&store, &args);
