@@ -166,6 +166,39 @@ pub fn level_short(offered_rate_per_s: Option<f64>, concurrency: u32) -> String 
     }
 }
 
+/// The cells of a run-table row in `table::HEADER`'s order: the level,
+/// the throughput cell, the scaling in %, the latency summary and the
+/// errors ("-" for a published figure, which has no error count; "client
+/// saturated" after it when the client used its cores up). One shape for
+/// a level's row and a window's.
+pub fn run_row(
+    level: String,
+    throughput: String,
+    scaling_pct: Option<f64>,
+    latency: Option<scalelab_core::LatencySummary>,
+    errors: Option<u64>,
+    client_saturated: bool,
+) -> Vec<String> {
+    let mut errors = errors.map_or("-".to_string(), |n| n.to_string());
+    if client_saturated {
+        errors.push_str("  client saturated");
+    }
+    let s = latency;
+    vec![
+        level,
+        throughput,
+        pct(scaling_pct),
+        ms(s.map(|s| s.mean)),
+        ms(s.map(|s| s.stddev)),
+        ms(s.map(|s| s.p50)),
+        ms(s.map(|s| s.p90)),
+        ms(s.map(|s| s.p99)),
+        ms(s.map(|s| s.p999)),
+        ms(s.map(|s| s.max)),
+        errors,
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

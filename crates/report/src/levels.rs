@@ -123,24 +123,16 @@ pub fn level_row(e: &Entry, first: Option<f64>) -> Vec<String> {
     if e.partial() {
         conc.push_str(" (partial)");
     }
-    let mut errors = if e.published() { "-".to_string() } else { e.steps.iter().map(|s| s.errors.total()).sum::<u64>().to_string() };
-    if e.steps.iter().any(|s| s.client_saturated()) {
-        errors.push_str("  client saturated");
-    }
+    let errors = (!e.published()).then(|| e.steps.iter().map(|s| s.errors.total()).sum::<u64>());
     let x = e.throughput();
-    vec![
+    crate::fmt::run_row(
         conc,
         throughput_cell(e),
-        pct(first.filter(|b| *b > 0.0).map(|b| 100.0 * x / b)),
-        ms(s.map(|s| s.mean)),
-        ms(s.map(|s| s.stddev)),
-        ms(s.map(|s| s.p50)),
-        ms(s.map(|s| s.p90)),
-        ms(s.map(|s| s.p99)),
-        ms(s.map(|s| s.p999)),
-        ms(s.map(|s| s.max)),
+        first.filter(|b| *b > 0.0).map(|b| 100.0 * x / b),
+        s,
         errors,
-    ]
+        e.steps.iter().any(|s| s.client_saturated()),
+    )
 }
 
 /// The `n` and `cv` cells of a row: windows measured, and their

@@ -19,28 +19,19 @@ pub fn scaling_pct(step: &StepResult, first: Option<&StepResult>) -> Option<f64>
 /// is the run's first step. The run table shows levels
 /// ([`crate::levels::level_row`]); this row is for per-window listings.
 pub fn step_row(step: &StepResult, first: Option<&StepResult>) -> Vec<String> {
-    let s = step.latency.summary();
     let mut conc = step.concurrency.to_string();
     if step.partial {
         conc.push_str(" (partial)");
     }
-    let mut errors = if step.published_throughput_per_s.is_some() { "-".to_string() } else { step.errors.total().to_string() };
-    if step.client_saturated() {
-        errors.push_str("  client saturated");
-    }
-    vec![
+    let errors = step.published_throughput_per_s.is_none().then(|| step.errors.total());
+    crate::fmt::run_row(
         conc,
         thousands(step.throughput_per_s()),
-        pct(scaling_pct(step, first)),
-        ms(s.map(|s| s.mean)),
-        ms(s.map(|s| s.stddev)),
-        ms(s.map(|s| s.p50)),
-        ms(s.map(|s| s.p90)),
-        ms(s.map(|s| s.p99)),
-        ms(s.map(|s| s.p999)),
-        ms(s.map(|s| s.max)),
+        scaling_pct(step, first),
+        step.latency.summary(),
         errors,
-    ]
+        step.client_saturated(),
+    )
 }
 
 /// The header line followed by a row, for printing rows as steps finish.
