@@ -62,6 +62,13 @@ pub enum PlannedError {
     Store(StoreError),
 }
 
+/// Why step `index` (0-based) measured no working server, in the words a
+/// run's outcome uses ("step 3 (10 clients): nothing succeeded ..."); None
+/// when it mostly worked.
+pub fn failed_step(index: usize, result: &StepResult) -> Option<String> {
+    result.failure().map(|why| format!("step {} ({} clients): {why}", index + 1, result.concurrency))
+}
+
 /// How a sweep of a session ended.
 #[derive(Debug)]
 pub struct SweepOutcome {
@@ -349,7 +356,7 @@ impl Session {
                 self.profile.end_step();
                 self.drain(observer);
                 if failed_step.is_none() {
-                    failed_step = result.failure().map(|why| format!("step {} ({} clients): {why}", index + 1, result.concurrency));
+                    failed_step = self::failed_step(index, &result);
                 }
                 if let (Some(store), Some(id)) = (self.store.as_mut(), self.run_id) {
                     if let Err(e) = store.add_step(id, index, &result) {

@@ -4,7 +4,7 @@
 use crate::driver::Driver;
 use crate::engine::{run_step, EngineError, EngineOptions, LiveTick};
 use scalelab_core::{StepPlan, StepResult};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -103,18 +103,19 @@ pub fn run_sweep_with(
         if max_failed_steps > 0 && failed_in_a_row >= max_failed_steps {
             return SweepEnd::TargetFailed { step: index + 1 };
         }
-        if index + 1 < steps.len() && !sleep_unless_stopped(plan.pause(), opts) {
+        if index + 1 < steps.len() && !sleep_unless_stopped(plan.pause(), &opts.stop) {
             return SweepEnd::Interrupted;
         }
     }
     SweepEnd::Completed
 }
 
-/// Sleeps `d`, waking early (and returning false) when a stop is requested.
-fn sleep_unless_stopped(d: Duration, opts: &EngineOptions) -> bool {
+/// Sleeps `d` (a pause between steps), waking early and returning false
+/// when `stop` is raised; every schedule of steps pauses this way.
+pub fn sleep_unless_stopped(d: Duration, stop: &AtomicBool) -> bool {
     let end = Instant::now() + d;
     loop {
-        if opts.stop.load(Ordering::Relaxed) {
+        if stop.load(Ordering::Relaxed) {
             return false;
         }
         let now = Instant::now();

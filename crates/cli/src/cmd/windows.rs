@@ -13,6 +13,7 @@ use crate::session::{Observer, PlannedError, Session, SweepOutcome};
 use scalelab_analyze::stats;
 use scalelab_core::{parse_duration, StepPlan, StepResult};
 use scalelab_drive::rounds::{LevelStop, Precision};
+use scalelab_drive::sweep::sleep_unless_stopped;
 use scalelab_drive::{EngineOptions, StepRunner, SweepEnd};
 use scalelab_store::StoreError;
 use std::collections::VecDeque;
@@ -247,7 +248,7 @@ pub fn run(
         };
         shown += 1;
         if arm.failed_step.is_none() {
-            arm.failed_step = result.failure().map(|why| format!("step {} ({} clients): {why}", index + 1, result.concurrency));
+            arm.failed_step = crate::session::failed_step(index, &result);
         }
         order.finished(a, &result);
         if stop.load(Ordering::Relaxed) {
@@ -265,21 +266,6 @@ pub fn run(
     arms.iter_mut()
         .map(|arm| SweepOutcome { end: end.clone(), failed_step: arm.failed_step.take(), store_error: arm.store_error.take() })
         .collect()
-}
-
-/// Sleeps `d`, waking early (and returning false) when a stop is requested.
-fn sleep_unless_stopped(d: Duration, stop: &AtomicBool) -> bool {
-    let end = Instant::now() + d;
-    loop {
-        if stop.load(Ordering::Relaxed) {
-            return false;
-        }
-        let now = Instant::now();
-        if now >= end {
-            return true;
-        }
-        std::thread::sleep((end - now).min(Duration::from_millis(50)));
-    }
 }
 
 /// A fixed order: (arm, step index) pairs, in turn (`--versus`).
