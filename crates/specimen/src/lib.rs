@@ -7,9 +7,10 @@
 //! - [`server`]: the accept loop, thread per connection (or one event loop in
 //!   `single-thread` mode), the request parser and the `/__stats` endpoint.
 //!
-//! Every request does `work_us` of CPU work (measured on the thread's own CPU
-//! clock, so time spent preempted is not counted as work) and replies with a
-//! small body.
+//! Every request does `work_us` of user-space CPU work (a count of integer
+//! rounds calibrated once at start on the thread's CPU clock, so time spent
+//! preempted is not counted as work and no clock is read per request) and
+//! replies with a small body.
 
 pub mod mode;
 pub mod server;

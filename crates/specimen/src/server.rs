@@ -59,6 +59,9 @@ pub struct Stats {
     pub fsyncs: u64,
     /// Connections accepted.
     pub connections: u64,
+    /// Integer rounds per microsecond of CPU, measured once at start: the
+    /// work per request is `work_us` times this many rounds.
+    pub rounds_per_us: f64,
 }
 
 struct State {
@@ -105,6 +108,7 @@ impl State {
             spin_rounds: self.spin.spin_rounds.load(Ordering::Relaxed),
             fsyncs: self.fsyncs.load(Ordering::Relaxed),
             connections: self.connections.load(Ordering::Relaxed),
+            rounds_per_us: crate::work::calibrate(),
         }
     }
 
@@ -191,6 +195,8 @@ pub fn serve(config: SpecimenConfig, on_bound: impl FnOnce(SocketAddr)) -> io::R
         disk,
         stall: (config.stall_for.min(config.stall_every), config.stall_every, Instant::now()),
     });
+    // Measured before the first request is accepted, so no request pays for it.
+    crate::work::calibrate();
     on_bound(listener.local_addr()?);
     match config.mode {
         Mode::SingleThread => return serve_single_thread(listener, state),
