@@ -43,6 +43,10 @@ pub const RATE_KNEE_P99_X: f64 = 3.0;
 pub const RATE_KNEE_ACHIEVED_SHARE: f64 = 0.95;
 /// Share of the peak below which the last step counts as a collapse.
 pub const COLLAPSE_PEAK_SHARE: f64 = 0.70;
+/// The second step scaled more than this many times linearly from the first
+/// (e.g. 1 to 2 clients giving over 2.4 times the throughput): a
+/// [`Superlinear`] start.
+pub const SUPERLINEAR_X: f64 = 1.2;
 
 /// The shape of one run's throughput curve.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -87,6 +91,27 @@ pub struct Curve {
     /// overlaps the peak's: not called a collapse (kept to say so).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub collapse_within_noise: Option<Collapse>,
+    /// The first step did less per client than the second by more than
+    /// [`SUPERLINEAR_X`]: a closed loop's first client is slowed by what more
+    /// clients hide (on an idle machine each request waits for the server's
+    /// thread and then the client's to be woken), so it understates the
+    /// per-client rate. The USL is then fitted from the second step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superlinear_start: Option<Superlinear>,
+}
+
+/// A super-linear start: from the first step to the second, throughput grew
+/// faster than the clients did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Superlinear {
+    /// The first step's concurrency.
+    pub from: u32,
+    /// The second step's concurrency.
+    pub to: u32,
+    /// The second step's throughput in % of the first's.
+    pub scaling_pct: f64,
+    /// What linear scaling would give, in % of the first's (`to / from`).
+    pub linear_pct: f64,
 }
 
 /// The figures of a collapse, measured at the highest concurrency.
@@ -180,6 +205,7 @@ impl Curve {
             within_noise,
             flat_within_noise,
             collapse_within_noise,
+            superlinear_start: if rate_sweep { None } else { superlinear_start(&points) },
         })
     }
 
@@ -188,6 +214,27 @@ impl Curve {
     pub fn scaling_pct(&self, throughput: f64) -> Option<f64> {
         (self.first_throughput > 0.0).then(|| 100.0 * throughput / self.first_throughput)
     }
+}
+
+/// The first two steps when the second scaled more than [`SUPERLINEAR_X`]
+/// times linearly from the first.
+fn superlinear_start(points: &[Point]) -> Option<Superlinear> {
+    let (a, b) = (points.first()?, points.get(1)?);
+    if a.throughput <= 0.0 || a.concurrency == 0 {
+        return None;
+    }
+    let linear = f64::from(b.concurrency) / f64::from(a.concurrency);
+    let scaled = b.throughput / a.throughput;
+    // With intervals, the excess must be more than the noise: the second
+    // step's low end against the first's high end.
+    let lo = b.throughput_ci.as_ref().map_or(b.throughput, |c| c.low)
+        / a.throughput_ci.as_ref().map_or(a.throughput, |c| c.high).max(f64::MIN_POSITIVE);
+    (scaled > SUPERLINEAR_X * linear && lo > linear).then_some(Superlinear {
+        from: a.concurrency,
+        to: b.concurrency,
+        scaling_pct: 100.0 * scaled,
+        linear_pct: 100.0 * linear,
+    })
 }
 
 /// The level of the last point before latency departs from the first
@@ -236,6 +283,30 @@ fn collapse(first: &Point, last: &Point, peak: f64) -> Option<Collapse> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_second_step_far_above_linear_is_a_superlinear_start() {
+        // The default demo on a 2-vCPU VM: 1 client 5,258/s, 2 clients 15,900/s.
+        let demo = Series::from_pairs("demo", &[(1, 5258.0), (2, 15900.0), (5, 16176.0), (10, 15293.0), (20, 14512.0)]);
+        let s = Curve::of(&demo).unwrap().superlinear_start.unwrap();
+        assert_eq!((s.from, s.to, s.linear_pct), (1, 2, 200.0));
+        assert!((s.scaling_pct - 302.4).abs() < 0.1, "{s:?}");
+        // Linear, or a little above it (noise), is not.
+        for second in [200.0, 230.0] {
+            let c = Curve::of(&Series::from_pairs("x", &[(1, 100.0), (2, second), (4, 300.0)])).unwrap();
+            assert_eq!(c.superlinear_start, None, "{second}");
+        }
+        // Intervals: an excess inside the noise is not called.
+        let ci = |x: f64, pm: f64| Some(Ci95 { low: x * (1.0 - pm), high: x * (1.0 + pm), method: stats::Method::BatchMeans, n: 5 });
+        let noisy = Series::new(
+            "n",
+            vec![
+                Point { throughput_ci: ci(100.0, 0.3), ..Point::new(1, 100.0) },
+                Point { throughput_ci: ci(250.0, 0.3), ..Point::new(2, 250.0) },
+            ],
+        );
+        assert_eq!(Curve::of(&noisy).unwrap().superlinear_start, None);
+    }
 
     fn g5_tiger() -> Series {
         Series::from_pairs("G5 Tiger", &[(1, 192.0), (2, 274.0), (5, 113.0), (10, 62.0), (20, 50.0), (35, 50.0), (50, 47.0)])

@@ -42,7 +42,7 @@ pub mod verdict;
 
 pub use assert::{Assertion, Outcome};
 pub use compare::{compare, CompareError, CompareOptions, Comparison};
-pub use curve::{Collapse, Curve};
+pub use curve::{Collapse, Curve, Superlinear};
 pub use import::{import_unit, parse_import_csv, ImportError};
 pub use series::{Point, Series, SeriesError};
 pub use usl::{UslError, UslFit};

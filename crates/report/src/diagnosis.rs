@@ -129,6 +129,25 @@ fn verdict_line(v: &Verdict, d: &Diagnosis) -> String {
     line
 }
 
+/// The super-linear start explained, when the curve has one: what the
+/// first steps did, why one client understates the per-client rate, and that
+/// the USL was fitted without it.
+pub fn superlinear_words(c: &scalelab_analyze::curve::Curve, d: &Diagnosis) -> Option<String> {
+    let s = c.superlinear_start.as_ref()?;
+    let fitted = match d.usl_from {
+        Some(from) => format!("; the USL is fitted from {}", level(from, d)),
+        None => String::new(),
+    };
+    Some(format!(
+        "super-linear start: {} gave {:.0} % of {}'s throughput (linear would be {:.0} %): at {} each request waits for the server's thread and then the client's to be woken, slow on an idle machine (`scalelab micro` measures it: futex_wake, the ctx_* switches), and more clients hide those waits, so the first step understates what a client can do{fitted}",
+        level(s.to, d),
+        s.scaling_pct,
+        level(s.from, d),
+        s.linear_pct,
+        level(s.from, d),
+    ))
+}
+
 /// The diagnosis as text, in the shape of `scalelab diagnose`:
 /// the curve line, the USL line, then per verdict its line, what was
 /// missing and `  next: ...`.
@@ -152,6 +171,10 @@ pub fn render_text(d: &Diagnosis, run_label: &str) -> String {
             }
             out.push_str(&line);
             out.push('\n');
+            if let Some(words) = superlinear_words(c, d) {
+                out.push_str(&words);
+                out.push('\n');
+            }
         }
     }
     match (&d.usl, &d.usl_error) {

@@ -96,6 +96,14 @@ pub fn side_by_side(runs: &[(&str, &Diagnosis)], with_usl: bool) -> Vec<Vec<Stri
     row("peak", &peak_cell);
     row("knee", &knee_cell);
     row("collapse", &collapse_cell);
+    if runs.iter().any(|(_, d)| d.curve.as_ref().is_some_and(|c| c.superlinear_start.is_some())) {
+        row("super-linear start", &|d: &Diagnosis| {
+            d.curve
+                .as_ref()
+                .and_then(|c| crate::diagnosis::superlinear_words(c, d))
+                .map_or("-".into(), |w| w.trim_start_matches("super-linear start: ").to_string())
+        });
+    }
     if with_usl {
         fn usl(d: &Diagnosis, f: impl Fn(&scalelab_analyze::UslFit) -> String) -> String {
             d.usl.as_ref().map_or_else(|| "-".to_string(), f)
@@ -105,6 +113,9 @@ pub fn side_by_side(runs: &[(&str, &Diagnosis)], with_usl: bool) -> Vec<Vec<Stri
         row("USL κ (coherency)", &|d| usl(d, |u| format!("{:.5}", u.kappa)));
         row("USL R²", &|d| usl(d, |u| u.r2.map_or("-".into(), |r| format!("{r:.3}"))));
         row("USL N* (optimum clients)", &|d| usl(d, |u| u.n_opt.map_or("none (κ = 0)".into(), num)));
+        if runs.iter().any(|(_, d)| d.usl_from.is_some()) {
+            row("USL fitted from", &|d: &Diagnosis| d.usl_from.map_or("the first step".into(), clients));
+        }
         if runs.iter().any(|(_, d)| d.usl_error.is_some()) {
             row("USL note", &|d: &Diagnosis| d.usl_error.clone().unwrap_or_default());
         }

@@ -30,6 +30,11 @@ pub struct Diagnosis {
     /// and the verdicts are offered rates, not clients.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub rate_sweep: bool,
+    /// The concurrency the USL was fitted from when it is not the first
+    /// step's: after a super-linear start ([`Curve::superlinear_start`]) the
+    /// first step is left out rather than fitted through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usl_from: Option<u32>,
 }
 
 fn default_unit() -> String {
@@ -42,7 +47,15 @@ pub fn diagnose(run: &Run) -> Diagnosis {
     let series = Series::of_run(run.plan.label.clone(), run);
     let curve = Curve::of(&series);
     let rate_sweep = !series.points.is_empty() && series.points.iter().all(|p| p.offered_rate_per_s.is_some());
-    let (usl, usl_error) = match usl::fit(&series) {
+    // After a super-linear start the first step is not the per-client rate
+    // the law assumes: fit from the second step, when enough steps remain.
+    let usl_from =
+        curve.as_ref().ok().and_then(|c| c.superlinear_start.as_ref()).filter(|_| series.points.len() > usl::MIN_POINTS).map(|s| s.to);
+    let fitted = match usl_from {
+        Some(from) => Series::new(series.label.clone(), series.points.iter().filter(|p| p.concurrency >= from).cloned().collect()),
+        None => series.clone(),
+    };
+    let (usl, usl_error) = match usl::fit(&fitted) {
         _ if rate_sweep => (None, Some("a rate sweep has no concurrency to fit: the USL models closed-loop steps (-c)".to_string())),
         Ok(f) => (Some(f), None),
         Err(e) => (None, Some(e.to_string())),
@@ -50,7 +63,7 @@ pub fn diagnose(run: &Run) -> Diagnosis {
     let mut verdicts = curve.as_ref().map(|c| verdicts(run, c)).unwrap_or_default();
     // Stable: within a step the rules' order (most important first) stays.
     verdicts.sort_by_key(|v| v.concurrency);
-    Diagnosis { curve: curve.ok(), usl, usl_error, verdicts, unit: run.plan.throughput_unit().to_string(), rate_sweep }
+    Diagnosis { curve: curve.ok(), usl, usl_error, verdicts, unit: run.plan.throughput_unit().to_string(), rate_sweep, usl_from }
 }
 
 /// The diagnosis as the JSON of `diagnose --json`: `curve` {`peak`,
@@ -75,6 +88,9 @@ pub fn to_json(d: &Diagnosis) -> Value {
             m.insert("flat_within_noise".into(), json!(c.flat_within_noise));
             m.insert("collapse_within_noise".into(), json!(c.collapse_within_noise));
         }
+        if let (Some(s), Value::Object(m)) = (&c.superlinear_start, &mut v) {
+            m.insert("superlinear_start".into(), json!(s));
+        }
         // A rate sweep's levels are offered rates (the *_concurrency keys then hold them too).
         if let (true, Value::Object(m)) = (d.rate_sweep, &mut v) {
             m.insert("peak_rate_per_s".into(), json!(c.peak_concurrency));
@@ -82,7 +98,13 @@ pub fn to_json(d: &Diagnosis) -> Value {
         }
         v
     });
-    let usl = d.usl.as_ref().map(|u| json!({ "lambda": u.lambda, "sigma": u.sigma, "kappa": u.kappa, "r2": u.r2, "n_opt": u.n_opt }));
+    let usl = d.usl.as_ref().map(|u| {
+        let mut v = json!({ "lambda": u.lambda, "sigma": u.sigma, "kappa": u.kappa, "r2": u.r2, "n_opt": u.n_opt });
+        if let (Some(from), Value::Object(m)) = (d.usl_from, &mut v) {
+            m.insert("fitted_from".into(), json!(from));
+        }
+        v
+    });
     json!({
         "curve": curve,
         "usl": usl,

@@ -61,6 +61,10 @@ pub const SERVER_CPU_SHARE: f64 = 0.5;
 /// said instead. A fifth: a server doing real work next to a loopback client
 /// uses about half of the busy CPU; a hog beside an idle server leaves it ~1 %.
 pub const SERVER_OF_BUSY_MIN: f64 = 0.2;
+/// A CPU-bound verdict says the load generator shared the cores when it
+/// used at least this % of the busy CPU (the default demo's loopback client
+/// uses 10-20 % of it; the server then had the rest, not all of it).
+pub const CLIENT_OF_BUSY_NOTE_PCT: f64 = 10.0;
 /// Server CPU (% of one core) under which the server did nothing measurable.
 pub const SERVER_IDLE_CPU_PCT: f64 = 1.0;
 /// Server context switches per second under which its threads were not being

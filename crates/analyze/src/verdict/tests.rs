@@ -254,6 +254,48 @@ fn cpu_bound_split_user_and_kernel() {
 }
 
 #[test]
+fn a_cpu_bound_server_is_told_apart_from_the_load_generator_sharing_its_cores() {
+    // 4 cores 95 % busy (3.8 cores): the client at 0.4 of a core is 11 %.
+    let v = only(&run_with(busy(70.0, 25.0)), VerdictKind::CpuBoundUser);
+    assert!((ev(&v, "load generator CPU") - 40.0).abs() < 1e-9, "{:?}", v.evidence);
+    assert!((ev(&v, "load generator share of the busy CPU") - 100.0 * 0.4 / 3.8).abs() < 1e-9);
+    assert!(v.headline.contains("the load generator shares these cores and used 11 % of the busy CPU"), "{}", v.headline);
+    // A client using a sliver is not worth the words.
+    let mut r = run_with(busy(70.0, 25.0));
+    r.steps.iter_mut().for_each(|s| s.client_cpu_s = 1.0);
+    let v = only(&r, VerdictKind::CpuBoundUser);
+    assert!(!v.headline.contains("load generator"), "{}", v.headline);
+}
+
+#[test]
+fn a_superlinear_start_is_named_and_left_out_of_the_usl_fit() {
+    // The default demo's shape: 1 client does a third of what 2 do, then
+    // the two cores are full.
+    let r = run(vec![
+        step(1, 5258.0, None),
+        step(2, 15900.0, None),
+        step(5, 17500.0, None),
+        step(10, 17800.0, None),
+        step(20, 17700.0, None),
+        step(35, 17600.0, None),
+    ]);
+    let d = diagnose(&r);
+    let s = d.curve.as_ref().unwrap().superlinear_start.clone().unwrap();
+    assert_eq!((s.from, s.to), (1, 2));
+    assert_eq!(d.usl_from, Some(2));
+    let u = d.usl.as_ref().unwrap_or_else(|| panic!("{:?}", d.usl_error));
+    assert_eq!(u.points, 5);
+    let j = super::to_json(&d);
+    assert_eq!(j["usl"]["fitted_from"], 2);
+    assert_eq!(j["curve"]["superlinear_start"]["to"], 2);
+    // Without the super-linear start the fit keeps every step.
+    let r =
+        run(vec![step(1, 8000.0, None), step(2, 15900.0, None), step(5, 16176.0, None), step(10, 15293.0, None), step(20, 14512.0, None)]);
+    let d = diagnose(&r);
+    assert_eq!((d.curve.unwrap().superlinear_start, d.usl_from), (None, None));
+}
+
+#[test]
 fn cpu_bound_without_server_cpu_is_medium_and_without_split_absent() {
     let r = run_with(|n| {
         let mut t = busy(70.0, 25.0)(n);

@@ -38,12 +38,22 @@ pub(super) fn cpu_bound(ctx: &Ctx) -> Option<Verdict> {
             "profile the server's code: re-run with `--profile` (the hottest functions named here, a flame graph per step in the report; docs/profiles.md) or `perf record -g -p PID`",
         )
     };
+    // The load generator on the same cores: the server scaled until the
+    // cores were full, and part of what filled them was the client.
+    let client_cores = (ctx.step.window_s > 0.0).then(|| ctx.step.client_cpu_s / ctx.step.window_s);
+    let client_of_busy = client_cores.zip(cores).map(|(c, n)| 100.0 * c / (busy / 100.0 * n).max(f64::EPSILON));
     let mut d = Draft::new(kind, ctx, headline, next);
+    if let Some(share) = client_of_busy.filter(|s| *s >= CLIENT_OF_BUSY_NOTE_PCT) {
+        d.v.headline =
+            format!("{headline}; the load generator shares these cores and used {share:.0} % of the busy CPU, so the server had the rest");
+    }
     d.ev("CPU busy", Some(busy), "%");
     d.ev("CPU user", Some(user), "%");
     d.ev("CPU sys", Some(sys), "%");
     d.ev("CPU softirq", t.cpu_softirq_pct, "%");
     d.ev("server CPU", t.server_cpu_pct, "% of one core");
+    d.ev("load generator CPU", client_cores.map(|c| 100.0 * c), "% of one core");
+    d.ev("load generator share of the busy CPU", client_of_busy, "%");
     d.ev("logical cores", cores, "cores");
     // Corroboration: the server, not a neighbour (or the client), uses the CPU.
     let server_share = t.server_cpu_pct.zip(cores).map(|(s, c)| s / (100.0 * c));
