@@ -77,18 +77,19 @@ fn show_and_compare_carry_the_intervals_of_a_versus_pair() {
 
     let table = json(&store, &["compare", "1", "2", "--format", "json"]);
     for row in table["rows"].as_array().unwrap() {
-        let d = &row["delta"]["A vs B"];
-        assert_eq!((d["method"].as_str(), d["verdict"].as_str()), (Some("paired-t"), Some("faster")), "{row}");
-        assert!(d["ci95_low_pct"].as_f64().unwrap() > 0.0 && d["ci95_high_pct"].as_f64().unwrap() < 10.0, "{d}");
+        // The first named run is the baseline: B against A.
+        let d = &row["delta"]["B vs A"];
+        assert_eq!((d["method"].as_str(), d["verdict"].as_str()), (Some("paired-t"), Some("slower")), "{row}");
+        assert!(d["ci95_low_pct"].as_f64().unwrap() > -10.0 && d["ci95_high_pct"].as_f64().unwrap() < 0.0, "{d}");
     }
     let text = run(&store, &["compare", "1", "2"]);
     let text = String::from_utf8_lossy(&text.stdout);
-    assert!(text.contains("A vs B: paired"), "{text}");
-    assert!(text.lines().find(|l| l.starts_with("4 ")).unwrap().ends_with("faster"), "{text}");
+    assert!(text.contains("B vs A: paired"), "{text}");
+    assert!(text.lines().find(|l| l.starts_with("4 ")).unwrap().ends_with("slower"), "{text}");
 
-    // The delta's low bound is above 3 % but not above 6 %.
-    assert_eq!(run(&store, &["compare", "1", "2", "--assert", "delta_pct@4 >= 3"]).status.code(), Some(0));
-    let failed = run(&store, &["compare", "1", "2", "--assert", "delta_pct@4 >= 6"]);
+    // A against B (--pair): the delta's low bound is above 3 % but not above 6 %.
+    assert_eq!(run(&store, &["compare", "1", "2", "--pair", "A:B", "--assert", "delta_pct@4 >= 3"]).status.code(), Some(0));
+    let failed = run(&store, &["compare", "1", "2", "--pair", "A:B", "--assert", "delta_pct@4 >= 6"]);
     assert_eq!(failed.status.code(), Some(1));
     assert!(stderr(&failed).contains("its low bound is below 6"), "{}", stderr(&failed));
 }

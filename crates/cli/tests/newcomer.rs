@@ -103,7 +103,14 @@ fn compare_of_two_runs_shows_the_delta_by_default_formatted_like_show() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     let header = text.lines().next().unwrap();
-    assert!(header.contains("same #1") && header.contains("same #2") && header.contains("same #1 vs same #2"), "{text}");
+    assert!(header.contains("same #1") && header.contains("same #2") && header.contains("same #2 vs same #1"), "{text}");
+    assert!(text.contains("same #2 vs same #1: 100 x (same #2/same #1 - 1), same #1 the baseline"), "stated once: {text}");
+    // The report of the same two runs: the same column, so the same sign.
+    let md = dir.path().join("r.md");
+    let rep = run(&store, &["report", "1", "2", "-o", md.to_str().unwrap()]);
+    assert!(rep.status.success(), "{}", stderr(&rep));
+    let page = std::fs::read_to_string(&md).unwrap();
+    assert!(page.contains("same #2 vs same #1") && !page.contains("same #1 vs same #2"), "{page}");
     assert!(text.match_indices("same").all(|(i, _)| text[i + 4..].starts_with(" #")), "never a bare 'same' beside 'same #2': {text}");
     let row = text.lines().find(|l| l.starts_with("2 ")).unwrap();
     let first = row.split_whitespace().nth(1).unwrap();
@@ -111,9 +118,9 @@ fn compare_of_two_runs_shows_the_delta_by_default_formatted_like_show() {
     assert!(row.trim_end().ends_with('%'), "a delta cell: {row}");
 
     // --pair takes ids; --assert checks the delta, exit 1 when it fails.
-    let ok = run(&store, &["compare", "1", "2", "--pair", "2:1", "--assert", "delta_pct@2 >= -99"]);
+    let ok = run(&store, &["compare", "1", "2", "--pair", "1:2", "--assert", "delta_pct@2 >= -99"]);
     assert!(ok.status.success(), "{}", stderr(&ok));
-    assert!(String::from_utf8_lossy(&ok.stdout).lines().next().unwrap().contains("same #2 vs same #1"));
+    assert!(String::from_utf8_lossy(&ok.stdout).lines().next().unwrap().contains("same #1 vs same #2"));
     assert!(stderr(&ok).contains("PASS  delta_pct@2 >= -99"), "{}", stderr(&ok));
     let fail = run(&store, &["compare", "1", "2", "--assert", "delta_pct@2 >= 1000"]);
     assert_eq!(fail.status.code(), Some(1), "{}", stderr(&fail));

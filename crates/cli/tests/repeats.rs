@@ -221,7 +221,8 @@ fn a_faster_specimen_is_called_faster_with_an_interval_that_holds_the_long_run_d
     // different quantity. ABBA again, at the scale of runs.
     let delta = |store: &std::path::Path, repeats: &str| {
         let (a, b) = versus(store, "100", "150", "1", "1s", repeats);
-        judged(store, &a, &b)[0].clone()
+        // B named first is the baseline: the delta is A against it.
+        judged(store, &b, &a)[0].clone()
     };
     let pooled = |x: f64, y: f64| 100.0 * (((1.0 + x / 100.0).ln() + (1.0 + y / 100.0).ln()) / 2.0).exp_m1();
     let mut before = delta(&store, "8");

@@ -138,8 +138,12 @@ pub fn legend(c: &Comparison) -> Vec<String> {
         None => "mean of all steps".to_string(),
     };
     let mut lines = vec!["scaling: throughput / the run's first step (first step = 100%)".to_string()];
-    if !c.deltas.is_empty() {
-        lines.push("A vs B: 100 x (A/B - 1)".to_string());
+    // One convention everywhere (compare, report, --assert): X vs Y is X
+    // against Y, the baseline; with two runs, the first named.
+    match c.deltas.as_slice() {
+        [] => {}
+        [d] => lines.push(format!("{} vs {}: 100 x ({}/{} - 1), {} the baseline", d.a, d.b, d.a, d.b, d.b)),
+        _ => lines.push("X vs Y: 100 x (X/Y - 1), Y the baseline".to_string()),
     }
     lines.push(format!("AVG: {avg}; MAX: highest step; their scaling and deltas are computed from the AVG and MAX throughputs"));
     lines.push("-: no data (or an AVG delta over different steps)".to_string());

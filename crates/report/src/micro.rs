@@ -301,9 +301,9 @@ pub fn comparison_table(c: &Comparison) -> Table {
         .collect();
     Table {
         title: format!(
-            "Compared with {}: delta% = 100 x (A/B - 1); for us/ns smaller is better, \
+            "Compared with {}: delta% = 100 x (run/{} - 1); for us/ns smaller is better, \
              for MB/s, MFLOPS, Mops/s bigger is better",
-            c.baseline
+            c.baseline, c.baseline
         ),
         columns,
         rows,

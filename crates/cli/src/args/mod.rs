@@ -269,8 +269,9 @@ pub struct CompareArgs {
     /// Delta columns of every run against this one (label or id).
     #[arg(long)]
     pub baseline: Option<String>,
-    /// A delta column A vs B (repeatable), as 100 x (A/B - 1) %; A and B are
-    /// labels or ids. Two runs and no --pair/--baseline: the first vs the second.
+    /// A delta column A vs B (repeatable), as 100 x (A/B - 1) %: B is the
+    /// baseline; A and B are labels or ids. Two runs and no --pair/--baseline:
+    /// the second vs the first (the first named is the baseline, as in `report`).
     #[arg(long = "pair")]
     pub pairs: Vec<String>,
     /// A check (repeatable, docs/assertions.md): `delta_pct@50 >= -5` on the

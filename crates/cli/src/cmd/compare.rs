@@ -120,9 +120,10 @@ pub fn compare_runs(store_path: &Path, a: &CompareArgs) -> anyhow::Result<ExitCo
         })?;
         pairs.push(pair);
     }
-    // Two runs: the delta of the first against the second, unless asked otherwise.
+    // Two runs: the first named is the baseline, as in `report` and
+    // `--baseline`: the delta is the second against it, unless asked otherwise.
     if pairs.is_empty() && baseline.is_none() && series.len() == 2 {
-        pairs.push((series[0].label.clone(), series[1].label.clone()));
+        pairs.push((series[1].label.clone(), series[0].label.clone()));
     }
     let labelled: Vec<(&str, &scalelab_core::Run)> = series.iter().map(|s| s.label.as_str()).zip(&runs).collect();
     let paired = scalelab_analyze::compare::versus_arms(&labelled);
