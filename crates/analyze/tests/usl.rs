@@ -158,12 +158,12 @@ fn retrograde_published_series_has_an_early_optimum_but_no_usable_fit() {
     }
 }
 
-/// Every column of the published import files (tests/data/published, copies
+/// Every column of the published import files (examples/published, copies
 /// of /work/shared/data): the six that climb then flatten fit (R² >= 0.93),
 /// Tiger's collapse does not.
 #[test]
 fn published_series_fit_except_the_collapse() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/published");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/published");
     let mut usable = Vec::new();
     for f in ["mysql-scaling-g5-tiger-linux-opteron.csv", "mysql-64bit-vs-32bit.csv"] {
         let text = std::fs::read_to_string(dir.join(f)).unwrap();

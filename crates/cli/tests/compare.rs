@@ -6,7 +6,7 @@ use common::*;
 
 fn data(name: &str) -> String {
     let base = std::env::var("SCALELAB_PUBLISHED_DIR")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../analyze/tests/data/published").to_string());
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/published").to_string());
     format!("{base}/{name}")
 }
 

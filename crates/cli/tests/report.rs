@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 fn published(name: &str) -> String {
-    format!("{}/../analyze/tests/data/published/{name}", env!("CARGO_MANIFEST_DIR"))
+    format!("{}/../../examples/published/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
 fn artifacts() -> PathBuf {

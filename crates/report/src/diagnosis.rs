@@ -139,7 +139,7 @@ pub fn superlinear_words(c: &scalelab_analyze::curve::Curve, d: &Diagnosis) -> O
         None => String::new(),
     };
     Some(format!(
-        "super-linear start: {} gave {:.0} % of {}'s throughput (linear would be {:.0} %): at {} each request waits for the server's thread and then the client's to be woken, slow on an idle machine (`scalelab micro` measures it: futex_wake, the ctx_* switches), and more clients hide those waits, so the first step understates what a client can do{fitted}",
+        "super-linear start: {} gave {:.0} % of {}'s throughput (linear would be {:.0} %): at {} every request pays two wake-ups in turn, the server's thread and then the client's, with nothing to overlap them (slow on an idle VM's halted CPUs, or behind other work on a busy one; `scalelab micro` measures wake-ups: futex_wake, the ctx_* switches); more clients overlap those waits, so the first step understates what a client can do{fitted}",
         level(s.to, d),
         s.scaling_pct,
         level(s.from, d),

@@ -10,6 +10,11 @@ fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../analyze/tests/fixtures/micro")
 }
 
+/// The published lmbench and flops tables, shipped for the README's tour.
+fn published() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/lmbench")
+}
+
 /// A full run measured on the development machine (2 vCPU KVM guest).
 fn baseline() -> LabelledRun {
     let text = std::fs::read_to_string(fixtures().join("baseline-run.json")).unwrap();
@@ -21,13 +26,13 @@ fn baseline() -> LabelledRun {
 
 fn all_runs() -> Vec<LabelledRun> {
     let mut runs = vec![baseline()];
-    runs.extend(load_published_dir(&fixtures()).unwrap());
+    runs.extend(load_published_dir(&published()).unwrap());
     runs
 }
 
 #[test]
 fn published_tables_load_and_merge_by_host() {
-    let published = load_published_dir(&fixtures()).unwrap();
+    let published = load_published_dir(&published()).unwrap();
     let labels: Vec<&str> = published.iter().map(|r| r.label.as_str()).collect();
     assert_eq!(
         labels,
@@ -87,7 +92,7 @@ fn comparison_against_published_opteron() {
 #[test]
 fn comparison_of_two_published_oses_on_one_machine() {
     // The same dual G5 under Darwin and Linux: how much the OS costs.
-    let published = load_published_dir(&fixtures()).unwrap();
+    let published = load_published_dir(&published()).unwrap();
     let g5: Vec<LabelledRun> = published.into_iter().filter(|r| r.label.starts_with("G5") && r.os.is_some()).collect();
     let cmp = compare(&g5, "G5 2.5 GHz Linux").unwrap();
     let fork = cmp.rows.iter().find(|r| r.id == "fork_exit").unwrap();

@@ -11,7 +11,7 @@
 //! themselves rounded); per-step throughputs are inputs and must match exactly.
 //!
 //! The data folder is a verbatim copy of the project's shared/data (README
-//! and the sweep tables) in `crates/analyze/tests/data/published`; point
+//! and the sweep tables) in `examples/published`; point
 //! `SCALELAB_PUBLISHED_DIR` at another folder of the same layout to check it.
 
 use scalelab_analyze::compare::Cells;
@@ -28,7 +28,7 @@ const AGGREGATE_TOLERANCE: f64 = 1.0;
 fn data_dir() -> PathBuf {
     std::env::var_os("SCALELAB_PUBLISHED_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../analyze/tests/data/published"))
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/published"))
 }
 
 /// Splits a shell command line into words (double and single quotes, backslash escapes).

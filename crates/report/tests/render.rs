@@ -5,7 +5,7 @@ use scalelab_analyze::{compare, parse_import_csv, CompareOptions, Comparison, Se
 use scalelab_report::compare::{to_csv, to_markdown, to_text};
 
 fn published(name: &str) -> Vec<Series> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../analyze/tests/data/published").join(name);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/published").join(name);
     parse_import_csv(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
