@@ -10,7 +10,7 @@
 //! percentages, one unit for AVG/MAX throughput (the published inputs were
 //! themselves rounded); per-step throughputs are inputs and must match exactly.
 //!
-//! The data folder is a verbatim copy of the project's shared/data (README
+//! The data folder is a verbatim copy of the published tables (README
 //! and the sweep tables) in `examples/published`; point
 //! `SCALELAB_PUBLISHED_DIR` at another folder of the same layout to check it.
 
