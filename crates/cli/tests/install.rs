@@ -23,6 +23,7 @@ fn install_script_puts_binary_completions_and_man_pages_under_the_prefix() {
 
     let bash = read(&p.join("share/bash-completion/completions/scalelab"));
     assert!(bash.contains("complete -F") && bash.contains("--concurrency"), "bash completion knows sweep's options");
+    assert!(bash.contains("scales global-lock single-thread"), "bash completes --specimen with its modes, not file names");
     let zsh = read(&p.join("share/zsh/site-functions/_scalelab"));
     assert!(zsh.starts_with("#compdef scalelab"), "zsh completion: {}", &zsh[..zsh.len().min(80)]);
     let fish = read(&p.join("share/fish/vendor_completions.d/scalelab.fish"));
@@ -35,6 +36,13 @@ fn install_script_puts_binary_completions_and_man_pages_under_the_prefix() {
     for sub in ["runs", "show", "compare", "report", "micro", "watch"] {
         assert!(p.join(format!("share/man/man1/scalelab-{sub}.1")).is_file(), "page for {sub}");
     }
+    // Every page scalelab(1) names is installed (clap's `help` had none).
+    for named in man.split("scalelab\\-").skip(1).filter_map(|rest| rest.split_once("(1)")).map(|(name, _)| name) {
+        assert!(p.join(format!("share/man/man1/scalelab-{named}.1")).is_file(), "scalelab.1 names scalelab-{named}(1), not installed");
+    }
+    assert!(!man.contains("scalelab\\-help"), "{man}");
+    // The specimen's modes are in the pages and the completions.
+    assert!(sweep.contains("thread\\-per\\-connection"), "sweep's page lists the specimen modes");
 }
 
 #[test]

@@ -90,8 +90,12 @@ fn unknown_mode_is_bad_input() {
     let dir = tempfile::tempdir().unwrap();
     let out = run(&dir.path().join("s.db"), &["sweep", "--specimen", "turbo"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("unknown specimen mode 'turbo'"), "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(said.contains("invalid value 'turbo' for '--specimen") && said.contains("possible values: scales, global-lock"), "{said}");
     assert!(!dir.path().join("s.db").exists(), "nothing stored before validation passes");
+    // The modes are listed in help (and so in the man page and completions).
+    let help = String::from_utf8_lossy(&run(&dir.path().join("s.db"), &["sweep", "--help"]).stdout).into_owned();
+    assert!(help.contains("thread-per-connection") && help.contains("stall"), "{help}");
 }
 
 #[test]

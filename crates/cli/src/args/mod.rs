@@ -336,8 +336,8 @@ pub struct SpecimenArgs {
     /// Address to bind.
     #[arg(long, default_value = "127.0.0.1")]
     pub bind: String,
-    /// scales, global-lock, single-thread, disk, spin, stall, thread-per-connection.
-    #[arg(long, default_value = "scales")]
+    /// The mode: the cause of poor scaling it shows (README, Specimen modes).
+    #[arg(long, default_value = "scales", value_parser = specimen_modes())]
     pub mode: String,
     /// stall mode: how long the server stops answering each time.
     #[arg(long, default_value = "200ms")]
@@ -413,4 +413,10 @@ pub struct WatchArgs {
     /// `scalelab profile RUN` shows the whole watch or one window (docs/profiles.md).
     #[arg(long)]
     pub profile: bool,
+}
+
+/// The specimen's modes as the values of `--specimen` and `specimen --mode`:
+/// listed in `--help`, the man pages and the shell completions.
+pub fn specimen_modes() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(scalelab_specimen::Mode::ALL.map(|m| m.name()))
 }

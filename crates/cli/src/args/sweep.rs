@@ -137,7 +137,7 @@ pub struct SweepArgs {
     #[arg(long, default_value_t = 2)]
     pub max_failed_steps: u32,
     /// Specimen mode when no target is given [default: scales].
-    #[arg(long)]
+    #[arg(long, value_parser = super::specimen_modes())]
     pub specimen: Option<String>,
     /// Specimen CPU work per request, microseconds [default: 100].
     #[arg(long)]

@@ -19,7 +19,9 @@ pub fn completions(args: &CompletionsArgs) -> anyhow::Result<ExitCode> {
 
 /// Prints scalelab(1), or writes it and a page per subcommand into `--dir`.
 pub fn man(args: &ManArgs) -> anyhow::Result<ExitCode> {
-    let cmd = Cli::command();
+    // Without clap's `help` subcommand: scalelab.1 would list a
+    // scalelab-help(1) that no page is written for.
+    let cmd = Cli::command().disable_help_subcommand(true);
     let Some(dir) = &args.dir else {
         let mut out = std::io::stdout().lock();
         clap_mangen::Man::new(cmd).render(&mut out)?;
