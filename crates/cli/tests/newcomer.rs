@@ -57,6 +57,8 @@ fn an_imported_table_of_queries_says_q_per_s() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("peak 274 q/s at 2 clients"), "{text}");
     assert!(!text.contains("req/s"), "{text}");
+    // The run is named once, in the header.
+    assert_eq!(text.matches("G5 Tiger").count(), 1, "{text}");
 }
 
 #[test]

@@ -87,7 +87,10 @@ pub fn diagnosis_text(run: &Run) -> String {
 /// fitted to `width`.
 pub fn diagnose_text(run: &Run, d: &Diagnosis, width: Option<usize>) -> String {
     let label = line(&run.plan.label);
-    format!("run {}: {label}\n{}", run.id, wrap(&crate::diagnosis::render_text(d, &label), width))
+    // The header names the run; the diagnosis's own first line is its label again.
+    let text = crate::diagnosis::render_text(d, &label);
+    let body = text.split_once('\n').map_or("", |(_, body)| body);
+    format!("run {}: {label}\n{}", run.id, wrap(body, width))
 }
 
 /// One checked `--assert`: `PASS  TEXT  (measured VALUE; DETAIL)` (or FAIL).
