@@ -15,7 +15,12 @@ fn rows(out: &mut String, title: &str, unit: &str, rows: &[FrameShare]) {
         let _ = writeln!(out, "  (none)");
     }
     for r in rows {
-        let value = if unit == "ms" { format!("{:.1} ms", r.value as f64 / 1e6) } else { format!("{} {unit}", r.value) };
+        let value = match unit {
+            "ms" => format!("{:.1} ms", r.value as f64 / 1e6),
+            // "1 sample", "2 samples": the unit is given in the plural.
+            _ if r.value == 1 => format!("1 {}", unit.strip_suffix('s').unwrap_or(unit)),
+            _ => format!("{} {unit}", r.value),
+        };
         let _ = writeln!(out, "  {}  {value:>12}  {}", pct(r.share), r.frame);
     }
 }
@@ -114,4 +119,17 @@ pub fn folded(p: &StackProfile) -> String {
         let _ = writeln!(out, "{} {}", scalelab_core::escape_control(&s.stack), s.value);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_sample_is_singular() {
+        let share = |value| FrameShare { frame: "f".into(), value, share: 0.5 };
+        let mut out = String::new();
+        rows(&mut out, "t", "samples", &[share(1), share(2)]);
+        assert!(out.contains(" 1 sample  ") && out.contains(" 2 samples  "), "{out}");
+    }
 }
