@@ -30,12 +30,19 @@ pub enum LiveView {
     Screen(Box<Screen>),
 }
 
+/// The smallest terminal the full-screen view is drawn on (columns, rows).
+const MIN_COLS: u16 = 40;
+const MIN_ROWS: u16 = 12;
+
 impl LiveView {
     /// The full-screen view when stderr is a terminal and neither `quiet` nor
     /// `no_tui` is set (and the terminal can be set up), plain lines otherwise.
     /// `stop` is the sweep's stop flag, which `q` and Ctrl-C raise.
     pub fn start(quiet: bool, no_tui: bool, title: String, steps: &[StepPlan], stop: Arc<AtomicBool>) -> LiveView {
-        if !quiet && !no_tui && std::io::stderr().is_terminal() {
+        // A pty of no size (0x0, as some CI runners give) or too small for
+        // the view would only draw blank frames: lines instead.
+        let fits = ratatui::crossterm::terminal::size().is_ok_and(|(cols, rows)| cols >= MIN_COLS && rows >= MIN_ROWS);
+        if !quiet && !no_tui && std::io::stderr().is_terminal() && fits {
             if let Ok(screen) = Screen::open(title, steps, stop) {
                 return LiveView::Screen(Box::new(screen));
             }

@@ -15,8 +15,13 @@ const ALT_SCREEN: &str = "\x1b[?1049h";
 /// Runs `scalelab --store STORE ARGS` on a 100x30 pty; after `key_after`
 /// writes `key` as if typed. Returns the exit code and everything drawn.
 fn on_pty(store: &Path, args: &str, key: Option<(Duration, &str)>) -> (i32, String) {
+    on_pty_sized(store, args, key, (100, 30))
+}
+
+/// [`on_pty`] on a pty of `(cols, rows)`.
+fn on_pty_sized(store: &Path, args: &str, key: Option<(Duration, &str)>, (cols, rows): (u16, u16)) -> (i32, String) {
     let typescript = store.with_extension("typescript");
-    let cmd = format!("stty cols 100 rows 30; {} --store {} {args}", env!("CARGO_BIN_EXE_scalelab"), store.display());
+    let cmd = format!("stty cols {cols} rows {rows}; {} --store {} {args}", env!("CARGO_BIN_EXE_scalelab"), store.display());
     let mut child = Command::new("script")
         .args(["-qec", &cmd])
         .arg(&typescript)
@@ -109,6 +114,14 @@ fn no_tui_on_a_terminal_and_a_pipe_give_plain_progress() {
     assert!(code == 0 || (code == 1 && drawn.contains("nothing succeeded")), "{drawn}");
     assert!(!drawn.contains(ALT_SCREEN), "--no-tui draws no full-screen view");
     assert!(drawn.contains("step 1/1 c=1"), "the progress line is written instead: {drawn}");
+
+    // A terminal of no size (some CI ptys) or too small for the view: lines too.
+    for size in [(0, 0), (30, 8)] {
+        let (code, drawn) = on_pty_sized(&store, "sweep -c 1 --warmup 0.2s --duration 0.6s --pause 0s", None, size);
+        assert!(code == 0 || (code == 1 && drawn.contains("nothing succeeded")), "{drawn}");
+        assert!(!drawn.contains(ALT_SCREEN), "no full-screen view on a {size:?} terminal: {drawn}");
+        assert!(drawn.contains("step 1/1 c=1"), "plain progress lines instead: {drawn}");
+    }
 
     let out = run(&store, &["sweep", "-c", "1,2", "--warmup", "0.2s", "--duration", "1.2s", "--pause", "0s"]);
     assert!(out.status.success());
