@@ -360,3 +360,14 @@ fn the_machine_noise_is_printed_and_stored_with_the_run() {
     noise_x(lines[0]);
     assert!(!String::from_utf8_lossy(&out.stdout).contains("run-to-run noise"), "stderr only");
 }
+
+#[test]
+fn standalone_preflight_judges_the_specimens_placement_as_a_sweep_does() {
+    // The specimen is not running yet; it will share scalelab's CPUs.
+    let out = Command::new("taskset").args(["-c", "0", env!("CARGO_BIN_EXE_scalelab"), "preflight", "--json", "-t", "1"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let all = checks(&out);
+    let c = check(&all, "cpu.placement");
+    assert_eq!(c["status"], "warn", "{c}");
+    assert!(c["figure"].as_str().unwrap().contains("server may run on CPUs 0: 1 shared"), "{c}");
+}

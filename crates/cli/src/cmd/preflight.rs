@@ -61,7 +61,14 @@ pub fn checks(ask: Ask) -> anyhow::Result<Judged> {
         server_version: ask.server_version,
         noise: Ok(scalelab_probe::preflight::noise::measure(&roots)),
     };
-    let facts = read(&roots, &input);
+    let not_started = ask.target.kind() == TargetKind::Specimen && input.server_pid.is_err();
+    let mut facts = read(&roots, &input);
+    if not_started {
+        // The specimen is not running yet, but it will be this process's
+        // child, on the CPUs it may use now: judge placement on those, as
+        // every sweep does once it has started.
+        facts.server_cpus = scalelab_probe::preflight::machine::allowed_cpus(&roots, std::process::id());
+    }
     Ok(Judged { checks: judge(&facts, &plan), noise_pct: noise_pct(&facts) })
 }
 
