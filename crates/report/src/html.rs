@@ -227,6 +227,7 @@ pub fn render(input: &ReportInput) -> String {
             }
             if let Some(rows) = telemetry_rows(r) {
                 table(&mut out, &rows, &[9]);
+                let _ = write!(out, r#"<p class="note">{}</p>"#, esc(&crate::page::telemetry_legend(r)));
             }
             let missing = unavailable_lines(r);
             if !missing.is_empty() {

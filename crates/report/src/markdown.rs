@@ -89,6 +89,9 @@ pub fn render(input: &ReportInput) -> String {
             if let Some(rows) = telemetry_rows(r) {
                 out.push_str("\nTelemetry per step (window averages):\n\n");
                 out.push_str(&md_table(&rows));
+                out.push('\n');
+                out.push_str(&cell(&crate::page::telemetry_legend(r)));
+                out.push('\n');
             }
             let missing = unavailable_lines(r);
             if !missing.is_empty() {

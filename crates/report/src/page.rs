@@ -90,13 +90,25 @@ pub fn telemetry_rows(r: &ReportRun) -> Option<Vec<Vec<String>>> {
     Some(rows)
 }
 
+/// What the report's telemetry columns mean (its names, not the terminal's):
+/// the three CPU bases and the less obvious columns, in one line.
+pub fn telemetry_legend(r: &ReportRun) -> String {
+    let cores = r.run.environment.logical_cores.map_or_else(|| "the machine's".to_string(), |c| c.to_string());
+    format!(
+        "CPU busy, user, system, iowait: % of all {cores} cores; server CPU, hottest thread: % of one core (200% = two cores busy); \
+         client CPU: % of the cores the load generator's threads had in the step (over 90%: the client may be the bottleneck); \
+         cs/s: context switches per second, machine-wide; cs/request: the server's per request; \
+         futex-blocked: share of the server's thread-time asleep on a futex (locks)"
+    )
+}
+
 /// Why figures are missing in a run's telemetry: "figure: reason" lines, once each.
 pub fn unavailable_lines(r: &ReportRun) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let from_steps = r.run.steps.iter().filter_map(|s| s.telemetry.as_ref()).flat_map(|t| t.unavailable.iter());
     let from_timeline = r.timeline.iter().flat_map(|t| t.unavailable.iter());
     for (k, why) in from_steps.chain(from_timeline) {
-        let line = format!("{k}: {why}");
+        let line = if k == "power" { "power: not available on this machine".to_string() } else { format!("{k}: {why}") };
         if !out.contains(&line) {
             out.push(line);
         }

@@ -296,6 +296,19 @@ pub fn db_summary(d: &DbTelemetry) -> String {
     }
 }
 
+/// What the telemetry table's columns mean, one line per group, printed
+/// under it: the three CPU bases (all cores, one core, the client's cores)
+/// and the columns whose names do not say it all.
+pub fn telemetry_legend(run: &Run) -> Vec<String> {
+    let cores = run.environment.logical_cores.map_or_else(|| "the machine's".to_string(), |c| c.to_string());
+    vec![
+        format!("cpu busy, usr, sys, iowait: % of all {cores} cores; server cpu, hot thread: % of one core (200% = two cores busy); client cpu: % of the cores the load generator's threads had in the step (over 90%: the client may be the bottleneck)"),
+        "cs/s: context switches per second, machine-wide; cs/req: the server's per request; threads, rss: the server's".to_string(),
+        "running, runnable, futex, io: share of the server's thread-time on a CPU, waiting for one, asleep on a futex (locks), in disk wait".to_string(),
+        "hot thread: the busiest server thread; client lag: the worst lateness of the load generator's event loops (tens of ms: latencies include its own queueing); time_wait: TCP sockets in TIME_WAIT at the window's end, machine-wide; drops/s: connections dropped at listen queues (ListenDrops), machine-wide".to_string(),
+    ]
+}
+
 /// The per-step telemetry table (CPU split, context switches, server thread
 /// states, TCP), or None when the run has no telemetry. Missing figures are "-".
 pub fn telemetry_table(run: &Run) -> Option<String> {
@@ -368,13 +381,24 @@ fn telemetry_table_at(run: &Run, width: Option<usize>) -> Option<String> {
             t.db.as_ref().map_or("-".into(), db_waits_cell),
         ]);
     }
+    // A column that cannot apply is left out: DB waits on a run without a database probe.
+    if !run.steps.iter().any(|s| s.telemetry.as_ref().is_some_and(|t| t.db.is_some())) {
+        rows.iter_mut().for_each(|r| {
+            r.pop();
+        });
+    }
     let mut out = String::from("telemetry (window averages; server = the target's process; thread states = share of its thread-time)\n");
     out.push_str(&crate::fmt::columns_fit(&rows, width));
+    for line in telemetry_legend(run) {
+        out.push_str(&crate::fmt::wrap(&format!("  {line}"), width));
+        out.push('\n');
+    }
     let mut reasons: Vec<String> = Vec::new();
     for s in &run.steps {
         if let Some(t) = &s.telemetry {
             for (k, why) in &t.unavailable {
-                let line = format!("{k}: {why}");
+                // A machine without a power sensor is a fact of the machine, said plainly.
+                let line = if k == "power" { "power: not available on this machine".to_string() } else { format!("{k}: {why}") };
                 if !reasons.contains(&line) {
                     reasons.push(line);
                 }
