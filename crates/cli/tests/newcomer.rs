@@ -110,6 +110,17 @@ fn compare_of_two_runs_shows_the_delta_by_default_formatted_like_show() {
     let header = text.lines().next().unwrap();
     assert!(header.contains("same #1") && header.contains("same #2") && header.contains("same #2 vs same #1"), "{text}");
     assert!(text.contains("same #2 vs same #1: 100 x (same #2/same #1 - 1), same #1 the baseline"), "stated once: {text}");
+    // At 80 columns it fits, split into blocks of whole columns as `show` is.
+    let narrow = common::bin().arg("--store").arg(&store).args(["compare", "1", "2"]).env("COLUMNS", "80").output().unwrap();
+    let narrow = String::from_utf8_lossy(&narrow.stdout);
+    assert!(narrow.lines().all(|l| l.chars().count() <= 80), "{narrow}");
+    assert!(narrow.contains("same #2 vs same #1"), "no column dropped: {narrow}");
+    for cmd in [vec!["--help"], vec!["sweep", "--help"], vec!["compare", "--help"]] {
+        let help = common::bin().args(&cmd).env("COLUMNS", "80").output().unwrap();
+        let help = String::from_utf8_lossy(&help.stdout);
+        assert!(help.lines().all(|l| l.chars().count() <= 80), "{cmd:?} wraps at 80: {help}");
+    }
+
     // The report of the same two runs: the same column, so the same sign.
     let md = dir.path().join("r.md");
     let rep = run(&store, &["report", "1", "2", "-o", md.to_str().unwrap()]);

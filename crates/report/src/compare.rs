@@ -174,27 +174,18 @@ pub fn note_lines(c: &Comparison) -> Vec<String> {
 
 /// A plain-text table aligned with spaces, followed by its [`legend`].
 pub fn to_text(c: &Comparison) -> String {
+    to_text_width(c, None)
+}
+
+/// [`to_text`] no wider than `width` columns: a table too wide is split
+/// into blocks of whole columns, each led by the clients column (as `show`
+/// does), and the legend is wrapped.
+pub fn to_text_width(c: &Comparison, width: Option<usize>) -> String {
     let (header, body) = grid(c, fmt_throughput_text);
-    let widths: Vec<usize> = (0..header.len())
-        .map(|i| body.iter().map(|r| r[i].chars().count()).chain([header[i].chars().count()]).max().unwrap_or(0))
-        .collect();
-    let fmt_line = |cells: &[String]| {
-        let parts: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(i, (cell, w))| if i == 0 { format!("{cell:<w$}") } else { format!("{cell:>w$}") })
-            .collect();
-        parts.join("  ").trim_end().to_string()
-    };
-    let mut out = fmt_line(&header);
-    out.push('\n');
-    for row in &body {
-        out.push_str(&fmt_line(row));
-        out.push('\n');
-    }
+    let rows: Vec<Vec<String>> = std::iter::once(header).chain(body).collect();
+    let mut out = crate::fmt::columns_fit(&rows, width);
     for line in legend(c).into_iter().chain(note_lines(c)) {
-        out.push_str(&line);
+        out.push_str(&crate::fmt::wrap(&line, width));
         out.push('\n');
     }
     out

@@ -97,11 +97,11 @@ pub fn side_by_side(runs: &[(&str, &Diagnosis)], with_usl: bool) -> Vec<Vec<Stri
     row("knee", &knee_cell);
     row("collapse", &collapse_cell);
     if runs.iter().any(|(_, d)| d.curve.as_ref().is_some_and(|c| c.superlinear_start.is_some())) {
+        // Short here; `diagnose` explains it.
         row("super-linear start", &|d: &Diagnosis| {
-            d.curve
-                .as_ref()
-                .and_then(|c| crate::diagnosis::superlinear_words(c, d))
-                .map_or("-".into(), |w| w.trim_start_matches("super-linear start: ").to_string())
+            d.curve.as_ref().and_then(|c| c.superlinear_start.as_ref()).map_or("-".into(), |s| {
+                format!("{}: {:.0}% of {}'s (linear {:.0}%)", clients(s.to), s.scaling_pct, clients(s.from), s.linear_pct)
+            })
         });
     }
     if with_usl {

@@ -136,12 +136,13 @@ pub fn compare_runs(store_path: &Path, a: &CompareArgs) -> anyhow::Result<ExitCo
     let client_net = scalelab_report::summary::client_net_lines(&labelled);
     match a.format {
         CompareFormat::Table => {
-            say!("{}", render_compare::to_text(&table));
+            let width = crate::term::width();
+            say!("{}", render_compare::to_text_width(&table, width));
             if let Some(t) = &client_net {
                 say!("{t}");
             }
             sayln!();
-            say!("{}", scalelab_report::fmt::columns(&curves));
+            say!("{}", scalelab_report::fmt::columns_fit(&curves, width));
         }
         CompareFormat::Md => {
             say!("{}", render_compare::to_markdown(&table));
