@@ -168,7 +168,7 @@ pub fn summary_tables(runs: &[LabelledRun]) -> Vec<Table> {
                 continue;
             }
             let flagged: Vec<String> = anomalies::check(&r.run).into_iter().flat_map(|a| a.ids).collect();
-            let mut row = vec![r.label.clone(), r.os.clone().unwrap_or_else(|| "-".into())];
+            let mut row = vec![r.label.clone(), r.os.as_deref().map_or_else(|| "-".into(), short_os)];
             if lay.mhz {
                 row.push(r.mhz.map(|m| format!("{m:.0}")).unwrap_or_else(|| "-".into()));
             }
@@ -324,4 +324,24 @@ pub fn progress_line(r: &MicroResult) -> String {
         (None, None) => "-".into(),
     };
     format!("{:<24} {value}", r.id)
+}
+
+/// An OS as a table cell: `Linux 6.1.0` for `Linux 6.1.0-26-amd64 (Debian
+/// GNU/Linux 12 (bookworm))` (the full text stays in the run's JSON), so
+/// the table fits a terminal; other names as they are.
+fn short_os(os: &str) -> String {
+    match os.strip_prefix("Linux ") {
+        Some(rest) => format!("Linux {}", rest.split(['-', ' ']).next().unwrap_or(rest)),
+        None => os.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_linux_os_is_its_kernel_version() {
+        assert_eq!(super::short_os("Linux 6.1.0-26-amd64 (Debian GNU/Linux 12 (bookworm))"), "Linux 6.1.0");
+        assert_eq!(super::short_os("Linux 6.12.9"), "Linux 6.12.9");
+        assert_eq!(super::short_os("Darwin"), "Darwin");
+    }
 }
