@@ -129,14 +129,16 @@ pub fn tick_line(index: usize, steps: usize, level: &str, t: &scalelab_core::Liv
     let p99 = t.p99_ms.map_or("-".to_string(), |v| format!("{v:.2} ms"));
     let phase = if t.warming_up { "warm-up" } else { "window" };
     format!(
-        "step {}/{} {level} {} {:.1}s  {:.0}/s  p99 {}  errors {}",
+        // `now`: the last second's rate; the step's own figure (its whole
+        // window) is on the `done` line and in the tables.
+        "step {}/{} {level} {} {:.1}s  now {}/s  p99 {}  errors {}",
         index + 1,
         steps,
         phase,
         t.elapsed_s,
-        t.throughput_per_s,
+        crate::fmt::thousands(t.throughput_per_s),
         p99,
-        t.errors
+        crate::fmt::thousands(t.errors as f64)
     )
 }
 
@@ -153,7 +155,7 @@ pub fn step_done_line(done: usize, steps: usize, r: &scalelab_core::StepResult, 
         done + 1,
         steps,
         crate::fmt::thousands(r.throughput_per_s()),
-        r.errors.total()
+        crate::fmt::thousands(r.errors.total() as f64)
     );
     if r.partial {
         line.push_str("  (partial)");

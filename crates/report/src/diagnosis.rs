@@ -12,25 +12,16 @@ pub fn num(v: f64) -> String {
         return "?".into();
     }
     let a = v.abs();
-    if a >= 1000.0 {
-        let digits = format!("{:.0}", a);
-        let mut out = String::new();
-        for (i, ch) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i) % 3 == 0 {
-                out.push(',');
-            }
-            out.push(ch);
-        }
-        if v < 0.0 {
-            out.insert(0, '-');
-        }
-        out
+    // One rounding everywhere: half away from zero, as the step table's
+    // `thousands` (15,308.5 is 15,309 in show, compare and diagnose alike).
+    if a >= 999.5 {
+        crate::fmt::thousands(v)
     } else if a >= 10.0 || v.fract() == 0.0 {
-        format!("{v:.0}")
+        format!("{:.0}", crate::fmt::round_half_away(v))
     } else if a >= 1.0 {
-        format!("{v:.1}")
+        format!("{:.1}", crate::fmt::round_half_away(v * 10.0) / 10.0)
     } else {
-        format!("{v:.2}")
+        format!("{:.2}", crate::fmt::round_half_away(v * 100.0) / 100.0)
     }
 }
 
@@ -207,6 +198,17 @@ pub fn render_text(d: &Diagnosis, run_label: &str) -> String {
 mod tests {
     use super::*;
     use scalelab_core::{Run, RunKind, RunPlan, StepResult};
+
+    #[test]
+    fn one_rounding_half_away_from_zero() {
+        assert_eq!(num(15_308.5), "15,309");
+        assert_eq!(num(15_308.5), crate::fmt::thousands(15_308.5));
+        assert_eq!(num(-2_500.5), "-2,501");
+        assert_eq!(num(12.5), "13");
+        assert_eq!(num(999.6), "1,000");
+        assert_eq!(num(2.25), "2.3");
+        assert_eq!(num(0.125), "0.13");
+    }
 
     #[test]
     fn an_unusable_usl_fit_is_not_in_the_text() {
