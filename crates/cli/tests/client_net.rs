@@ -336,10 +336,15 @@ fn ctrl_c_ends_the_run_and_removes_the_namespace() {
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(1500));
+    let mut child = Reaped(Some(child));
     // SAFETY: signalling the child we spawned, by its pid.
     assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGINT) }, 0);
-    let out = child.wait_with_output().unwrap();
-    assert!(t0.elapsed() < Duration::from_secs(30), "the run did not stop on SIGINT");
+    // Timed from the signal, not from the start: a starved machine may take
+    // long to set the namespace up, which is not what this test is about.
+    // The run stops at its step's next whole second, then cleans up.
+    let signalled = Instant::now();
+    let out = child.wait(Duration::from_secs(20)).unwrap_or_else(|| panic!("the run did not stop within 20 s of SIGINT"));
+    eprintln!("stopped {:.1} s after SIGINT", signalled.elapsed().as_secs_f64());
     assert!(stderr(&out).contains("interrupted"), "{:?}: {}", out.status.code(), stderr(&out));
     assert!(!netns_of(pid).exists(), "namespace scalelab-{pid} left after Ctrl-C");
 }
