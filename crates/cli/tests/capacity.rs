@@ -73,6 +73,12 @@ fn capacity_of_global_lock_lands_near_its_measured_limit_and_is_stored() {
     if code != Some(0) {
         (code, doc, err) = capacity(&store);
     }
+    // The limit measured again after the search: a neighbour that starts or
+    // stops meanwhile moves it (4,252/s before and a capacity of 1,750/s
+    // beside a parallel build), so the search is judged against the range
+    // the machine gave around it, as the A/B tests pool their halves.
+    let after = measured_limit(&store);
+    let (low, limit) = (limit.min(after), limit.max(after));
     let tried: Vec<String> = steps(&doc)
         .iter()
         .map(|s| format!("{}/s: p99 {} ms, {}/s", s["offered_rate_per_s"], s["latency_ms"]["p99"], s["throughput_per_s"]))
@@ -83,7 +89,7 @@ fn capacity_of_global_lock_lands_near_its_measured_limit_and_is_stored() {
         // run then says "noisy" instead of a number, which is the truth; the
         // search must still have bracketed the limit it could not confirm.
         let held = options["capacity_bracket"][0].as_f64().expect("a rate that held");
-        assert!((0.70 * limit..=1.02 * limit).contains(&held), "noisy: held {held} req/s, limit measured {limit} req/s: {tried:?}");
+        assert!((0.70 * low..=1.02 * limit).contains(&held), "noisy: held {held} req/s, limit measured {low} to {limit} req/s: {tried:?}");
         eprintln!("note: both searches were noisy (held {held} req/s of a measured {limit}); the stored-run checks need a number");
         return;
     }
@@ -91,7 +97,7 @@ fn capacity_of_global_lock_lands_near_its_measured_limit_and_is_stored() {
     assert_eq!(doc["kind"], "capacity");
     assert_matches_schema(&doc);
     let found = doc["schedule"]["options"]["capacity_per_s"].as_f64().expect("capacity_per_s");
-    assert!((0.70 * limit..=1.02 * limit).contains(&found), "capacity {found} req/s, limit measured {limit} req/s");
+    assert!((0.70 * low..=1.02 * limit).contains(&found), "capacity {found} req/s, limit measured {low} to {limit} req/s");
     // Every tried rate is a step, the last one the confirmation at the answer.
     let tried = steps(&doc);
     assert!(tried.len() >= 4, "{}", tried.len());
