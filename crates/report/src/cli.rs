@@ -3,7 +3,7 @@
 //! prints these strings; nothing here reads the store or the terminal (the
 //! width is passed in, `None` for no wrapping).
 
-use crate::fmt::{columns_fit, thousands, wrap};
+use crate::fmt::{columns_fit_with, thousands, wrap};
 use scalelab_analyze::{Diagnosis, Outcome};
 use scalelab_core::{escape_control as line, Run};
 
@@ -42,7 +42,9 @@ pub fn runs_table(runs: &[RunListing], width: Option<usize>) -> String {
             status,
         ]);
     }
-    columns_fit(&rows, width)
+    // Kind, label, target and status are words, read from their start;
+    // the figures stay right-aligned.
+    columns_fit_with(&rows, &[1, 2, 3, 7], width)
 }
 
 /// `show` of a run: its header (label, workload, status, target, client
@@ -169,6 +171,31 @@ pub fn step_done_line(done: usize, steps: usize, r: &scalelab_core::StepResult, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runs_header_over_its_cells() {
+        let r = RunListing {
+            id: 12,
+            kind: "sweep".into(),
+            label: "nginx 1.22".into(),
+            target: "http://127.0.0.1:8080/".into(),
+            started_unix_ms: 0,
+            complete: true,
+            outcome: None,
+            steps: 7,
+            peak_throughput_per_s: Some(15_308.5),
+        };
+        let text = runs_table(&[r], None);
+        let lines: Vec<&str> = text.lines().collect();
+        // Words start under their header; figures end under theirs.
+        for (head, cell) in [("kind", "sweep"), ("label", "nginx 1.22"), ("target", "http://"), ("status", "complete")] {
+            assert_eq!(lines[0].find(head), lines[1].find(cell), "{head}:\n{text}");
+        }
+        for (head, cell) in [("steps", "7"), ("peak/s", "15,309")] {
+            let end = |l: &str, w: &str| l.find(w).map(|i| i + w.len());
+            assert_eq!(end(lines[0], head), end(lines[1], &format!(" {cell}")), "{head}:\n{text}");
+        }
+    }
 
     #[test]
     fn utc_of_known_instants() {

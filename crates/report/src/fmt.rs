@@ -44,6 +44,12 @@ pub fn pct(x: Option<f64>) -> String {
 /// Cells are user or server text as often as figures: each is shown on one
 /// line with its control characters escaped ([`scalelab_core::escape_control`]).
 pub fn columns(rows: &[Vec<String>]) -> String {
+    columns_with(rows, &[])
+}
+
+/// Like [`columns`], with the columns whose index is in `left` (text such as
+/// labels and targets, read from their start) left-aligned as well.
+pub fn columns_with(rows: &[Vec<String>], left: &[usize]) -> String {
     let rows: Vec<Vec<std::borrow::Cow<str>>> = rows.iter().map(|r| r.iter().map(|c| scalelab_core::escape_control(c)).collect()).collect();
     let n = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..n).map(|i| rows.iter().filter_map(|r| r.get(i)).map(|c| c.chars().count()).max().unwrap_or(0)).collect();
@@ -54,6 +60,10 @@ pub fn columns(rows: &[Vec<String>]) -> String {
             let c: &str = c;
             let pad = widths[i] - c.chars().count();
             if i == 0 {
+                line.push_str(c);
+                line.push_str(&" ".repeat(pad));
+            } else if left.contains(&i) {
+                line.push_str("  ");
                 line.push_str(c);
                 line.push_str(&" ".repeat(pad));
             } else {
@@ -73,10 +83,15 @@ pub fn columns(rows: &[Vec<String>]) -> String {
 /// the other, each led by the first column (the step), so no column is
 /// dropped and no line wraps into noise on an 80-column terminal.
 pub fn columns_fit(rows: &[Vec<String>], width: Option<usize>) -> String {
+    columns_fit_with(rows, &[], width)
+}
+
+/// [`columns_fit`] with the columns in `left` left-aligned ([`columns_with`]).
+pub fn columns_fit_with(rows: &[Vec<String>], left: &[usize], width: Option<usize>) -> String {
     let n = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..n).map(|i| rows.iter().filter_map(|r| r.get(i)).map(|c| c.chars().count()).max().unwrap_or(0)).collect();
     let total: usize = widths.iter().sum::<usize>() + 2 * n.saturating_sub(1);
-    let Some(width) = width.filter(|w| total > *w && n > 1) else { return columns(rows) };
+    let Some(width) = width.filter(|w| total > *w && n > 1) else { return columns_with(rows, left) };
     let mut blocks: Vec<Vec<usize>> = Vec::new();
     let mut used = widths[0];
     for (i, w) in widths.iter().enumerate().skip(1) {
@@ -96,7 +111,9 @@ pub fn columns_fit(rows: &[Vec<String>], width: Option<usize>) -> String {
             .iter()
             .map(|r| std::iter::once(0).chain(cols.iter().copied()).map(|i| r.get(i).cloned().unwrap_or_default()).collect())
             .collect();
-        out.push_str(&columns(&part));
+        // Column i of the block is column cols[i - 1] of the table.
+        let part_left: Vec<usize> = cols.iter().enumerate().filter(|(_, c)| left.contains(c)).map(|(i, _)| i + 1).collect();
+        out.push_str(&columns_with(&part, &part_left));
     }
     out
 }
