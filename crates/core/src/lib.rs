@@ -38,7 +38,7 @@ pub use sample::{RunSamples, Sample, SampleKind};
 pub use source::Source;
 pub use target::{Target, TargetError, TargetKind};
 pub use telemetry::{DbTelemetry, DbWait, HotThread, PerfSchemaWait, SoftirqCpu, SpecimenTelemetry, StepTelemetry, ThreadStatesPct};
-pub use text::{escape_control, escape_control_lines, escape_markup, redact_url};
+pub use text::{escape_control, escape_control_lines, escape_markup, redact_url, thousands};
 
 /// Seconds as a float, the unit of every duration that leaves the engine.
 pub type Seconds = f64;

@@ -44,8 +44,11 @@ pub struct Check {
 #[derive(Clone, Debug)]
 pub struct PreflightPlan {
     pub target: Target,
-    /// The most clients of any step (each holds a connection).
+    /// The most clients of any step (each holds a connection); in an open
+    /// loop, the in-flight cap (the connections a step opens).
     pub max_concurrency: u32,
+    /// Open loop: `max_concurrency` counts connections, not clients.
+    pub open_loop: bool,
     /// HTTP keep-alive (false: a new connection per request).
     pub keepalive: bool,
     /// CPUs the client threads run on (empty: not known, all of them).
@@ -54,6 +57,19 @@ pub struct PreflightPlan {
     pub client_pinned: bool,
     /// The emulated client network the load goes through (`--client-net`), as given.
     pub client_net: Option<String>,
+}
+
+impl PreflightPlan {
+    /// `2,000 connections (the open loop's in-flight cap)` or `50 clients`:
+    /// what `max_concurrency` counts, for the checks' figures.
+    pub fn connections_text(&self) -> String {
+        let n = crate::thousands(f64::from(self.max_concurrency));
+        if self.open_loop {
+            format!("{n} connections (the open loop's in-flight cap)")
+        } else {
+            format!("{n} clients")
+        }
+    }
 }
 
 /// The interface the route to the target leaves by.
@@ -166,4 +182,26 @@ pub struct PreflightFacts {
     pub server_version: Reading<String>,
     /// The CPU loop and steal measured just before the load (`machine.noise`).
     pub noise: Reading<NoiseSample>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_open_loop_plan_counts_connections_not_clients() {
+        let mut plan = PreflightPlan {
+            target: Target::parse("http://127.0.0.1:8080/").unwrap(),
+            max_concurrency: 2000,
+            open_loop: true,
+            keepalive: true,
+            client_cpus: vec![],
+            client_pinned: false,
+            client_net: None,
+        };
+        assert_eq!(plan.connections_text(), "2,000 connections (the open loop's in-flight cap)");
+        plan.open_loop = false;
+        plan.max_concurrency = 50;
+        assert_eq!(plan.connections_text(), "50 clients");
+    }
 }

@@ -99,6 +99,7 @@ fn plan(target: &str, keepalive: bool) -> PreflightPlan {
     PreflightPlan {
         target: Target::parse(target).unwrap(),
         max_concurrency: 100,
+        open_loop: false,
         keepalive,
         client_cpus: vec![0, 1],
         client_pinned: true,

@@ -8,20 +8,7 @@ pub fn round_half_away(x: f64) -> f64 {
 
 /// `12,345` style, for throughput.
 pub fn thousands(x: f64) -> String {
-    let r = round_half_away(x) as i64;
-    let digits = r.unsigned_abs().to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if r < 0 {
-        format!("-{out}")
-    } else {
-        out
-    }
+    scalelab_core::thousands(x)
 }
 
 /// A latency in ms with precision that fits its size; "-" when missing.

@@ -249,8 +249,12 @@ impl Store {
             .prepare(
                 "SELECT r.id, r.kind, r.label, r.target, r.started_unix_ms, r.complete, r.outcome,
                         (SELECT COUNT(*) FROM steps s WHERE s.run_id = r.id),
-                        (SELECT MAX(COALESCE(s.published_throughput_per_s, CASE WHEN s.window_s > 0 THEN s.requests / s.window_s END))
-                           FROM steps s WHERE s.run_id = r.id)
+                        -- A capacity search's figure is its capacity (absent when
+                        -- none was found or it cannot be trusted), not its
+                        -- busiest try, which may be one that failed.
+                        CASE WHEN r.kind = 'capacity' THEN json_extract(r.plan_json, '$.options.capacity_per_s')
+                        ELSE (SELECT MAX(COALESCE(s.published_throughput_per_s, CASE WHEN s.window_s > 0 THEN s.requests / s.window_s END))
+                           FROM steps s WHERE s.run_id = r.id) END
                  FROM runs r ORDER BY r.id",
             )
             .map_err(|e| self.sql(e))?;

@@ -34,7 +34,11 @@ impl Observation {
     pub fn breaches(&self, slos: &[Slo]) -> Vec<String> {
         let mut out: Vec<String> = slos.iter().filter_map(|s| s.breach(self)).collect();
         if self.offered_per_s > 0.0 && self.achieved_per_s < MIN_ACHIEVED_SHARE * self.offered_per_s {
-            out.push(format!("achieved {:.0}/s < {:.0} % of offered", self.achieved_per_s, MIN_ACHIEVED_SHARE * 100.0));
+            out.push(format!(
+                "achieved {}/s < {:.0} % of offered",
+                scalelab_core::thousands(self.achieved_per_s),
+                MIN_ACHIEVED_SHARE * 100.0
+            ));
         }
         out
     }

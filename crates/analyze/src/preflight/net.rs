@@ -29,7 +29,7 @@ pub fn checks(f: &PreflightFacts, plan: &PreflightPlan, out: &mut Vec<Check>) {
         &f.somaxconn,
         "net.core.somaxconn caps every listen backlog: when more clients connect at once than the accept queue holds, SYNs are dropped and retried a second later",
         "`sysctl -w net.core.somaxconn=4096` (and a server backlog as large)",
-        |s| (*s < n, format!("somaxconn {s} for {n} clients")),
+        |s| (*s < n, format!("somaxconn {s} for {}", plan.connections_text())),
     ));
     out.push(backlog(f, plan));
     let why_ports = "each connection from the client takes an ephemeral port, and without keep-alive a closed one stays in TIME_WAIT for 60 s: when the range runs out, connect fails (EADDRNOTAVAIL) and the client, not the server, sets the limit";
@@ -40,7 +40,7 @@ pub fn checks(f: &PreflightFacts, plan: &PreflightPlan, out: &mut Vec<Check>) {
             return (ports < n, format!("{ports} ports ({lo}-{hi}) for {n} connections kept open"));
         }
         let (ceiling, planned) = port_budget(f, plan).unwrap_or((ports / TIME_WAIT_S, 0));
-        (ceiling < planned, format!("{ports} ports ({lo}-{hi}): at most ~{ceiling} new connections/s to one server address; {n} clients without keep-alive may open ~{planned}/s"))
+        (ceiling < planned, format!("{ports} ports ({lo}-{hi}): at most ~{ceiling} new connections/s to one server address; {} without keep-alive may open ~{planned}/s", plan.connections_text()))
     }));
     out.push(judge(
         "net.tcp_tw_reuse",
@@ -115,7 +115,7 @@ fn backlog(f: &PreflightFacts, plan: &PreflightPlan) -> Check {
         Err(e) => return unavailable(id, e, why),
     };
     let capped = f.somaxconn.as_ref().is_ok_and(|s| *s == b);
-    let figure = format!("backlog {b} for {n} clients{}", if capped { " (capped by net.core.somaxconn)" } else { "" });
+    let figure = format!("backlog {b} for {}{}", plan.connections_text(), if capped { " (capped by net.core.somaxconn)" } else { "" });
     if b >= n {
         return ok(id, figure, why);
     }

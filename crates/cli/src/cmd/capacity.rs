@@ -159,7 +159,22 @@ impl Execute for Capacity {
         }
         let outcome = if interrupted { "interrupted".to_string() } else { scalelab_report::capacity::outcome(found.as_ref()) };
         let (store, _) = session.finish(!interrupted, &outcome)?.expect("a capacity run is recorded");
-        let run = super::show::load_run(&store, run_id)?;
+        let mut run = super::show::load_run(&store, run_id)?;
+        // A capacity whose first failing rate measured the client is no
+        // result: stored as such (no capacity_per_s for --assert or runs).
+        let mut outcome = outcome;
+        let distrust = match &found {
+            Some(Found::Capacity { rate, .. }) => scalelab_report::capacity::untrusted(&search, &run).map(|why| (*rate, why)),
+            _ => None,
+        };
+        if let Some((rate, why)) = &distrust {
+            outcome = scalelab_report::capacity::untrusted_outcome(*rate, why);
+            run.plan.options.remove("capacity_per_s");
+            run.plan.options.insert("capacity_result".into(), "client-bound".into());
+            store.update_plan(run_id, &run.plan)?;
+            store.finish_run(run_id, true, &outcome)?;
+            run = super::show::load_run(&store, run_id)?;
+        }
         if a.json {
             println!("{}", serde_json::to_string_pretty(&super::analysis::run_json_with_diagnosis(&run))?);
         } else {
@@ -170,7 +185,7 @@ impl Execute for Capacity {
         let passed = super::analysis::check(&run, &assertions);
         let code = match (&found, interrupted) {
             (_, true) => 130,
-            (Some(Found::Capacity { .. }), _) => 0,
+            (Some(Found::Capacity { .. }), _) if distrust.is_none() => 0,
             _ => 1,
         };
         Ok(ExitCode::from(if !passed && code == 0 { 1 } else { code }))

@@ -22,6 +22,8 @@ pub struct Ask<'a> {
     pub db_probe: Option<&'a str>,
     pub server_version: Reading<String>,
     pub max_concurrency: u32,
+    /// Open loop: `max_concurrency` is the in-flight cap (connections).
+    pub open_loop: bool,
     pub keepalive: bool,
     pub threads: u32,
     pub no_pin: bool,
@@ -47,6 +49,7 @@ pub fn checks(ask: Ask) -> anyhow::Result<Judged> {
     let plan = PreflightPlan {
         target: ask.target.clone(),
         max_concurrency: ask.max_concurrency,
+        open_loop: ask.open_loop,
         keepalive: ask.keepalive,
         client_cpus,
         client_pinned,
@@ -146,6 +149,7 @@ pub fn run(a: &PreflightArgs) -> anyhow::Result<ExitCode> {
         db_probe: a.db_probe.as_deref(),
         server_version: server_version(&target),
         max_concurrency: concurrency.iter().copied().max().unwrap_or(1),
+        open_loop: false,
         keepalive: !a.no_keepalive,
         threads,
         no_pin: a.no_pin,

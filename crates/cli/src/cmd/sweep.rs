@@ -328,6 +328,7 @@ fn run_preflight<D>(
         db_probe: a.db_probe.as_deref(),
         server_version: prepared.server.clone().ok_or_else(|| format!("{} did not say what it is", prepared.target_name)),
         max_concurrency: concurrency.iter().copied().max().unwrap_or(1),
+        open_loop: a.rate.is_some(),
         keepalive: !a.no_keepalive,
         threads,
         no_pin: a.no_pin,
