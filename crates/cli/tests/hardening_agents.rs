@@ -1,0 +1,195 @@
+//! Issue 39, agents and probes (items 4, 5, 6, 9, 12, 15 and two of 23's
+//! messages): what a hostile or careless user broke, each one bounded in
+//! time (a hang is a failure at a deadline, the child killed), in temp dirs,
+//! on loopback only.
+
+mod common;
+
+use common::*;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "9f1c2e7a5b3d4c6e8f0a1b2c3d4e5f60";
+
+/// A file with `text` and `mode`.
+fn file(dir: &Path, name: &str, text: &str, mode: u32) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(mode)).unwrap();
+    p
+}
+
+fn token(dir: &Path) -> PathBuf {
+    file(dir, "token", &format!("{TOKEN}\n"), 0o600)
+}
+
+/// The exit code and stderr of `cmd`, which must end within `limit`
+/// (else it is killed and the test fails).
+fn bounded(cmd: &mut Command, limit: Duration) -> (Option<i32>, String) {
+    let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let err = read_aside(child.stderr.take().unwrap());
+    let code = wait_or_kill(&mut child, limit);
+    (code, err.recv_timeout(Duration::from_secs(5)).unwrap_or_default())
+}
+
+fn read_aside(mut r: impl Read + Send + 'static) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = r.read_to_string(&mut s);
+        let _ = tx.send(s);
+    });
+    rx
+}
+
+/// Waits for `child` at most `limit`; kills it and fails past that.
+fn wait_or_kill(child: &mut Child, limit: Duration) -> Option<i32> {
+    let end = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code();
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still running after {limit:?}: killed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A tiny HTTP server on loopback (200 to every request, keep-alive)
+/// until `dead` is raised: then its port refuses and its connections close.
+struct Http {
+    port: u16,
+    dead: Arc<AtomicBool>,
+}
+
+impl Http {
+    fn start() -> Http {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let dead = Arc::new(AtomicBool::new(false));
+        let d = dead.clone();
+        std::thread::spawn(move || {
+            while !d.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((s, _)) => {
+                        let d = d.clone();
+                        std::thread::spawn(move || serve_http(s, &d));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                }
+            }
+        });
+        Http { port, dead }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/", self.port)
+    }
+}
+
+impl Drop for Http {
+    fn drop(&mut self) {
+        self.dead.store(true, Ordering::Relaxed);
+    }
+}
+
+fn serve_http(s: TcpStream, dead: &AtomicBool) {
+    let _ = s.set_nonblocking(false);
+    let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+    let mut w = s.try_clone().unwrap();
+    let mut r = BufReader::new(s);
+    let mut line = String::new();
+    while !dead.load(Ordering::Relaxed) {
+        line.clear();
+        match r.read_line(&mut line) {
+            Ok(0) => return,
+            Ok(_) if line == "\r\n" => {
+                let _ = w.write_all(b"HTTP/1.1 200 OK\r\nServer: tiny\r\nContent-Length: 2\r\n\r\nok");
+            }
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// A port that accepts TCP and never says a word.
+fn silent_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming().map_while(Result::ok) {
+            held.push(s);
+        }
+    });
+    port
+}
+
+/// `scalelab agent --listen ADDR` with `extra`: the child, its port, and
+/// what it said up to its listening line.
+fn agent(listen: &str, extra: &[&str]) -> (Child, u16, String) {
+    let mut child = bin()
+        .args(["agent", "--listen", listen])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut said = String::new();
+    loop {
+        let Some(Ok(l)) = lines.next() else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the agent ended: {said}");
+        };
+        said.push_str(&l);
+        said.push('\n');
+        if let Some(rest) = l.split(" listening on ").nth(1) {
+            let port = rest.split(' ').next().unwrap().rsplit(':').next().unwrap().parse().unwrap();
+            std::thread::spawn(move || for _ in lines.map_while(Result::ok) {});
+            return (child, port, said);
+        }
+    }
+}
+
+fn one_line(code: Option<i32>, err: &str, says: &str) {
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.contains(says), "'{says}' in: {err}");
+}
+
+// Item 4: TLS to a port that accepts and never speaks TLS is timed out as the connect is.
+#[test]
+fn tls_to_a_port_that_never_speaks_is_timed_out_in_one_line() {
+    let http = Http::start();
+    let dir = tempfile::tempdir().unwrap();
+    let tok = token(dir.path());
+    let silent = format!("tcp://127.0.0.1:{}", silent_port());
+    for flag in ["--agent", "--server-agent"] {
+        let store = dir.path().join(format!("s{flag}.db"));
+        let start = Instant::now();
+        let (code, err) = bounded(
+            bin()
+                .arg("--store")
+                .arg(&store)
+                .args(["sweep", &http.url(), "-c", "1", "-d", "0.3s", flag, &silent, "--agent-token-file"])
+                .arg(&tok),
+            Duration::from_secs(45),
+        );
+        one_line(code, &err, "no TLS handshake within 10 s");
+        assert!(start.elapsed() < Duration::from_secs(30), "{flag}: {:?}", start.elapsed());
+        assert!(!store.exists(), "nothing stored");
+    }
+}
