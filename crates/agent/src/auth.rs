@@ -70,8 +70,16 @@ pub fn server_config(cert_key: Option<(&Path, &Path)>) -> Result<Arc<rustls::Ser
         Some((c, k)) => {
             let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(c)
                 .and_then(|i| i.collect::<Result<_, _>>())
-                .map_err(|e| format!("--cert {}: {e}", c.display()))?;
-            let key = PrivateKeyDer::from_pem_file(k).map_err(|e| format!("--key {}: {e}", k.display()))?;
+                .map_err(|e| format!("--cert {}: not a PEM certificate ({e})", c.display()))?;
+            if certs.is_empty() {
+                return Err(format!("--cert {}: no PEM certificate in it (a -----BEGIN CERTIFICATE----- block)", c.display()));
+            }
+            let key = PrivateKeyDer::from_pem_file(k).map_err(|e| match e {
+                rustls::pki_types::pem::Error::NoItemsFound => {
+                    format!("--key {}: no PEM private key in it (a -----BEGIN PRIVATE KEY----- block)", k.display())
+                }
+                e => format!("--key {}: not a PEM private key ({e})", k.display()),
+            })?;
             (certs, key)
         }
         None => {

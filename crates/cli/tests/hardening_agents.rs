@@ -193,3 +193,17 @@ fn tls_to_a_port_that_never_speaks_is_timed_out_in_one_line() {
         assert!(!store.exists(), "nothing stored");
     }
 }
+
+// Item 23: a garbage --cert says what is wrong with it, not "peer sent no certificates".
+#[test]
+fn a_garbage_cert_or_key_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let tok = token(dir.path());
+    let junk = file(dir.path(), "junk.pem", "this is not a certificate\n", 0o600);
+    let (code, err) = bounded(
+        bin().args(["agent", "--listen", "127.0.0.1:0", "--token-file"]).arg(&tok).arg("--cert").arg(&junk).arg("--key").arg(&junk),
+        Duration::from_secs(20),
+    );
+    one_line(code, &err, "no PEM certificate in it");
+    assert!(err.contains("--cert") && !err.contains("peer sent"), "{err}");
+}
