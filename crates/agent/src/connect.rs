@@ -184,7 +184,7 @@ async fn greet((mut r, mut w, ekm, child, stderr): Channel, reach: &Reach) -> Re
     if let Err(e) = write_frame(&mut w, &ToAgent::Hello { protocol: reach.protocol, nonce: c_nonce.clone() }).await {
         return Err(with_stderr(e.to_string()).await);
     }
-    let (a_nonce, host) = match recv(&mut r, "the agent's hello").await {
+    let (a_nonce, mut host) = match recv(&mut r, "the agent's hello").await {
         Ok(FromAgent::Hello { protocol, nonce, host, .. }) if protocol == reach.protocol => (nonce, host),
         Ok(FromAgent::Hello { protocol, .. }) => return Err(mismatch(protocol, reach.protocol)),
         Ok(_) => return Err("the agent's first frame was not a hello".into()),
@@ -194,7 +194,12 @@ async fn greet((mut r, mut w, ekm, child, stderr): Channel, reach: &Reach) -> Re
         let mine = auth::proof(token, "coordinator", &c_nonce, &a_nonce, ekm);
         write_frame(&mut w, &ToAgent::Auth { proof: mine }).await.map_err(|e| e.to_string())?;
         match recv(&mut r, "the agent's token proof").await? {
-            FromAgent::Auth { proof } if auth::verify(token, "agent", &c_nonce, &a_nonce, ekm, &proof) => {}
+            FromAgent::Auth { proof, host: h, .. } if auth::verify(token, "agent", &c_nonce, &a_nonce, ekm, &proof) => {
+                // The agent names its host once the token is proven (not in its hello).
+                if !h.is_empty() {
+                    host = h;
+                }
+            }
             _ => return Err("the agent's token proof did not match: it is not the agent holding this token".into()),
         }
     }

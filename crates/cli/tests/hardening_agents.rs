@@ -207,3 +207,40 @@ fn a_garbage_cert_or_key_is_named_as_such() {
     one_line(code, &err, "no PEM certificate in it");
     assert!(err.contains("--cert") && !err.contains("peer sent"), "{err}");
 }
+
+// Item 12: secrets readable by group or others are refused, as ssh refuses such a key.
+#[test]
+fn an_agent_refuses_secrets_others_may_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = file(dir.path(), "open-token", &format!("{TOKEN}\n"), 0o644);
+    let (code, err) = bounded(bin().args(["agent", "--listen", "127.0.0.1:0", "--token-file"]).arg(&open), Duration::from_secs(20));
+    one_line(code, &err, "chmod 600");
+    assert!(err.contains("--token-file") && err.contains("0644") && !err.contains(TOKEN), "{err}");
+    let tok = token(dir.path());
+    let key = file(dir.path(), "key.pem", "-----BEGIN PRIVATE KEY-----\n", 0o640);
+    let cert = file(dir.path(), "cert.pem", "-----BEGIN CERTIFICATE-----\n", 0o644);
+    let (code, err) = bounded(
+        bin().args(["agent", "--listen", "127.0.0.1:0", "--token-file"]).arg(&tok).arg("--cert").arg(&cert).arg("--key").arg(&key),
+        Duration::from_secs(20),
+    );
+    one_line(code, &err, "chmod 600");
+    assert!(err.contains("--key"), "{err}");
+}
+
+// Item 12: a weak token and a listener on every interface are warned about.
+#[test]
+fn an_agent_warns_on_a_weak_token_and_on_every_interface() {
+    let dir = tempfile::tempdir().unwrap();
+    let weak = file(dir.path(), "weak", &format!("{}\n", "a".repeat(16)), 0o600);
+    let (mut child, _, said) = agent("127.0.0.1:0", &["--token-file", weak.to_str().unwrap()]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(said.contains("warning") && said.contains("weak") && said.contains("openssl rand"), "{said}");
+    assert!(!said.contains(&"a".repeat(16)), "the token is not printed: {said}");
+    let tok = token(dir.path());
+    let (mut child, _, said) = agent("0.0.0.0:0", &["--token-file", tok.to_str().unwrap()]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(said.contains("warning: --listen 0.0.0.0:0") && said.contains("every interface"), "{said}");
+    assert!(!said.contains("weak"), "a random token is not weak: {said}");
+}
