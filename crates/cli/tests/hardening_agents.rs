@@ -244,3 +244,45 @@ fn an_agent_warns_on_a_weak_token_and_on_every_interface() {
     assert!(said.contains("warning: --listen 0.0.0.0:0") && said.contains("every interface"), "{said}");
     assert!(!said.contains("weak"), "a random token is not weak: {said}");
 }
+
+fn specimen_sweep(store: &Path) -> Vec<String> {
+    let s = store.to_str().unwrap().to_string();
+    ["--store", &s, "sweep", "--specimen", "scales", "-c", "1", "--warmup", "0.1s", "-d", "0.5s", "--profile", "--json", "-q"]
+        .map(String::from)
+        .to_vec()
+}
+
+// Item 9: --profile without perf warns at the start; --strict refuses.
+#[test]
+fn profile_without_perf_warns_and_strict_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let missing = dir.path().join("no-perf-here");
+    let (code, err) = bounded(bin().env("SCALELAB_PERF", &missing).args(specimen_sweep(&store)), Duration::from_secs(60));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("warning: --profile: no profiles will be taken") && err.contains("no-perf-here"), "{err}");
+    let strict = dir.path().join("strict.db");
+    let (code, err) = bounded(bin().env("SCALELAB_PERF", &missing).args(specimen_sweep(&strict)).arg("--strict"), Duration::from_secs(60));
+    one_line(code, &err, "--strict: --profile cannot work: SCALELAB_PERF=");
+    assert!(!strict.exists(), "nothing stored");
+}
+
+// Item 15: a SCALELAB_PERF that hangs does not hang the sweep, nor its SIGTERM.
+#[test]
+fn a_perf_that_hangs_is_timed_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let perf = file(dir.path(), "perf", "#!/bin/sh\nsleep 600\n", 0o755);
+    let store = dir.path().join("s.db");
+    let (code, err) = bounded(bin().env("SCALELAB_PERF", &perf).args(specimen_sweep(&store)), Duration::from_secs(60));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("warning: --profile") && err.contains("did not end within 10 s"), "{err}");
+    // SIGTERM while perf's trial hangs ends the run soon after.
+    let term = dir.path().join("t.db");
+    let mut child =
+        bin().env("SCALELAB_PERF", &perf).args(specimen_sweep(&term)).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    // SAFETY: sends SIGTERM to a child this test started.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let code = wait_or_kill(&mut child, Duration::from_secs(20));
+    assert!(matches!(code, Some(130) | Some(0)), "{code:?}");
+}

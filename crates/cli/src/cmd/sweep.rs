@@ -333,6 +333,11 @@ fn run_preflight<D>(
         no_pin: a.no_pin,
         client_net: client_net.map(|n| n.to_string()),
     })?;
+    if a.strict && (a.profile || a.profile_steps.is_some()) {
+        // --strict: a run asked for profiles that perf cannot take is refused before anything starts.
+        let perf = scalelab_probe::profile::ProfileConfig::new(0).perf;
+        scalelab_probe::profile::check::perf_found(&perf).map_err(|why| bad(format!("--strict: --profile cannot work: {why}")))?;
+    }
     super::preflight::gate(&checks.checks, a.strict)?;
     Ok(checks)
 }
