@@ -245,6 +245,48 @@ fn an_agent_warns_on_a_weak_token_and_on_every_interface() {
     assert!(!said.contains("weak"), "a random token is not weak: {said}");
 }
 
+// Item 6: capacity stops on a dead server as a sweep does.
+#[test]
+fn capacity_stops_when_the_server_dies_mid_search() {
+    let http = Http::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let mut child = bin()
+        .arg("--store")
+        .arg(&store)
+        .args(["capacity", &http.url(), "--slo", "p99<=50ms", "--step", "1s", "--warmup", "0.2s", "--pause", "0.2s"])
+        .args(["--start-rate", "100", "--max-rate", "400", "--max-time", "120s", "-t", "1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut text = String::new();
+    let start = Instant::now();
+    loop {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap_or(0) == 0 {
+            let _ = child.kill();
+            panic!("the search ended before its first try: {text}");
+        }
+        text.push_str(&line);
+        if line.contains("try 1 ") {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(40), "{text}");
+    }
+    http.dead.store(true, Ordering::Relaxed);
+    let rest = read_aside(err);
+    let code = wait_or_kill(&mut child, Duration::from_secs(60));
+    text.push_str(&rest.recv_timeout(Duration::from_secs(5)).unwrap_or_default());
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("target failed at step") && text.contains("nothing succeeded for 2 step(s) in a row"), "{text}");
+    let run = json(&store, &["export", "last"]);
+    assert_eq!(run["complete"], false, "{}", run["outcome"]);
+    assert!(run["outcome"].as_str().unwrap().starts_with("target failed at step"), "{}", run["outcome"]);
+    assert!(steps(&run).len() <= 4, "it stopped after 2 dead tries: {} steps", steps(&run).len());
+}
+
 fn specimen_sweep(store: &Path) -> Vec<String> {
     let s = store.to_str().unwrap().to_string();
     ["--store", &s, "sweep", "--specimen", "scales", "-c", "1", "--warmup", "0.1s", "-d", "0.5s", "--profile", "--json", "-q"]
