@@ -245,6 +245,73 @@ fn an_agent_warns_on_a_weak_token_and_on_every_interface() {
     assert!(!said.contains("weak"), "a random token is not weak: {said}");
 }
 
+/// A 3-step sweep of `http` whose server agent is killed (SIGKILL) in step 2.
+fn sweep_losing_the_server_agent(loss: &str) -> (Option<i32>, String, serde_json::Value) {
+    let http = Http::start();
+    let dir = tempfile::tempdir().unwrap();
+    let tok = token(dir.path());
+    let (mut probe, port, _) = agent("127.0.0.1:0", &["--token-file", tok.to_str().unwrap()]);
+    let store = dir.path().join("s.db");
+    let me = std::process::id().to_string();
+    let mut coord = bin()
+        .arg("--store")
+        .arg(&store)
+        .args(["sweep", &http.url(), "-c", "1,1,1", "--warmup", "0.2s", "-d", "1.5s", "--pause", "0.2s", "-t", "1", "--no-tui"])
+        .args(["--server-pid", &me, "--server-agent", &format!("tcp://127.0.0.1:{port}"), "--agent-loss", loss, "--agent-token-file"])
+        .arg(&tok)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(coord.stderr.take().unwrap());
+    let mut text = String::new();
+    let start = Instant::now();
+    loop {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap_or(0) == 0 {
+            let _ = probe.kill();
+            let _ = coord.kill();
+            panic!("the sweep ended before step 2: {text}");
+        }
+        text.push_str(&line);
+        if line.starts_with("step 2/3") {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(40), "{text}");
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    probe.kill().unwrap();
+    let _ = probe.wait();
+    let rest = read_aside(err);
+    let code = wait_or_kill(&mut coord, Duration::from_secs(30));
+    text.push_str(&rest.recv_timeout(Duration::from_secs(5)).unwrap_or_default());
+    (code, text, json(&store, &["export", "last"]))
+}
+
+// Item 5: a lost server agent is named as a lost load agent is.
+#[test]
+fn a_server_agent_killed_mid_run_ends_it_as_a_lost_agent() {
+    let (code, err, run) = sweep_losing_the_server_agent("abort");
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("server agent tcp://127.0.0.1:") && err.contains("lost at step 2"), "{err}");
+    assert!(err.contains("no server telemetry from step 2 on"), "{err}");
+    assert_eq!(run["complete"], false, "{}", run["outcome"]);
+    assert!(run["outcome"].as_str().unwrap().starts_with("agent lost: server agent tcp://"), "{}", run["outcome"]);
+    assert_eq!(steps(&run).len(), 2, "step 3 never ran");
+}
+
+#[test]
+fn with_agent_loss_continue_a_lost_server_agent_is_named_in_the_outcome() {
+    let (code, err, run) = sweep_losing_the_server_agent("continue");
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("lost at step 2"), "{err}");
+    assert_eq!(run["complete"], true);
+    let outcome = run["outcome"].as_str().unwrap();
+    assert!(outcome.contains("continued without lost agent(s): server agent tcp://"), "{outcome}");
+    assert!(outcome.contains("no server telemetry from step 2 on"), "{outcome}");
+    assert_eq!(steps(&run).len(), 3);
+}
+
 // Item 6: capacity stops on a dead server as a sweep does.
 #[test]
 fn capacity_stops_when_the_server_dies_mid_search() {
