@@ -42,6 +42,35 @@ pub fn read_token(path: &Path) -> Result<Vec<u8>, String> {
     Ok(token.as_bytes().to_vec())
 }
 
+/// Refuses a secret (`flag`'s file) that group or others may read or
+/// write, as ssh refuses such a private key: scalelab agents run as root on
+/// shared machines.
+pub fn check_private(path: &Path, flag: &str) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let mode = std::fs::metadata(path).map_err(|e| format!("{flag} {}: {e}", path.display()))?.mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(format!(
+            "{flag} {}: its mode {mode:04o} lets group or others read it; fix: `chmod 600 {}` (only its owner may read a secret)",
+            path.display(),
+            path.display()
+        ));
+    }
+    Ok(())
+}
+
+/// Why `token` is easy to guess (few distinct characters, or repeats):
+/// its estimated strength in bits is below 64. None for a strong token.
+pub fn weak(token: &[u8]) -> Option<String> {
+    let mut counts = [0usize; 256];
+    for &b in token {
+        counts[b as usize] += 1;
+    }
+    let n = token.len() as f64;
+    // Shannon entropy of its characters, times its length: 16 x 'a' is 0 bits, `openssl rand -hex 32` about 250.
+    let bits: f64 = counts.iter().filter(|&&c| c > 0).map(|&c| -(c as f64 / n) * (c as f64 / n).log2()).sum::<f64>() * n;
+    (bits < 64.0).then(|| format!("about {bits:.0} bits (few distinct characters)"))
+}
+
 fn message(role: &str, coordinator_nonce: &str, agent_nonce: &str, ekm: &[u8]) -> Vec<u8> {
     let mut m = Vec::new();
     for part in [role.as_bytes(), b"|", coordinator_nonce.as_bytes(), b"|", agent_nonce.as_bytes(), b"|", ekm] {
@@ -70,8 +99,16 @@ pub fn server_config(cert_key: Option<(&Path, &Path)>) -> Result<Arc<rustls::Ser
         Some((c, k)) => {
             let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(c)
                 .and_then(|i| i.collect::<Result<_, _>>())
-                .map_err(|e| format!("--cert {}: {e}", c.display()))?;
-            let key = PrivateKeyDer::from_pem_file(k).map_err(|e| format!("--key {}: {e}", k.display()))?;
+                .map_err(|e| format!("--cert {}: not a PEM certificate ({e})", c.display()))?;
+            if certs.is_empty() {
+                return Err(format!("--cert {}: no PEM certificate in it (a -----BEGIN CERTIFICATE----- block)", c.display()));
+            }
+            let key = PrivateKeyDer::from_pem_file(k).map_err(|e| match e {
+                rustls::pki_types::pem::Error::NoItemsFound => {
+                    format!("--key {}: no PEM private key in it (a -----BEGIN PRIVATE KEY----- block)", k.display())
+                }
+                e => format!("--key {}: not a PEM private key ({e})", k.display()),
+            })?;
             (certs, key)
         }
         None => {
@@ -110,5 +147,13 @@ mod tests {
         assert!(!verify(t, "coordinator", &c, &a, &[8u8; 32], &p), "another TLS session");
         assert!(!verify(t, "coordinator", &c, &a, &ekm, "zz"), "garbage");
         assert_ne!(nonce(), nonce());
+    }
+
+    #[test]
+    fn weak_tokens_are_told_apart_from_random_ones() {
+        assert!(weak(b"aaaaaaaaaaaaaaaa").is_some());
+        assert!(weak(b"abababababababab").is_some());
+        assert!(weak(b"9f1c2e7a5b3d4c6e8f0a1b2c3d4e5f60").is_none());
+        assert!(weak(nonce().as_bytes()).is_none());
     }
 }

@@ -112,10 +112,12 @@ async fn open(addr: &AgentAddr, reach: &Reach) -> Result<Channel, String> {
                 .map_err(|e| format!("cannot connect: {e}"))?;
             let _ = sock.set_nodelay(true);
             let name = rustls::pki_types::ServerName::try_from("scalelab-agent").expect("a valid name");
-            let tls = tokio_rustls::TlsConnector::from(auth::client_config())
-                .connect(name, sock)
-                .await
-                .map_err(|e| format!("TLS handshake failed ({e}): is it a `scalelab agent --listen`?"))?;
+            // A port that accepts and never speaks TLS must not hold the run: timed out as the connect.
+            let tls =
+                tokio::time::timeout(Duration::from_secs(10), tokio_rustls::TlsConnector::from(auth::client_config()).connect(name, sock))
+                    .await
+                    .map_err(|_| "no TLS handshake within 10 s: is it a `scalelab agent --listen`?".to_string())?
+                    .map_err(|e| format!("TLS handshake failed ({e}): is it a `scalelab agent --listen`?"))?;
             let mut ekm = vec![0u8; 32];
             tls.get_ref().1.export_keying_material(&mut ekm[..], auth::EXPORTER_LABEL, None).map_err(|e| format!("TLS exporter: {e}"))?;
             let (r, w) = tokio::io::split(tls);
@@ -156,7 +158,7 @@ async fn recv(r: &mut Reader, what: &str) -> Result<FromAgent, String> {
         Ok(Ok(Some((m, _)))) => Ok(m),
         Ok(Ok(None)) => Err(format!("the agent closed the connection (waiting for {what})")),
         Ok(Err(e)) => Err(format!("{e} (waiting for {what})")),
-        Err(_) => Err(format!("no {what} within 30 s")),
+        Err(_) => Err(format!("{what} did not come within 30 s")),
     }
 }
 
@@ -182,7 +184,7 @@ async fn greet((mut r, mut w, ekm, child, stderr): Channel, reach: &Reach) -> Re
     if let Err(e) = write_frame(&mut w, &ToAgent::Hello { protocol: reach.protocol, nonce: c_nonce.clone() }).await {
         return Err(with_stderr(e.to_string()).await);
     }
-    let (a_nonce, host) = match recv(&mut r, "the agent's hello").await {
+    let (a_nonce, mut host) = match recv(&mut r, "the agent's hello").await {
         Ok(FromAgent::Hello { protocol, nonce, host, .. }) if protocol == reach.protocol => (nonce, host),
         Ok(FromAgent::Hello { protocol, .. }) => return Err(mismatch(protocol, reach.protocol)),
         Ok(_) => return Err("the agent's first frame was not a hello".into()),
@@ -192,7 +194,12 @@ async fn greet((mut r, mut w, ekm, child, stderr): Channel, reach: &Reach) -> Re
         let mine = auth::proof(token, "coordinator", &c_nonce, &a_nonce, ekm);
         write_frame(&mut w, &ToAgent::Auth { proof: mine }).await.map_err(|e| e.to_string())?;
         match recv(&mut r, "the agent's token proof").await? {
-            FromAgent::Auth { proof } if auth::verify(token, "agent", &c_nonce, &a_nonce, ekm, &proof) => {}
+            FromAgent::Auth { proof, host: h, .. } if auth::verify(token, "agent", &c_nonce, &a_nonce, ekm, &proof) => {
+                // The agent names its host once the token is proven (not in its hello).
+                if !h.is_empty() {
+                    host = h;
+                }
+            }
             _ => return Err("the agent's token proof did not match: it is not the agent holding this token".into()),
         }
     }
@@ -259,6 +266,26 @@ mod tests {
         let o = clock_over(Duration::from_millis(40), Duration::from_millis(10)).await;
         assert!((o.offset_us - 15_000).abs() < 5_000, "offset {} µs, rtt {} µs", o.offset_us, o.rtt_us);
         assert!(o.offset_us.abs() <= o.rtt_us / 2, "bounded by half the round trip");
+    }
+
+    /// An agent that says hello and then nothing: the coordinator's line is grammatical.
+    #[tokio::test]
+    async fn a_silent_agent_is_named_in_a_sentence() {
+        let (c_w, mut a_r) = tokio::io::duplex(1 << 16);
+        let (mut a_w, c_r) = tokio::io::duplex(1 << 16);
+        tokio::spawn(async move {
+            let _ = read_frame::<_, ToAgent>(&mut a_r).await;
+            let hello = FromAgent::Hello { protocol: crate::PROTOCOL, nonce: auth::nonce(), host: String::new(), version: String::new() };
+            write_frame(&mut a_w, &hello).await.unwrap();
+            // Then silence, the channel kept open.
+            tokio::time::sleep(Duration::from_secs(120)).await;
+            drop((a_r, a_w));
+        });
+        let stderr: Arc<LastWords> = Arc::default();
+        stderr.done.store(true, Ordering::Relaxed);
+        let reach = Reach { protocol: crate::PROTOCOL, token: Some(b"9f1c2e7a5b3d4c6e8f0a1b2c3d4e5f60".to_vec()), ..Default::default() };
+        let e = greet((Box::new(c_r), Box::new(c_w), Some(vec![7u8; 32]), None, stderr), &reach).await.err().unwrap();
+        assert_eq!(e, "the agent's token proof did not come within 30 s");
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::serve::unix_us;
 use scalelab_core::{LiveTick, StepPlan, StepResult};
 use scalelab_probe::Record;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc as tmpsc;
@@ -59,6 +59,38 @@ enum Event {
     Lost(String),
 }
 
+/// The server agent's loss, seen by its reader as it happens (the sweep
+/// may be running steps on this machine, not asking the coordinator).
+#[derive(Default)]
+struct ServerWatch {
+    /// The step running (0-based), as the sweep says.
+    step: AtomicUsize,
+    /// The step at which it was lost, and why.
+    lost: Mutex<Option<(usize, String)>>,
+    /// The sweep's stop, raised on its loss with [`Loss::Abort`].
+    stop: Mutex<Option<Arc<AtomicBool>>>,
+    abort: bool,
+    /// Bye was said: its channel closing is the end, not a loss.
+    finishing: AtomicBool,
+}
+
+impl ServerWatch {
+    fn lose(&self, why: String) {
+        if self.finishing.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut lost = self.lost.lock().expect("not poisoned");
+        if lost.is_none() {
+            *lost = Some((self.step.load(Ordering::Relaxed), why));
+        }
+        if self.abort {
+            if let Some(stop) = &*self.stop.lock().expect("not poisoned") {
+                stop.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
 /// The connected agents of one run.
 pub struct Coordinator {
     rt: tokio::runtime::Runtime,
@@ -74,6 +106,7 @@ pub struct Coordinator {
     /// The server agent's records, as they arrive (drained by the session).
     records: Arc<Mutex<Vec<Record>>>,
     steps_run: usize,
+    watch: Arc<ServerWatch>,
 }
 
 /// Index of the server agent in events.
@@ -109,6 +142,7 @@ impl Coordinator {
         let handles: Vec<_> = addrs.into_iter().map(|(_, a, role)| rt.spawn(setup(a, reach.clone(), role))).collect();
         let (ev_tx, events) = mpsc::channel();
         let records: Arc<Mutex<Vec<Record>>> = Arc::default();
+        let watch = Arc::new(ServerWatch { abort: loss == Loss::Abort, ..Default::default() });
         let mut links = Vec::new();
         for ((name, _), h) in all.iter().zip(handles) {
             let (o, server, cores) = rt
@@ -116,20 +150,21 @@ impl Coordinator {
                 .map_err(|e| format!("agent {name}: {e}"))?
                 .map_err(|e| format!("agent {}: {}", scalelab_core::escape_control(name), scalelab_core::escape_control(&e)))?;
             let idx = if links.len() < load.len() { links.len() } else { SERVER };
-            links.push(Self::run_link(&rt, idx, name.clone(), o, (server, cores), ev_tx.clone(), records.clone()));
+            let w = (idx == SERVER).then(|| watch.clone());
+            links.push(Self::run_link(&rt, (idx, name.clone()), o, (server, cores), ev_tx.clone(), records.clone(), w));
         }
         let server = (links.len() > load.len()).then(|| links.pop()).flatten();
-        Ok(Coordinator { rt, load: links, server, events, loss, shares: Arc::default(), lost: Vec::new(), records, steps_run: 0 })
+        Ok(Coordinator { rt, load: links, server, events, loss, shares: Arc::default(), lost: Vec::new(), records, steps_run: 0, watch })
     }
 
     fn run_link(
         rt: &tokio::runtime::Runtime,
-        idx: usize,
-        name: String,
+        (idx, name): (usize, String),
         o: Opened,
         (server, cores): (Option<String>, u32),
         ev: mpsc::Sender<(usize, Event)>,
         records: Arc<Mutex<Vec<Record>>>,
+        watch: Option<Arc<ServerWatch>>,
     ) -> Link {
         let Opened { mut r, mut w, host, offset_us, rtt_us, child, stderr } = o;
         let bytes = Arc::new(AtomicU64::new(0));
@@ -144,6 +179,7 @@ impl Coordinator {
             }
         });
         let counted = bytes.clone();
+        let named = name.clone();
         rt.spawn(async move {
             let why = loop {
                 match read_frame::<_, FromAgent>(&mut r).await {
@@ -166,6 +202,12 @@ impl Coordinator {
             // ssh's last words, if any, say more than a closed pipe.
             let last = stderr.get().await;
             let why = if last.is_empty() { why } else { format!("{why} ({})", scalelab_core::escape_control(&last)) };
+            if let Some(w) = watch.filter(|w| !w.finishing.load(Ordering::Relaxed)) {
+                // Told to the telemetry now: the sweep may not ask the coordinator before its end.
+                let note = format!("server agent {named} lost: {why}");
+                records.lock().expect("not poisoned").push(Record::Unavailable(scalelab_core::Source::Process, note));
+                w.lose(why.clone());
+            }
             let _ = ev.send((idx, Event::Lost(why)));
         });
         Link { name, host, offset_us, rtt_us, cores, server, bytes, alive: true, tx, _child: child }
@@ -181,6 +223,27 @@ impl Coordinator {
         self.server.as_ref()
     }
 
+    /// Step `index` (0-based) starts: a server agent lost from now on is
+    /// lost at this step.
+    pub fn step_started(&self, index: usize) {
+        self.watch.step.store(index, Ordering::Relaxed);
+    }
+
+    /// The sweep's stop, raised when the server agent is lost and the
+    /// run aborts on a loss (`--agent-loss abort`).
+    pub fn stop_on_loss(&self, stop: Arc<AtomicBool>) {
+        *self.watch.stop.lock().expect("not poisoned") = Some(stop.clone());
+        if self.watch.abort && self.watch.lost.lock().expect("not poisoned").is_some() {
+            stop.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// The server agent, if it was lost: its name, the step (0-based) and why.
+    pub fn server_lost(&self) -> Option<(String, usize, String)> {
+        let lost = self.watch.lost.lock().expect("not poisoned").clone()?;
+        Some((self.server.as_ref().map(|s| s.name.clone()).unwrap_or_default(), lost.0, lost.1))
+    }
+
     /// Where the server agent's records arrive, for the session to drain.
     pub fn records(&self) -> Arc<Mutex<Vec<Record>>> {
         self.records.clone()
@@ -189,13 +252,10 @@ impl Coordinator {
     /// An event outside a step's bookkeeping: records, or the server agent lost.
     fn handle_other(&mut self, i: usize, e: Event) {
         match (i, e) {
-            (SERVER, Event::Lost(why)) => {
-                if let Some(s) = self.server.as_mut().filter(|s| s.alive) {
+            (SERVER, Event::Lost(_)) => {
+                // Its loss was recorded by its reader (ServerWatch).
+                if let Some(s) = self.server.as_mut() {
                     s.alive = false;
-                    self.records
-                        .lock()
-                        .expect("not poisoned")
-                        .push(Record::Unavailable(scalelab_core::Source::Process, format!("server agent {} lost: {why}", s.name)));
                 }
             }
             (i, Event::Lost(why)) if i < self.load.len() && self.load[i].alive => {
@@ -213,6 +273,7 @@ impl Coordinator {
         while let Ok((i, e)) = self.events.try_recv() {
             self.handle_other(i, e);
         }
+        self.step_started(index);
         let alive: Vec<usize> = (0..self.load.len()).filter(|&i| self.load[i].alive).collect();
         let plans = split(plan, alive.len());
         let max_rtt = alive.iter().map(|&i| self.load[i].rtt_us).max().unwrap_or(0);
@@ -304,6 +365,7 @@ impl Coordinator {
     /// Ends every session (bye), waiting up to a second for the agents to
     /// close; returns the server agent's last records.
     pub fn finish(mut self) -> Vec<Record> {
+        self.watch.finishing.store(true, Ordering::Relaxed);
         for l in self.load.iter().chain(self.server.iter()).filter(|l| l.alive) {
             let _ = l.tx.send(ToAgent::Bye);
         }

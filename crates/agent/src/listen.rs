@@ -32,12 +32,26 @@ pub struct ListenConfig<'a> {
 /// refusal is one line on stderr (the token is never printed). Err: the
 /// listener could not start (bad input).
 pub fn listen(c: &ListenConfig<'_>) -> Result<(), String> {
+    // Secrets only their owner may read, as ssh wants of a private key.
+    auth::check_private(c.token_file, "--token-file")?;
+    if let Some((_, key)) = c.cert_key {
+        auth::check_private(key, "--key")?;
+    }
     let token = auth::read_token(c.token_file)?;
     let tls = tokio_rustls::TlsAcceptor::from(auth::server_config(c.cert_key)?);
+    if let Some(why) = auth::weak(&token) {
+        eprintln!("agent: warning: the token in {} is weak ({why}): make one with `openssl rand -hex 32`", c.token_file.display());
+    }
     let protocol = c.protocol;
     runtime().block_on(async move {
         let listener = TcpListener::bind(c.addr).await.map_err(|e| format!("--listen {}: {e}", c.addr))?;
         let local = listener.local_addr().map_err(|e| e.to_string())?;
+        if local.ip().is_unspecified() {
+            eprintln!(
+                "agent: warning: --listen {} accepts coordinators on every interface: prefer the address of the network the coordinator is on, or firewall the port",
+                c.addr
+            );
+        }
         eprintln!("scalelab agent listening on {local} (TLS, token; protocol {protocol})");
         loop {
             let (sock, peer) = match listener.accept().await {

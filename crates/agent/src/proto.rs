@@ -76,10 +76,19 @@ pub enum ToAgent {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum FromAgent {
-    /// The first frame: the agent's protocol, its nonce (hex), host and version.
+    /// The first frame: the agent's protocol, its nonce (hex), host and
+    /// version. Over TCP host and version are empty: a stranger learns
+    /// nothing about the host before the token is proven (they come in `auth`).
     Hello { protocol: u32, nonce: String, host: String, version: String },
-    /// TCP only: HMAC-SHA256(token, "agent" | nonces | TLS exporter), hex.
-    Auth { proof: String },
+    /// TCP only: HMAC-SHA256(token, "agent" | nonces | TLS exporter), hex,
+    /// then the host and version, sent once the coordinator proved the token.
+    Auth {
+        proof: String,
+        #[serde(default)]
+        host: String,
+        #[serde(default)]
+        version: String,
+    },
     /// The agent will not go on, and why (one line).
     Refused { message: String },
     /// Answer to `ping`: the agent's wall clock, µs since the epoch.

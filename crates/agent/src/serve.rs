@@ -39,6 +39,11 @@ fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_else(|_| "unknown".into())
 }
 
+/// The host's name and this scalelab's version.
+fn about() -> (String, String) {
+    (host_name(), env!("CARGO_PKG_VERSION").into())
+}
+
 /// `scheme://host:port` of a URL, lowercased, without credentials or path.
 fn origin(url: &str) -> Option<String> {
     let (scheme, rest) = url.split_once("://")?;
@@ -103,7 +108,9 @@ async fn handshake(r: &mut Reader, w: &mut Writer, proof: Option<&Proof>, protoc
     let c_nonce = match first {
         Ok(Ok(Some((ToAgent::Hello { protocol: p, nonce }, _)))) => {
             let a_nonce = auth::nonce();
-            let hello = FromAgent::Hello { protocol, nonce: a_nonce.clone(), host: host_name(), version: env!("CARGO_PKG_VERSION").into() };
+            // Over TCP nothing about the host before the token is proven.
+            let (host, version) = if proof.is_some() { (String::new(), String::new()) } else { about() };
+            let hello = FromAgent::Hello { protocol, nonce: a_nonce.clone(), host, version };
             write_frame(w, &hello).await.map_err(|e| e.to_string())?;
             if p != protocol {
                 let m = mismatch(protocol, p);
@@ -122,7 +129,8 @@ async fn handshake(r: &mut Reader, w: &mut Writer, proof: Option<&Proof>, protoc
     match tokio::time::timeout(Duration::from_secs(10), read_frame_max::<_, ToAgent>(r, MAX_HANDSHAKE_FRAME)).await {
         Ok(Ok(Some((ToAgent::Auth { proof: given }, _)))) if auth::verify(&p.token, "coordinator", &c, &a, &p.ekm, &given) => {
             let mine = auth::proof(&p.token, "agent", &c, &a, &p.ekm);
-            write_frame(w, &FromAgent::Auth { proof: mine }).await.map_err(|e| e.to_string())?;
+            let (host, version) = about();
+            write_frame(w, &FromAgent::Auth { proof: mine, host, version }).await.map_err(|e| e.to_string())?;
             Ok(())
         }
         _ => {
@@ -290,5 +298,31 @@ mod tests {
         assert_eq!(origin("http://a/").unwrap(), "http://a:80");
         assert_eq!(origin("https://u:p@a/").unwrap(), "https://a:443");
         assert_ne!(origin("http://a:81/"), origin("http://a/"));
+    }
+
+    /// Over TCP a stranger (no token) learns nothing about the host: the
+    /// hello carries no host name and no version; they come after the proof.
+    #[tokio::test]
+    async fn nothing_about_the_host_before_the_token_is_proven() {
+        use crate::auth;
+        use crate::proto::{read_frame, write_frame, FromAgent, ToAgent};
+        let (token, ekm) = (b"9f1c2e7a5b3d4c6e8f0a1b2c3d4e5f60".to_vec(), vec![3u8; 32]);
+        let (mut c_w, a_r) = tokio::io::duplex(1 << 16);
+        let (a_w, mut c_r) = tokio::io::duplex(1 << 16);
+        let proof = super::Proof { token: token.clone(), ekm: ekm.clone() };
+        let agent = tokio::spawn(super::serve(Box::new(a_r), Box::new(a_w), Some(proof), crate::PROTOCOL));
+        let c_nonce = auth::nonce();
+        write_frame(&mut c_w, &ToAgent::Hello { protocol: crate::PROTOCOL, nonce: c_nonce.clone() }).await.unwrap();
+        let Some((FromAgent::Hello { nonce: a_nonce, host, version, .. }, _)) = read_frame(&mut c_r).await.unwrap() else {
+            panic!("a hello")
+        };
+        assert_eq!((host.as_str(), version.as_str()), ("", ""), "the hello names nothing before the proof");
+        let mine = auth::proof(&token, "coordinator", &c_nonce, &a_nonce, &ekm);
+        write_frame(&mut c_w, &ToAgent::Auth { proof: mine }).await.unwrap();
+        let Some((FromAgent::Auth { host, version, .. }, _)) = read_frame(&mut c_r).await.unwrap() else { panic!("a proof") };
+        assert!(!host.is_empty() && version == env!("CARGO_PKG_VERSION"), "after the proof: {host} {version}");
+        write_frame(&mut c_w, &ToAgent::Bye).await.unwrap();
+        drop(c_w);
+        let _ = agent.await;
     }
 }

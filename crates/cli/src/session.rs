@@ -142,6 +142,11 @@ struct Profiling {
     only: Option<std::collections::BTreeSet<usize>>,
 }
 
+/// The warning of a run that asked for `--profile` and will have none.
+fn unprofiled(why: &str) -> String {
+    format!("warning: --profile: no profiles will be taken: {}", scalelab_core::escape_control(why))
+}
+
 impl Profiling {
     /// Starts profiling when asked; `window_s` is the steps' window (a
     /// sweep), which sets how long off-CPU is captured in each.
@@ -152,10 +157,19 @@ impl Profiling {
         let Some(pid) = p.collect.server_pid else {
             let why =
                 format!("no server process to profile ({}); fix: pass --server-pid", p.why_no_server.as_deref().unwrap_or("none found"));
-            return Profiling { pending: vec![Record::Unavailable(Source::Profile, why)], ..Default::default() };
+            let notices = vec![unprofiled(&why)];
+            return Profiling { pending: vec![Record::Unavailable(Source::Profile, why)], notices, ..Default::default() };
         };
         let config = ProfileConfig { window_s, ..ProfileConfig::new(pid) };
-        let (profiler, pending, notices) = Profiler::start(config);
+        let (profiler, pending, mut notices) = Profiler::start(config);
+        if profiler.is_none() {
+            // Said at the start, not only stored: a run asked for profiles gets none.
+            let why = pending.iter().find_map(|r| match r {
+                Record::Unavailable(Source::Profile, why) => Some(why.as_str()),
+                _ => None,
+            });
+            notices.push(unprofiled(why.unwrap_or("perf cannot profile the server")));
+        }
         Profiling { profiler, pending, notices, only: p.profile_steps.clone(), ..Default::default() }
     }
 

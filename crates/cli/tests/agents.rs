@@ -68,6 +68,8 @@ impl Drop for Agent {
 fn token(dir: &Path, text: &str) -> PathBuf {
     let p = dir.join(format!("token-{}", text.len()));
     std::fs::write(&p, format!("{text}\n")).unwrap();
+    // The agent refuses a secret others may read.
+    std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     p
 }
 

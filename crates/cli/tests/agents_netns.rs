@@ -88,6 +88,7 @@ fn coordinate_json(hosts: &Hosts, store: &Path, args: &[&str]) -> Value {
 fn token(dir: &Path) -> PathBuf {
     let p = dir.join("token");
     std::fs::write(&p, format!("{TOKEN}\n")).unwrap();
+    std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     p
 }
 

@@ -101,6 +101,7 @@ spec:
         - name: token
           secret:
             secretName: {secret}
+            defaultMode: 0400
             items:
               - key: token
                 path: token

@@ -134,6 +134,31 @@ impl StepRunner for Remote<'_> {
     }
 }
 
+/// The engine on this machine, with a server agent told which step runs
+/// (a server agent lost is named with its step).
+pub struct Observed<'a, R>(pub R, pub &'a Coordinator);
+
+impl<R: StepRunner> StepRunner for Observed<'_, R> {
+    fn run_step(
+        &mut self,
+        index: usize,
+        plan: &StepPlan,
+        opts: &EngineOptions,
+        live: &mut dyn FnMut(&LiveTick),
+    ) -> Result<StepResult, EngineError> {
+        self.1.step_started(index);
+        self.0.run_step(index, plan, opts, live)
+    }
+}
+
+/// The server agent lost, as a lost agent: (name, step, why), the steps
+/// without server telemetry said.
+pub fn server_loss(c: &Coordinator) -> Option<(String, usize, String)> {
+    let (name, step, why) = c.server_lost()?;
+    let why = format!("{why}; no server telemetry from step {} on", step + 1);
+    Some((format!("server agent {name}"), step, why))
+}
+
 /// The outcome of a run that lost agents: (complete, outcome, exit code).
 pub fn outcome_after_loss(lost: &[(String, usize, String)], loss: AgentLoss, verdict: (bool, String, u8)) -> (bool, String, u8) {
     let (complete, outcome, code) = verdict;

@@ -92,10 +92,16 @@ impl Execute for Capacity {
         if !a.json && !a.quiet {
             sayln!("run {run_id}: capacity of {label} ({workload}), store {}", store_path.display());
         }
+        for n in session.profile_notices() {
+            esayln!("{n}");
+        }
         let mut search = Search::new(self.settings.clone());
         let start = Instant::now();
         let per_step = template.warmup() + template.window() + template.pause();
         let (mut store_error, mut engine_error) = (None, None);
+        // As a sweep: after --max-failed-steps tries in a row where nothing
+        // succeeded the server is gone, and the search stops there.
+        let (mut failed_in_a_row, mut target_failed) = (0u32, None);
         while let Next::Try { rate, .. } = search.next() {
             if start.elapsed() + template.warmup() + template.window() > self.max_time {
                 search.give_up();
@@ -131,11 +137,16 @@ impl Execute for Capacity {
             if !a.json && !a.quiet {
                 esayln!("{}", scalelab_report::capacity::trial_line(index, t));
             }
+            failed_in_a_row = if result.failed() { failed_in_a_row + 1 } else { 0 };
+            if a.max_failed_steps > 0 && failed_in_a_row >= a.max_failed_steps {
+                target_failed = Some(index + 1);
+                break;
+            }
             if matches!(search.next(), Next::Try { .. }) && !sleep_unless(per_step - template.warmup() - template.window(), &stop) {
                 break;
             }
         }
-        let interrupted = search.found().is_none();
+        let interrupted = search.found().is_none() && target_failed.is_none();
         let found = search.found().cloned();
         let (lo, hi) = search.bracket();
         let mut set = |k: &str, v: serde_json::Value| session.set_option(k, v);
@@ -157,14 +168,19 @@ impl Execute for Capacity {
             // A run that started and failed (exit 1), its earlier steps kept.
             return Err(anyhow::anyhow!("run {run_id} {outcome}; the earlier steps are kept, marked incomplete"));
         }
-        let outcome = if interrupted { "interrupted".to_string() } else { scalelab_report::capacity::outcome(found.as_ref()) };
-        let (store, _) = session.finish(!interrupted, &outcome)?.expect("a capacity run is recorded");
+        let outcome = match target_failed {
+            Some(step) => format!("target failed at step {step}"),
+            None if interrupted => "interrupted".to_string(),
+            None => scalelab_report::capacity::outcome(found.as_ref()),
+        };
+        let complete = !interrupted && target_failed.is_none();
+        let (store, _) = session.finish(complete, &outcome)?.expect("a capacity run is recorded");
         let mut run = super::show::load_run(&store, run_id)?;
         // A capacity whose first failing rate measured the client is no
         // result: stored as such (no capacity_per_s for --assert or runs).
         let mut outcome = outcome;
-        let distrust = match &found {
-            Some(Found::Capacity { rate, .. }) => scalelab_report::capacity::untrusted(&search, &run).map(|why| (*rate, why)),
+        let distrust = match (&found, target_failed) {
+            (Some(Found::Capacity { rate, .. }), None) => scalelab_report::capacity::untrusted(&search, &run).map(|why| (*rate, why)),
             _ => None,
         };
         if let Some((rate, why)) = &distrust {
@@ -183,6 +199,13 @@ impl Execute for Capacity {
             sayln!("run {run_id} {outcome}; stored in {}", store_path.display());
         }
         let passed = super::analysis::check(&run, &assertions);
+        if target_failed.is_some() {
+            esayln!(
+                "error: run {run_id} {outcome} (nothing succeeded for {} step(s) in a row); the steps are kept, marked incomplete",
+                a.max_failed_steps
+            );
+            return Ok(ExitCode::from(1));
+        }
         let code = match (&found, interrupted) {
             (_, true) => 130,
             (Some(Found::Capacity { .. }), _) if distrust.is_none() => 0,

@@ -334,6 +334,11 @@ fn run_preflight<D>(
         no_pin: a.no_pin,
         client_net: client_net.map(|n| n.to_string()),
     })?;
+    if a.strict && (a.profile || a.profile_steps.is_some()) {
+        // --strict: a run asked for profiles that perf cannot take is refused before anything starts.
+        let perf = scalelab_probe::profile::ProfileConfig::new(0).perf;
+        scalelab_probe::profile::check::perf_found(&perf).map_err(|why| bad(format!("--strict: --profile cannot work: {why}")))?;
+    }
     super::preflight::gate(&checks.checks, a.strict)?;
     Ok(checks)
 }
@@ -372,6 +377,8 @@ impl Execute for Sweep {
             begin(store, a, common, prepared, RunKind::Sweep)?;
         if let Some(c) = &agents {
             session.set_option("agents", super::agents::describe(c))?;
+            // A lost server agent ends the run as a lost load agent does (--agent-loss).
+            c.stop_on_loss(stop.clone());
         }
         if repeat.repeats > 1 {
             session.set_option("repeats", repeat.repeats.into())?;
@@ -418,6 +425,10 @@ impl Execute for Sweep {
                 let mut note = || Some(("agent_steps".to_string(), serde_json::Value::Array(shares.lock().expect("not poisoned").clone())));
                 session.sweep_with(&mut super::agents::Remote(c), &opts, a.max_failed_steps, &mut view, &mut note)
             }
+            (Some(c), None) => {
+                let mut local = super::agents::Observed(scalelab_drive::Local(&driver), c);
+                session.sweep_with(&mut local, &opts, a.max_failed_steps, &mut view, &mut || None)
+            }
             _ => session.sweep(&driver, &opts, a.max_failed_steps, &mut view),
         };
         view.finish();
@@ -427,7 +438,11 @@ impl Execute for Sweep {
                 esayln!("agent {name} lost at step {}: {}", step + 1, escape_control(why));
             }
         }
-        let lost = agents.as_ref().map(|c| c.lost.clone()).unwrap_or_default();
+        let mut lost = agents.as_ref().map(|c| c.lost.clone()).unwrap_or_default();
+        if let Some((name, step, why)) = agents.as_ref().and_then(super::agents::server_loss) {
+            esayln!("{} lost at step {}: {}", escape_control(&name), step + 1, escape_control(&why));
+            lost.push((name, step, why));
+        }
         if let Some(c) = agents.as_ref() {
             // What the control channels cost, per agent (bench/agents_overhead).
             let _ = session.set_option("agent_control_bytes", super::agents::control_bytes(c));

@@ -69,25 +69,87 @@ fn trial(perf: &Path, pid: u32, args: &[&str], dir: &Path, what: &str) -> Result
     trial_on(perf, &["-p", &pid.to_string()], args, dir, what)
 }
 
+/// How long perf's 50 ms trial may take: a `SCALELAB_PERF` that hangs
+/// must not hold the sweep (nor its SIGTERM) before the load.
+const TRIAL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Runs `perf record` for 50 ms with `args` on `target` (`-p PID`, `-a`); the reason it failed.
 fn trial_on(perf: &Path, target: &[&str], args: &[&str], dir: &Path, what: &str) -> Result<(), String> {
     let out = dir.join("trial.data");
-    let result = Command::new(perf)
-        .arg("record")
-        .args(args)
-        .args(target)
-        .arg("-o")
-        .arg(&out)
-        .args(["--", "sleep", "0.05"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output();
+    let mut cmd = Command::new(perf);
+    cmd.arg("record").args(args).args(target).arg("-o").arg(&out).args(["--", "sleep", "0.05"]);
+    let result = run_bounded(&mut cmd, TRIAL_TIMEOUT);
     let _ = std::fs::remove_file(&out);
     match result {
-        Err(e) => Err(format!("{what}: `{}` cannot be run ({e}); fix: install perf (Debian: apt-get install linux-perf; Ubuntu: linux-tools-$(uname -r)), or set SCALELAB_PERF", perf.display())),
-        Ok(o) if o.status.success() => Ok(()),
-        Ok(o) => Err(explain(&String::from_utf8_lossy(&o.stderr), what)),
+        Err(Bounded::Spawn(e)) => Err(format!("{what}: `{}` cannot be run ({e}); fix: install perf (Debian: apt-get install linux-perf; Ubuntu: linux-tools-$(uname -r)), or set SCALELAB_PERF", perf.display())),
+        Err(Bounded::TimedOut) => Err(format!(
+            "{what}: `{}` cannot be run: its 50 ms trial `perf record` did not end within {} s (killed); fix: check the perf binary (SCALELAB_PERF)",
+            perf.display(),
+            TRIAL_TIMEOUT.as_secs()
+        )),
+        Ok((true, _)) => Ok(()),
+        Ok((false, stderr)) => Err(explain(&stderr, what)),
+    }
+}
+
+/// Why [`run_bounded`] has no exit status.
+enum Bounded {
+    Spawn(std::io::Error),
+    TimedOut,
+}
+
+/// Runs `cmd` (stdin and stdout null) in its own process group; kills the
+/// group when it outlives `limit`. Its success and stderr.
+fn run_bounded(cmd: &mut Command, limit: std::time::Duration) -> Result<(bool, String), Bounded> {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).process_group(0);
+    let mut child = cmd.spawn().map_err(Bounded::Spawn)?;
+    // Read stderr aside: a child of perf that outlives it may hold the pipe.
+    let mut pipe = child.stderr.take().expect("piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut text = Vec::new();
+        let _ = pipe.by_ref().take(1 << 20).read_to_end(&mut text);
+        let _ = tx.send(String::from_utf8_lossy(&text).into_owned());
+    });
+    let end = std::time::Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                let stderr = rx.recv_timeout(std::time::Duration::from_millis(500)).unwrap_or_default();
+                return Ok((status.success(), stderr));
+            }
+            Ok(None) if std::time::Instant::now() < end => std::thread::sleep(std::time::Duration::from_millis(10)),
+            _ => {
+                // SAFETY: kills the process group this function made (the child leads it).
+                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+                let _ = child.wait();
+                return Err(Bounded::TimedOut);
+            }
+        }
+    }
+}
+
+/// Whether `perf` names a program that can be run: a path to an executable
+/// file, or a name found in PATH. Err: what to fix (`--profile` warns at
+/// the start, `--strict` refuses).
+pub fn perf_found(perf: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    let found = if perf.components().count() > 1 || perf.is_absolute() {
+        runnable(perf)
+    } else {
+        std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|d| runnable(&d.join(perf))))
+    };
+    if found {
+        return Ok(());
+    }
+    let fix = "install perf (Debian: apt-get install linux-perf; Ubuntu: linux-tools-$(uname -r)), or set SCALELAB_PERF to its path";
+    if std::env::var_os("SCALELAB_PERF").is_some() {
+        Err(format!("SCALELAB_PERF={} is not an executable file; fix: {fix}", perf.display()))
+    } else {
+        Err(format!("`{}` is not on PATH; fix: {fix}", perf.display()))
     }
 }
 
