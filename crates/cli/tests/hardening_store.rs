@@ -78,6 +78,29 @@ fn symlinked_store_side_files_and_image_folders_are_refused() {
     }
 }
 
+/// Item 11: `runs` took its peak over partial steps (53,498 where diagnose
+/// said 15,590); it must use the complete steps, as diagnose does.
+#[test]
+fn runs_peak_counts_complete_steps_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("s.db");
+    let s = scalelab_store::Store::open(&store).unwrap();
+    s.execute_raw(
+        "INSERT INTO runs(id, kind, label, target, workload, started_unix_ms, complete, plan_json, environment_json)
+             VALUES (1, 'sweep', 'peaky', 'specimen', 'GET /', 1700000000000, 0, '{}', '{}');
+         INSERT INTO steps(run_id, idx, concurrency, window_s, requests, queries, errors_json, partial)
+             VALUES (1, 0, 1, 2.0, 31180, 0, '{}', 0), (1, 1, 2, 0.25, 13374, 0, '{}', 1);",
+    )
+    .unwrap();
+    drop(s);
+    let out = run(&store, &["runs"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let table = String::from_utf8_lossy(&out.stdout).into_owned();
+    let row = table.lines().find(|l| l.contains("peaky")).unwrap_or_else(|| panic!("{table}"));
+    assert!(row.contains("15,590"), "peak of the complete step: {row}");
+    assert!(!row.contains("53,496"), "the partial step counted: {row}");
+}
+
 /// A tmpfs of 1 MiB mounted at `dir`, unmounted when dropped.
 struct Tmpfs(std::path::PathBuf);
 

@@ -250,7 +250,7 @@ impl Store {
                 "SELECT r.id, r.kind, r.label, r.target, r.started_unix_ms, r.complete, r.outcome,
                         (SELECT COUNT(*) FROM steps s WHERE s.run_id = r.id),
                         (SELECT MAX(COALESCE(s.published_throughput_per_s, CASE WHEN s.window_s > 0 THEN s.requests / s.window_s END))
-                           FROM steps s WHERE s.run_id = r.id)
+                           FROM steps s WHERE s.run_id = r.id AND s.partial = 0)
                  FROM runs r ORDER BY r.id",
             )
             .map_err(|e| self.sql(e))?;
