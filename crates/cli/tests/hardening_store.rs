@@ -180,3 +180,21 @@ fn damaged_schemas_are_refused_in_one_line_before_any_load() {
         .unwrap_or_else(|e| panic!("{damage}: a run was stored ({e})"));
     }
 }
+
+/// Two of item 23: `show last` on a store of imported runs only said "no
+/// run matches 'last' (use an id, a label, or 'last')"; `capacity --step 0s`
+/// named `--duration`.
+#[test]
+fn messages_name_what_the_user_gave() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("s.db");
+    imported_store(tmp.path(), &store);
+    let out = run(&store, &["show", "last"]);
+    assert_one_line(&out, "show last", "imported");
+    assert!(!stderr(&out).contains("or 'last'"), "{}", stderr(&out));
+
+    let other = tmp.path().join("t.db");
+    assert_bad_input(&other, &["capacity", "--specimen", "scales", "--slo", "p99<=20ms", "--step", "0s"], "--step");
+    let out = run(&other, &["capacity", "--specimen", "scales", "--slo", "p99<=20ms", "--step", "0s"]);
+    assert!(!stderr(&out).contains("--duration"), "{}", stderr(&out));
+}

@@ -280,12 +280,19 @@ impl Store {
             RunSelector::Label(l) => l.clone(),
         };
         match sel {
-            RunSelector::Last => self
-                .conn
-                .query_row("SELECT id FROM runs WHERE kind != 'imported' ORDER BY id DESC LIMIT 1", [], |r| r.get(0))
-                .optional()
-                .map_err(|e| self.sql(e))?
-                .ok_or(StoreError::NoSuchRun(text)),
+            RunSelector::Last => {
+                let last = self
+                    .conn
+                    .query_row("SELECT id FROM runs WHERE kind != 'imported' ORDER BY id DESC LIMIT 1", [], |r| r.get(0))
+                    .optional()
+                    .map_err(|e| self.sql(e))?;
+                if let Some(id) = last {
+                    return Ok(id);
+                }
+                // "no run matches 'last' (use ... 'last')" contradicted itself.
+                let any: i64 = self.conn.query_row("SELECT COUNT(*) FROM runs", [], |r| r.get(0)).map_err(|e| self.sql(e))?;
+                Err(if any > 0 { StoreError::OnlyImported(self.path.clone()) } else { StoreError::NoRuns(self.path.clone()) })
+            }
             RunSelector::Id(id) => self
                 .conn
                 .query_row("SELECT id FROM runs WHERE id = ?1", [id], |r| r.get(0))
