@@ -78,6 +78,38 @@ fn symlinked_store_side_files_and_image_folders_are_refused() {
     }
 }
 
+/// Item 8: a label or imported name that a spreadsheet reads as a formula
+/// is exported with a leading `'` (OWASP); plain negative numbers stay numbers.
+#[test]
+fn exported_cells_that_look_like_formulas_are_neutralised() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("s.db");
+    let csv = tmp.path().join("in.csv");
+    std::fs::write(&csv, "concurrency,=HYPERLINK(\"http://x/\")\n1,100\n2,190\n").unwrap();
+    assert!(run(&store, &["import", csv.to_str().unwrap()]).status.success());
+    for (i, label) in ["@SUM(A1)", "+1+2", "-2+3", "\tcmd", "-5"].into_iter().enumerate() {
+        let text = format!("concurrency,{label}\n1,100\n");
+        std::fs::write(&csv, text).unwrap();
+        let out = run(&store, &["import", csv.to_str().unwrap()]);
+        assert!(out.status.success(), "import {label:?} ({i}): {}", stderr(&out));
+    }
+    let mut cells = Vec::new();
+    for id in 1..=6 {
+        let out = run(&store, &["export", &id.to_string(), "--format", "csv"]);
+        assert!(out.status.success(), "export {id}: {}", stderr(&out));
+        let text = String::from_utf8(out.stdout).unwrap();
+        let row = text.lines().nth(1).unwrap().to_string();
+        cells.push(row);
+    }
+    assert!(cells[0].starts_with("1,\"'=HYPERLINK(\"\"http://x/\"\")\",1,"), "{}", cells[0]);
+    assert!(cells[1].starts_with("2,'@SUM(A1),1,"), "{}", cells[1]);
+    assert!(cells[2].starts_with("3,'+1+2,1,"), "{}", cells[2]);
+    assert!(cells[3].starts_with("4,'-2+3,1,"), "{}", cells[3]);
+    // import trims the name; kept, it would be neutralised.
+    assert!(cells[4].starts_with("5,'\tcmd,1,") || cells[4].starts_with("5,cmd,1,"), "{:?}", cells[4]);
+    assert!(cells[5].starts_with("6,-5,1,"), "a plain negative number stays numeric: {}", cells[5]);
+}
+
 /// Item 11: `runs` took its peak over partial steps (53,498 where diagnose
 /// said 15,590); it must use the complete steps, as diagnose does.
 #[test]
