@@ -9,6 +9,7 @@ use common::*;
 use std::os::unix::fs::symlink;
 use std::path::Path;
 use std::process::Output;
+use std::time::{Duration, Instant};
 
 /// A short specimen sweep: what a writing command looks like (refused
 /// before any load when the store is unusable).
@@ -28,6 +29,33 @@ fn assert_one_line(out: &Output, what: &str, says: &str) {
     assert_eq!(out.status.code(), Some(2), "{what}: {err}");
     assert_eq!(err.lines().count(), 1, "{what}: one line, not {err}");
     assert!(err.contains(says), "{what}: {err}");
+}
+
+/// Runs scalelab with `args`, killed when it has not exited within `limit`
+/// (a fifo read blocks forever; /dev/zero is read under a memory cap).
+fn run_bounded(args: &[&str], limit: Duration) -> Option<Output> {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = bin();
+    cmd.args(args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    // SAFETY: setrlimit is async-signal-safe and touches only this child.
+    unsafe {
+        cmd.pre_exec(|| {
+            let cap = libc::rlimit { rlim_cur: 1 << 30, rlim_max: 1 << 30 };
+            libc::setrlimit(libc::RLIMIT_AS, &cap);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if child.try_wait().unwrap().is_some() {
+            return Some(child.wait_with_output().unwrap());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
 }
 
 /// Item 3: a planted `scalelab.db -> victim` made root write the victim
@@ -210,6 +238,44 @@ fn damaged_schemas_are_refused_in_one_line_before_any_load() {
              VALUES (1, 'sweep', 'x', 'x', 'x', 0, '{}', '{}')",
         )
         .unwrap_or_else(|e| panic!("{damage}: a run was stored ({e})"));
+    }
+}
+
+/// Item 20: `--token-file`, `--body-file`, `--url-file` of /dev/zero read
+/// until memory ran out; a fifo hung. Regular files only, size capped.
+#[test]
+fn input_files_must_be_regular_files_of_bounded_size() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("s.db");
+    let fifo = tmp.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let big = tmp.path().join("big");
+    std::fs::File::create(&big).unwrap().set_len(100 << 20).unwrap();
+    let s = store.to_str().unwrap();
+    for file in [fifo.to_str().unwrap(), "/dev/zero", big.to_str().unwrap()] {
+        for (flag, args) in [
+            (
+                "--body-file",
+                vec!["--store", s, "sweep", "--specimen", "scales", "-c", "1", "-d", "0.3s", "--method", "POST", "--body-file", file],
+            ),
+            ("--url-file", vec!["--store", s, "sweep", "-c", "1", "-d", "0.3s", "--url-file", file]),
+            ("--token-file", vec!["agent", "--listen", "127.0.0.1:0", "--token-file", file]),
+            (
+                "--agent-token-file",
+                vec!["--store", s, "sweep", "http://127.0.0.1:9/", "--agent", "tcp://127.0.0.1:9", "--agent-token-file", file],
+            ),
+        ] {
+            let Some(out) = run_bounded(&args, Duration::from_secs(20)) else {
+                panic!("{flag} {file}: still reading after 20 s");
+            };
+            let says = if file == big.to_str().unwrap() { "too large" } else { "not a regular file" };
+            assert_one_line(&out, &format!("{flag} {file}"), says);
+            let named = if flag.contains("token") { "token file" } else { flag };
+            assert!(stderr(&out).contains(named), "{flag} {file}: {}", stderr(&out));
+            assert!(!store.exists(), "{flag} {file}: a store was created");
+        }
     }
 }
 
