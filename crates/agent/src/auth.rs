@@ -34,7 +34,9 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
 
 /// The token from its file: the first line, trimmed; at least 16 bytes.
 pub fn read_token(path: &Path) -> Result<Vec<u8>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("token file {}: {e}", path.display()))?;
+    // A regular file of at most 64 KiB: /dev/zero was read until memory ran out, a fifo hung.
+    let bytes = scalelab_probe::read::read_user_file(path, 64 << 10).map_err(|e| format!("token file {}: {e}", path.display()))?;
+    let text = String::from_utf8_lossy(&bytes);
     let token = text.lines().next().unwrap_or("").trim();
     if token.len() < 16 {
         return Err(format!("token file {}: the token must be at least 16 characters (e.g. `openssl rand -hex 32`)", path.display()));

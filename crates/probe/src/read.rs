@@ -141,3 +141,60 @@ mod tests {
         assert!(err.to_string().starts_with("cannot read /nonexistent/probe/file:"), "{err}");
     }
 }
+
+/// Reads a file the user named (a token, a request body, a URL list): a
+/// regular file of at most `max_bytes`. `/dev/zero` was read until memory
+/// ran out and a fifo blocked forever: anything but a regular file is
+/// refused, a fifo opened without waiting for a writer (`O_NONBLOCK`).
+/// Err: the reason, to follow the flag and the path in a one-line error.
+pub fn read_user_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>, String> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let f = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(|e| e.to_string())?;
+    let meta = f.metadata().map_err(|e| e.to_string())?;
+    let t = meta.file_type();
+    if !t.is_file() {
+        let what = if t.is_dir() {
+            "a directory"
+        } else if t.is_fifo() {
+            "a fifo"
+        } else if t.is_char_device() || t.is_block_device() {
+            "a device"
+        } else {
+            "a socket or special file"
+        };
+        return Err(format!("not a regular file (it is {what}): give a file"));
+    }
+    let too_large = |n: u64| format!("too large ({n} bytes; at most {max_bytes} are read): give a smaller file");
+    if meta.len() > max_bytes {
+        return Err(too_large(meta.len()));
+    }
+    let mut bytes = Vec::new();
+    f.take(max_bytes + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod user_file_tests {
+    use super::*;
+
+    #[test]
+    fn devices_fifos_and_large_files_are_refused() {
+        let tmp = std::env::temp_dir().join(format!("scalelab-user-file-{}", std::process::id()));
+        std::fs::create_dir_all(&tmp).unwrap();
+        let fifo = tmp.join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(read_user_file(&fifo, 10).unwrap_err().contains("a fifo"));
+        assert!(read_user_file(Path::new("/dev/zero"), 10).unwrap_err().contains("a device"));
+        assert!(read_user_file(&tmp, 10).unwrap_err().contains("a directory"));
+        let f = tmp.join("f");
+        std::fs::write(&f, b"0123456789").unwrap();
+        assert_eq!(read_user_file(&f, 10).unwrap(), b"0123456789");
+        assert!(read_user_file(&f, 9).unwrap_err().contains("too large"));
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
+}

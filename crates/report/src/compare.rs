@@ -228,10 +228,12 @@ pub fn to_markdown(c: &Comparison) -> String {
 /// first column; missing cells empty.
 pub fn to_csv(c: &Comparison) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
+    // Labels are user text: a leading = + - @ would run as a formula (OWASP).
+    let n = crate::csv::neutralise;
     let mut header = vec!["concurrency".to_string()];
-    header.extend(c.labels.iter().cloned());
-    header.extend(c.labels.iter().map(|l| format!("{l} scaling %")));
-    header.extend(c.deltas.iter().map(|d| format!("{} %", d.name)));
+    header.extend(c.labels.iter().map(|l| n(l)));
+    header.extend(c.labels.iter().map(|l| n(&format!("{l} scaling %"))));
+    header.extend(c.deltas.iter().map(|d| n(&format!("{} %", d.name))));
     let line = |first: String, cells: &Cells| {
         let opt = |v: Option<String>| v.unwrap_or_default();
         let mut out = vec![first];
@@ -245,11 +247,11 @@ pub fn to_csv(c: &Comparison) -> String {
     let intervals = any_throughput_interval(c) || c.deltas.iter().any(|d| column_has_interval(c, &d.name));
     if intervals {
         for l in &c.labels {
-            header.push(format!("{l} ci95 low"));
-            header.push(format!("{l} ci95 high"));
+            header.push(n(&format!("{l} ci95 low")));
+            header.push(n(&format!("{l} ci95 high")));
         }
         for d in &c.deltas {
-            header.extend(["delta %", "ci95 low %", "ci95 high %", "verdict"].map(|k| format!("{} {k}", d.name)));
+            header.extend(["delta %", "ci95 low %", "ci95 high %", "verdict"].map(|k| n(&format!("{} {k}", d.name))));
         }
     }
     let line = |first: String, cells: &Cells| {

@@ -2,17 +2,33 @@
 
 use scalelab_core::{ErrorClass, Run, StepTelemetry};
 
+/// `s` with a leading `'` when a spreadsheet would run it as a formula (see
+/// [`quote`]); a plain number, negative or not, is left as it is.
+pub fn neutralise(s: &str) -> String {
+    let formula = s.starts_with(['=', '+', '-', '@', '\t', '\r']) && s.trim().parse::<f64>().is_err();
+    if formula {
+        format!("'{s}")
+    } else {
+        s.to_string()
+    }
+}
+
 /// A figure as a CSV cell: six decimals, empty when missing (never 0).
 pub fn opt(x: Option<f64>) -> String {
     x.map(|v| format!("{v:.6}")).unwrap_or_default()
 }
 
 /// Text as a CSV cell, quoted when it holds a comma, a quote or a line break.
+/// Text a spreadsheet would run as a formula (it begins with `=`, `+`, `-`,
+/// `@`, a tab or a carriage return: a label or an imported name such as
+/// `=HYPERLINK(...)`) gets a leading `'`, as OWASP advises against CSV
+/// injection; a plain number such as `-5` stays a number.
 pub fn quote(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
+    let s = neutralise(s);
+    if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
-        s.to_string()
+        s
     }
 }
 
@@ -132,4 +148,22 @@ pub fn seconds_csv(run: &Run) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formulas_are_neutralised_and_numbers_kept() {
+        assert_eq!(quote("=1+1"), "'=1+1");
+        assert_eq!(quote("@SUM(A1)"), "'@SUM(A1)");
+        assert_eq!(quote("-2+3"), "'-2+3");
+        assert_eq!(quote("+1"), "+1");
+        assert_eq!(quote("-5"), "-5");
+        assert_eq!(quote("-0.25"), "-0.25");
+        assert_eq!(quote("\rcmd"), "\"'\rcmd\"");
+        assert_eq!(quote("=A1,B1"), "\"'=A1,B1\"");
+        assert_eq!(quote("nginx 1.24"), "nginx 1.24");
+    }
 }

@@ -41,6 +41,67 @@ pub enum StoreError {
     ReadOnlyOld { path: PathBuf, found: i64, known: i64 },
     #[error("no store at {0} (run `scalelab sweep` first, or pass --store PATH)")]
     Missing(PathBuf),
+    #[error("{path} is a symbolic link: scalelab does not open its store through links; remove it or pass --store with the real path")]
+    Link { path: PathBuf },
+    #[error(
+        "store {path}: the disk is full ({cause}); nothing was changed and the store is intact: free space on its filesystem and run again"
+    )]
+    DiskFull { path: PathBuf, cause: String },
+    #[error("store {path} is damaged: {why}; nothing was changed: restore it from a copy, or pass --store with another path")]
+    Damaged { path: PathBuf, why: String },
+    #[error("store {0} holds only imported runs, and 'last' names the last measured one: name an imported run by id or label (`scalelab runs` lists them)")]
+    OnlyImported(PathBuf),
+    #[error("store {0} holds no run yet (run `scalelab sweep` first)")]
+    NoRuns(PathBuf),
+}
+
+/// Refuses a store whose file or side files (`-journal`, `-wal`, `-shm`)
+/// are symbolic links, before SQLite opens (or creates) any of them:
+/// scalelab often runs as root, and SQLite follows a planted link to
+/// whatever file it names (an empty one is turned into a database).
+fn refuse_links(path: &Path) -> Result<(), StoreError> {
+    for suffix in ["", "-journal", "-wal", "-shm"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        if std::fs::symlink_metadata(&name).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(StoreError::Link { path: name.into() });
+        }
+    }
+    Ok(())
+}
+
+/// True when the filesystem holding `path` has no room left (blocks, or
+/// inodes for a side file): what an SQLite I/O error on an existing store
+/// then means. Root may write into the reserved blocks.
+fn disk_full(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else { return false };
+    // SAFETY: statvfs is plain old data; all zeroes is a valid value.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a live, writable statvfs.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return false;
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let blocks = if root { st.f_bfree } else { st.f_bavail };
+    let inodes = if root { st.f_ffree } else { st.f_favail };
+    blocks == 0 || (st.f_files > 0 && inodes == 0)
+}
+
+/// `e` from the store at `path` as the error to show: the disk is full, or
+/// what `otherwise` makes of it. SQLite says "disk I/O error" when it cannot
+/// grow the `-shm` file of an existing store; that is no sign of a file
+/// that is not a store.
+fn classify(path: &Path, e: &rusqlite::Error, otherwise: impl FnOnce() -> StoreError) -> StoreError {
+    full_disk(path, e).unwrap_or_else(otherwise)
+}
+
+/// [`StoreError::DiskFull`] when `e` is an I/O error and the disk is full.
+fn full_disk(path: &Path, e: &rusqlite::Error) -> Option<StoreError> {
+    let io = matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::DiskFull | rusqlite::ErrorCode::SystemIoFailure));
+    (io && disk_full(path)).then(|| StoreError::DiskFull { path: path.into(), cause: e.to_string() })
 }
 
 /// True when SQLite refused because the file, its folder or its WAL files
@@ -60,7 +121,9 @@ impl Store {
     /// schema up to date. A file that is not a scalelab store is refused
     /// untouched; one that cannot be written is [`StoreError::ReadOnly`].
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        let conn = Connection::open(path).map_err(|e| StoreError::Open { path: path.into(), cause: e.to_string() })?;
+        refuse_links(path)?;
+        let conn =
+            Connection::open(path).map_err(|e| classify(path, &e, || StoreError::Open { path: path.into(), cause: e.to_string() }))?;
         // SQLite falls back to reading a file it may not write: say so now,
         // not at the first write in the middle of a run.
         if conn.is_readonly(rusqlite::DatabaseName::Main).unwrap_or(false) {
@@ -77,6 +140,7 @@ impl Store {
     /// of another user, a read-only mount). A store with an older schema is
     /// upgraded when it is writable, as [`Store::open`] does.
     pub fn open_for_reading(path: &Path) -> Result<Store, StoreError> {
+        refuse_links(path)?;
         if !path.exists() {
             return Err(StoreError::Missing(path.into()));
         }
@@ -90,6 +154,19 @@ impl Store {
             Err(StoreError::ReadOnly { .. }) => Err(StoreError::ReadOnlyOld { path: path.into(), found, known: LATEST_VERSION }),
             other => other,
         }
+    }
+
+    /// What a writing command checks before any load: no link at the store
+    /// or its side files, and an existing store readable, whole (its schema
+    /// version and tables) and not newer than this build. Creates nothing
+    /// and changes nothing (an older store is upgraded when opened).
+    pub fn check_usable(path: &Path) -> Result<(), StoreError> {
+        refuse_links(path)?;
+        if !path.exists() {
+            return Ok(());
+        }
+        let store = Store::open_read_only(path)?;
+        schema::version_for_reading(&store).map(|_| ())
     }
 
     /// A read-only connection. In WAL mode a reader needs the `-shm` file;
@@ -107,7 +184,9 @@ impl Store {
             match conn.query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0)) {
                 Ok(_) => Ok(Ok(conn)),
                 Err(e) if is_read_only_error(&e) => Ok(Err(e)),
-                Err(e) => Err(StoreError::NotAStore { path: path.into(), what: format!("not an SQLite database: {e}") }),
+                Err(e) => {
+                    Err(classify(path, &e, || StoreError::NotAStore { path: path.into(), what: format!("not an SQLite database: {e}") }))
+                }
             }
         };
         let conn = match open(&file_uri(path, false))? {
@@ -135,7 +214,7 @@ impl Store {
     }
 
     fn sql(&self, cause: rusqlite::Error) -> StoreError {
-        StoreError::Sql { path: self.path.clone(), cause }
+        full_disk(&self.path, &cause).unwrap_or(StoreError::Sql { path: self.path.clone(), cause })
     }
 }
 

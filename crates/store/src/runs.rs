@@ -254,7 +254,7 @@ impl Store {
                         -- busiest try, which may be one that failed.
                         CASE WHEN r.kind = 'capacity' THEN json_extract(r.plan_json, '$.options.capacity_per_s')
                         ELSE (SELECT MAX(COALESCE(s.published_throughput_per_s, CASE WHEN s.window_s > 0 THEN s.requests / s.window_s END))
-                           FROM steps s WHERE s.run_id = r.id) END
+                           FROM steps s WHERE s.run_id = r.id AND s.partial = 0) END
                  FROM runs r ORDER BY r.id",
             )
             .map_err(|e| self.sql(e))?;
@@ -284,12 +284,19 @@ impl Store {
             RunSelector::Label(l) => l.clone(),
         };
         match sel {
-            RunSelector::Last => self
-                .conn
-                .query_row("SELECT id FROM runs WHERE kind != 'imported' ORDER BY id DESC LIMIT 1", [], |r| r.get(0))
-                .optional()
-                .map_err(|e| self.sql(e))?
-                .ok_or(StoreError::NoSuchRun(text)),
+            RunSelector::Last => {
+                let last = self
+                    .conn
+                    .query_row("SELECT id FROM runs WHERE kind != 'imported' ORDER BY id DESC LIMIT 1", [], |r| r.get(0))
+                    .optional()
+                    .map_err(|e| self.sql(e))?;
+                if let Some(id) = last {
+                    return Ok(id);
+                }
+                // "no run matches 'last' (use ... 'last')" contradicted itself.
+                let any: i64 = self.conn.query_row("SELECT COUNT(*) FROM runs", [], |r| r.get(0)).map_err(|e| self.sql(e))?;
+                Err(if any > 0 { StoreError::OnlyImported(self.path.clone()) } else { StoreError::NoRuns(self.path.clone()) })
+            }
             RunSelector::Id(id) => self
                 .conn
                 .query_row("SELECT id FROM runs WHERE id = ?1", [id], |r| r.get(0))

@@ -33,7 +33,7 @@ fn current_version(store: &Store) -> Result<Option<i64>, StoreError> {
             Err(e) if crate::is_read_only_error(&e) && store.path.exists() => {
                 return Err(StoreError::ReadOnly { path: store.path.clone(), why: format!("its folder is not writable: {e}") })
             }
-            Err(e) => return Err(not_a_store(format!("not an SQLite database: {e}"))),
+            Err(e) => return Err(crate::classify(&store.path, &e, || not_a_store(format!("not an SQLite database: {e}")))),
         };
         let rows = stmt.query_map([], |r| r.get::<_, String>(0)).map_err(|e| not_a_store(format!("unreadable: {e}")))?;
         rows.collect::<Result<_, _>>().map_err(|e| not_a_store(format!("unreadable: {e}")))?
@@ -49,10 +49,53 @@ fn current_version(store: &Store) -> Result<Option<i64>, StoreError> {
         .query_row("SELECT value FROM scalelab_meta WHERE key = 'schema_version'", [], |r| r.get(0))
         .optional()
         .map_err(|e| store.sql(e))?;
-    match v.and_then(|v| v.parse::<i64>().ok()) {
-        Some(v) => Ok(Some(v)),
-        None => Err(not_a_store("a scalelab_meta table without a schema version".into())),
+    let damaged = |why: String| StoreError::Damaged { path: store.path.clone(), why };
+    let Some(text) = v else { return Err(damaged("its scalelab_meta table has no schema version".into())) };
+    // A version below 1 is none that scalelab writes: migrating "from" it
+    // indexed the migrations out of bounds (-1) or re-ran the first one (0).
+    match text.parse::<i64>() {
+        Ok(v) if v >= 1 => Ok(Some(v)),
+        _ => {
+            let shown: String = text.chars().take(24).collect::<String>().escape_debug().to_string();
+            Err(damaged(format!("its schema version '{shown}' is none that scalelab writes (1 to {LATEST_VERSION})")))
+        }
     }
+}
+
+/// Refuses a store that lacks a table or a column its schema version has
+/// (a `steps` table dropped by hand ran the load and then lost the result):
+/// the tables and columns of the first `version` migrations, applied to an
+/// empty database in memory, must all be there.
+fn check_tables(store: &Store, version: i64) -> Result<(), StoreError> {
+    if version < 1 {
+        return Ok(());
+    }
+    let columns = |conn: &rusqlite::Connection, table: &str| -> rusqlite::Result<Vec<String>> {
+        let mut stmt = conn.prepare("SELECT name FROM pragma_table_info(?1)")?;
+        let rows = stmt.query_map([table], |r| r.get::<_, String>(0))?;
+        rows.collect()
+    };
+    let expected = (|| -> rusqlite::Result<Vec<(String, Vec<String>)>> {
+        let mem = rusqlite::Connection::open_in_memory()?;
+        for m in &MIGRATIONS[..version.min(LATEST_VERSION) as usize] {
+            mem.execute_batch(m)?;
+        }
+        let mut stmt = mem.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")?;
+        let names: Vec<String> = stmt.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?;
+        names.into_iter().map(|t| Ok((t.clone(), columns(&mem, &t)?))).collect()
+    })()
+    .expect("the migrations apply to an empty database");
+    let damaged = |why: String| StoreError::Damaged { path: store.path.clone(), why };
+    for (table, want) in expected {
+        let have = columns(&store.conn, &table).map_err(|e| store.sql(e))?;
+        if have.is_empty() {
+            return Err(damaged(format!("it has no table {table}, which a schema {version} store has")));
+        }
+        if let Some(c) = want.iter().find(|c| !have.contains(c)) {
+            return Err(damaged(format!("its table {table} has no column {c}, which a schema {version} store has")));
+        }
+    }
+    Ok(())
 }
 
 /// The schema version of a store opened read-only: refuses files that are
@@ -62,6 +105,7 @@ pub(crate) fn version_for_reading(store: &Store) -> Result<i64, StoreError> {
     if version > LATEST_VERSION {
         return Err(StoreError::TooNew { path: store.path.clone(), found: version, known: LATEST_VERSION });
     }
+    check_tables(store, version)?;
     Ok(version)
 }
 
@@ -71,6 +115,7 @@ pub(crate) fn check_and_migrate(store: &mut Store) -> Result<(), StoreError> {
     if version > LATEST_VERSION {
         return Err(StoreError::TooNew { path: store.path.clone(), found: version, known: LATEST_VERSION });
     }
+    check_tables(store, version)?;
     store.conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(|e| store.sql(e))?;
     // WAL: a committed step survives SIGKILL of the writer; readers never block it.
     if version < LATEST_VERSION || version == 0 {
@@ -107,7 +152,8 @@ pub fn migrate_to(store: &mut Store, to: i64) -> Result<(), StoreError> {
     } else {
         0
     };
-    for v in from + 1..=to {
+    // A version below 1 is refused on open; never index the migrations by it.
+    for v in from.max(0) + 1..=to {
         tx.execute_batch(MIGRATIONS[(v - 1) as usize]).map_err(sql)?;
         tx.execute(
             "INSERT INTO scalelab_meta(key, value) VALUES ('schema_version', ?1)

@@ -61,6 +61,16 @@ pub fn run(store_path: &Path, c: CapacityArgs) -> anyhow::Result<ExitCode> {
         .filter(|p| (0.1..=50.0).contains(p))
         .ok_or_else(|| bad(format!("--resolution '{}': use a share from 0.1% to 50%, e.g. 5%", escape_control(&resolution))))?;
     // The window per tried rate is sweep's --duration: 10s, or 2s for the specimen.
+    // Checked here under its own name: sweep's check said "--duration".
+    if let Some(text) = &step {
+        let window = parse_duration(text).map_err(|e| bad(format!("--step: {e}")))?;
+        if window < std::time::Duration::from_millis(100) {
+            return Err(bad(format!(
+                "--step {}: the window per tried rate must be at least 100ms: a shorter one measures noise",
+                escape_control(text)
+            )));
+        }
+    }
     a.duration = Some(step.unwrap_or_else(|| if a.target.is_none() && a.url_file.is_none() { "2s" } else { "10s" }.into()));
     // The highest rate sizes the checks made before load (descriptors, preflight).
     a.rate = Some(format!("{max_per_s}"));

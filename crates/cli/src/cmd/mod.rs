@@ -42,6 +42,11 @@ fn stop_on_signals() -> anyhow::Result<std::sync::Arc<std::sync::atomic::AtomicB
 
 /// Runs the chosen subcommand.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    // A command that will write the store finds out it cannot before any
+    // load: a linked store or side file, a damaged schema, a full disk.
+    if matches!(cli.command, Command::Sweep(_) | Command::Capacity(_) | Command::Micro(_)) {
+        scalelab_store::Store::check_usable(&cli.store)?;
+    }
     match cli.command {
         Command::Sweep(a) => {
             let a = *a;

@@ -17,6 +17,11 @@ use std::process::ExitCode;
 pub fn run(store_path: &Path, a: &ReportArgs) -> anyhow::Result<ExitCode> {
     let out = a.output.clone().unwrap_or_else(|| PathBuf::from(if a.format == ReportFormat::Md { "report.md" } else { "report.html" }));
     refuse_link(&out)?;
+    // The image folders too, before anything is written: create_dir_all
+    // and the files in it went through a planted link.
+    for dir in [&a.svg, &a.png].into_iter().flatten() {
+        refuse_link(dir)?;
+    }
     if out.is_dir() {
         return Err(bad(format!("-o {}: is a directory; give a file name", out.display())));
     }
@@ -142,6 +147,7 @@ enum Image {
 /// Writes every drawn chart into `dir` as `ID.svg` or `ID.png`.
 fn write_images(dir: &Path, input: &ReportInput, kind: Image) -> anyhow::Result<()> {
     let flag = if kind == Image::Svg { "--svg" } else { "--png" };
+    refuse_link(dir)?;
     std::fs::create_dir_all(dir).map_err(|e| bad(format!("{flag} {}: {e}", dir.display())))?;
     let mut raster = (kind == Image::Png).then(Rasterizer::new);
     for c in scalelab_report::charts::all(&input.runs) {

@@ -40,7 +40,7 @@ fn schedule(a: &SweepArgs, specimen: bool) -> anyhow::Result<(Duration, Duration
 fn http_config(a: &SweepArgs, url: &str) -> anyhow::Result<HttpConfig> {
     let requests = match &a.url_file {
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| bad(format!("--url-file {}: {e}", path.display())))?;
+            let text = read_url_file(path)?;
             parse_url_file(&path.display().to_string(), &text).map_err(|e| bad(e.to_string()))?
         }
         None => vec![RequestSpec { method: a.method.as_deref().unwrap_or("GET").to_ascii_uppercase(), url: url.to_string(), weight: 1 }],
@@ -56,7 +56,9 @@ fn http_config(a: &SweepArgs, url: &str) -> anyhow::Result<HttpConfig> {
     }
     let body = match (&a.body, &a.body_file) {
         (Some(b), _) => Some(b.clone().into_bytes()),
-        (None, Some(p)) => Some(std::fs::read(p).map_err(|e| bad(format!("--body-file {}: {e}", p.display())))?),
+        (None, Some(p)) => {
+            Some(scalelab_probe::read::read_user_file(p, MAX_BODY_BYTES).map_err(|e| bad(format!("--body-file {}: {e}", p.display())))?)
+        }
         (None, None) => None,
     };
     let timeout = parse_duration(&a.timeout).map_err(|e| bad(format!("--timeout: {e}")))?;
@@ -76,12 +78,26 @@ fn http_config(a: &SweepArgs, url: &str) -> anyhow::Result<HttpConfig> {
     })
 }
 
+/// The largest `--body-file` read: it is held in memory and sent whole.
+const MAX_BODY_BYTES: u64 = 64 << 20;
+
+/// The largest `--url-file` read (about 100,000 URLs).
+const MAX_URL_FILE_BYTES: u64 = 16 << 20;
+
+/// `--url-file` as text: a regular file of bounded size (a device was read
+/// until memory ran out, a fifo hung), in UTF-8.
+fn read_url_file(path: &Path) -> anyhow::Result<String> {
+    let fail = |e: String| bad(format!("--url-file {}: {e}", path.display()));
+    let bytes = scalelab_probe::read::read_user_file(path, MAX_URL_FILE_BYTES).map_err(fail)?;
+    String::from_utf8(bytes).map_err(|e| fail(format!("not UTF-8 text ({e})")))
+}
+
 /// The target of a URL file given without a positional target: the origin
 /// (`scheme://host:port/`) of its URLs, which share one (the HTTP driver
 /// refuses mixed hosts). Without it the run would be recorded as the
 /// specimen's and observe the idle specimen instead of the server.
 fn url_file_target(path: &Path) -> anyhow::Result<String> {
-    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("--url-file {}: {e}", path.display())))?;
+    let text = read_url_file(path)?;
     let requests = parse_url_file(&path.display().to_string(), &text).map_err(|e| bad(e.to_string()))?;
     let first = requests.first().ok_or_else(|| bad(format!("--url-file {}: no URL in the file", path.display())))?;
     let (scheme, rest) =

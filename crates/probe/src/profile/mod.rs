@@ -121,8 +121,8 @@ impl Profiler {
     pub fn start(config: ProfileConfig) -> (Option<Profiler>, Vec<Record>, Vec<String>) {
         // A private directory (mode 0700, unpredictable name): perf's files
         // and control fifos are made in it as root.
-        let dir = match tempfile::Builder::new().prefix("scalelab-profile-").tempdir() {
-            Ok(d) => d.keep(),
+        let dir = match private_dir() {
+            Ok(d) => d,
             Err(e) => {
                 let why = format!(
                     "cannot create a directory for perf's captures in {}: {e}; fix: set TMPDIR to a writable directory",
@@ -220,7 +220,7 @@ impl Profiler {
         if unsafe { libc::geteuid() } == 0 {
             cmd.args(["-m", "1024"]);
         }
-        let log = std::fs::File::create(self.dir.join(format!("{name}.log"))).map_or_else(|_| Stdio::null(), Stdio::from);
+        let log = private_file(&self.dir.join(format!("{name}.log"))).map_or_else(|_| Stdio::null(), Stdio::from);
         let child = if ack.is_some() { cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(log).spawn().ok() } else { None };
         if let (Some(c), true) = (&child, self.config.nice != 0) {
             // SAFETY: setpriority on our own child's pid; no memory is passed.
@@ -545,8 +545,37 @@ impl Drop for Profiler {
     }
 }
 
+/// A private directory for perf's captures, logs and control fifos (made
+/// in it as root): an unpredictable name, mode 0700 (tempfile's default
+/// left it 0755, readable by every local user).
+fn private_dir() -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let private = std::fs::Permissions::from_mode(0o700);
+    tempfile::Builder::new().prefix("scalelab-profile-").permissions(private).tempdir().map(|d| d.keep())
+}
+
+/// A file only its owner may read (perf's logs name the server's
+/// functions and paths): mode 0600, where File::create gave 0644.
+fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_capture_directory_and_logs_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = super::private_dir().unwrap();
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        let log = dir.join("on-cpu.log");
+        drop(super::private_file(&log).unwrap());
+        let log_mode = std::fs::metadata(&log).unwrap().permissions().mode() & 0o777;
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(mode, 0o700, "the profile directory is {mode:o}");
+        assert_eq!(log_mode, 0o600, "perf's log is {log_mode:o}");
+    }
+
     use super::switch_filter;
 
     #[test]
