@@ -32,12 +32,14 @@ pub struct ListenConfig<'a> {
 /// refusal is one line on stderr (the token is never printed). Err: the
 /// listener could not start (bad input).
 pub fn listen(c: &ListenConfig<'_>) -> Result<(), String> {
-    // Secrets only their owner may read, as ssh wants of a private key.
+    // A regular file of bounded size first (a fifo or /dev/zero is named
+    // as such), then a secret only its owner may read, as ssh wants of a
+    // private key.
+    let token = auth::read_token(c.token_file)?;
     auth::check_private(c.token_file, "--token-file")?;
     if let Some((_, key)) = c.cert_key {
         auth::check_private(key, "--key")?;
     }
-    let token = auth::read_token(c.token_file)?;
     let tls = tokio_rustls::TlsAcceptor::from(auth::server_config(c.cert_key)?);
     if let Some(why) = auth::weak(&token) {
         eprintln!("agent: warning: the token in {} is weak ({why}): make one with `openssl rand -hex 32`", c.token_file.display());
