@@ -168,7 +168,11 @@ pub fn render(input: &ReportInput) -> String {
     );
     out.push_str("<nav>");
     if !runs.is_empty() {
-        out.push_str(r##"<a href="#summary">Summary</a><a href="#throughput">Scaling</a><a href="#latency">Latency</a><a href="#timeline">Timeline</a><a href="#threads">Thread states</a><a href="#comparison">Comparison</a><a href="#verdicts">Verdicts</a><a href="#configuration">Configuration</a>"##);
+        let _ = write!(
+            out,
+            r##"<a href="#summary">Summary</a><a href="#throughput">Scaling</a><a href="#latency">Latency</a><a href="#timeline">Timeline</a><a href="#threads">Thread states</a><a href="#comparison">{}</a><a href="#verdicts">Verdicts</a><a href="#configuration">Configuration</a>"##,
+            results_title(runs.len())
+        );
     }
     if !input.micro.is_empty() {
         out.push_str(r##"<a href="#micro">Micro-benchmarks</a>"##);
@@ -178,23 +182,30 @@ pub fn render(input: &ReportInput) -> String {
         out.push_str(r##"<a href="#profiles">Flame graphs</a>"##);
     }
     out.push_str("</nav>");
+    // Sections are numbered as they are written: a report without runs,
+    // micro-benchmarks or profiles has no gap in its numbers.
+    let mut section = 0;
+    let mut next = || {
+        section += 1;
+        section
+    };
 
     if !runs.is_empty() {
-        out.push_str(r#"<section id="summary"><h2>1. Summary</h2>"#);
+        let _ = write!(out, r#"<section id="summary"><h2>{}. Summary</h2>"#, next());
         let pairs: Vec<(&str, &scalelab_analyze::Diagnosis)> = runs.iter().map(|r| (r.name.as_str(), &r.diagnosis)).collect();
         table(&mut out, &side_by_side(&pairs, true), &(1..=runs.len()).collect::<Vec<_>>());
         out.push_str("</section>");
 
         // Scaling first: runs of any size compare on one axis (% of each
         // run's first step); absolute throughput follows.
-        out.push_str(r#"<section id="throughput"><h2>2. Scaling and throughput vs concurrency</h2>"#);
+        let _ = write!(out, r#"<section id="throughput"><h2>{}. Scaling and throughput vs concurrency</h2>"#, next());
         figure(&mut out, &charts::scaling(runs));
         figure(&mut out, &charts::throughput(runs));
         out.push_str("</section>");
 
         let open = runs.iter().any(|r| charts::rate::is_open_loop(&r.run));
         let heading = if open { "Latency vs concurrency or offered rate (open loop)" } else { "Latency vs concurrency" };
-        let _ = write!(out, r#"<section id="latency"><h2>3. {heading}</h2>"#);
+        let _ = write!(out, r#"<section id="latency"><h2>{}. {heading}</h2>"#, next());
         for r in runs {
             for c in charts::load_charts(r) {
                 figure(&mut out, &c);
@@ -202,7 +213,7 @@ pub fn render(input: &ReportInput) -> String {
         }
         out.push_str("</section>");
 
-        out.push_str(r#"<section id="timeline"><h2>4. Per-second timeline</h2>"#);
+        let _ = write!(out, r#"<section id="timeline"><h2>{}. Per-second timeline</h2>"#, next());
         for r in runs {
             let _ = write!(out, "<h3>{}</h3>", esc(&r.name));
             let t = charts::timeline(r);
@@ -215,7 +226,7 @@ pub fn render(input: &ReportInput) -> String {
         }
         out.push_str("</section>");
 
-        out.push_str(r#"<section id="threads"><h2>5. Server thread states and telemetry per step</h2>"#);
+        let _ = write!(out, r#"<section id="threads"><h2>{}. Server thread states and telemetry per step</h2>"#, next());
         for r in runs {
             let _ = write!(out, "<h3>{}</h3>", esc(&r.name));
             match charts::thread_states(r) {
@@ -240,7 +251,7 @@ pub fn render(input: &ReportInput) -> String {
         }
         out.push_str("</section>");
 
-        out.push_str(r#"<section id="comparison"><h2>6. Comparison</h2>"#);
+        let _ = write!(out, r#"<section id="comparison"><h2>{}. {}</h2>"#, next(), results_title(runs.len()));
         comparison_html(&mut out, runs);
         for r in runs {
             let _ = write!(out, "<h3>Results per step — {}</h3>", esc(&r.name));
@@ -262,14 +273,15 @@ pub fn render(input: &ReportInput) -> String {
         }
         out.push_str("</section>");
 
-        out.push_str(r#"<section id="verdicts"><h2>7. Verdicts per step</h2>"#);
+        let _ = write!(out, r#"<section id="verdicts"><h2>{}. Verdicts per step</h2>"#, next());
         for r in runs {
             let _ = write!(out, "<h3>{}</h3>", esc(&r.name));
             verdicts_html(&mut out, r);
         }
         out.push_str("</section>");
 
-        out.push_str(r#"<section id="configuration"><h2>8. Benchmark configuration</h2><p class="note">Rows whose recorded values differ between runs are highlighted (≠); "-" is not recorded (imported series carry no environment) and does not count as a difference.</p><div class="wide"><table><thead><tr><th></th>"#);
+        let _ = write!(out, r#"<section id="configuration"><h2>{}"#, next());
+        out.push_str(r#". Benchmark configuration</h2><p class="note">Rows whose recorded values differ between runs are highlighted (≠); "-" is not recorded (imported series carry no environment) and does not count as a difference.</p><div class="wide"><table><thead><tr><th></th>"#);
         for n in &names {
             let _ = write!(out, "<th>{}</th>", esc(n));
         }
@@ -286,7 +298,7 @@ pub fn render(input: &ReportInput) -> String {
     }
 
     if !input.micro.is_empty() {
-        out.push_str(r#"<section id="micro"><h2>9. Micro-benchmarks</h2>"#);
+        let _ = write!(out, r#"<section id="micro"><h2>{}. Micro-benchmarks</h2>"#, next());
         for t in &input.micro {
             let _ = write!(out, "<h3>{}</h3>", esc(&t.title));
             let mut rows = vec![t.columns.clone()];
@@ -296,7 +308,8 @@ pub fn render(input: &ReportInput) -> String {
         out.push_str("</section>");
     }
     if profiled {
-        out.push_str(r#"<section id="profiles"><h2>10. Flame graphs (--profile)</h2><p class="note">Width: share of the step's samples (on-CPU) or of its threads' sleep (off-CPU, ns); click a frame to zoom, Ctrl-F or Search to highlight a function. The differential graph shows the knee step's stacks coloured by change from the first step: red grew, blue shrank (docs/profiles.md).</p>"#);
+        let _ = write!(out, r#"<section id="profiles"><h2>{}. Flame graphs (--profile)</h2>"#, next());
+        out.push_str(r#"<p class="note">Width: share of the step's samples (on-CPU) or of its threads' sleep (off-CPU, ns); click a frame to zoom, Ctrl-F or Search to highlight a function. The differential graph shows the knee step's stacks coloured by change from the first step: red grew, blue shrank (docs/profiles.md).</p>"#);
         for r in runs {
             crate::flame::profiles_html(&mut out, r);
         }
@@ -304,4 +317,14 @@ pub fn render(input: &ReportInput) -> String {
     }
     let _ = writeln!(out, "<script>{JS}</script></body></html>");
     out
+}
+
+/// The title of the section with the step tables: "Comparison" when there
+/// is something to compare, "Results" for one run.
+fn results_title(runs: usize) -> &'static str {
+    if runs > 1 {
+        "Comparison"
+    } else {
+        "Results"
+    }
 }

@@ -65,7 +65,7 @@ pub fn render(input: &ReportInput) -> String {
             }
         }
 
-        out.push_str("\n## Comparison\n\n");
+        out.push_str(if runs.len() > 1 { "\n## Comparison\n\n" } else { "\n## Results\n\n" });
         match comparison(runs) {
             Ok(c) => out.push_str(&crate::compare::to_markdown(&c)),
             Err(e) => {

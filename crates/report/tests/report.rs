@@ -439,3 +439,27 @@ fn the_per_agent_breakdown_is_in_both_reports_escaped() {
     assert!(html.contains("<td class=\"text\">ssh://&lt;b&gt;x|y&lt;/b&gt;</td>") && !html.contains("<b>x"), "escaped in the HTML");
     assert!(html.contains("<td>+3 ms</td>") && html.contains("Per agent"));
 }
+
+/// The numbers of the page's `<h2>` sections, in order.
+fn section_numbers(html: &str) -> Vec<u32> {
+    html.split("<h2>").skip(1).filter_map(|h| h.split('.').next().and_then(|n| n.parse().ok())).collect()
+}
+
+#[test]
+fn sections_are_numbered_without_gaps_and_one_run_has_results_not_a_comparison() {
+    // Runs and micro-benchmarks, no profile: numbered 1 to 9 (it jumped from 8 to 10).
+    let html = scalelab_report::html::render(&input(None));
+    let n = section_numbers(&html);
+    assert_eq!(n, (1..=n.len() as u32).collect::<Vec<_>>(), "{n:?}");
+    assert!(html.contains(". Comparison</h2>"));
+    // One run: nothing to compare, the step tables are its results.
+    let one =
+        ReportInput { runs: vec![ReportRun::new(sweep(1, "lock", "host-a", [100.0, 180.0, 200.0, 150.0], true))], ..Default::default() };
+    let html = scalelab_report::html::render(&one);
+    let n = section_numbers(&html);
+    assert_eq!(n, (1..=n.len() as u32).collect::<Vec<_>>(), "{n:?}");
+    assert!(!html.contains("Comparison"), "a single run has no Comparison section or link");
+    assert!(html.contains(". Results</h2>") && html.contains(r##"<a href="#comparison">Results</a>"##));
+    let md = scalelab_report::markdown::render(&one);
+    assert!(md.contains("\n## Results\n") && !md.contains("## Comparison"), "{md}");
+}
