@@ -125,3 +125,29 @@ fn user_headers_replace_defaults_and_conflicting_framing_is_refused() {
     // A tab is allowed inside a value (RFC 9110 field-value).
     quick_sweep(&store, url, &["-H", "X-Note: a\tb"]);
 }
+
+/// Every tenth response after the first carries bytes after its
+/// Content-Length body (a server bug, or a desynchronised proxy).
+fn trailing_bytes_reply(n: usize) -> Vec<u8> {
+    let mut r = ok_reply(n);
+    if n > 0 && n.is_multiple_of(10) {
+        r.extend_from_slice(b"EXTRA");
+    }
+    r
+}
+
+/// Item 22: bytes after a Content-Length body are a malformed response,
+/// counted as an error (class `other`), not dropped with 0 errors.
+#[test]
+fn bytes_after_a_content_length_body_count_as_malformed_responses() {
+    let server = FakeHttp::start(trailing_bytes_reply);
+    let dir = tempfile::tempdir().unwrap();
+    let run = quick_sweep(&dir.path().join("s.db"), &server.url, &[]);
+    let step = &steps(&run)[0];
+    let requests = step["requests"].as_f64().unwrap();
+    let other = step["errors"]["other"].as_f64().unwrap_or(0.0);
+    assert!(requests > 50.0, "{step}");
+    assert!(other >= requests / 12.0 && other <= requests / 7.0, "one in ten malformed: {other} errors, {requests} requests: {step}");
+    let message = step["error_messages"]["other"].as_str().unwrap_or_default();
+    assert!(message.contains("malformed response") && message.contains("after"), "{message}");
+}
