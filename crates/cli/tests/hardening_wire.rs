@@ -151,3 +151,29 @@ fn bytes_after_a_content_length_body_count_as_malformed_responses() {
     let message = step["error_messages"]["other"].as_str().unwrap_or_default();
     assert!(message.contains("malformed response") && message.contains("after"), "{message}");
 }
+
+/// Every tenth response is a 500.
+fn some_500_reply(n: usize) -> Vec<u8> {
+    if n > 0 && n.is_multiple_of(10) {
+        b"HTTP/1.1 500 Oops\r\nContent-Length: 0\r\n\r\n".to_vec()
+    } else {
+        ok_reply(n)
+    }
+}
+
+/// Item 23: in a rate sweep the errors line names the step by its rate,
+/// not by its in-flight cap ("at 8").
+#[test]
+fn rate_sweep_errors_name_the_step_by_its_rate() {
+    let server = FakeHttp::start(some_500_reply);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let out = run(
+        &store,
+        &["sweep", &server.url, "--rate", "300", "--max-in-flight", "8", "--warmup", "0.1s", "--duration", "0.5s", "--pause", "0s", "-q"],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().find(|l| l.starts_with("errors:")).unwrap_or_else(|| panic!("no errors line: {text}{}", stderr(&out)));
+    assert!(line.contains("http_5xx at 300/s:"), "{line}");
+    assert!(!line.contains(" at 8"), "{line}");
+}

@@ -105,7 +105,7 @@ fn run_table_at(run: &Run, width: Option<usize>) -> String {
     let first_messages: Vec<String> = run
         .steps
         .iter()
-        .flat_map(|s| s.errors.first_message.iter().map(move |(c, m)| format!("{} at {}: {}", c.name(), s.concurrency, m)))
+        .flat_map(|s| s.errors.first_message.iter().map(move |(c, m)| format!("{} at {}: {}", c.name(), step_level(s), m)))
         .take(5)
         .collect();
     if !first_messages.is_empty() {
@@ -116,6 +116,15 @@ fn run_table_at(run: &Run, width: Option<usize>) -> String {
     out.push_str(&statements_table(run));
     out.push_str(&connect_table(run));
     out
+}
+
+/// A step as the errors line names it: `4` clients, or `2,000/s` in a rate
+/// sweep (its offered rate; its concurrency is only the in-flight cap).
+fn step_level(s: &StepResult) -> String {
+    match s.offered_rate_per_s {
+        Some(_) => crate::fmt::level_short(s.offered_rate_per_s, s.concurrency),
+        None => s.concurrency.to_string(),
+    }
 }
 
 /// The connect time of the connections opened inside each step's window
