@@ -177,3 +177,25 @@ fn rate_sweep_errors_name_the_step_by_its_rate() {
     assert!(line.contains("http_5xx at 300/s:"), "{line}");
     assert!(!line.contains(" at 8"), "{line}");
 }
+
+/// Item 16: at a rate the client cannot send (2 M req/s), every request
+/// due in the window is accounted for (sent, or dropped), and a step whose
+/// sends were late is flagged client-saturated as the verdict says.
+#[test]
+fn an_open_loop_beyond_the_client_accounts_for_every_request_and_flags_the_client() {
+    let _cpu = cpu_exclusive();
+    let server = FakeHttp::start(ok_reply);
+    let dir = tempfile::tempdir().unwrap();
+    let run = json(
+        &dir.path().join("s.db"),
+        &["sweep", &server.url, "--rate", "2000000", "--warmup", "0.1s", "--duration", "0.5s", "--pause", "0s", "--json", "-q"],
+    );
+    let s = &steps(&run)[0];
+    let due = 2_000_000.0 * s["window_s"].as_f64().unwrap();
+    let accounted = s["requests"].as_f64().unwrap() + s["errors_total"].as_f64().unwrap();
+    assert!(accounted >= 0.9 * due && accounted <= 1.1 * due, "{accounted} of {due} due requests accounted for: {s}");
+    let sent = accounted - s["dropped"].as_f64().unwrap();
+    let late_pct = 100.0 * s["late_sends"].as_f64().unwrap() / sent.max(1.0);
+    assert!(late_pct >= 5.0, "the client cannot keep 2 M req/s: {late_pct} % late: {s}");
+    assert_eq!(s["client_saturated"], true, "late sends {late_pct} %: {s}");
+}

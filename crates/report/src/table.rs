@@ -100,7 +100,7 @@ fn run_table_at(run: &Run, width: Option<usize>) -> String {
         out.push_str("note: throughput/s counts units of work (transactions); queries/s every statement, BEGIN and COMMIT included.\n");
     }
     if run.steps.iter().any(StepResult::client_saturated) {
-        out.push_str("note: \"client saturated\" steps used over 90% of the client's cores: the result may be the client's limit, not the server's.\n");
+        out.push_str("note: \"client saturated\" steps used over 90% of the client's cores or sent 5% or more of their requests late: the result may be the client's limit, not the server's.\n");
     }
     let first_messages: Vec<String> = run
         .steps
