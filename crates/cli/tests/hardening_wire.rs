@@ -199,3 +199,42 @@ fn an_open_loop_beyond_the_client_accounts_for_every_request_and_flags_the_clien
     assert!(late_pct >= 5.0, "the client cannot keep 2 M req/s: {late_pct} % late: {s}");
     assert_eq!(s["client_saturated"], true, "late sends {late_pct} %: {s}");
 }
+
+/// Item 10: a PostgreSQL password need not be on the command line (where
+/// `ps` shows it): PGPASSWORD and ~/.pgpass are read as libpq reads them; a
+/// ~/.pgpass others can read is refused (one line, exit 2, nothing stored);
+/// the secret is neither printed nor stored.
+#[test]
+fn a_postgres_password_comes_from_pgpassword_or_pgpass() {
+    use scalelab_testkit::postgres::{Postgres, SCRAM_USER};
+    use std::os::unix::fs::PermissionsExt;
+    let pg = Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let out = run(&store, &["prepare", &pg.url(), "--dataset", "sbtest", "--scale", "1", "--rows", "100", "-q"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let url = format!("postgres://{}@127.0.0.1:{}/bench", SCRAM_USER.0, pg.port);
+    let sweep =
+        ["sweep", url.as_str(), "-c", "1", "--warmup", "0", "--pause", "0", "-d", "200ms", "--workload", "point-select", "--json", "-q"];
+    let home = tempfile::tempdir().unwrap();
+    let home_s = home.path().to_str().unwrap();
+    for env in [vec![("PGPASSWORD", SCRAM_USER.1), ("HOME", home_s)], vec![("HOME", home_s)]] {
+        if env.len() == 1 {
+            let pgpass = home.path().join(".pgpass");
+            std::fs::write(&pgpass, format!("127.0.0.1:*:bench:{}:{}\n", SCRAM_USER.0, SCRAM_USER.1)).unwrap();
+            std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        let out = run_env(&store, &env, &sweep);
+        let (text, err) = (String::from_utf8_lossy(&out.stdout), stderr(&out));
+        assert!(out.status.success(), "{env:?}: {err}");
+        assert!(!text.contains(SCRAM_USER.1) && !err.contains(SCRAM_USER.1), "the secret is shown");
+        assert!(!std::fs::read(&store).unwrap().windows(SCRAM_USER.1.len()).any(|w| w == SCRAM_USER.1.as_bytes()), "the secret is stored");
+    }
+    std::fs::set_permissions(home.path().join(".pgpass"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let fresh = dir.path().join("fresh.db");
+    let out = run_env(&fresh, &[("HOME", home_s)], &sweep);
+    let err = stderr(&out);
+    assert_eq!((out.status.code(), err.lines().count()), (Some(2), 1), "{err}");
+    assert!(err.contains("chmod 600") && !err.contains(SCRAM_USER.1), "{err}");
+    assert!(!fresh.exists());
+}
