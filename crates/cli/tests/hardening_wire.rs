@@ -238,3 +238,32 @@ fn a_postgres_password_comes_from_pgpassword_or_pgpass() {
     assert!(err.contains("chmod 600") && !err.contains(SCRAM_USER.1), "{err}");
     assert!(!fresh.exists());
 }
+
+/// Item 10: `--password-file` gives the SQL password (a regular file,
+/// chmod 600); a file others can read, or a fifo/device, is refused with
+/// one line, exit 2, nothing stored.
+#[test]
+fn a_sql_password_comes_from_a_password_file() {
+    use scalelab_testkit::postgres::{Postgres, SCRAM_USER};
+    use std::os::unix::fs::PermissionsExt;
+    let pg = Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let url = format!("postgres://{}@127.0.0.1:{}/bench", SCRAM_USER.0, pg.port);
+    let file = dir.path().join("pw");
+    std::fs::write(&file, format!("{}\n", SCRAM_USER.1)).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let f = file.to_str().unwrap();
+    let out = run_env(
+        &store,
+        &[("HOME", "/nonexistent")],
+        &["--password-file", f, "prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "100", "-q"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains(SCRAM_USER.1));
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let fresh = dir.path().join("fresh.db");
+    for (path, says) in [(f, "chmod 600"), ("/dev/zero", "not a regular file")] {
+        assert_bad_input(&fresh, &["--password-file", path, "sweep", &url, "--workload", "point-select", "-d", "200ms", "-q"], says);
+    }
+}

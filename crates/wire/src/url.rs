@@ -57,7 +57,10 @@ impl SqlUrl {
     pub fn parse(text: &str) -> Result<SqlUrl, String> {
         let mut url = Self::parse_only(text)?;
         if url.password.is_none() {
-            url.password = lookup_password(&url, &|k| std::env::var(k).ok())?;
+            url.password = match PASSWORD_FILE.get() {
+                Some(p) => Some(p.clone()),
+                None => lookup_password(&url, &|k| std::env::var(k).ok())?,
+            };
         }
         Ok(url)
     }
@@ -135,6 +138,15 @@ impl SqlUrl {
         }
         s
     }
+}
+
+/// The password of `--password-file`, read once at the start.
+static PASSWORD_FILE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Sets the password [`SqlUrl::parse`] gives a URL that holds none
+/// (`--password-file`), before the environment and the engine's files.
+pub fn set_password_file(password: String) {
+    let _ = PASSWORD_FILE.set(password);
 }
 
 /// The largest password file read (`~/.pgpass`, `~/.my.cnf`): a secret
