@@ -267,3 +267,24 @@ fn a_sql_password_comes_from_a_password_file() {
         assert_bad_input(&fresh, &["--password-file", path, "sweep", &url, "--workload", "point-select", "-d", "200ms", "-q"], says);
     }
 }
+
+/// Item 10: a MySQL password comes from MYSQL_PWD or ~/.my.cnf's
+/// `[client]` section, as the mysql client reads them.
+#[test]
+fn a_mysql_password_comes_from_mysql_pwd_or_my_cnf() {
+    use std::os::unix::fs::PermissionsExt;
+    let my = scalelab_testkit::mariadb::MariaDb::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let url = my.url().replace("bench:bench@", "bench@");
+    let home = tempfile::tempdir().unwrap();
+    let home_s = home.path().to_str().unwrap();
+    let prepare = ["prepare", url.as_str(), "--dataset", "sbtest", "--scale", "1", "--rows", "100", "--force", "-q"];
+    let out = run_env(&store, &[("MYSQL_PWD", "bench"), ("HOME", home_s)], &prepare);
+    assert!(out.status.success(), "MYSQL_PWD: {}", stderr(&out));
+    let cnf = home.path().join(".my.cnf");
+    std::fs::write(&cnf, "[mysql]\nuser=x\n[client]\npassword=bench\n").unwrap();
+    std::fs::set_permissions(&cnf, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = run_env(&store, &[("HOME", home_s)], &prepare);
+    assert!(out.status.success(), "~/.my.cnf: {}", stderr(&out));
+}
