@@ -66,7 +66,8 @@ pub enum PlannedError {
 /// run's outcome uses ("step 3 (10 clients): nothing succeeded ..."); None
 /// when it mostly worked.
 pub fn failed_step(index: usize, result: &StepResult) -> Option<String> {
-    result.failure().map(|why| format!("step {} ({} clients): {why}", index + 1, result.concurrency))
+    let level = scalelab_report::fmt::level_words(result.offered_rate_per_s, result.concurrency);
+    result.failure().map(|why| format!("step {} ({level}): {why}", index + 1))
 }
 
 /// How a sweep of a session ended.

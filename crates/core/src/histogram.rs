@@ -122,6 +122,12 @@ impl LatencyHistogram {
         let _ = self.live().record(ns);
     }
 
+    /// Records the same latency `n` times.
+    pub fn record_n(&mut self, latency: Duration, n: u64) {
+        let ns = u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX).max(1);
+        let _ = self.live().record_n(ns, n);
+    }
+
     /// Adds every value of `other` into `self`.
     pub fn merge(&mut self, other: &LatencyHistogram) {
         if other.is_empty() {

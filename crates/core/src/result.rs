@@ -270,6 +270,10 @@ pub struct StepResult {
     pub late_sends: Option<u64>,
 }
 
+/// Open loop: the share of requests sent late (in %) from which the
+/// client, not the server, set the pace.
+pub const CLIENT_LATE_SENDS_PCT: f64 = 5.0;
+
 /// How late after its intended time an open-loop request may be sent and
 /// still count as on schedule (the event loop's timers have 1 ms ticks).
 pub const LATE_SEND_AFTER: std::time::Duration = std::time::Duration::from_millis(2);
@@ -305,9 +309,13 @@ impl StepResult {
         }
     }
 
-    /// True when the client used more than 90 % of its cores: the result may be the client's.
+    /// True when the client used more than 90 % of its cores, or (open
+    /// loop) sent at least [`CLIENT_LATE_SENDS_PCT`] of its requests late
+    /// with connections free: the result may be the client's. The verdict's
+    /// client-bound rule judges by the same figures, so the flag and the
+    /// verdict agree.
     pub fn client_saturated(&self) -> bool {
-        self.client_cpu_pct().is_some_and(|p| p > 90.0)
+        self.client_cpu_pct().is_some_and(|p| p > 90.0) || self.late_sends_pct().is_some_and(|p| p >= CLIENT_LATE_SENDS_PCT)
     }
 
     /// Open loop: completions per second as a share of the offered rate, in %.

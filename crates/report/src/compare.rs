@@ -192,9 +192,11 @@ pub fn to_text_width(c: &Comparison, width: Option<usize>) -> String {
 }
 
 /// A label in a Markdown cell: no HTML left active, no column break, no
-/// control character.
+/// control character, no image or link (`[` and `]` escaped: a label
+/// `![i](http://…)` would make every viewer fetch a remote image).
 fn md_escape(cell: &str) -> String {
-    scalelab_core::escape_control(&scalelab_core::escape_markup(cell).replace('|', "\\|")).into_owned()
+    let text = scalelab_core::escape_markup(cell).replace('|', "\\|").replace('[', "\\[").replace(']', "\\]");
+    scalelab_core::escape_control(&text).into_owned()
 }
 
 /// A GitHub-flavoured Markdown table (numbers right-aligned), followed by its [`legend`].

@@ -11,9 +11,11 @@ use std::fmt::Write as _;
 
 /// User or server text in a table cell or a line: no HTML left active
 /// ([`scalelab_core::escape_markup`]), no column break, one line, and no
-/// control character a terminal would obey when the file is `cat`.
+/// control character a terminal would obey when the file is `cat`; `[`
+/// and `]` escaped, so a label such as `![i](http://…)` renders neither a
+/// remote image (fetched by whoever views the page) nor a link.
 fn cell(s: &str) -> String {
-    let one_line = scalelab_core::escape_markup(s).replace('|', "\\|").replace('\n', " ");
+    let one_line = scalelab_core::escape_markup(s).replace('|', "\\|").replace('[', "\\[").replace(']', "\\]").replace('\n', " ");
     scalelab_core::escape_control(&one_line).into_owned()
 }
 
@@ -137,4 +139,16 @@ pub fn render(input: &ReportInput) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    /// Issue 39 item 19: a label cannot render a remote image (or a link)
+    /// where the Markdown is shown, nor carry control bytes.
+    #[test]
+    fn a_cell_renders_no_image_link_or_control_byte() {
+        let c = super::cell("![i](http://evil.test/x.png) [a](http://b) \x1b]52;c;ZXZpbA==\x07 \u{9b}31m \u{202e}");
+        assert!(!c.contains("![") && !c.replace("\\]", "").contains(']'), "every bracket escaped: {c}");
+        assert!(!c.chars().any(|ch| ch.is_control() || ch == '\u{202e}'), "{c:?}");
+    }
 }

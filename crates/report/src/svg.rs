@@ -24,8 +24,13 @@ const PLOT_H: f64 = 220.0;
 const AXIS_H: f64 = 46.0;
 const LEGEND_ROW: f64 = 18.0;
 
-/// Escapes text for SVG/HTML element content and attribute values.
+/// Escapes text for SVG/HTML element content and attribute values. The
+/// text is user or server text (labels, `Server:` headers, perf frame
+/// names): its control characters and bidirectional overrides are written
+/// as visible escapes first, as on the terminal and in Markdown, so a
+/// copied or saved page carries no ESC, OSC 52 or U+202E; line breaks stay.
 pub fn esc(s: &str) -> String {
+    let s = scalelab_core::escape_control_lines(s);
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -572,6 +577,16 @@ impl StackedBars {
 
 #[cfg(test)]
 mod tests {
+    /// Issue 39 item 19: labels, `Server:` headers and perf frame names
+    /// reach the HTML report through `esc`: no control byte (ESC, OSC 52's
+    /// BEL, C1 CSI) or bidirectional override passes, line breaks stay.
+    #[test]
+    fn esc_leaves_no_control_byte_or_bidi_override() {
+        let e = esc("a\x1b]52;c;ZXZpbA==\x07b\u{9b}31m\u{202e}txt\nnext");
+        assert!(!e.chars().any(|c| (c.is_control() && c != '\n') || c == '\u{202e}'), "{e:?}");
+        assert!(e.contains("\\e]52") && e.ends_with("txt\nnext"), "{e:?}");
+    }
+
     use super::*;
 
     #[test]

@@ -100,12 +100,12 @@ fn run_table_at(run: &Run, width: Option<usize>) -> String {
         out.push_str("note: throughput/s counts units of work (transactions); queries/s every statement, BEGIN and COMMIT included.\n");
     }
     if run.steps.iter().any(StepResult::client_saturated) {
-        out.push_str("note: \"client saturated\" steps used over 90% of the client's cores: the result may be the client's limit, not the server's.\n");
+        out.push_str("note: \"client saturated\" steps used over 90% of the client's cores or sent 5% or more of their requests late: the result may be the client's limit, not the server's.\n");
     }
     let first_messages: Vec<String> = run
         .steps
         .iter()
-        .flat_map(|s| s.errors.first_message.iter().map(move |(c, m)| format!("{} at {}: {}", c.name(), s.concurrency, m)))
+        .flat_map(|s| s.errors.first_message.iter().map(move |(c, m)| format!("{} at {}: {}", c.name(), step_level(s), m)))
         .take(5)
         .collect();
     if !first_messages.is_empty() {
@@ -116,6 +116,15 @@ fn run_table_at(run: &Run, width: Option<usize>) -> String {
     out.push_str(&statements_table(run));
     out.push_str(&connect_table(run));
     out
+}
+
+/// A step as the errors line names it: `4` clients, or `2,000/s` in a rate
+/// sweep (its offered rate; its concurrency is only the in-flight cap).
+fn step_level(s: &StepResult) -> String {
+    match s.offered_rate_per_s {
+        Some(_) => crate::fmt::level_short(s.offered_rate_per_s, s.concurrency),
+        None => s.concurrency.to_string(),
+    }
 }
 
 /// The connect time of the connections opened inside each step's window

@@ -50,7 +50,23 @@ pub enum SqlTls {
 
 impl SqlUrl {
     /// Parses `postgres://user:pass@host:port/db` or `mysql://user:pass@host:port/db[?socket=/path]`.
+    /// A password the URL does not hold (a password on the command line is
+    /// visible in `ps` for the whole run) is looked up where the engine's own
+    /// clients look: `PGPASSWORD` then `~/.pgpass` (`PGPASSFILE`), or
+    /// `MYSQL_PWD` then `~/.my.cnf`'s `[client]` section.
     pub fn parse(text: &str) -> Result<SqlUrl, String> {
+        let mut url = Self::parse_only(text)?;
+        if url.password.is_none() {
+            url.password = match PASSWORD_FILE.get() {
+                Some(p) => Some(p.clone()),
+                None => lookup_password(&url, &|k| std::env::var(k).ok())?,
+            };
+        }
+        Ok(url)
+    }
+
+    /// [`SqlUrl::parse`] without the password lookup.
+    pub fn parse_only(text: &str) -> Result<SqlUrl, String> {
         let url = url::Url::parse(text).map_err(|e| format!("invalid URL '{}': {e}", scalelab_core::redact_url(text)))?;
         let engine = match url.scheme() {
             "postgres" | "postgresql" => Engine::Postgres,
@@ -124,6 +140,110 @@ impl SqlUrl {
     }
 }
 
+/// The password of `--password-file`, read once at the start.
+static PASSWORD_FILE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Sets the password [`SqlUrl::parse`] gives a URL that holds none
+/// (`--password-file`), before the environment and the engine's files.
+pub fn set_password_file(password: String) {
+    let _ = PASSWORD_FILE.set(password);
+}
+
+/// The largest password file read (`~/.pgpass`, `~/.my.cnf`): a secret
+/// file is small; `/dev/zero` would be read until memory runs out.
+const SECRET_FILE_MAX: u64 = 64 * 1024;
+
+/// Reads a file that holds secrets: a regular file (not a fifo or a
+/// device), not readable by group or others (as libpq and ssh require),
+/// at most [`SECRET_FILE_MAX`] bytes. None when it does not exist.
+pub fn read_secret_file(path: &std::path::Path, what: &str) -> Result<Option<String>, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{what} {}: {e}", path.display())),
+    };
+    if !meta.is_file() {
+        return Err(format!("{what} {} is not a regular file: give a file", path.display()));
+    }
+    if meta.permissions().mode() & 0o077 != 0 {
+        return Err(format!("{what} {} is readable by group or others: chmod 600 it", path.display()));
+    }
+    if meta.len() > SECRET_FILE_MAX {
+        return Err(format!("{what} {} is larger than {} KiB: not a password file", path.display(), SECRET_FILE_MAX / 1024));
+    }
+    let mut text = String::new();
+    use std::io::Read as _;
+    std::fs::File::open(path)
+        .and_then(|f| f.take(SECRET_FILE_MAX).read_to_string(&mut text))
+        .map_err(|e| format!("{what} {}: {e}", path.display()))?;
+    Ok(Some(text))
+}
+
+/// The password for `url` from the environment (`env` reads a variable) and
+/// the engine's password file, as its own clients find it; None when
+/// neither has one. The secret is never printed: errors name the file only.
+pub fn lookup_password(url: &SqlUrl, env: &dyn Fn(&str) -> Option<String>) -> Result<Option<String>, String> {
+    let home = || env("HOME").map(std::path::PathBuf::from);
+    match url.engine {
+        Engine::Postgres => {
+            if let Some(p) = env("PGPASSWORD").filter(|p| !p.is_empty()) {
+                return Ok(Some(p));
+            }
+            let Some(path) = env("PGPASSFILE").map(std::path::PathBuf::from).or_else(|| home().map(|h| h.join(".pgpass"))) else {
+                return Ok(None);
+            };
+            let Some(text) = read_secret_file(&path, "password file")? else { return Ok(None) };
+            let host = if url.socket.is_some() { "localhost".to_string() } else { url.host.clone() };
+            let want = [host, url.port.to_string(), url.database.clone(), url.user.clone()];
+            Ok(text.lines().filter(|l| !l.trim_start().starts_with('#')).find_map(|line| {
+                let fields = pgpass_fields(line);
+                let matches = fields.len() == 5 && fields[..4].iter().zip(&want).all(|(f, w)| f == "*" || f == w);
+                matches.then(|| fields[4].clone())
+            }))
+        }
+        Engine::Mysql => {
+            if let Some(p) = env("MYSQL_PWD").filter(|p| !p.is_empty()) {
+                return Ok(Some(p));
+            }
+            let Some(path) = home().map(|h| h.join(".my.cnf")) else { return Ok(None) };
+            let Some(text) = read_secret_file(&path, "option file")? else { return Ok(None) };
+            let mut in_client = false;
+            for line in text.lines().map(str::trim) {
+                if line.starts_with('[') {
+                    in_client = line.eq_ignore_ascii_case("[client]");
+                } else if in_client {
+                    if let Some((k, v)) = line.split_once('=') {
+                        if k.trim() == "password" {
+                            let v = v.trim();
+                            let unquoted = v
+                                .strip_prefix('"')
+                                .and_then(|v| v.strip_suffix('"'))
+                                .or_else(|| v.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')));
+                            return Ok(Some(unquoted.unwrap_or(v).to_string()));
+                        }
+                    }
+                }
+            }
+            Ok(None)
+        }
+    }
+}
+
+/// The fields of a `.pgpass` line, `\:` and `\\` unescaped.
+fn pgpass_fields(line: &str) -> Vec<String> {
+    let (mut fields, mut cur, mut chars) = (Vec::new(), String::new(), line.chars());
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => cur.extend(chars.next()),
+            ':' => fields.push(std::mem::take(&mut cur)),
+            c => cur.push(c),
+        }
+    }
+    fields.push(cur);
+    fields
+}
+
 /// Reads `sslmode` (PostgreSQL: disable, require, verify-full) or `ssl-mode`
 /// (MySQL: DISABLED, REQUIRED, VERIFY_IDENTITY) and the root certificate
 /// option; modes that would silently fall back to plain text (prefer, allow,
@@ -149,6 +269,39 @@ fn parse_tls(engine: Engine, mode: Option<&str>, root_cert: Option<String>) -> R
 
 #[cfg(test)]
 mod tests {
+    /// Issue 39 item 10: a password not in the URL comes from PGPASSWORD,
+    /// ~/.pgpass, MYSQL_PWD or ~/.my.cnf; a secret file readable by others,
+    /// or not a regular file, is refused.
+    #[test]
+    fn passwords_come_from_the_environment_and_the_engines_files() {
+        use std::os::unix::fs::PermissionsExt;
+        let home = std::env::temp_dir().join(format!("scalelab-pw-{}", std::process::id()));
+        std::fs::create_dir_all(&home).unwrap();
+        let h = home.display().to_string();
+        let pg = SqlUrl::parse_only("postgres://bob@db.test:5433/app").unwrap();
+        let my = SqlUrl::parse_only("mysql://root@127.0.0.1/app").unwrap();
+        let env = |vars: Vec<(&'static str, String)>| move |k: &str| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone());
+        assert_eq!(lookup_password(&pg, &env(vec![("PGPASSWORD", "s3".into()), ("HOME", h.clone())])).unwrap().as_deref(), Some("s3"));
+        assert_eq!(lookup_password(&my, &env(vec![("MYSQL_PWD", "m1".into())])).unwrap().as_deref(), Some("m1"));
+        assert_eq!(lookup_password(&pg, &env(vec![("HOME", h.clone())])).unwrap(), None);
+
+        let pgpass = home.join(".pgpass");
+        std::fs::write(&pgpass, "# comment\nother:5433:app:bob:no\ndb.test:*:app:bob:pa\\:ss\n").unwrap();
+        std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(lookup_password(&pg, &env(vec![("HOME", h.clone())])).unwrap().as_deref(), Some("pa:ss"));
+        std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let err = lookup_password(&pg, &env(vec![("HOME", h.clone())])).unwrap_err();
+        assert!(err.contains("chmod 600") && !err.contains("pa:ss"), "{err}");
+        let err = lookup_password(&pg, &env(vec![("PGPASSFILE", "/dev/zero".into())])).unwrap_err();
+        assert!(err.contains("not a regular file"), "{err}");
+
+        let cnf = home.join(".my.cnf");
+        std::fs::write(&cnf, "[mysql]\npassword=wrong\n[client]\nuser=root\npassword = \"c n f\"\n").unwrap();
+        std::fs::set_permissions(&cnf, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(lookup_password(&my, &env(vec![("HOME", h.clone())])).unwrap().as_deref(), Some("c n f"));
+        std::fs::remove_dir_all(&home).unwrap();
+    }
+
     use super::*;
 
     #[test]

@@ -40,8 +40,9 @@ pub const CLIENT_LAG_MS: f64 = 50.0;
 pub const CLIENT_RUNQ_WAIT_PCT: f64 = 20.0;
 /// Open loop: share of the requests sent late by the client's own doing
 /// (more than `LATE_SEND_AFTER` behind schedule with a connection free), in
-/// %, from which the client did not keep its schedule.
-pub const CLIENT_LATE_SENDS_PCT: f64 = 5.0;
+/// %, from which the client did not keep its schedule (the step's
+/// `client_saturated` flag uses the same figure).
+pub const CLIENT_LATE_SENDS_PCT: f64 = scalelab_core::result::CLIENT_LATE_SENDS_PCT;
 /// Failed share of requests (errors / (completions + errors)) from which errors get a verdict.
 pub const ERRORS_NOTABLE_SHARE: f64 = 0.01;
 /// Failed share from which the errors verdict is of high confidence (below: medium).

@@ -13,6 +13,12 @@ pub struct Cli {
     /// The run store (SQLite file).
     #[arg(long, global = true, env = "SCALELAB_STORE", default_value = "scalelab.db")]
     pub store: PathBuf,
+    /// The SQL password, read from this file (a regular file, not readable
+    /// by group or others, one line) when the URL holds none: not on the
+    /// command line, where `ps` shows it. Without it: PGPASSWORD / ~/.pgpass,
+    /// MYSQL_PWD / ~/.my.cnf, as the engines' clients read them.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub password_file: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }

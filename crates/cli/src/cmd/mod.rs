@@ -42,6 +42,16 @@ fn stop_on_signals() -> anyhow::Result<std::sync::Arc<std::sync::atomic::AtomicB
 
 /// Runs the chosen subcommand.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    if let Some(path) = &cli.password_file {
+        let text = scalelab_wire::url::read_secret_file(path, "--password-file")
+            .map_err(crate::error::bad)?
+            .ok_or_else(|| crate::error::bad(format!("--password-file {}: no such file", path.display())))?;
+        let password = text.strip_suffix('\n').map(|t| t.strip_suffix('\r').unwrap_or(t)).unwrap_or(&text);
+        if password.is_empty() || password.contains('\n') {
+            return Err(crate::error::bad(format!("--password-file {}: give the password alone on one line", path.display())));
+        }
+        scalelab_wire::url::set_password_file(password.to_string());
+    }
     // A command that will write the store finds out it cannot before any
     // load: a linked store or side file, a damaged schema, a full disk.
     if matches!(cli.command, Command::Sweep(_) | Command::Capacity(_) | Command::Micro(_)) {

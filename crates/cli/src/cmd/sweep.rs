@@ -61,6 +61,7 @@ fn http_config(a: &SweepArgs, url: &str) -> anyhow::Result<HttpConfig> {
         }
         (None, None) => None,
     };
+    scalelab_drive::http::check_request_headers(&headers, body.as_deref()).map_err(|e| bad(e.to_string()))?;
     let timeout = parse_duration(&a.timeout).map_err(|e| bad(format!("--timeout: {e}")))?;
     if timeout.is_zero() {
         return Err(bad("--timeout must be above 0"));

@@ -42,7 +42,7 @@ pub(super) async fn dispatcher(
     // Intended times [from, before) the client overslept: its own lateness,
     // not the wait for a connection (which makes the dispatcher late too).
     let mut owed = (start, start);
-    loop {
+    'window: loop {
         let woke = Instant::now();
         let end = shared.window_end();
         if woke >= end {
@@ -50,12 +50,13 @@ pub(super) async fn dispatcher(
         }
         while next <= woke {
             if Instant::now() >= end {
-                return;
+                break 'window;
             }
             let (full, unsent) = {
                 let l = local.borrow();
                 (l.open.outstanding >= l.open.cap, !l.open.queue.is_empty())
             };
+            local.borrow_mut().open.unstarted = Some((start, next, arrivals.clone()));
             if full && unsent {
                 // Accepted requests not yet picked up hold free connections:
                 // let them be sent before judging whether all are out.
@@ -72,12 +73,63 @@ pub(super) async fn dispatcher(
             next = start + arrivals.next().unwrap_or_default();
         }
         let due = next.min(end).max(Instant::now());
+        local.borrow_mut().open.unstarted = Some((start, next, arrivals.clone()));
         timer.sleep_until(next.min(end)).await;
         let woke = Instant::now();
         if woke > due + LATE_SEND_AFTER {
             owed = (due, woke - LATE_SEND_AFTER);
         }
     }
+    local.borrow_mut().open.unstarted = Some((start, next, arrivals));
+}
+
+/// The window ended: every arrival due in it that was never sent is
+/// counted, so that the offered load adds up. Those dropped while every
+/// connection was busy as dropped (the server's doing); those the client
+/// itself never got to (accepted but not picked up, or never started by a
+/// dispatcher behind its schedule: `--rate` beyond what this client can
+/// send) as dropped and never sent by the client. Each is recorded with
+/// its lateness at the window's end, as the dropped are.
+/// Called once the thread's tasks are gone.
+pub(super) fn never_sent(l: &mut Local, shared: &Shared) {
+    let (warm_end, end) = (shared.warm_end(), shared.window_end());
+    end_drops(l, shared, end);
+    let queue = std::mem::take(&mut l.open.queue);
+    let Some((start, next, arrivals)) = l.open.unstarted.take() else { return };
+    if end <= warm_end {
+        return;
+    }
+    let sec = l.stats.seconds.len() - 1;
+    let in_window = |t: &Instant| *t >= warm_end && *t < end;
+    let queued: Vec<Instant> = queue.into_iter().filter(in_window).collect();
+    for t in &queued {
+        l.stats.seconds[sec].latency.record(end - *t);
+    }
+    // Arrivals not yet started: `next`, then the rest up to the window's
+    // end, their lateness spread evenly from the first's down to 0.
+    let from = next.max(warm_end);
+    let mut later = u64::from(in_window(&next));
+    if from < end {
+        later += arrivals.remaining_in((from - start).as_secs_f64(), (end - start).as_secs_f64());
+    }
+    if later > 0 {
+        let oldest = end - from;
+        let buckets = later.min(1000);
+        for b in 0..buckets {
+            let n = later / buckets + u64::from(b < later % buckets);
+            let lateness = oldest.mul_f64(1.0 - (b as f64 + 0.5) / buckets as f64);
+            l.stats.seconds[sec].latency.record_n(lateness, n);
+        }
+    }
+    let n = queued.len() as u64 + later;
+    if n == 0 {
+        return;
+    }
+    l.stats.seconds[sec].errors += n;
+    let message = "due in the window but never sent: the client fell behind its own schedule (the offered rate is beyond this client; give it more cores or lower --rate)";
+    l.stats.errors.add_n(&Failure::new(ErrorClass::Dropped, message), n);
+    l.stats.dropped += n;
+    shared.errors.fetch_add(n, Ordering::Relaxed);
 }
 
 /// One arrival due at `intended`: accepted (queued; true) while fewer than

@@ -99,6 +99,25 @@ pub(super) struct Arrivals {
     rng: u64,
 }
 
+impl Arrivals {
+    /// How many of the arrivals not yet given fall in `[from_s, to_s)`
+    /// (offsets from the start of the load): exact for evenly spaced
+    /// arrivals, the expected count for Poisson ones. Computed, not
+    /// iterated: the window's end may be millions of arrivals away.
+    pub(super) fn remaining_in(&self, from_s: f64, to_s: f64) -> u64 {
+        if to_s <= from_s || self.gap_s <= 0.0 {
+            return 0;
+        }
+        match self.arrival {
+            Arrival::Constant => {
+                let first = |t: f64| (t / self.gap_s - self.phase).ceil().max(0.0) as u64;
+                first(to_s).saturating_sub(first(from_s).max(self.k))
+            }
+            Arrival::Poisson => ((to_s - from_s.max(self.at_s)).max(0.0) / self.gap_s).round() as u64,
+        }
+    }
+}
+
 impl Iterator for Arrivals {
     type Item = Duration;
     fn next(&mut self) -> Option<Duration> {

@@ -226,4 +226,9 @@ pub(super) struct Dispatch {
     /// Requests dropped since every connection became busy: (first
     /// intended time, last intended time, count).
     pub(super) drops: Option<(Instant, Instant, u64)>,
+    /// The dispatcher's place, saved whenever it waits: the start of the
+    /// load, the next arrival's intended time and the arrivals after it.
+    /// The window can end while it waits; what it never started is then
+    /// counted from here.
+    pub(super) unstarted: Option<(Instant, Instant, super::schedule::Arrivals)>,
 }

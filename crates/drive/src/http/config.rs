@@ -19,6 +19,10 @@ pub enum HttpConfigError {
     Header(String),
     #[error("header '{0}': the value holds a CR or LF character, which would inject headers; give it on one line")]
     HeaderValue(String),
+    #[error("header '{name}': the value holds the control character {char}, which servers refuse or misread; remove it")]
+    HeaderControl { name: String, char: String },
+    #[error("header '{name}': {why}")]
+    Framing { name: String, why: String },
     #[error("invalid method '{0}': use one word such as GET, POST or PUT")]
     Method(String),
     #[error("{file}:{line}: {why}")]
@@ -155,7 +159,9 @@ pub fn parse_url_file(name: &str, text: &str) -> Result<Vec<RequestSpec>, HttpCo
 
 /// Refuses header names that are not one token and values holding CR or LF
 /// (they would end the header, or the whole request head, early: header
-/// injection). Called before anything is stored or sent.
+/// injection) or another control character (a tab excepted, as RFC 9110
+/// allows): servers answer 400 to them, or pass them on to logs and
+/// terminals. Called before anything is stored or sent.
 pub fn check_headers(headers: &[(String, String)]) -> Result<(), HttpConfigError> {
     for (name, value) in headers {
         if name.is_empty() || name.contains(|c: char| c.is_whitespace() || c.is_control() || c == ':') {
@@ -163,6 +169,61 @@ pub fn check_headers(headers: &[(String, String)]) -> Result<(), HttpConfigError
         }
         if value.contains(['\r', '\n']) {
             return Err(HttpConfigError::HeaderValue(name.clone()));
+        }
+        if let Some(c) = value.chars().find(|c| c.is_control() && *c != '\t') {
+            return Err(HttpConfigError::HeaderControl { name: name.clone(), char: format!("U+{:04X}", u32::from(c)) });
+        }
+    }
+    Ok(())
+}
+
+/// Headers that frame the request: at most one of each may be sent (two
+/// `Host` headers are a 400 at nginx; two lengths let the server and a
+/// proxy disagree on where the body ends).
+const SINGLE: [&str; 3] = ["host", "content-length", "transfer-encoding"];
+
+/// [`check_headers`], then the framing: a header that frames the request
+/// given twice, a `Transfer-Encoding` (scalelab sends the body as it is,
+/// with a Content-Length), or a `Content-Length` that is not the body's
+/// length (the server would wait for bytes that never come, or read the
+/// rest of the body as the next request) are refused. A `Content-Length`
+/// equal to the body's length is sent once, in place of scalelab's.
+pub fn check_request_headers(headers: &[(String, String)], body: Option<&[u8]>) -> Result<(), HttpConfigError> {
+    check_headers(headers)?;
+    let framing = |name: &str, why: String| Err(HttpConfigError::Framing { name: name.to_string(), why });
+    for single in SINGLE {
+        let given: Vec<&(String, String)> = headers.iter().filter(|(k, _)| k.eq_ignore_ascii_case(single)).collect();
+        if let [(name, _), _, ..] = given.as_slice() {
+            return framing(name, format!("given {} times; give it once", given.len()));
+        }
+    }
+    for (name, value) in headers {
+        if name.eq_ignore_ascii_case("transfer-encoding") {
+            return framing(
+                name,
+                "scalelab sends the body as given, framed by Content-Length; remove this header (a chunked body would be sent unchunked)"
+                    .into(),
+            );
+        }
+        if name.eq_ignore_ascii_case("content-length") {
+            let len = body.map_or(0, <[u8]>::len);
+            let bytes = |n: usize| format!("{n} byte{}", if n == 1 { "" } else { "s" });
+            let given = value.trim();
+            if given.is_empty() || !given.bytes().all(|b| b.is_ascii_digit()) {
+                return framing(
+                    name,
+                    format!("'{given}' is not a length; remove the header (scalelab sets it to the body's {})", bytes(len)),
+                );
+            }
+            if given.parse::<usize>().ok() != Some(len) {
+                return framing(
+                    name,
+                    format!(
+                        "{given} disagrees with the body ({}), which would desynchronise the connection; remove the header (scalelab sets it) or make it {len}",
+                        bytes(len)
+                    ),
+                );
+            }
         }
     }
     Ok(())
@@ -210,8 +271,14 @@ pub(super) fn serialize_request(method: &str, url: &Url, host: &str, config: &Ht
         path.push('?');
         path.push_str(q);
     }
-    let mut s = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\n");
+    // A header the user gave replaces scalelab's of the same name (Host,
+    // User-Agent, Connection, Authorization, Content-Length): two of them
+    // make servers answer 400, or disagree on the framing.
     let has = |n: &str| config.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(n));
+    let mut s = format!("{method} {path} HTTP/1.1\r\n");
+    if !has("host") {
+        s.push_str(&format!("Host: {host}\r\n"));
+    }
     if !has("user-agent") {
         s.push_str(concat!("User-Agent: scalelab/", env!("CARGO_PKG_VERSION"), "\r\n"));
     }

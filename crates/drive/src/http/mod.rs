@@ -10,7 +10,9 @@ mod config;
 mod response;
 pub(crate) mod tls;
 
-pub use config::{check_headers, check_method, parse_url_file, HttpConfig, HttpConfigError, RequestSpec, StatusMatch, StatusRule};
+pub use config::{
+    check_headers, check_method, check_request_headers, parse_url_file, HttpConfig, HttpConfigError, RequestSpec, StatusMatch, StatusRule,
+};
 use config::{parse_url, serialize_request};
 pub use response::{read_response, ReadError, ResponseHead};
 
@@ -79,7 +81,7 @@ impl HttpDriver {
             Some(p) => format!("{host}:{p}"),
             None => host.clone(),
         };
-        check_headers(&config.headers)?;
+        check_request_headers(&config.headers, config.body.as_deref())?;
         let mut prepared = Vec::new();
         let mut cumulative = 0u32;
         for spec in &config.requests {

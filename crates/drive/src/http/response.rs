@@ -132,11 +132,22 @@ pub async fn read_response<S: AsyncRead + Unpin>(
             Err(e) => return Err(ReadError::Protocol(format!("malformed response: {e}"))),
         }
     };
-    // Body bytes already read sit in buf[head_len..filled].
+    // Body bytes already read sit in buf[head_len..filled]. A response
+    // answers one request, so bytes past its end are not the next
+    // response's start: they are the server's (or a proxy's) framing
+    // error, and a connection left that way would misread what follows.
+    let after = |extra: u64, what: &str| ReadError::Protocol(format!("malformed response: {} after {what}", bytes(extra)));
     match body {
-        Body::None => {}
+        Body::None => {
+            if filled > head_len {
+                return Err(after((filled - head_len) as u64, "a response that has no body"));
+            }
+        }
         Body::Length(n) => {
             let mut have = (filled - head_len) as u64;
+            if have > n {
+                return Err(after(have - n, &format!("its {n}-byte Content-Length body")));
+            }
             if n - have > buf.len() as u64 && buf.len() < BIG_BODY_BUF {
                 buf.resize(BIG_BODY_BUF, 0);
             }
@@ -160,6 +171,11 @@ pub async fn read_response<S: AsyncRead + Unpin>(
         }
     }
     Ok(head)
+}
+
+/// `1 byte`, `5 bytes`.
+fn bytes(n: u64) -> String {
+    format!("{n} byte{}", if n == 1 { "" } else { "s" })
 }
 
 enum Body {
@@ -202,6 +218,10 @@ async fn read_chunked<S: AsyncRead + Unpin>(stream: &mut S, buf: &mut [u8], mut 
             loop {
                 if let Some(i) = buf[pos..filled].windows(2).position(|w| w == b"\r\n") {
                     if i == 0 {
+                        let extra = filled - (pos + 2);
+                        if extra > 0 {
+                            return Err(ReadError::Protocol(format!("malformed response: {} after its chunked body", bytes(extra as u64))));
+                        }
                         return Ok(());
                     }
                     pos += i + 2;
@@ -280,6 +300,17 @@ mod tests {
         assert!(matches!(run(read(b"")), Err(ReadError::ClosedBeforeResponse)));
         assert!(matches!(run(read(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc")), Err(ReadError::Io(_))));
         assert!(matches!(run(read(b"garbage\r\n\r\n")), Err(ReadError::Protocol(_))));
+    }
+
+    #[test]
+    fn bytes_after_the_body_are_a_malformed_response() {
+        let malformed = |r: &[u8]| match run(read(r)) {
+            Err(ReadError::Protocol(m)) => m,
+            other => panic!("{other:?}"),
+        };
+        assert!(malformed(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokEXTRA").contains("5 bytes after its 2-byte Content-Length body"));
+        assert!(malformed(b"HTTP/1.1 204 No Content\r\n\r\nx").contains("1 byte after a response that has no body"));
+        assert!(malformed(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\nHTTP/1.1").contains("8 bytes after"));
     }
 
     #[test]

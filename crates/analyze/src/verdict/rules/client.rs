@@ -6,7 +6,8 @@ use super::*;
 pub(super) fn client_bound(ctx: &Ctx) -> Option<Verdict> {
     let pct = ctx.step.client_cpu_pct();
     let lag = ctx.step.client_lag_ms;
-    let by_cpu = pct.is_some_and(|p| p > CLIENT_SATURATED_PCT) || ctx.step.client_saturated();
+    // By CPU only: `client_saturated` also holds for late sends, judged below.
+    let by_cpu = pct.is_some_and(|p| p > CLIENT_SATURATED_PCT);
     // A client starved of CPU (a busy neighbour, a taskset to a shared core)
     // can stay under 90 % of its cores yet answer its timers late.
     let by_lag = lag.is_some_and(|l| l >= CLIENT_LAG_MS);
