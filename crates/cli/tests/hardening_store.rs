@@ -261,6 +261,7 @@ fn input_files_must_be_regular_files_of_bounded_size() {
                 vec!["--store", s, "sweep", "--specimen", "scales", "-c", "1", "-d", "0.3s", "--method", "POST", "--body-file", file],
             ),
             ("--url-file", vec!["--store", s, "sweep", "-c", "1", "-d", "0.3s", "--url-file", file]),
+            ("--workload-file", vec!["--store", s, "sweep", "postgres://u@127.0.0.1:9/db", "--workload-file", file]),
             ("--token-file", vec!["agent", "--listen", "127.0.0.1:0", "--token-file", file]),
             (
                 "--agent-token-file",

@@ -230,6 +230,24 @@ fn a_postgres_password_comes_from_pgpassword_or_pgpass() {
         assert!(!text.contains(SCRAM_USER.1) && !err.contains(SCRAM_USER.1), "the secret is shown");
         assert!(!std::fs::read(&store).unwrap().windows(SCRAM_USER.1.len()).any(|w| w == SCRAM_USER.1.as_bytes()), "the secret is stored");
     }
+    // PGSERVICE: the service's password (libpq's pg_service.conf), before
+    // a wrong PGPASSWORD, as libpq takes it.
+    let services = home.path().join("services.conf");
+    std::fs::write(&services, format!("[bench]\npassword={}\n", SCRAM_USER.1)).unwrap();
+    std::fs::set_permissions(&services, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let svc_env =
+        [("PGSERVICE", "bench"), ("PGSERVICEFILE", services.to_str().unwrap()), ("PGPASSWORD", "wrong"), ("HOME", "/nonexistent")];
+    let out = run_env(&store, &svc_env, &sweep);
+    assert!(out.status.success(), "PGSERVICE: {}", stderr(&out));
+    // A password in the URL works and is warned about: `ps` shows it.
+    let in_url = format!("postgres://{}:{}@127.0.0.1:{}/bench", SCRAM_USER.0, SCRAM_USER.1, pg.port);
+    let mut with_pw = sweep;
+    with_pw[1] = &in_url;
+    with_pw[with_pw.len() - 1] = "--no-tui";
+    let out = run_env(&store, &[("HOME", home_s)], &with_pw);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("the password in the URL is visible in `ps`") && !err.contains(SCRAM_USER.1), "{err}");
     std::fs::set_permissions(home.path().join(".pgpass"), std::fs::Permissions::from_mode(0o644)).unwrap();
     let fresh = dir.path().join("fresh.db");
     let out = run_env(&fresh, &[("HOME", home_s)], &sweep);

@@ -187,6 +187,12 @@ pub fn lookup_password(url: &SqlUrl, env: &dyn Fn(&str) -> Option<String>) -> Re
     let home = || env("HOME").map(std::path::PathBuf::from);
     match url.engine {
         Engine::Postgres => {
+            // As libpq: a service's own parameters come before the environment.
+            if let Some(service) = env("PGSERVICE").filter(|s| !s.is_empty()) {
+                if let Some(p) = service_password(&service, env)? {
+                    return Ok(Some(p));
+                }
+            }
             if let Some(p) = env("PGPASSWORD").filter(|p| !p.is_empty()) {
                 return Ok(Some(p));
             }
@@ -228,6 +234,67 @@ pub fn lookup_password(url: &SqlUrl, env: &dyn Fn(&str) -> Option<String>) -> Re
             Ok(None)
         }
     }
+}
+
+/// The `password` of the service `name` (`PGSERVICE`), looked up as libpq
+/// does: the user's file (`PGSERVICEFILE`, else `~/.pg_service.conf`), then
+/// the system's (`PGSYSCONFDIR/pg_service.conf`, else Debian's
+/// `/etc/postgresql-common/pg_service.conf`). None when the service sets no
+/// password; an error when no file defines the service (libpq refuses too).
+fn service_password(name: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Option<String>, String> {
+    let user = env("PGSERVICEFILE")
+        .map(std::path::PathBuf::from)
+        .or_else(|| env("HOME").map(|h| std::path::Path::new(&h).join(".pg_service.conf")));
+    let system = std::path::Path::new(&env("PGSYSCONFDIR").unwrap_or_else(|| "/etc/postgresql-common".into())).join("pg_service.conf");
+    let mut looked = Vec::new();
+    for (path, own) in user.into_iter().map(|p| (p, true)).chain([(system, false)]) {
+        // The user's file may hold passwords: it is read as one (private,
+        // regular, small). The system's is world-readable by design: bounded.
+        let text = if own { read_secret_file(&path, "service file")? } else { read_bounded(&path)? };
+        looked.push(path.display().to_string());
+        let Some(text) = text else { continue };
+        if let Some(section) = service_section(&text, name) {
+            return Ok(section.into_iter().find_map(|(k, v)| (k == "password").then_some(v)));
+        }
+    }
+    Err(format!("PGSERVICE '{}': no such service in {}", scalelab_core::escape_control(name), looked.join(" or ")))
+}
+
+/// A world-readable configuration file, at most [`SECRET_FILE_MAX`] bytes
+/// of a regular file; None when it does not exist.
+fn read_bounded(path: &std::path::Path) -> Result<Option<String>, String> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => return Err(format!("service file {} is not a regular file", path.display())),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("service file {}: {e}", path.display())),
+    }
+    let mut text = String::new();
+    use std::io::Read as _;
+    std::fs::File::open(path)
+        .and_then(|f| f.take(SECRET_FILE_MAX).read_to_string(&mut text))
+        .map_err(|e| format!("service file {}: {e}", path.display()))?;
+    Ok(Some(text))
+}
+
+/// The `key=value` lines of section `[name]` of a service file; None when
+/// the file has no such section.
+fn service_section(text: &str, name: &str) -> Option<Vec<(String, String)>> {
+    let mut found = None;
+    let mut inside = false;
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        if let Some(section) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            inside = section == name;
+            if inside {
+                found.get_or_insert_with(Vec::new);
+            }
+        } else if inside {
+            if let Some((k, v)) = line.split_once('=') {
+                found.get_or_insert_with(Vec::new).push((k.trim().to_string(), v.trim().to_string()));
+            }
+        }
+    }
+    found
 }
 
 /// The fields of a `.pgpass` line, `\:` and `\\` unescaped.
@@ -300,6 +367,36 @@ mod tests {
         std::fs::set_permissions(&cnf, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert_eq!(lookup_password(&my, &env(vec![("HOME", h.clone())])).unwrap().as_deref(), Some("c n f"));
         std::fs::remove_dir_all(&home).unwrap();
+    }
+
+    #[test]
+    fn a_pgservice_password_comes_before_the_environment() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("scalelab-svc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("services.conf");
+        std::fs::write(&file, "# services\n[other]\npassword=no\n[bench]\nhost=db.test\npassword = s3rv\n[nopw]\nuser=bob\n").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let pg = SqlUrl::parse_only("postgres://bob@db.test:5433/app").unwrap();
+        let (f, d) = (file.display().to_string(), dir.display().to_string());
+        let env = |service: &'static str| {
+            let (f, d) = (f.clone(), d.clone());
+            move |k: &str| match k {
+                "PGSERVICE" => Some(service.to_string()),
+                "PGSERVICEFILE" => Some(f.clone()),
+                "PGSYSCONFDIR" => Some(d.clone()),
+                "PGPASSWORD" => Some("from-env".to_string()),
+                _ => None,
+            }
+        };
+        assert_eq!(lookup_password(&pg, &env("bench")).unwrap().as_deref(), Some("s3rv"));
+        // A service without a password leaves it to PGPASSWORD, as libpq.
+        assert_eq!(lookup_password(&pg, &env("nopw")).unwrap().as_deref(), Some("from-env"));
+        let err = lookup_password(&pg, &env("missing")).unwrap_err();
+        assert!(err.contains("PGSERVICE 'missing': no such service") && !err.contains("s3rv"), "{err}");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(lookup_password(&pg, &env("bench")).unwrap_err().contains("chmod 600"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     use super::*;

@@ -14,10 +14,20 @@ use std::time::Duration;
 /// before anything is stored.
 pub fn prepare_sql(a: &SweepArgs, target: &str) -> anyhow::Result<Prepared<SqlDriver>> {
     let url = SqlUrl::parse(target).map_err(bad)?;
+    // A password in the URL is in the command line: `ps` shows it to every
+    // user for the whole run. Said once; the run goes on (it is the user's call).
+    if scalelab_core::redact_url(target) != target && !a.quiet {
+        esayln!(
+            "warning: the password in the URL is visible in `ps` for the whole run: use --password-file, PGPASSWORD or ~/.pgpass (PostgreSQL), MYSQL_PWD or ~/.my.cnf (MySQL)"
+        );
+    }
     let name = url.redacted();
     let file_workload = match &a.workload_file {
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| bad(format!("--workload-file {}: {e}", path.display())))?;
+            // A regular file of at most 16 MiB, as every input file: /dev/zero or a fifo is refused.
+            let bytes = scalelab_probe::read::read_user_file(path, 16 << 20)
+                .map_err(|e| bad(format!("--workload-file {}: {e}", path.display())))?;
+            let text = String::from_utf8(bytes).map_err(|_| bad(format!("--workload-file {}: not UTF-8 text", path.display())))?;
             Some(parse_workload_file(&path.display().to_string(), &text).map_err(|e| bad(e.to_string()))?)
         }
         None => None,
