@@ -74,6 +74,25 @@ pub fn redact_url(text: &str) -> String {
     }
 }
 
+/// `12,345`: `x` rounded half away from zero with thousands separated, the
+/// one way every figure of a count or a rate is written in text.
+pub fn thousands(x: f64) -> String {
+    let r = (x.signum() * (x.abs() + 0.5).floor()) as i64;
+    let digits = r.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if r < 0 {
+        format!("-{out}")
+    } else {
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,24 +116,5 @@ mod tests {
         assert_eq!(redact_url("http://token@host/"), "http://token@host/");
         assert_eq!(redact_url("http://host/"), "http://host/");
         assert_eq!(redact_url("specimen:scales"), "specimen:scales");
-    }
-}
-
-/// `12,345`: `x` rounded half away from zero with thousands separated, the
-/// one way every figure of a count or a rate is written in text.
-pub fn thousands(x: f64) -> String {
-    let r = (x.signum() * (x.abs() + 0.5).floor()) as i64;
-    let digits = r.unsigned_abs().to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if r < 0 {
-        format!("-{out}")
-    } else {
-        out
     }
 }
