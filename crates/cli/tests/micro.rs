@@ -112,5 +112,7 @@ fn micro_tables_fill_the_os_column_and_json_lists_anomalies() {
     let shown = run(&store, &["show", "box"]);
     let text = String::from_utf8_lossy(&shown.stdout);
     let row = text.lines().find(|l| l.starts_with("box")).unwrap_or_else(|| panic!("{text}"));
-    assert!(row.contains(&format!("Linux {}", release.trim())), "{row}");
+    // The table shows the kernel's version (6.18.44 of 6.18.44-fc-v782), the JSON the whole release.
+    let version: String = release.trim().chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+    assert!(row.contains(&format!("Linux {version}")), "{row}");
 }

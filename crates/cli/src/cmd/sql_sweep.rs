@@ -14,13 +14,6 @@ use std::time::Duration;
 /// before anything is stored.
 pub fn prepare_sql(a: &SweepArgs, target: &str) -> anyhow::Result<Prepared<SqlDriver>> {
     let url = SqlUrl::parse(target).map_err(bad)?;
-    // A password in the URL is in the command line: `ps` shows it to every
-    // user for the whole run. Said once; the run goes on (it is the user's call).
-    if scalelab_core::redact_url(target) != target && !a.quiet {
-        esayln!(
-            "warning: the password in the URL is visible in `ps` for the whole run: use --password-file, PGPASSWORD or ~/.pgpass (PostgreSQL), MYSQL_PWD or ~/.my.cnf (MySQL)"
-        );
-    }
     let name = url.redacted();
     let file_workload = match &a.workload_file {
         Some(path) => {
@@ -53,6 +46,14 @@ pub fn prepare_sql(a: &SweepArgs, target: &str) -> anyhow::Result<Prepared<SqlDr
     let config = SqlConfig { url, workload, prepare: !a.no_prepare, connect_timeout: timeout };
     let driver = SqlDriver::new(config);
     driver.check_statements().map_err(|f| bad(format!("{name}: {}", f.message)))?;
+    // A password in the URL is in the command line: `ps` shows it to every
+    // user for the whole run. Said once the target is usable (bad input stays
+    // one line); the run goes on, it is the user's call.
+    if scalelab_core::redact_url(target) != target && !a.quiet {
+        esayln!(
+            "warning: the password in the URL is visible in `ps` for the whole run: use --password-file, PGPASSWORD or ~/.pgpass (PostgreSQL), MYSQL_PWD or ~/.my.cnf (MySQL)"
+        );
+    }
     Ok(Prepared {
         driver: Arc::new(driver),
         target_name: name,
