@@ -157,6 +157,13 @@ const SECRET_FILE_MAX: u64 = 64 * 1024;
 /// device), not readable by group or others (as libpq and ssh require),
 /// at most [`SECRET_FILE_MAX`] bytes. None when it does not exist.
 pub fn read_secret_file(path: &std::path::Path, what: &str) -> Result<Option<String>, String> {
+    read_config_file(path, what, true)
+}
+
+/// Reads a regular file of at most [`SECRET_FILE_MAX`] bytes; `private`:
+/// one that holds secrets, refused when group or others may read it. None
+/// when it does not exist.
+fn read_config_file(path: &std::path::Path, what: &str, private: bool) -> Result<Option<String>, String> {
     use std::os::unix::fs::PermissionsExt;
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
@@ -166,7 +173,7 @@ pub fn read_secret_file(path: &std::path::Path, what: &str) -> Result<Option<Str
     if !meta.is_file() {
         return Err(format!("{what} {} is not a regular file: give a file", path.display()));
     }
-    if meta.permissions().mode() & 0o077 != 0 {
+    if private && meta.permissions().mode() & 0o077 != 0 {
         return Err(format!("{what} {} is readable by group or others: chmod 600 it", path.display()));
     }
     if meta.len() > SECRET_FILE_MAX {
@@ -250,7 +257,7 @@ fn service_password(name: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<
     for (path, own) in user.into_iter().map(|p| (p, true)).chain([(system, false)]) {
         // The user's file may hold passwords: it is read as one (private,
         // regular, small). The system's is world-readable by design: bounded.
-        let text = if own { read_secret_file(&path, "service file")? } else { read_bounded(&path)? };
+        let text = read_config_file(&path, "service file", own)?;
         looked.push(path.display().to_string());
         let Some(text) = text else { continue };
         if let Some(section) = service_section(&text, name) {
@@ -258,23 +265,6 @@ fn service_password(name: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<
         }
     }
     Err(format!("PGSERVICE '{}': no such service in {}", scalelab_core::escape_control(name), looked.join(" or ")))
-}
-
-/// A world-readable configuration file, at most [`SECRET_FILE_MAX`] bytes
-/// of a regular file; None when it does not exist.
-fn read_bounded(path: &std::path::Path) -> Result<Option<String>, String> {
-    match std::fs::metadata(path) {
-        Ok(m) if !m.is_file() => return Err(format!("service file {} is not a regular file", path.display())),
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("service file {}: {e}", path.display())),
-    }
-    let mut text = String::new();
-    use std::io::Read as _;
-    std::fs::File::open(path)
-        .and_then(|f| f.take(SECRET_FILE_MAX).read_to_string(&mut text))
-        .map_err(|e| format!("service file {}: {e}", path.display()))?;
-    Ok(Some(text))
 }
 
 /// The `key=value` lines of section `[name]` of a service file; None when
