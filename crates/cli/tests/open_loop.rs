@@ -29,6 +29,9 @@ fn bad_open_loop_input_is_one_line_exit_2_and_creates_nothing() {
         (&["--rate", "1000", "--arrival", "bursty"][..], "--arrival 'bursty': use constant or poisson"),
         (&["--rate", "1000", "--max-in-flight", "0"][..], "--max-in-flight '0'"),
         (&["--rate", "1000", "--max-in-flight", "many"][..], "--max-in-flight 'many'"),
+        (&["--rate", "1000", "--latency-budget", "soon"][..], "--latency-budget 'soon': use a duration from 0 to 60s"),
+        (&["--rate", "1000", "--latency-budget", "2m"][..], "--latency-budget '2m'"),
+        (&["-c", "1", "--latency-budget", "1s"][..], "give --rate too"),
         (&["--arrival", "poisson"][..], "give --rate too"),
         (&["-c", "1", "--max-in-flight", "10"][..], "give --rate too"),
         (&["--rate", "1000", "--think-time", "10ms"][..], "--think-time applies to closed-loop steps"),
@@ -179,9 +182,9 @@ fn per_second_service_time_shows_the_gap_coordinated_omission_leaves() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
     // 10 connections, like the closed loop's 10 clients above: during a
-    // 200 ms stall they are all out, the ~400 requests due meanwhile are
-    // dropped (their lateness counts in the latency), and only those 10
-    // see the stall in their service time.
+    // 200 ms stall they are all out, the ~400 requests due meanwhile wait
+    // for them (their wait counts in the latency), and only those 10 see
+    // the stall in their service time.
     let args = [
         "sweep",
         "--specimen",
@@ -318,4 +321,35 @@ fn plain_progress_lines_name_open_loop_steps_by_their_offered_rate() {
     assert!(err.contains("step 1/2 2,000/s done: ") && err.contains("step 2/2 3,000/s done: "), "{err}");
     assert!(err.contains("step 2/2 3,000/s window "), "the tick lines too: {err}");
     assert!(!err.contains("40 clients") && !err.contains("c=40"), "not by its connections: {err}");
+}
+
+#[test]
+fn the_stall_demo_shows_its_stalls_as_latency_and_names_them() {
+    let _cpu = cpu_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    // The README's coordinated-omission demo: 200 ms stalls every 2 s, so a
+    // 5 s window holds two or three. The requests due in a stall wait for a
+    // connection (the default latency budget, 1 s) instead of being
+    // dropped: the stall is latency, and the verdict names it.
+    let run = json(&store, &["sweep", "--specimen", "stall", "--rate", "2000", "-d", "5s", "--warmup", "0.3s", "--json", "-q"]);
+    let s = &steps(&run)[0];
+    assert_eq!(run["schedule"]["steps"][0]["open_loop"]["latency_budget_s"].as_f64(), Some(1.0));
+    let offered = 2000.0 * 5.0;
+    let dropped = s["dropped"].as_f64().unwrap();
+    let why = format!("dropped {dropped}, p99 {} ms, errors {}", s["latency_ms"]["p99"], s["errors"]);
+    assert!(dropped <= 0.01 * offered, "a 200 ms stall fits in a 1 s budget: {why}");
+    assert!(s["latency_ms"]["p99"].as_f64().unwrap() >= 100.0, "the stall shows in the p99: {why}");
+    let kinds: Vec<&str> = run["verdicts"].as_array().unwrap().iter().filter_map(|v| v["kind"].as_str()).collect();
+    assert!(kinds.contains(&"periodic-stalls"), "{kinds:?}: {why}");
+    assert!(!kinds.contains(&"errors"), "{kinds:?}: {why}");
+    let stalls = run["verdicts"].as_array().unwrap().iter().find(|v| v["kind"] == "periodic-stalls").unwrap();
+    assert!(stalls["headline"].as_str().unwrap().contains("stops answering now and then"), "{stalls}");
+    // `show` says how requests met busy connections, once, under the table.
+    let out = run_ok(&store, &["show", "last"]);
+    assert!(
+        out.contains("open loop: connections 40 at 2,000/s (--max-in-flight); a request due while all are busy waits up to 1s"),
+        "{out}"
+    );
+    assert!(out.contains("PERIODIC STALLS"), "{out}");
 }

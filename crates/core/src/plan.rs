@@ -52,12 +52,33 @@ pub struct OpenLoopPlan {
     /// Offered rate, requests per second.
     pub rate_per_s: f64,
     pub arrival: Arrival,
-    /// Requests sent and not answered at most; a request scheduled when this
-    /// many are out is dropped (counted, never sent).
+    /// Requests sent and not answered at most (the connections); a request
+    /// scheduled when this many are out waits for one (see `latency_budget_s`).
     pub max_in_flight: u32,
+    /// How long a request due while every connection is busy waits for one,
+    /// its wait counted in its latency, before it is dropped (counted, never
+    /// sent). A short stall of the server then shows as latency, not as
+    /// errors; an overload still ends in drops, with the client's memory
+    /// bounded by rate x budget. 0: dropped at once (runs stored before the
+    /// budget existed were measured so, and read back so).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub latency_budget_s: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl OpenLoopPlan {
+    /// The default `latency_budget_s`: a second, five times a 200 ms stall
+    /// (a GC pause, a checkpoint), so such a stall is seen whole as latency.
+    pub const DEFAULT_LATENCY_BUDGET_S: f64 = 1.0;
+
+    /// The latency budget as a [`Duration`].
+    pub fn latency_budget(&self) -> Duration {
+        Duration::from_secs_f64(self.latency_budget_s.max(0.0))
+    }
+
     /// The default bound on requests in flight at `rate_per_s`: 20 ms of
     /// arrivals (Little: a server answering within 20 ms never reaches it),
     /// at least 8 and at most 1,000 connections.
@@ -248,9 +269,15 @@ mod tests {
         let json = serde_json::to_string(&closed).unwrap();
         assert_eq!(json, r#"{"concurrency":2,"warmup_s":1.0,"window_s":2.0,"pause_s":0.0,"think_time_s":0.0}"#);
         assert_eq!(serde_json::from_str::<StepPlan>(&json).unwrap(), closed);
-        let open = StepPlan { open_loop: Some(OpenLoopPlan { rate_per_s: 500.0, arrival: Arrival::Poisson, max_in_flight: 10 }), ..closed };
+        let plan = OpenLoopPlan { rate_per_s: 500.0, arrival: Arrival::Poisson, max_in_flight: 10, latency_budget_s: 0.0 };
+        let open = StepPlan { open_loop: Some(plan), ..closed.clone() };
         let json = serde_json::to_string(&open).unwrap();
+        // Without a budget (as every run stored before it), as before.
         assert!(json.ends_with(r#""open_loop":{"rate_per_s":500.0,"arrival":"poisson","max_in_flight":10}}"#), "{json}");
         assert_eq!(serde_json::from_str::<StepPlan>(&json).unwrap(), open);
+        let budget = StepPlan { open_loop: Some(OpenLoopPlan { latency_budget_s: 1.0, ..plan }), ..closed };
+        let json = serde_json::to_string(&budget).unwrap();
+        assert!(json.ends_with(r#""max_in_flight":10,"latency_budget_s":1.0}}"#), "{json}");
+        assert_eq!(serde_json::from_str::<StepPlan>(&json).unwrap(), budget);
     }
 }

@@ -201,7 +201,8 @@ fn md_escape(cell: &str) -> String {
 
 /// A GitHub-flavoured Markdown table (numbers right-aligned), followed by its [`legend`].
 pub fn to_markdown(c: &Comparison) -> String {
-    let (header, body) = grid(c, fmt_throughput);
+    // Formatted as the terminal's table (60,006), as a reader compares them.
+    let (header, body) = grid(c, fmt_throughput_text);
     let row = |cells: &[String]| format!("| {} |\n", cells.iter().map(|s| md_escape(s)).collect::<Vec<_>>().join(" | "));
     let mut out = row(&header);
     let align: Vec<String> = (0..header.len()).map(|i| if i == 0 { ":---".into() } else { "---:".into() }).collect();

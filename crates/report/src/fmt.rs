@@ -144,6 +144,16 @@ pub fn wrap(text: &str, width: Option<usize>) -> String {
     out
 }
 
+/// A duration of `s` seconds as the command line takes it: `1s`, `1.5s`,
+/// `250ms`.
+pub fn duration_text(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{}s", format!("{s:.3}").trim_end_matches('0').trim_end_matches('.'))
+    } else {
+        format!("{}ms", format!("{:.3}", s * 1000.0).trim_end_matches('0').trim_end_matches('.'))
+    }
+}
+
 /// A concurrency in words: "1 client", "5 clients".
 pub fn clients(n: u32) -> String {
     if n == 1 {
@@ -209,6 +219,14 @@ mod tests {
 
     fn widest(text: &str) -> usize {
         text.lines().map(|l| l.chars().count()).max().unwrap_or(0)
+    }
+
+    #[test]
+    fn durations_read_as_the_command_line_takes_them() {
+        assert_eq!(duration_text(1.0), "1s");
+        assert_eq!(duration_text(1.5), "1.5s");
+        assert_eq!(duration_text(0.25), "250ms");
+        assert_eq!(duration_text(0.0), "0ms");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! network, printable. Sections follow `docs/report.md`.
 
 use crate::charts::{self, Chart};
-use crate::compare::fmt_throughput;
+use crate::compare::fmt_throughput_text;
 use crate::model::{ReportInput, ReportRun};
 use crate::page::{comparison, step_rows, telemetry_rows, unavailable_lines};
 use crate::summary::{environment_rows, side_by_side, verdict_title};
@@ -81,8 +81,8 @@ fn comparison_html(out: &mut String, runs: &[ReportRun]) {
         for (label, x) in &cells.throughput {
             let ci = cells.throughput_ci95.get(label).copied().flatten();
             let text = match (x, ci.zip(*x).and_then(|(c, x)| c.half_width_pct(x))) {
-                (Some(x), Some(h)) => format!("{} ± {h:.1} %", fmt_throughput(*x)),
-                (x, _) => x.map_or("-".into(), fmt_throughput),
+                (Some(x), Some(h)) => format!("{} ± {h:.1} %", fmt_throughput_text(*x)),
+                (x, _) => x.map_or("-".into(), fmt_throughput_text),
             };
             let _ = write!(out, "<td>{}</td>", esc(&text));
         }
@@ -123,10 +123,22 @@ fn comparison_html(out: &mut String, runs: &[ReportRun]) {
     row(out, "AVG", &c.avg, r#" class="agg""#);
     row(out, "MAX", &c.max, r#" class="agg""#);
     out.push_str("</tbody></table></div>");
-    let _ = write!(out, r#"<p class="note">{}</p>"#, esc(&crate::compare::legend(&c).join("; ")));
+    let _ = write!(out, r#"<p class="note">{}</p>"#, prose(&crate::compare::legend(&c).join("; ")));
     for n in crate::compare::note_lines(&c) {
-        let _ = write!(out, r#"<p class="note">{}</p>"#, esc(&n));
+        let _ = write!(out, r#"<p class="note">{}</p>"#, prose(&n));
     }
+}
+
+/// Prose for the page: escaped, and `command` spans (paired backticks, as
+/// the terminal text writes them) set as code rather than shown literally.
+fn prose(text: &str) -> String {
+    let escaped = esc(text);
+    let parts: Vec<&str> = escaped.split('`').collect();
+    // An unpaired backtick is text: nothing is set as code then.
+    if parts.len().is_multiple_of(2) {
+        return escaped;
+    }
+    parts.iter().enumerate().map(|(i, p)| if i % 2 == 1 { format!("<code>{p}</code>") } else { (*p).to_string() }).collect()
 }
 
 fn verdicts_html(out: &mut String, r: &ReportRun) {
@@ -137,14 +149,14 @@ fn verdicts_html(out: &mut String, r: &ReportRun) {
         );
     }
     for v in &d.verdicts {
-        let _ = write!(out, r#"<div class="verdict"><strong>{}</strong> — {}<ul>"#, esc(&verdict_title(v)), esc(&v.headline));
+        let _ = write!(out, r#"<div class="verdict"><strong>{}</strong> — {}<ul>"#, esc(&verdict_title(v)), prose(&v.headline));
         for e in &v.evidence {
             let _ = write!(out, "<li>{}</li>", esc(&crate::summary::evidence_text(e)));
         }
         for m in &v.missing {
-            let _ = write!(out, r#"<li class="unavailable">missing: {}</li>"#, esc(m));
+            let _ = write!(out, r#"<li class="unavailable">missing: {}</li>"#, prose(m));
         }
-        let _ = write!(out, r#"</ul><div class="next">next: {}</div></div>"#, esc(&v.next));
+        let _ = write!(out, r#"</ul><div class="next">next: {}</div></div>"#, prose(&v.next));
     }
 }
 
@@ -260,7 +272,7 @@ pub fn render(input: &ReportInput) -> String {
             table(&mut out, &rows, &[errors_at]);
             let notes = crate::levels::notes(&crate::levels::entries(&r.run));
             if !notes.is_empty() {
-                let _ = write!(out, r#"<p class="note">{}</p>"#, esc(notes.trim_end()).replace('\n', "<br>"));
+                let _ = write!(out, r#"<p class="note">{}</p>"#, prose(notes.trim_end()).replace('\n', "<br>"));
             }
             if let Some(rows) = crate::table::connect_rows(&r.run) {
                 let _ = write!(out, "<p>{}:</p>", esc(crate::table::CONNECT_TITLE));
@@ -326,5 +338,18 @@ fn results_title(runs: usize) -> &'static str {
         "Comparison"
     } else {
         "Results"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prose;
+
+    #[test]
+    fn backticks_in_prose_are_code_and_markup_stays_escaped() {
+        assert_eq!(prose("run `top -H -p PID` now"), "run <code>top -H -p PID</code> now");
+        assert_eq!(prose("`<b>` & `x`"), "<code>&lt;b&gt;</code> &amp; <code>x</code>");
+        // An unpaired backtick is left as it is.
+        assert_eq!(prose("it's a ` alone"), "it&#39;s a ` alone".replace("&#39;", &super::esc("'")));
     }
 }

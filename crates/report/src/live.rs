@@ -380,7 +380,12 @@ mod tests {
     fn open_loop_steps_are_named_by_their_offered_rate() {
         let open = |rate: f64| StepPlan {
             concurrency: 40,
-            open_loop: Some(scalelab_core::OpenLoopPlan { rate_per_s: rate, max_in_flight: 40, arrival: scalelab_core::Arrival::Constant }),
+            open_loop: Some(scalelab_core::OpenLoopPlan {
+                rate_per_s: rate,
+                max_in_flight: 40,
+                arrival: scalelab_core::Arrival::Constant,
+                latency_budget_s: 1.0,
+            }),
             ..plan()[0].clone()
         };
         let mut s = ViewState::new("specimen".into(), &[open(2000.0), open(10_000.0)]);

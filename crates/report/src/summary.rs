@@ -152,6 +152,20 @@ fn schedule(run: &Run) -> String {
     }
 }
 
+/// A run's workload, without the free port a specimen started by scalelab
+/// listened on (runs stored before the workload left it out carry it):
+/// two specimen runs do not differ by it.
+fn specimen_workload(run: &Run) -> String {
+    let w = run.plan.workload.clone();
+    if !run.plan.target.starts_with("specimen:") {
+        return w;
+    }
+    let Some(at) = w.find("http://127.0.0.1:") else { return w };
+    let rest = &w[at + "http://127.0.0.1:".len()..];
+    let port_len = rest.bytes().take_while(u8::is_ascii_digit).count();
+    format!("{}{}", &w[..at], &rest[port_len..])
+}
+
 /// The environment of every run side by side ("benchmark configuration").
 pub fn environment_rows(runs: &[&Run]) -> Vec<EnvRow> {
     let o = |v: Option<String>| v.unwrap_or_else(|| "-".into());
@@ -160,7 +174,7 @@ pub fn environment_rows(runs: &[&Run]) -> Vec<EnvRow> {
         ("kind", Box::new(|r: &Run| r.kind.name().to_string())),
         ("target", Box::new(|r: &Run| r.plan.target.clone())),
         ("server", Box::new(move |r: &Run| o(r.environment.server.clone()))),
-        ("workload", Box::new(|r: &Run| r.plan.workload.clone())),
+        ("workload", Box::new(specimen_workload)),
         ("schedule", Box::new(schedule)),
         ("client threads", Box::new(|r: &Run| r.plan.client_threads_text())),
         ("client network", Box::new(|r: &Run| r.plan.client_net().unwrap_or("this machine (none added)").to_string())),

@@ -96,6 +96,9 @@ fn run_table_at(run: &Run, width: Option<usize>) -> String {
     open_loop_columns(&mut rows, &entries);
     let mut out = crate::fmt::columns_fit(&rows, width);
     out.push_str(&crate::levels::notes(&entries));
+    if let Some(note) = open_loop_note(run) {
+        out.push_str(&note);
+    }
     if with_queries {
         out.push_str("note: throughput/s counts units of work (transactions); queries/s every statement, BEGIN and COMMIT included.\n");
     }
@@ -196,6 +199,36 @@ fn open_loop_columns(rows: &mut [Vec<String>], entries: &[crate::levels::Entry])
         row.insert(errors_at, svc);
         row.insert(2, achieved);
     }
+}
+
+/// How an open-loop run's requests met busy connections, said once under
+/// its table: the connections at each rate (`--max-in-flight`) and the
+/// latency budget a request waits for one before it is dropped.
+fn open_loop_note(run: &Run) -> Option<String> {
+    let plans: Vec<&scalelab_core::OpenLoopPlan> = run.plan.steps.iter().filter_map(|p| p.open_loop.as_ref()).collect();
+    let first = plans.first()?;
+    let mut connections: Vec<String> = Vec::new();
+    for p in &plans {
+        let text = format!("{} at {}/s", thousands(f64::from(p.max_in_flight)), thousands(p.rate_per_s));
+        if !connections.contains(&text) {
+            connections.push(text);
+        }
+    }
+    let budget = first.latency_budget_s;
+    let same = plans.iter().all(|p| p.latency_budget_s == budget);
+    let waits = if !same {
+        "a request due while all are busy waits for one up to its step's latency budget, its wait counted in its latency, then is dropped"
+            .to_string()
+    } else if budget > 0.0 {
+        format!(
+            "a request due while all are busy waits up to {} for one (--latency-budget), its wait counted in its latency, then is dropped",
+            crate::fmt::duration_text(budget)
+        )
+    } else {
+        "a request due while all are busy is dropped at once, its wait until one came free counted in its latency (no latency budget)"
+            .to_string()
+    };
+    Some(format!("open loop: connections {} (--max-in-flight); {waits}.\n", connections.join(", ")))
 }
 
 /// Per-statement latency inside transactions at the peak step (the measured

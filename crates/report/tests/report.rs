@@ -464,3 +464,21 @@ fn sections_are_numbered_without_gaps_and_one_run_has_results_not_a_comparison()
     let md = scalelab_report::markdown::render(&one);
     assert!(md.contains("\n## Results\n") && !md.contains("## Comparison"), "{md}");
 }
+
+#[test]
+fn two_specimen_runs_do_not_differ_by_the_free_port_each_listened_on() {
+    let mut i = input(None);
+    i.runs.truncate(2);
+    for (r, port) in i.runs.iter_mut().take(2).zip([41235, 38007]) {
+        r.run.plan.target = "specimen:scales".into();
+        r.run.plan.workload = format!("GET http://127.0.0.1:{port}/");
+    }
+    let md = scalelab_report::markdown::render(&i);
+    let row = md.lines().find(|l| l.contains("workload")).expect("a workload row");
+    assert!(row.starts_with("| workload |"), "highlighted as a difference: {row}");
+    // Another path is a difference.
+    i.runs[1].run.plan.workload = "GET http://127.0.0.1:38007/other".into();
+    let md = scalelab_report::markdown::render(&i);
+    let row = md.lines().find(|l| l.contains("workload")).expect("a workload row");
+    assert!(row.starts_with("| **workload** ≠ |"), "{row}");
+}

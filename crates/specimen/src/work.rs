@@ -54,6 +54,17 @@ pub fn calibrate() -> f64 {
     })
 }
 
+/// Sets this process's rounds per microsecond to a figure measured elsewhere,
+/// unless [`calibrate`] already ran; returns whether it was taken.
+///
+/// Two specimens compared with `--versus` must do the same work per request:
+/// each measuring its own figure put up to ±30 % between "identical" servers
+/// on a busy machine (issue 34), so scalelab measures once and hands the
+/// figure to every specimen it starts.
+pub fn use_rounds_per_us(rounds_per_us: f64) -> bool {
+    rounds_per_us.is_finite() && rounds_per_us > 0.0 && ROUNDS_PER_US.set(rounds_per_us).is_ok()
+}
+
 /// Thread CPU time that `rounds` rounds take.
 fn time_of(rounds: u64) -> Duration {
     let t0 = thread_cpu();

@@ -162,6 +162,9 @@ pub enum VerdictKind {
     ClientBound,
     /// A notable share of requests failed.
     Errors,
+    /// The server stops answering now and then: some seconds' latency far
+    /// above the others' while its service time stays low.
+    PeriodicStalls,
 }
 
 impl VerdictKind {
@@ -182,6 +185,7 @@ impl VerdictKind {
             VerdictKind::PortExhaustion => "port-exhaustion",
             VerdictKind::ClientBound => "client-bound",
             VerdictKind::Errors => "errors",
+            VerdictKind::PeriodicStalls => "periodic-stalls",
         }
     }
 
@@ -202,6 +206,7 @@ impl VerdictKind {
             VerdictKind::PortExhaustion => "PORT EXHAUSTION",
             VerdictKind::ClientBound => "CLIENT-BOUND",
             VerdictKind::Errors => "ERRORS",
+            VerdictKind::PeriodicStalls => "PERIODIC STALLS",
         }
     }
 
@@ -211,18 +216,19 @@ impl VerdictKind {
         match self {
             VerdictKind::ClientBound => 0,
             VerdictKind::Errors => 1,
-            VerdictKind::LockContention => 2,
-            VerdictKind::DbContention => 3,
-            VerdictKind::SingleHotThread => 4,
-            VerdictKind::SoftirqOneCpu => 5,
-            VerdictKind::AcceptOverflow => 6,
-            VerdictKind::PortExhaustion => 7,
-            VerdictKind::CpuBoundKernel => 8,
-            VerdictKind::CpuBoundMixed => 9,
-            VerdictKind::CpuBoundUser => 10,
-            VerdictKind::CpuBusyElsewhere => 11,
-            VerdictKind::DiskBound => 12,
-            VerdictKind::NetworkBound => 13,
+            VerdictKind::PeriodicStalls => 2,
+            VerdictKind::LockContention => 3,
+            VerdictKind::DbContention => 4,
+            VerdictKind::SingleHotThread => 5,
+            VerdictKind::SoftirqOneCpu => 6,
+            VerdictKind::AcceptOverflow => 7,
+            VerdictKind::PortExhaustion => 8,
+            VerdictKind::CpuBoundKernel => 9,
+            VerdictKind::CpuBoundMixed => 10,
+            VerdictKind::CpuBoundUser => 11,
+            VerdictKind::CpuBusyElsewhere => 12,
+            VerdictKind::DiskBound => 13,
+            VerdictKind::NetworkBound => 14,
         }
     }
 }

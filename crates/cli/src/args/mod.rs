@@ -360,6 +360,10 @@ pub struct SpecimenArgs {
     /// Exit when the parent process exits (set when scalelab spawns it).
     #[arg(long, hide = true)]
     pub exit_with_parent: bool,
+    /// Work rounds per microsecond measured by the parent, so every specimen
+    /// of a run does the same work per request (set when scalelab spawns it).
+    #[arg(long, hide = true)]
+    pub rounds_per_us: Option<f64>,
 }
 
 #[derive(Args, Debug)]

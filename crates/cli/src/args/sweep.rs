@@ -61,10 +61,15 @@ pub struct SweepArgs {
     #[arg(long)]
     pub arrival: Option<String>,
     /// Open loop: requests out at once at most (the connections); a request
-    /// scheduled when all are out is dropped and counted [default: 20 ms of
-    /// the rate, 8 to 1000].
+    /// scheduled when all are out waits for one (--latency-budget)
+    /// [default: 20 ms of the rate, 8 to 1000].
     #[arg(long)]
     pub max_in_flight: Option<String>,
+    /// Open loop: how long a request due while every connection is busy
+    /// waits for one, its wait counted in its latency, before it is dropped
+    /// and counted; 0 drops it at once [default: 1s].
+    #[arg(long)]
+    pub latency_budget: Option<String>,
     /// Warm-up per step (load on, nothing recorded). Default: 5s, or 1s for the specimen.
     #[arg(long)]
     pub warmup: Option<String>,

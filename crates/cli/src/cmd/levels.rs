@@ -42,8 +42,8 @@ pub fn profile_steps(a: &SweepArgs, steps: usize) -> anyhow::Result<Option<BTree
 /// rates (`--rate`) with their connections (`max_in_flight`) and open-loop plan.
 pub fn load_levels(a: &SweepArgs) -> anyhow::Result<Vec<(u32, Option<OpenLoopPlan>)>> {
     let Some(rates) = &a.rate else {
-        if a.arrival.is_some() || a.max_in_flight.is_some() {
-            return Err(bad("--arrival and --max-in-flight apply to open-loop steps: give --rate too"));
+        if a.arrival.is_some() || a.max_in_flight.is_some() || a.latency_budget.is_some() {
+            return Err(bad("--arrival, --max-in-flight and --latency-budget apply to open-loop steps: give --rate too"));
         }
         let c = parse_concurrency_list(a.concurrency.as_deref().unwrap_or("1,2,5,10,20,35,50"));
         return Ok(c.map_err(|e| bad(format!("--concurrency: {e}")))?.into_iter().map(|c| (c, None)).collect());
@@ -72,11 +72,19 @@ pub fn load_levels(a: &SweepArgs) -> anyhow::Result<Vec<(u32, Option<OpenLoopPla
                 .ok_or_else(|| bad(format!("--max-in-flight '{}': use a number of requests from 1 to 100000", escape_control(t))))?,
         ),
     };
+    let latency_budget_s = match &a.latency_budget {
+        None => OpenLoopPlan::DEFAULT_LATENCY_BUDGET_S,
+        Some(t) => parse_duration(t)
+            .ok()
+            .filter(|d| d.as_secs() <= 60)
+            .ok_or_else(|| bad(format!("--latency-budget '{}': use a duration from 0 to 60s, such as 1s or 250ms", escape_control(t))))?
+            .as_secs_f64(),
+    };
     Ok(rates
         .into_iter()
         .map(|rate_per_s| {
             let m = max_in_flight.unwrap_or_else(|| OpenLoopPlan::default_max_in_flight(rate_per_s));
-            (m, Some(OpenLoopPlan { rate_per_s, arrival, max_in_flight: m }))
+            (m, Some(OpenLoopPlan { rate_per_s, arrival, max_in_flight: m, latency_budget_s }))
         })
         .collect())
 }

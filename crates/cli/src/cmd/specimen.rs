@@ -15,6 +15,11 @@ pub fn run(a: SpecimenArgs) -> anyhow::Result<ExitCode> {
         // SAFETY: prctl with PR_SET_PDEATHSIG only sets a flag on this process.
         unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
     }
+    if let Some(r) = a.rounds_per_us {
+        if !scalelab_specimen::work::use_rounds_per_us(r) {
+            return Err(bad(format!("--rounds-per-us {r}: give a positive number of work rounds per microsecond")));
+        }
+    }
     let stall_for = parse_duration(&a.stall_for).map_err(|e| bad(format!("--stall-for: {e}")))?;
     let stall_every = parse_duration(&a.stall_every).map_err(|e| bad(format!("--stall-every: {e}")))?;
     if stall_every.is_zero() || stall_for >= stall_every {

@@ -296,16 +296,17 @@ fn prepare_http(a: &SweepArgs, specimen_mode: Option<scalelab_specimen::Mode>) -
             a.expect_status
         );
     }
+    // The specimen's address is a free port picked per run: not part of the
+    // workload (two specimen runs compared do not differ by it).
+    let shown = |u: &str| match &specimen {
+        Some(s) => u.replacen(&format!("http://{}", s.addr), "", 1),
+        None => scalelab_core::redact_url(u),
+    };
     let workload = config
         .requests
         .iter()
         .map(|r| {
-            format!(
-                "{} {}{}",
-                r.method,
-                scalelab_core::redact_url(&r.url),
-                if config.requests.len() > 1 { format!(" x{}", r.weight) } else { String::new() }
-            )
+            format!("{} {}{}", r.method, shown(&r.url), if config.requests.len() > 1 { format!(" x{}", r.weight) } else { String::new() })
         })
         .collect::<Vec<_>>()
         .join(", ");

@@ -2,13 +2,17 @@
 //! intended times whatever the replies, and this thread's connections
 //! (its share of `max_in_flight`) send them.
 //!
-//! A request is accepted when one of the thread's connections is free and
-//! dropped otherwise: the client never holds more than `max_in_flight`
-//! requests, however far the server falls behind (vegeta's unbounded
-//! growth is the failure avoided). Latency counts from the intended time;
-//! service time from the actual send. A dropped request is counted (error
-//! class `dropped`) and its lateness until a connection came free again
-//! is recorded in the latency, so the wait it stands for is not omitted.
+//! A request is accepted when one of the thread's connections is free;
+//! otherwise it waits for one, at most the step's latency budget, and is
+//! dropped after it (at once when the budget is zero). The client never
+//! holds more than `max_in_flight` requests out, nor more than the
+//! arrivals of one budget waiting, however far the server falls behind
+//! (vegeta's unbounded growth is the failure avoided); a short stall of
+//! the server shows as the latency of the requests that waited through it,
+//! not as errors. Latency counts from the intended time; service time from
+//! the actual send. A dropped request is counted (error class `dropped`)
+//! and its wait is recorded in the latency, so the wait it stands for is
+//! not omitted.
 
 use super::client_loop::record;
 use super::schedule::Arrivals;
@@ -67,7 +71,7 @@ pub(super) async fn dispatcher(
                 let _ = tokio::time::timeout_at(end.into(), freed.notified()).await;
                 continue;
             }
-            if arrive(&mut local.borrow_mut(), next) {
+            if arrive(&mut local.borrow_mut(), &shared, next) {
                 notify.notify_one();
             }
             next = start + arrivals.next().unwrap_or_default();
@@ -94,7 +98,9 @@ pub(super) async fn dispatcher(
 pub(super) fn never_sent(l: &mut Local, shared: &Shared) {
     let (warm_end, end) = (shared.warm_end(), shared.window_end());
     end_drops(l, shared, end);
-    let queue = std::mem::take(&mut l.open.queue);
+    expire(l, shared, end);
+    still_waiting(l, shared);
+    let queue: Vec<Instant> = std::mem::take(&mut l.open.queue).into_iter().map(|(t, _)| t).collect();
     let Some((start, next, arrivals)) = l.open.unstarted.take() else { return };
     if end <= warm_end {
         return;
@@ -125,22 +131,83 @@ pub(super) fn never_sent(l: &mut Local, shared: &Shared) {
     if n == 0 {
         return;
     }
-    l.stats.seconds[sec].errors += n;
     let message = "due in the window but never sent: the client fell behind its own schedule (the offered rate is beyond this client; give it more cores or lower --rate)";
+    count_dropped(l, shared, sec, message, n);
+}
+
+/// Requests still waiting for a connection when the window ended: dropped,
+/// the server's doing (every connection had a request out), each with its
+/// wait until the window's end in the latency, by the window's last second.
+fn still_waiting(l: &mut Local, shared: &Shared) {
+    let (warm_end, end) = (shared.warm_end(), shared.window_end());
+    let waiting = std::mem::take(&mut l.open.waiting);
+    if end <= warm_end {
+        return;
+    }
+    let sec = l.stats.seconds.len() - 1;
+    let mut n = 0;
+    for t in waiting.into_iter().filter(|t| *t >= warm_end && *t < end) {
+        l.stats.seconds[sec].latency.record(end - t);
+        n += 1;
+    }
+    if n > 0 {
+        let message =
+            format!("still waiting for one of the {} busy connections of a client thread when the window ended: never sent", l.open.cap);
+        count_dropped(l, shared, sec, &message, n);
+    }
+}
+
+/// Drops the waiting requests that have waited longer than the budget by
+/// `now`, each with its wait in the latency, by `now`'s second of the
+/// window (none outside it, as requests complete).
+fn expire(l: &mut Local, shared: &Shared, now: Instant) {
+    let budget = l.open.budget;
+    let (warm_end, end) = (shared.warm_end(), shared.window_end());
+    let counted = now >= warm_end && now <= end;
+    let sec = if counted { ((now - warm_end).as_secs() as usize).min(l.stats.seconds.len() - 1) } else { 0 };
+    let mut n = 0;
+    while let Some(&t) = l.open.waiting.front() {
+        if now.saturating_duration_since(t) <= budget {
+            break;
+        }
+        l.open.waiting.pop_front();
+        if counted {
+            l.stats.seconds[sec].latency.record(now - t);
+            n += 1;
+        }
+    }
+    if n > 0 {
+        let message = format!(
+            "waited the latency budget ({:?}) for one of the {} busy connections of a client thread (--latency-budget, --max-in-flight): never sent",
+            budget, l.open.cap
+        );
+        count_dropped(l, shared, sec, &message, n);
+    }
+}
+
+/// Counts `n` dropped requests in second `sec` (their latency is recorded by the caller).
+fn count_dropped(l: &mut Local, shared: &Shared, sec: usize, message: &str, n: u64) {
+    l.stats.seconds[sec].errors += n;
     l.stats.errors.add_n(&Failure::new(ErrorClass::Dropped, message), n);
     l.stats.dropped += n;
     shared.errors.fetch_add(n, Ordering::Relaxed);
 }
 
 /// One arrival due at `intended`: accepted (queued; true) while fewer than
-/// the thread's connections have a request, else dropped (the dispatcher
-/// calls it with every accepted request sent, so "all have one out").
-fn arrive(l: &mut Local, intended: Instant) -> bool {
+/// the thread's connections have a request; else it waits for one (with a
+/// latency budget) or is dropped (the dispatcher calls it with every
+/// accepted request sent, so "all have one out").
+fn arrive(l: &mut Local, shared: &Shared, intended: Instant) -> bool {
     let d = &mut l.open;
     if d.outstanding < d.cap {
         d.outstanding += 1;
-        d.queue.push_back(intended);
+        d.queue.push_back((intended, false));
         return true;
+    }
+    if !d.budget.is_zero() {
+        d.waiting.push_back(intended);
+        expire(l, shared, Instant::now());
+        return false;
     }
     d.drops = Some(match d.drops {
         Some((first, _, n)) => (first, intended, n + 1),
@@ -166,14 +233,11 @@ pub(super) fn end_drops(l: &mut Local, shared: &Shared, at: Instant) {
     for i in 0..n {
         s.latency.record(oldest.saturating_sub(step * i.min(u64::from(u32::MAX)) as u32));
     }
-    s.errors += n;
     let message = format!(
-        "scheduled while all {} connections of a client thread had a request out (--max-in-flight reached): never sent",
+        "scheduled while all {} connections of a client thread had a request out (--max-in-flight reached, --latency-budget 0): never sent",
         l.open.cap
     );
-    l.stats.errors.add_n(&Failure::new(ErrorClass::Dropped, message), n);
-    l.stats.dropped += n;
-    shared.errors.fetch_add(n, Ordering::Relaxed);
+    count_dropped(l, shared, sec, &message, n);
 }
 
 /// One connection: takes the next accepted request, sends it, records its
@@ -188,12 +252,12 @@ pub(super) async fn connection_loop<C: Client>(
 ) {
     let mut reconnects = client.reconnects();
     loop {
-        let intended = loop {
+        let (intended, waited) = loop {
             if Instant::now() >= shared.window_end() {
                 return;
             }
-            if let Some(t) = local.borrow_mut().open.queue.pop_front() {
-                break t;
+            if let Some(next) = local.borrow_mut().open.queue.pop_front() {
+                break next;
             }
             notify.notified().await;
         };
@@ -206,6 +270,13 @@ pub(super) async fn connection_loop<C: Client>(
             l.in_flight[slot] = None;
             l.open.outstanding -= 1;
             end_drops(&mut l, &shared, t1);
+            // The oldest request still within its budget takes the freed
+            // connection (this task picks it up next).
+            expire(&mut l, &shared, t1);
+            if let Some(t) = l.open.waiting.pop_front() {
+                l.open.outstanding += 1;
+                l.open.queue.push_back((t, true));
+            }
         }
         freed.notify_one();
         let (recorded, _) = record(&mut client, &outcome, t1, t1 - intended, &local, &shared, &mut reconnects);
@@ -216,8 +287,9 @@ pub(super) async fn connection_loop<C: Client>(
                 let sec = ((t1 - shared.warm_end()).as_secs() as usize).min(l.stats.seconds.len() - 1);
                 l.stats.seconds[sec].service.record(t1 - t0);
             }
-            // A connection was free for it: a late send is the client's own delay.
-            if t0.saturating_duration_since(intended) > LATE_SEND_AFTER {
+            // A connection was free for it: a late send is the client's own
+            // delay. One that waited for a connection was late by the server's.
+            if !waited && t0.saturating_duration_since(intended) > LATE_SEND_AFTER {
                 l.stats.late_sends += 1;
             }
         }

@@ -17,15 +17,21 @@ pub enum Schedule {
     ClosedLoop { concurrency: u32, think: Duration },
     /// Requests started at `rate_per_s` (evenly or as a Poisson process)
     /// over `max_in_flight` connections; one scheduled while every
-    /// connection has a request out is dropped (docs/open-loop.md).
-    OpenLoop { rate_per_s: f64, arrival: Arrival, max_in_flight: u32 },
+    /// connection has a request out waits up to `latency_budget` for one,
+    /// then is dropped (docs/open-loop.md).
+    OpenLoop { rate_per_s: f64, arrival: Arrival, max_in_flight: u32, latency_budget: Duration },
 }
 
 impl Schedule {
     /// The schedule a step's plan asks for.
     pub fn from_plan(plan: &StepPlan) -> Schedule {
         match plan.open_loop {
-            Some(o) => Schedule::OpenLoop { rate_per_s: o.rate_per_s, arrival: o.arrival, max_in_flight: o.max_in_flight.max(1) },
+            Some(o) => Schedule::OpenLoop {
+                rate_per_s: o.rate_per_s,
+                arrival: o.arrival,
+                max_in_flight: o.max_in_flight.max(1),
+                latency_budget: o.latency_budget(),
+            },
             None => Schedule::ClosedLoop { concurrency: plan.concurrency, think: Duration::from_secs_f64(plan.think_time_s) },
         }
     }
@@ -35,6 +41,15 @@ impl Schedule {
         match self {
             Schedule::ClosedLoop { concurrency, .. } => *concurrency,
             Schedule::OpenLoop { max_in_flight, .. } => *max_in_flight,
+        }
+    }
+
+    /// Open loop: how long a request waits for a busy connection before it
+    /// is dropped (zero: at once, and in a closed loop).
+    pub(super) fn latency_budget(&self) -> Duration {
+        match self {
+            Schedule::ClosedLoop { .. } => Duration::ZERO,
+            Schedule::OpenLoop { latency_budget, .. } => *latency_budget,
         }
     }
 
@@ -161,14 +176,16 @@ mod tests {
 
     #[test]
     fn an_open_loop_splits_its_rate_over_the_threads_and_interleaves_their_arrivals() {
-        let open = OpenLoopPlan { rate_per_s: 1000.0, arrival: Arrival::Constant, max_in_flight: 6 };
+        let open = OpenLoopPlan { rate_per_s: 1000.0, arrival: Arrival::Constant, max_in_flight: 6, latency_budget_s: 0.5 };
         let plan = StepPlan { concurrency: 1, warmup_s: 0.0, window_s: 1.0, pause_s: 0.0, think_time_s: 0.0, open_loop: Some(open) };
         let s = Schedule::from_plan(&plan);
         assert_eq!((s.clients(), s.threads(8), s.offered_rate_per_s()), (6, 6, Some(1000.0)));
+        assert_eq!(s.latency_budget(), Duration::from_millis(500));
         let ms = |t| -> Vec<f64> { s.arrivals_of(t, 2).unwrap().take(3).map(|d| (d.as_secs_f64() * 1e4).round() / 10.0).collect() };
         assert_eq!((ms(0), ms(1)), (vec![0.0, 2.0, 4.0], vec![1.0, 3.0, 5.0]));
         // Poisson: exponential gaps whose mean is the rate's, different per thread.
-        let poisson = Schedule::OpenLoop { rate_per_s: 1000.0, arrival: Arrival::Poisson, max_in_flight: 6 };
+        let poisson =
+            Schedule::OpenLoop { rate_per_s: 1000.0, arrival: Arrival::Poisson, max_in_flight: 6, latency_budget: Duration::ZERO };
         let last = poisson.arrivals_of(0, 1).unwrap().nth(99_999).unwrap().as_secs_f64();
         assert!((last - 100.0).abs() < 1.5, "100,000 arrivals at 1000/s take about 100 s, not {last}");
         let (a, b) = (poisson.arrivals_of(0, 2).unwrap().next(), poisson.arrivals_of(1, 2).unwrap().next());

@@ -213,12 +213,22 @@ pub(super) struct Local {
 }
 
 /// Open loop, one thread: requests accepted (a connection was free) and
-/// waiting for a connection task to send them, and the current run of
-/// dropped ones. Bounded: at most `cap` accepted requests exist.
+/// waiting for a connection task to send them, those waiting for a
+/// connection to come free, and the current run of dropped ones. Bounded:
+/// at most `cap` accepted requests exist, and a request waits at most
+/// `budget` (so at most rate x budget wait).
 #[derive(Default)]
 pub(super) struct Dispatch {
-    /// Intended send times of accepted requests not yet picked up.
-    pub(super) queue: std::collections::VecDeque<Instant>,
+    /// Accepted requests not yet picked up: their intended send time, and
+    /// whether they waited for a connection (their lateness is then the
+    /// server's, not a late send of the client's).
+    pub(super) queue: std::collections::VecDeque<(Instant, bool)>,
+    /// Intended send times of requests due while every connection was busy,
+    /// oldest first, waiting for one to come free.
+    pub(super) waiting: std::collections::VecDeque<Instant>,
+    /// How long a request may wait for a connection before it is dropped
+    /// (zero: dropped at once, counted in `drops`).
+    pub(super) budget: std::time::Duration,
     /// Accepted requests not yet done (queued or in flight).
     pub(super) outstanding: u32,
     /// This thread's connections: its share of `max_in_flight`.

@@ -257,8 +257,9 @@ impl Client for PacedClient {
 }
 
 /// One step on a [`PacedDriver`]: open loop at `rate` with `max_in_flight`
-/// when given, else a closed loop of `clients`; (result, most calls out at once).
-fn paced_step(delay_ms: u64, stall: bool, open: Option<(f64, u32)>, clients: u32) -> (StepResult, u32) {
+/// and a latency budget (s) when given, else a closed loop of `clients`;
+/// (result, most calls out at once).
+fn paced_step(delay_ms: u64, stall: bool, open: Option<(f64, u32, f64)>, clients: u32) -> (StepResult, u32) {
     let most_out = Arc::new(std::sync::atomic::AtomicU32::new(0));
     let driver = Arc::new(PacedDriver {
         delay: Duration::from_millis(delay_ms),
@@ -267,10 +268,11 @@ fn paced_step(delay_ms: u64, stall: bool, open: Option<(f64, u32)>, clients: u32
         out: Arc::new(std::sync::atomic::AtomicU32::new(0)),
         most_out: most_out.clone(),
     });
-    let open_loop = open.map(|(rate_per_s, max_in_flight)| scalelab_core::OpenLoopPlan {
+    let open_loop = open.map(|(rate_per_s, max_in_flight, latency_budget_s)| scalelab_core::OpenLoopPlan {
         rate_per_s,
         arrival: scalelab_core::Arrival::Constant,
         max_in_flight,
+        latency_budget_s,
     });
     let plan = StepPlan { concurrency: clients, warmup_s: 0.1, window_s: 1.0, pause_s: 0.0, think_time_s: 0.0, open_loop };
     let opts = EngineOptions::new(2);
@@ -284,7 +286,7 @@ use std::time::Instant;
 #[test]
 fn an_open_loop_below_capacity_achieves_its_rate_and_drops_nothing() {
     // 400 req/s on 20 connections of 2 ms calls: capacity 10,000/s.
-    let (r, most) = paced_step(2, false, Some((400.0, 20)), 1);
+    let (r, most) = paced_step(2, false, Some((400.0, 20, 1.0)), 1);
     assert_eq!(r.offered_rate_per_s, Some(400.0));
     assert_eq!((r.dropped, r.concurrency), (Some(0), 20));
     let achieved = r.throughput_per_s();
@@ -302,15 +304,16 @@ fn an_open_loop_sends_at_the_intended_time_not_at_the_next_millisecond_tick() {
     // 500 req/s, 2 ms apart, on calls that take no time: the latency from
     // the intended send is the client's own lateness. On tokio's 1 ms timer
     // wheel a request due between two ticks waits for the next one (~1 ms).
-    let (r, _) = paced_step(0, false, Some((500.0, 20)), 1);
+    let (r, _) = paced_step(0, false, Some((500.0, 20, 1.0)), 1);
     let (latency, service) = (r.latency.quantile_ms(0.5).unwrap(), r.service.as_ref().unwrap().quantile_ms(0.5).unwrap());
     assert!(latency - service < 0.5, "p50 {latency} ms from the intended send, {service} ms from the actual one");
 }
 
 #[test]
 fn an_open_loop_past_capacity_drops_what_it_cannot_send_and_stays_bounded() {
-    // 1,000 req/s on 8 connections of 40 ms calls: capacity 200/s.
-    let (r, most) = paced_step(40, false, Some((1000.0, 8)), 1);
+    // 1,000 req/s on 8 connections of 40 ms calls: capacity 200/s; no
+    // budget: a request due while all 8 are out is dropped at once.
+    let (r, most) = paced_step(40, false, Some((1000.0, 8, 0.0)), 1);
     assert!(most <= 8, "never more than max_in_flight out: {most}");
     let dropped = r.dropped.unwrap();
     assert!(dropped > 500, "about 800 of 1,000 dropped, not {dropped}");
@@ -322,9 +325,51 @@ fn an_open_loop_past_capacity_drops_what_it_cannot_send_and_stays_bounded() {
 }
 
 #[test]
+fn past_capacity_requests_wait_their_budget_then_drop() {
+    // The same overload with a 100 ms budget: requests wait for a connection,
+    // the server still serves its 200/s, and those that waited 100 ms in
+    // vain are dropped with their wait in the latency.
+    let (r, most) = paced_step(40, false, Some((1000.0, 8, 0.1)), 1);
+    assert!(most <= 8, "never more than max_in_flight out: {most}");
+    let dropped = r.dropped.unwrap();
+    assert!(dropped > 500, "about 800 of 1,000 dropped, not {dropped}");
+    let achieved = r.throughput_per_s();
+    assert!((140.0..=205.0).contains(&achieved), "the server's 200/s, not {achieved}");
+    assert_eq!(r.latency.count(), r.requests + dropped);
+    // Served requests waited up to the budget before their 40 ms call; the
+    // dropped ones waited the budget (a little over: found at the next event).
+    let p50 = r.latency.quantile_ms(0.5).unwrap();
+    assert!((95.0..=200.0).contains(&p50), "p50 {p50} ms: about the 100 ms budget");
+    assert!(r.errors.first_message.values().any(|m| m.contains("latency budget")), "{:?}", r.errors.first_message);
+    // Waiting for a connection is the server's lateness, not a late send:
+    // hundreds waited; the few late sends left are the client's own timer.
+    let late = r.late_sends.unwrap();
+    assert!(late * 50 <= r.requests, "{late} late sends of {}", r.requests);
+}
+
+#[test]
+fn a_stall_within_the_budget_is_latency_not_drops() {
+    // 1,000 req/s on 8 connections of 1 ms calls, the calls out between 300
+    // and 500 ms held to 500 ms: the ~200 requests due meanwhile wait for
+    // a connection (budget 1 s), then are sent; none is dropped, and the
+    // stall shows in the latency from the intended send.
+    let (r, most) = paced_step(1, true, Some((1000.0, 8, 1.0)), 1);
+    assert!(most <= 8, "{most}");
+    assert_eq!(r.dropped, Some(0), "{:?}", r.errors.first_message);
+    let p99 = r.latency.quantile_ms(0.99).unwrap();
+    assert!(p99 >= 100.0, "p99 {p99} ms from the intended send: the stall shows");
+    let svc = r.service.as_ref().unwrap().quantile_ms(0.5).unwrap();
+    assert!(svc < 50.0, "service p50 {svc} ms: the server answers fast outside the stall");
+    // ~200 waited for a connection: not late sends (the client's own
+    // timer may still be late for a few).
+    let late = r.late_sends.unwrap();
+    assert!(late * 50 <= r.requests, "waiting for the server is not a late send: {late} of {}", r.requests);
+}
+
+#[test]
 fn an_open_loop_shows_a_stall_that_a_closed_loop_hides() {
     // Calls of 1 ms; every call out between 300 and 500 ms waits for 500 ms.
-    let (open, _) = paced_step(1, true, Some((1000.0, 50)), 1);
+    let (open, _) = paced_step(1, true, Some((1000.0, 50, 1.0)), 1);
     let p99 = open.latency.quantile_ms(0.99).unwrap();
     assert!(p99 >= 100.0, "open loop p99 {p99} ms: the 200 ms stall shows");
     let (closed, _) = paced_step(1, true, None, 10);
@@ -372,7 +417,12 @@ impl Client for StallingClient {
 
 #[test]
 fn a_client_that_falls_behind_sends_late_rather_than_drops() {
-    let open_loop = Some(scalelab_core::OpenLoopPlan { rate_per_s: 1000.0, arrival: scalelab_core::Arrival::Constant, max_in_flight: 8 });
+    let open_loop = Some(scalelab_core::OpenLoopPlan {
+        rate_per_s: 1000.0,
+        arrival: scalelab_core::Arrival::Constant,
+        max_in_flight: 8,
+        latency_budget_s: 1.0,
+    });
     let plan = StepPlan { concurrency: 8, warmup_s: 0.0, window_s: 1.0, pause_s: 0.0, think_time_s: 0.0, open_loop };
     let opts = EngineOptions::new(1);
     let r = run_step(&Arc::new(StallingClientDriver::default()), &plan, &opts, &mut |_| {}).expect("the step ran");

@@ -60,7 +60,7 @@ pub(super) fn worker<D: Driver>(
         }
     }
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("building a tokio runtime");
-    let open = Dispatch { cap: plan.ids.len() as u32, ..Default::default() };
+    let open = Dispatch { cap: plan.ids.len() as u32, budget: plan.schedule.latency_budget(), ..Default::default() };
     let local = Rc::new(RefCell::new(Local {
         stats: WorkerStats::new(plan.n_seconds),
         in_flight: vec![None; plan.ids.len()],

@@ -104,7 +104,7 @@ pub(super) fn errors(ctx: &Ctx) -> Option<Verdict> {
             "the client ran out of file descriptors: raise the hard limit (`ulimit -Hn`, LimitNOFILE= in a unit, /etc/security/limits.conf) or use fewer clients"
         }
         ErrorClass::Dropped => {
-            "the server did not keep up with the offered rate: requests were scheduled while --max-in-flight were out and never sent; the rate is past what it sustains (see the other verdicts for why)"
+            "the server did not keep up with the offered rate: requests waited --latency-budget for one of the --max-in-flight connections, all busy, and were never sent; the rate is past what it sustains (see the other verdicts for why)"
         }
         ErrorClass::SqlError | ErrorClass::Other => "read the first error message of each class and the server's log at this load",
     };

@@ -6,11 +6,13 @@ mod client;
 mod network;
 mod resources;
 mod serialization;
+mod stalls;
 
 use client::*;
 use network::*;
 use resources::*;
 use serialization::*;
+use stalls::*;
 
 #[cfg(test)]
 pub(super) use network::port_range_size;
@@ -111,6 +113,7 @@ pub(super) fn all(ctx: &Ctx) -> Vec<Verdict> {
     [
         client_bound(ctx),
         errors(ctx),
+        periodic_stalls(ctx),
         lock_contention(ctx),
         db_contention(ctx),
         single_hot_thread(ctx),
