@@ -123,6 +123,9 @@ pub fn merge(concurrency: u32, parts: &[StepResult], lost: bool) -> StepResult {
         m.client_lag_ms = max_opt(m.client_lag_ms, p.client_lag_ms);
         m.client_runq_wait_pct = max_opt(m.client_runq_wait_pct, p.client_runq_wait_pct);
         m.partial |= p.partial;
+        if let Some(c) = &p.clients {
+            m.clients.get_or_insert_with(Default::default).merge(c);
+        }
         if busiest.is_none_or(|b| p.client_cpu_pct().unwrap_or(0.0) > b.client_cpu_pct().unwrap_or(0.0)) {
             busiest = Some(p);
         }

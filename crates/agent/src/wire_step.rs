@@ -45,6 +45,8 @@ pub struct WireStep {
     pub service: Option<String>,
     pub dropped: Option<u64>,
     pub late_sends: Option<u64>,
+    #[serde(default)]
+    pub clients: Option<scalelab_core::ClientSpread>,
 }
 
 fn enc(h: &LatencyHistogram) -> String {
@@ -93,6 +95,7 @@ impl WireStep {
             service: r.service.as_ref().map(enc),
             dropped: r.dropped,
             late_sends: r.late_sends,
+            clients: r.clients,
         }
     }
 
@@ -135,6 +138,7 @@ impl WireStep {
             service: self.service.as_deref().map(dec).transpose()?,
             dropped: self.dropped,
             late_sends: self.late_sends,
+            clients: self.clients,
         })
     }
 }

@@ -377,3 +377,160 @@ fn html_report_fits_a_laptop_and_a_phone() {
     }
     std::fs::copy(&html, artifacts().join("report-widths.html")).unwrap();
 }
+
+/// What a reader would see wrong on the page: section numbers, the title
+/// of the results section, the flame graphs' frames and the width their
+/// graph and title got, chart labels that overlap, backticks shown as
+/// text, raw figures in the comparison table, configuration rows marked
+/// as differing.
+const DEFECTS_JS: &str = r#"JSON.stringify({
+  sections: Array.from(document.querySelectorAll('section h2')).map(function (h) { return h.textContent; }),
+  sectionWidth: (document.querySelector('section') || document.body).getBoundingClientRect().width,
+  flames: Array.from(document.querySelectorAll('iframe.flame')).map(function (f) {
+    var r = f.getBoundingClientRect();
+    var doc = f.contentDocument;
+    var svg = doc && doc.querySelector('svg');
+    var title = doc && doc.querySelector('#title');
+    return { top: r.top, bottom: r.bottom, width: r.width,
+             svgWidth: svg ? svg.getBoundingClientRect().width : 0,
+             title: title ? title.textContent : null };
+  }),
+  overlaps: Array.from(document.querySelectorAll('svg.chart')).flatMap(function (s) {
+    var t = Array.from(s.querySelectorAll('g.marker text')).map(function (e) { return [e.textContent, e.getBoundingClientRect()]; });
+    var out = [];
+    for (var i = 0; i < t.length; i++) for (var j = i + 1; j < t.length; j++) {
+      var a = t[i][1], b = t[j][1];
+      if (a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1) {
+        out.push(s.parentElement.id + ': ' + t[i][0] + ' / ' + t[j][0]);
+      }
+    }
+    return out;
+  }),
+  backticks: Array.from(document.querySelectorAll('p, li, div.next, div.verdict')).map(function (e) { return e.textContent; })
+    .filter(function (t) { return t.indexOf('`') >= 0; }),
+  rawFigures: Array.from(document.querySelectorAll('#comparison td, #results td')).map(function (td) { return td.textContent; })
+    .filter(function (t) { return /(^|[^\d,.])\d{4,}(\.\d+)?/.test(t); }),
+  differs: Array.from(document.querySelectorAll('tr.differs td:first-child')).map(function (td) { return td.textContent; })
+})"#;
+
+/// Loads `html` at a laptop's width and returns what [`DEFECTS_JS`] found,
+/// with a screenshot kept as `target/test-artifacts/NAME.png`.
+fn defects(b: &mut chromium::Browser, html: &Path, name: &str) -> Value {
+    let url = format!("file://{}", html.display());
+    b.call("Emulation.setDeviceMetricsOverride", json!({"width": 1366, "height": 900, "deviceScaleFactor": 1, "mobile": false}));
+    b.events.clear();
+    b.call("Page.navigate", json!({"url": url}));
+    assert!(b.wait_event("Page.loadEventFired", Duration::from_secs(60)), "{name}: the report never finished loading");
+    b.settle(Duration::from_millis(500));
+    assert_clean(b, &url);
+    let result = b.call("Runtime.evaluate", json!({"expression": DEFECTS_JS, "returnByValue": true}));
+    let page: Value = serde_json::from_str(result["result"]["value"].as_str().expect("string result")).expect("JSON from the page");
+    let metrics = b.call("Page.getLayoutMetrics", json!({}));
+    let height = metrics["cssContentSize"]["height"].as_f64().unwrap_or(4000.0).min(30_000.0);
+    let shot = b.call(
+        "Page.captureScreenshot",
+        json!({"format": "png", "captureBeyondViewport": true, "clip": {"x": 0, "y": 0, "width": 1366, "height": height, "scale": 1}}),
+    );
+    use base64::Engine as _;
+    let png = base64::engine::general_purpose::STANDARD.decode(shot["data"].as_str().expect("screenshot data")).expect("base64 PNG");
+    std::fs::write(artifacts().join(format!("{name}.png")), &png).unwrap();
+    std::fs::copy(html, artifacts().join(format!("{name}.html"))).unwrap();
+    page
+}
+
+/// The defects every page must be free of.
+fn assert_readable(page: &Value, name: &str) {
+    let numbers: Vec<u32> = page["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|h| h.as_str().unwrap().split('.').next().and_then(|n| n.trim().parse().ok()))
+        .collect();
+    assert_eq!(numbers, (1..=numbers.len() as u32).collect::<Vec<_>>(), "{name}: sections numbered without gaps: {}", page["sections"]);
+    assert!(page["overlaps"].as_array().unwrap().is_empty(), "{name}: chart labels overlap: {}", page["overlaps"]);
+    assert!(page["backticks"].as_array().unwrap().is_empty(), "{name}: backticks shown as text: {}", page["backticks"]);
+    assert!(page["rawFigures"].as_array().unwrap().is_empty(), "{name}: figures without thousands separators: {}", page["rawFigures"]);
+    let differs = page["differs"].as_array().unwrap();
+    assert!(
+        !differs.iter().any(|d| d.as_str().unwrap().contains("workload")),
+        "{name}: the specimens' ports made the workloads differ: {differs:?}"
+    );
+}
+
+#[test]
+fn html_reports_of_one_run_two_runs_and_a_profiled_run_read_cleanly_in_chromium() {
+    let _cpu = cpu_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let plain = short_sweep(&store, "plain", "50");
+    // A profiled sweep: two steps, so the first and the knee differ.
+    let profiled = json(
+        &store,
+        &[
+            "sweep",
+            "--specimen",
+            "global-lock",
+            "--work-us",
+            "300",
+            "-c",
+            "1,4",
+            "--warmup",
+            "0.2s",
+            "--duration",
+            "1.5s",
+            "--pause",
+            "0.2s",
+            "--profile",
+            "--label",
+            "profiled",
+            "--json",
+            "-q",
+        ],
+    );
+    let profiled = profiled["id"].as_i64().expect("run id");
+    let report = |name: &str, ids: &[i64]| -> PathBuf {
+        let html = dir.path().join(format!("{name}.html"));
+        let mut args: Vec<String> = vec!["report".into()];
+        args.extend(ids.iter().map(i64::to_string));
+        args.extend(["-o".to_string(), html.to_str().unwrap().to_string()]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = run(&store, &args);
+        assert!(out.status.success(), "report {name}: {}", stderr(&out));
+        html
+    };
+    let (one, two, flames) =
+        (report("report-one-run", &[plain]), report("report-two-runs", &[plain, profiled]), report("report-profiled", &[profiled]));
+
+    let profile = tempfile::tempdir().unwrap();
+    let mut b = chromium::Browser::start(profile.path());
+    for domain in ["Runtime.enable", "Log.enable", "Network.enable", "Page.enable"] {
+        b.call(domain, json!({}));
+    }
+    // One run: its results, not a comparison.
+    let page = defects(&mut b, &one, "report-one-run");
+    assert_readable(&page, "one run");
+    let sections = page["sections"].to_string();
+    assert!(sections.contains("Results") && !sections.contains("Comparison"), "{sections}");
+
+    // Two runs: a comparison whose figures read as the terminal's.
+    let page = defects(&mut b, &two, "report-two-runs");
+    assert_readable(&page, "two runs");
+    assert!(page["sections"].to_string().contains("Comparison"), "{}", page["sections"]);
+
+    // A profiled run: each flame graph on its own row, the page's width,
+    // its graph drawn across the frame with its title whole.
+    let page = defects(&mut b, &flames, "report-profiled");
+    assert_readable(&page, "profiled");
+    let frames = page["flames"].as_array().unwrap();
+    assert!(frames.len() >= 2, "a flame graph per step and the differential one: {}", page["flames"]);
+    let width = page["sectionWidth"].as_f64().unwrap();
+    for (i, f) in frames.iter().enumerate() {
+        assert!(f["width"].as_f64().unwrap() >= 0.9 * width, "flame graph {i} is {} px of {width}: {f}", f["width"]);
+        assert!(f["svgWidth"].as_f64().unwrap() >= 0.9 * f["width"].as_f64().unwrap(), "its graph fills the frame: {f}");
+        let title = f["title"].as_str().unwrap_or("");
+        assert!(!title.is_empty() && !title.contains(".."), "title clipped: {f}");
+        if i > 0 {
+            assert!(f["top"].as_f64().unwrap() >= frames[i - 1]["bottom"].as_f64().unwrap() - 1.0, "one graph per row: {f}");
+        }
+    }
+}

@@ -270,7 +270,7 @@ pub fn render(input: &ReportInput) -> String {
             let rows = step_rows(r);
             let errors_at = rows[0].len() - 1;
             table(&mut out, &rows, &[errors_at]);
-            let notes = crate::levels::notes(&crate::levels::entries(&r.run));
+            let notes = crate::table::run_notes(&r.run);
             if !notes.is_empty() {
                 let _ = write!(out, r#"<p class="note">{}</p>"#, prose(notes.trim_end()).replace('\n', "<br>"));
             }

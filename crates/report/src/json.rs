@@ -142,6 +142,21 @@ fn step_json(step: &StepResult, first: Option<&StepResult>) -> Value {
     if let (Some(c), Value::Object(m)) = (connect_json(step), &mut v) {
         m.insert("connect_latency_ms".into(), c);
     }
+    // Every client accounted for: how the completions spread over them.
+    if let (Some(c), Value::Object(m)) = (&step.clients, &mut v) {
+        m.insert(
+            "clients".into(),
+            json!({
+                "counted": c.clients,
+                "served_nothing": c.served_nothing,
+                "min_completions": c.min,
+                "max_completions": c.max,
+                "jain_fairness": c.jain(),
+                "outstanding_at_end": c.outstanding_at_end,
+                "oldest_outstanding_ms": c.oldest_outstanding_ms,
+            }),
+        );
+    }
     // This window's own intervals (batch means over its seconds), beside its figures.
     if let (Some(p), Value::Object(m)) = (Point::from_step(step).filter(|_| measured && !step.partial), &mut v) {
         m.insert("throughput_ci95".into(), ci_json(p.throughput_ci));

@@ -15,6 +15,7 @@ use scalelab_analyze::telemetry::{process_rates, system_rates};
 use scalelab_core::sample::{ProcessSample, SystemSample, ThreadSecond};
 use scalelab_core::{LiveTick, Sample, Source, StepPlan, StepResult};
 use std::collections::VecDeque;
+use std::time::Instant;
 
 /// Bounded history lengths: ticks come at 4 Hz.
 const RECENT_TICKS: usize = 240;
@@ -45,6 +46,15 @@ pub struct ViewState {
     threads: Option<ThreadSecond>,
     warnings: Vec<String>,
     stopping: bool,
+    /// When the last system sample arrived, and when the current step
+    /// started: the machine panel's figures cover the second between the
+    /// last two samples, which after a pause is mostly the pause.
+    system_at: Option<Instant>,
+    step_at: Option<Instant>,
+    /// The machine panel's figures cover mostly the time before this step
+    /// (the pause, or the preflight): its title says so until a sample of
+    /// the step arrives.
+    from_before_step: bool,
 }
 
 impl ViewState {
@@ -68,6 +78,8 @@ impl ViewState {
     }
 
     pub fn step_started(&mut self, index: usize) {
+        self.step_at = Some(Instant::now());
+        self.from_before_step = self.cpu.is_some();
         self.index = index;
         self.elapsed_s = 0.0;
         self.warming_up = true;
@@ -97,6 +109,14 @@ impl ViewState {
     pub fn sample(&mut self, sample: &Sample) {
         match sample {
             Sample::System(s) => {
+                let now = Instant::now();
+                if let Some(prev_at) = self.system_at.replace(now) {
+                    // The rate covers (prev_at, now]: of the step when at
+                    // least half of that lies after the step started.
+                    let span = now.saturating_duration_since(prev_at);
+                    let in_step = self.step_at.map_or(span, |at| now.saturating_duration_since(at.max(prev_at)));
+                    self.from_before_step = in_step * 2 < span;
+                }
                 if let Some(prev) = self.last_system.replace((**s).clone()) {
                     let r = system_rates(&prev, self.last_system.as_ref().expect("just set"));
                     self.cpu = r.cpu.map(|c| (c.user + c.nice, c.system + c.irq + c.softirq, c.iowait, c.idle));
@@ -242,7 +262,9 @@ impl ViewState {
         }
         lines.push(Line::from(format!("context switches/s {}", self.cs_per_s.map_or("-".into(), thousands))));
         lines.push(Line::from(format!("server CPU (of one core) {}", pct(self.server_cpu_pct))));
-        f.render_widget(Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" machine ")), area);
+        // After a pause the last second shown is the pause's: said, not passed off as the step's.
+        let title = if self.from_before_step { " machine: the second before this step " } else { " machine " };
+        f.render_widget(Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(title)), area);
     }
 
     fn render_threads(&self, f: &mut Frame, area: Rect) {
@@ -349,6 +371,44 @@ mod tests {
         assert!(text.contains("CPU: waiting for two samples"), "{text}");
         assert!(text.contains("thread states: not sampled"), "{text}");
         assert!(!text.contains(" 0.0%"), "nothing measured is drawn as zero: {text}");
+    }
+
+    /// `/proc/stat` at `ms`: a busy second is `busy` ticks of 100 in user space.
+    fn system(ms: i64, user: u64, idle: u64) -> Sample {
+        use scalelab_core::sample::{CpuStat, CpuTicks, Timestamp};
+        let total = CpuTicks { user, idle, ..Default::default() };
+        Sample::System(Box::new(SystemSample {
+            at: Timestamp { monotonic_ns: ms as u64 * 1_000_000, unix_ms: ms },
+            user_hz: 100,
+            cpu: Some(CpuStat { total: Some(total), ctxt: Some(0), ..Default::default() }),
+            ..Default::default()
+        }))
+    }
+
+    #[test]
+    fn after_a_pause_the_machine_panel_says_its_second_is_the_pause() {
+        let mut s = ViewState::new("specimen".into(), &plan());
+        s.step_started(0);
+        s.sample(&system(0, 0, 0));
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        s.sample(&system(1000, 90, 10));
+        assert!(screen_text(&s).contains(" machine "), "the first step's own second");
+        // The pause: an idle second; then the next step starts before the
+        // next sample, and soon after it a sample that covers mostly the pause.
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        s.sample(&system(2000, 90, 110));
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        s.step_started(1);
+        let text = screen_text(&s);
+        assert!(text.contains("machine: the second before this step"), "{text}");
+        assert!(text.contains("idle") && text.contains("100.0%"), "the pause's idle second, shown as such: {text}");
+        s.sample(&system(2100, 90, 120));
+        assert!(screen_text(&s).contains("machine: the second before this step"), "a sample mostly of the pause");
+        // A whole interval inside the step: the step's own figures.
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        s.sample(&system(3100, 180, 130));
+        let text = screen_text(&s);
+        assert!(!text.contains("before this step") && text.contains(" machine "), "{text}");
     }
 
     #[test]

@@ -77,7 +77,7 @@ pub fn render(input: &ReportInput) -> String {
         for r in runs {
             let _ = writeln!(out, "\n### Results per step — {}\n", cell(&r.name));
             out.push_str(&md_table(&step_rows(r)));
-            for line in crate::levels::notes(&crate::levels::entries(&r.run)).lines() {
+            for line in crate::table::run_notes(&r.run).lines() {
                 let _ = writeln!(out, "\n{}", cell(line));
             }
             if let Some(rows) = crate::table::connect_rows(&r.run) {

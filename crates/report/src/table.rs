@@ -95,10 +95,7 @@ fn run_table_at(run: &Run, width: Option<usize>) -> String {
     }
     open_loop_columns(&mut rows, &entries);
     let mut out = crate::fmt::columns_fit(&rows, width);
-    out.push_str(&crate::levels::notes(&entries));
-    if let Some(note) = open_loop_note(run) {
-        out.push_str(&note);
-    }
+    out.push_str(&run_notes(run));
     if with_queries {
         out.push_str("note: throughput/s counts units of work (transactions); queries/s every statement, BEGIN and COMMIT included.\n");
     }
@@ -199,6 +196,35 @@ fn open_loop_columns(rows: &mut [Vec<String>], entries: &[crate::levels::Entry])
         row.insert(errors_at, svc);
         row.insert(2, achieved);
     }
+}
+
+/// The notes under a run's step table in every format: how its levels
+/// were measured (repeats, intervals) and, for an open loop, how requests
+/// met busy connections.
+pub fn run_notes(run: &Run) -> String {
+    let mut out = crate::levels::notes(&crate::levels::entries(run));
+    out.push_str(&starved_notes(run));
+    if let Some(note) = open_loop_note(run) {
+        out.push_str(&note);
+    }
+    out
+}
+
+/// A line per closed-loop step where some clients completed nothing: such
+/// a step is never shown as clean (its figures are the served clients').
+fn starved_notes(run: &Run) -> String {
+    let mut out = String::new();
+    for s in run.steps.iter().filter(|s| s.offered_rate_per_s.is_none()) {
+        let Some(c) = s.clients.filter(|c| c.served_nothing > 0) else { continue };
+        let fairness = c.jain().map(|j| format!("; Jain's fairness {j:.2}")).unwrap_or_default();
+        out.push_str(&format!(
+            "note: at {}, {} of {} clients served nothing in the window: its throughput and latency percentiles cover only the answered requests{fairness}.\n",
+            crate::fmt::clients(s.concurrency),
+            c.served_nothing,
+            c.clients
+        ));
+    }
+    out
 }
 
 /// How an open-loop run's requests met busy connections, said once under

@@ -82,8 +82,8 @@ impl Store {
             "INSERT INTO steps(run_id, idx, concurrency, window_s, window_start_unix_ms, window_end_unix_ms, requests, queries,
                                errors_json, latency_hdr, client_cpu_s, client_cores, reconnects, connect_ms, partial,
                                published_throughput_per_s, client_lag_ms, client_runq_wait_pct, statements_json,
-                               offered_rate_per_s, service_hdr, dropped, late_sends, connect_hdr)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
+                               offered_rate_per_s, service_hdr, dropped, late_sends, connect_hdr, clients_json)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
             params![
                 run_id,
                 idx as i64,
@@ -109,6 +109,7 @@ impl Store {
                 step.dropped.map(|n| n as i64),
                 step.late_sends.map(|n| n as i64),
                 connect_hdr,
+                step.clients.map(|c| serde_json::to_string(&c).expect("a client spread serializes")),
             ],
         )
         .map_err(sql)?;
@@ -359,7 +360,7 @@ impl Store {
                 "SELECT idx, concurrency, window_s, window_start_unix_ms, window_end_unix_ms, requests, queries, errors_json,
                         latency_hdr, client_cpu_s, client_cores, reconnects, connect_ms, partial, published_throughput_per_s,
                         client_lag_ms, client_runq_wait_pct, statements_json, offered_rate_per_s, service_hdr, dropped, late_sends,
-                        connect_hdr
+                        connect_hdr, clients_json
                  FROM steps WHERE run_id = ?1 ORDER BY idx",
             )
             .map_err(|e| self.sql(e))?;
@@ -383,6 +384,10 @@ impl Store {
             };
             let service = match r.get::<_, Option<Vec<u8>>>(19).map_err(|e| self.sql(e))? {
                 Some(b) => Some(LatencyHistogram::from_bytes(&b).map_err(|e| corrupt(format!("service time of step {idx}: {e}")))?),
+                None => None,
+            };
+            let clients = match r.get::<_, Option<String>>(23).map_err(|e| self.sql(e))? {
+                Some(j) => Some(serde_json::from_str(&j).map_err(|e| corrupt(format!("clients of step {idx}: {e}")))?),
                 None => None,
             };
             let count = |i: usize| r.get::<_, Option<i64>>(i).map(|v| v.map(|n| n.max(0) as u64)).map_err(|e| self.sql(e));
@@ -411,6 +416,7 @@ impl Store {
                 service,
                 dropped: count(20)?,
                 late_sends: count(21)?,
+                clients,
             });
         }
         let samples = self.load_run_samples(id)?;

@@ -17,6 +17,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0008_open_loop.sql"),
     include_str!("migrations/0009_connect_latency.sql"),
     include_str!("migrations/0010_second_service.sql"),
+    include_str!("migrations/0011_client_spread.sql"),
 ];
 
 /// The schema version this build writes.

@@ -137,9 +137,11 @@ fn a_version_7_store_migrates_and_keeps_open_loop_steps() {
         assert!(old.execute_raw("SELECT dropped FROM steps").is_err(), "version 7 has no open-loop columns");
     }
     let mut store = Store::open(&path).unwrap();
-    // 8: open-loop steps; 9: connect times in the window; 10: service time per second.
-    assert_eq!((store.schema_version().unwrap(), LATEST_VERSION), (10, 10));
+    // 8: open-loop steps; 9: connect times in the window; 10: service time
+    // per second; 11: the spread of completions over the clients.
+    assert_eq!((store.schema_version().unwrap(), LATEST_VERSION), (11, 11));
     let old = &store.load_run(3).unwrap().steps[0];
+    assert!(old.clients.is_none(), "a step from before version 11 has no client spread");
     assert!(old.connect_latency.is_empty(), "a step from before version 9 has no connect times");
     assert_eq!((old.requests, old.offered_rate_per_s, old.dropped, old.late_sends), (800, None, None, None));
     assert!(old.service.is_none(), "a closed-loop step has no service-time histogram");
@@ -166,4 +168,11 @@ fn a_version_7_store_migrates_and_keeps_open_loop_steps() {
     let closed = &run.steps[1];
     assert!(closed.seconds.iter().all(|x| x.service.is_empty()));
     assert_eq!((closed.offered_rate_per_s, closed.dropped, closed.late_sends), (None, None, None));
+
+    // The spread over the clients comes back as it went in.
+    let mut starved = step(4);
+    starved.clients = Some(scalelab_core::ClientSpread::of(&[400, 0, 400, 0], &[1800.0, 1750.0]));
+    let id = store.begin_run(RunKind::Sweep, &plan("starved"), &Default::default(), None).unwrap();
+    store.add_step(id, 0, &starved).unwrap();
+    assert_eq!(store.load_run(id).unwrap().steps[0].clients, starved.clients);
 }

@@ -165,6 +165,8 @@ pub enum VerdictKind {
     /// The server stops answering now and then: some seconds' latency far
     /// above the others' while its service time stays low.
     PeriodicStalls,
+    /// Some clients completed nothing in the window while others were served.
+    StarvedClients,
 }
 
 impl VerdictKind {
@@ -186,6 +188,7 @@ impl VerdictKind {
             VerdictKind::ClientBound => "client-bound",
             VerdictKind::Errors => "errors",
             VerdictKind::PeriodicStalls => "periodic-stalls",
+            VerdictKind::StarvedClients => "starved-clients",
         }
     }
 
@@ -207,6 +210,7 @@ impl VerdictKind {
             VerdictKind::ClientBound => "CLIENT-BOUND",
             VerdictKind::Errors => "ERRORS",
             VerdictKind::PeriodicStalls => "PERIODIC STALLS",
+            VerdictKind::StarvedClients => "CLIENTS SERVED NOTHING",
         }
     }
 
@@ -216,19 +220,20 @@ impl VerdictKind {
         match self {
             VerdictKind::ClientBound => 0,
             VerdictKind::Errors => 1,
-            VerdictKind::PeriodicStalls => 2,
-            VerdictKind::LockContention => 3,
-            VerdictKind::DbContention => 4,
-            VerdictKind::SingleHotThread => 5,
-            VerdictKind::SoftirqOneCpu => 6,
-            VerdictKind::AcceptOverflow => 7,
-            VerdictKind::PortExhaustion => 8,
-            VerdictKind::CpuBoundKernel => 9,
-            VerdictKind::CpuBoundMixed => 10,
-            VerdictKind::CpuBoundUser => 11,
-            VerdictKind::CpuBusyElsewhere => 12,
-            VerdictKind::DiskBound => 13,
-            VerdictKind::NetworkBound => 14,
+            VerdictKind::StarvedClients => 2,
+            VerdictKind::PeriodicStalls => 3,
+            VerdictKind::LockContention => 4,
+            VerdictKind::DbContention => 5,
+            VerdictKind::SingleHotThread => 6,
+            VerdictKind::SoftirqOneCpu => 7,
+            VerdictKind::AcceptOverflow => 8,
+            VerdictKind::PortExhaustion => 9,
+            VerdictKind::CpuBoundKernel => 10,
+            VerdictKind::CpuBoundMixed => 11,
+            VerdictKind::CpuBoundUser => 12,
+            VerdictKind::CpuBusyElsewhere => 13,
+            VerdictKind::DiskBound => 14,
+            VerdictKind::NetworkBound => 15,
         }
     }
 }

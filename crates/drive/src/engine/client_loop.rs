@@ -32,7 +32,7 @@ pub(super) async fn client_loop<C: Client>(mut client: C, slot: usize, local: Rc
         if local.borrow().timer_due.is_some_and(|due| t1 >= due) {
             tokio::task::yield_now().await;
         }
-        let failed_connect = record(&mut client, &outcome, t1, t1 - t0, &local, &shared, &mut reconnects).1;
+        let failed_connect = record(&mut client, slot, &outcome, (t1, t1 - t0), &local, &shared, &mut reconnects).1;
         if outcome.is_ok() {
             backoff = Duration::ZERO;
         }
@@ -47,17 +47,19 @@ pub(super) async fn client_loop<C: Client>(mut client: C, slot: usize, local: Rc
     }
 }
 
-/// Records one finished call by its completion time `t1`, with `latency`;
-/// returns (whether it fell in the window, whether it failed to connect).
+/// Records one finished call of the client in `slot` by its completion time
+/// `t1`, with `latency` (`done` = (t1, latency)); returns (whether it fell
+/// in the window, whether it failed to connect).
 pub(super) fn record<C: Client>(
     client: &mut C,
+    slot: usize,
     outcome: &Result<u32, Failure>,
-    t1: Instant,
-    latency: Duration,
+    done: (Instant, Duration),
     local: &RefCell<Local>,
     shared: &Shared,
     reconnects: &mut u64,
 ) -> (bool, bool) {
+    let (t1, latency) = done;
     let warm_end = shared.warm_end();
     let recorded = t1 >= warm_end && t1 < shared.window_end();
     let mut failed_connect = false;
@@ -67,6 +69,9 @@ pub(super) fn record<C: Client>(
         Ok(statements) => {
             shared.completions.fetch_add(1, Ordering::Relaxed);
             if recorded {
+                if let Some(n) = l.stats.completions.get_mut(slot) {
+                    *n += 1;
+                }
                 let s = &mut l.stats.seconds[sec];
                 s.requests += 1;
                 s.latency.record(latency);

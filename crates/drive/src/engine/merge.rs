@@ -19,6 +19,7 @@ pub(super) struct Merge {
     runq_threads: u32,
     dropped: u64,
     late_sends: u64,
+    clients: scalelab_core::ClientSpread,
 }
 
 impl Merge {
@@ -58,13 +59,26 @@ impl Merge {
             m.merge(h);
         }
         self.result.connect_latency.merge(&stats.connect_latency);
+        self.clients.merge(&scalelab_core::ClientSpread::of(&stats.completions, &stats.outstanding_ms));
     }
 
     /// The step's result: `concurrency` clients on `client_cores` cores,
     /// over `window`, offering `offered` requests per second when an open
     /// loop; `names` are the driver's statement names.
     pub(super) fn finish(self, concurrency: u32, offered: Option<f64>, client_cores: u32, window: &Window, names: &[String]) -> StepResult {
-        let Merge { mut seconds, mut result, connect_total, connects, statements, runq_total_ns, runq_threads, dropped, late_sends } = self;
+        let Merge {
+            mut seconds,
+            mut result,
+            connect_total,
+            connects,
+            statements,
+            runq_total_ns,
+            runq_threads,
+            dropped,
+            late_sends,
+            clients,
+        } = self;
+        result.clients = (clients.clients > 0).then_some(clients);
         if offered.is_some() {
             result.offered_rate_per_s = offered;
             result.service = Some(LatencyHistogram::new());

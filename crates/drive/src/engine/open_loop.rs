@@ -279,7 +279,7 @@ pub(super) async fn connection_loop<C: Client>(
             }
         }
         freed.notify_one();
-        let (recorded, _) = record(&mut client, &outcome, t1, t1 - intended, &local, &shared, &mut reconnects);
+        let (recorded, _) = record(&mut client, slot, &outcome, (t1, t1 - intended), &local, &shared, &mut reconnects);
         if recorded {
             let mut l = local.borrow_mut();
             if outcome.is_ok() {

@@ -177,11 +177,15 @@ pub(super) struct WorkerStats {
     pub(super) late_sends: u64,
     /// Connect times of the connections opened inside the window.
     pub(super) connect_latency: LatencyHistogram,
+    /// Completions in the window of each of this thread's clients (slots).
+    pub(super) completions: Vec<u64>,
+    /// Ages of the requests still out when the window ended, ms.
+    pub(super) outstanding_ms: Vec<f64>,
 }
 
 impl WorkerStats {
     /// Nothing measured yet, with room for `n_seconds` window seconds.
-    pub(super) fn new(n_seconds: usize) -> WorkerStats {
+    pub(super) fn new(n_seconds: usize, clients: usize) -> WorkerStats {
         WorkerStats {
             seconds: (0..n_seconds as u32).map(|s| SecondResult { second: s, ..Default::default() }).collect(),
             errors: ErrorCounts::default(),
@@ -195,6 +199,8 @@ impl WorkerStats {
             dropped: 0,
             late_sends: 0,
             connect_latency: LatencyHistogram::new(),
+            completions: vec![0; clients],
+            outstanding_ms: Vec::new(),
         }
     }
 }

@@ -62,7 +62,7 @@ pub(super) fn worker<D: Driver>(
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("building a tokio runtime");
     let open = Dispatch { cap: plan.ids.len() as u32, budget: plan.schedule.latency_budget(), ..Default::default() };
     let local = Rc::new(RefCell::new(Local {
-        stats: WorkerStats::new(plan.n_seconds),
+        stats: WorkerStats::new(plan.n_seconds, plan.ids.len()),
         in_flight: vec![None; plan.ids.len()],
         timer_due: None,
         open,
@@ -210,6 +210,9 @@ fn count_unfinished(l: &mut Local, shared: &Shared) {
     if window.is_zero() {
         return;
     }
+    // Every request still out is recorded with its age, whatever the
+    // window's length; only the long-waiting ones below are errors.
+    l.stats.outstanding_ms = l.in_flight.iter().flatten().map(|t0| end.saturating_duration_since(*t0).as_secs_f64() * 1e3).collect();
     let slowest = l.stats.seconds.iter().filter_map(|s| s.latency.quantile_ms(1.0)).fold(0.0, f64::max);
     let after = UNFINISHED_AFTER.min(window / 2).max(Duration::from_secs_f64(slowest / 1e3));
     let ages: Vec<Duration> =

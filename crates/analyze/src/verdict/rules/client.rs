@@ -118,3 +118,45 @@ pub(super) fn errors(ctx: &Ctx) -> Option<Verdict> {
     }
     Some(d.done())
 }
+
+/// Some clients completed nothing in the window while the others were
+/// served: a server that serves fewer connections at once than there are
+/// clients (a worker pool, a connection limit, keep-alive holding workers),
+/// the rest waiting in its listen queue. The step's throughput and latency
+/// then describe only the served clients.
+pub(super) fn starved_clients(ctx: &Ctx) -> Option<Verdict> {
+    let s = ctx.step;
+    // A closed loop: an open loop's idle connections had nothing to send.
+    if s.offered_rate_per_s.is_some() {
+        return None;
+    }
+    let c = s.clients.as_ref()?;
+    if c.served_nothing == 0 || c.served_nothing == c.clients {
+        return None;
+    }
+    let served = c.clients - c.served_nothing;
+    let waiting = c
+        .oldest_outstanding_ms
+        .map(|ms| format!("; requests were still waiting at its end, the oldest for {:.1} s", ms / 1e3))
+        .unwrap_or_default();
+    let headline = format!(
+        "{} of {} clients completed nothing in the window{waiting}: the throughput and the latency percentiles come from the {served} others only",
+        c.served_nothing, c.clients
+    );
+    let mut d = Draft::new(
+        VerdictKind::StarvedClients,
+        ctx,
+        headline,
+        "the server answers fewer connections at once than there are clients: look at its worker or thread pool and connection limits (Apache MaxRequestWorkers/ServerLimit, a thread pool size, max_connections) and its listen queue (`ss -ltn`: Recv-Q of the listener); on a prefork server keep-alive holds a worker per idle connection (KeepAliveTimeout)",
+    );
+    d.ev("clients served nothing", Some(f64::from(c.served_nothing)), &format!("of {}", c.clients));
+    d.ev("fewest completions of a client", Some(c.min as f64), "");
+    d.ev("most completions of a client", Some(c.max as f64), "");
+    d.ev("Jain's fairness", c.jain(), "(1 = all alike)");
+    d.ev("requests out at the window's end", Some(f64::from(c.outstanding_at_end)), "");
+    d.ev("oldest of them", c.oldest_outstanding_ms, "ms");
+    // Corroboration: the starved clients were waiting (a request out), not
+    // idle or failing.
+    d.check(Some(c.outstanding_at_end >= c.served_nothing), String::new);
+    Some(d.done())
+}

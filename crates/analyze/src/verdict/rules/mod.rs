@@ -113,6 +113,7 @@ pub(super) fn all(ctx: &Ctx) -> Vec<Verdict> {
     [
         client_bound(ctx),
         errors(ctx),
+        starved_clients(ctx),
         periodic_stalls(ctx),
         lock_contention(ctx),
         db_contention(ctx),
