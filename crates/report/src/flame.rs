@@ -49,19 +49,36 @@ pub fn diff_svg(title: &str, a: &StackProfile, b: &StackProfile, unit: &str) -> 
     String::from_utf8(out).map_err(|e| e.to_string())
 }
 
+/// A flame graph in its own frame (its script and ids kept apart from the
+/// page's), as wide as the page and as tall as the graph. inferno's "fluid"
+/// graph drops its width to fit its parent; a frame's `srcdoc` is an HTML
+/// document, where an `<svg>` without a width is 300 px (the replaced
+/// element's default), so the document says the graph fills the frame.
 fn frame(out: &mut String, svg: Result<String, String>) {
     match svg {
         Ok(svg) => {
+            let body = svg.find("<svg").map_or(svg.as_str(), |i| &svg[i..]);
+            let height = svg_height(body).map_or(520, |h| h.ceil() as u32 + 4);
+            let doc = format!(
+                "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><style>html,body{{margin:0}}svg{{display:block;width:100%}}</style></head><body>{body}</body></html>"
+            );
             let _ = write!(
                 out,
-                r#"<iframe class="flame" style="width:100%;height:520px;border:0" srcdoc="{}"></iframe>"#,
-                crate::svg::esc(&svg)
+                r#"<iframe class="flame" style="display:block;width:100%;height:{height}px;border:0" srcdoc="{}"></iframe>"#,
+                crate::svg::esc(&doc)
             );
         }
         Err(why) => {
             let _ = write!(out, r#"<p class="unavailable">unavailable: {}</p>"#, crate::svg::esc(&why));
         }
     }
+}
+
+/// The `height` of the first `<svg ...>` tag, in px.
+fn svg_height(svg: &str) -> Option<f64> {
+    let tag = &svg[..svg.find('>')?];
+    let at = tag.find(" height=\"")? + " height=\"".len();
+    tag[at..].split('"').next()?.parse().ok()
 }
 
 /// The profiles of a run: a flame graph per step, and the differential
@@ -109,5 +126,22 @@ pub fn profiles_html(out: &mut String, r: &ReportRun) {
             let _ = write!(out, "<h4>{}</h4>", crate::svg::esc(&title));
             frame(out, flame_svg(&title, prof, unit));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flame_graph_frame_fills_the_page_and_is_as_tall_as_its_graph() {
+        assert_eq!(svg_height(r#"<svg version="1.1" width="1200" height="758" onload="init(evt)">"#), Some(758.0));
+        assert_eq!(svg_height("<svg>"), None);
+        let mut out = String::new();
+        frame(&mut out, Ok(r#"<?xml version="1.0"?><!DOCTYPE svg><svg height="300"><text>a&lt;b</text></svg>"#.into()));
+        assert!(out.contains("width:100%;height:304px"), "{out}");
+        // The document inside: HTML whose graph is as wide as the frame, the prolog gone.
+        assert!(out.contains("svg{display:block;width:100%}") && !out.contains("?xml"), "{out}");
+        assert!(!out.contains("<svg"), "the document is an escaped attribute: {out}");
     }
 }
