@@ -13,8 +13,9 @@ pub struct SpecimenChild {
 }
 
 impl SpecimenChild {
-    /// Spawns `scalelab specimen` on a free loopback port and waits for its address.
-    pub fn spawn(mode: &str, work_us: u64) -> anyhow::Result<SpecimenChild> {
+    /// Spawns `scalelab specimen` on a free loopback port, with `extra`
+    /// options (`--workers N`, `--fix`), and waits for its address.
+    pub fn spawn(mode: &str, work_us: u64, extra: &[String]) -> anyhow::Result<SpecimenChild> {
         let exe = std::env::current_exe().context("finding the scalelab executable")?;
         // Measured once in this process and handed to every specimen, so the
         // two sides of a `--versus` do the same work per request.
@@ -22,6 +23,7 @@ impl SpecimenChild {
         let mut child = Command::new(exe)
             .args(["specimen", "--port", "0", "--mode", mode, "--work-us", &work_us.to_string(), "--exit-with-parent"])
             .args(["--rounds-per-us", &rounds])
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

@@ -60,6 +60,8 @@ fn specimen() -> std::net::SocketAddr {
             data_dir: None,
             stall_for: scalelab_specimen::DEFAULT_STALL_FOR,
             stall_every: scalelab_specimen::DEFAULT_STALL_EVERY,
+            workers: scalelab_specimen::DEFAULT_WORKERS,
+            fix: false,
         };
         let _ = scalelab_specimen::serve(config, |addr| tx.send(addr).unwrap());
     });

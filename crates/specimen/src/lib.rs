@@ -12,9 +12,10 @@
 //! preempted is not counted as work and no clock is read per request) and
 //! replies with a small body.
 
+mod herd;
 pub mod mode;
 pub mod server;
 pub mod work;
 
 pub use mode::Mode;
-pub use server::{serve, SpecimenConfig, Stats, DEFAULT_STALL_EVERY, DEFAULT_STALL_FOR};
+pub use server::{serve, SpecimenConfig, Stats, DEFAULT_STALL_EVERY, DEFAULT_STALL_FOR, DEFAULT_WORKERS};

@@ -27,12 +27,31 @@ pub enum Mode {
     /// or worker with MaxRequestWorkers): slow clients pin threads, and
     /// beyond the cap new connections wait in the listen queue.
     ThreadPerConnection,
+    /// A fixed pool of `--workers` threads, each taking a connection from
+    /// the listener and holding it until the client closes it (Apache
+    /// prefork's shape): beyond the workers, clients wait in the listen
+    /// queue, served nothing while keep-alive connections hold the pool.
+    Pool,
+    /// `--workers` threads each waiting in its own epoll on the one
+    /// listener, without `EPOLLEXCLUSIVE`: every new connection wakes all
+    /// of them, one accepts it and the rest go back to sleep (the
+    /// thundering herd). `--fix` adds `EPOLLEXCLUSIVE`: one is woken.
+    Herd,
 }
 
 impl Mode {
     /// Every mode, for help texts and tests.
-    pub const ALL: [Mode; 7] =
-        [Mode::Scales, Mode::GlobalLock, Mode::SingleThread, Mode::Disk, Mode::Spin, Mode::Stall, Mode::ThreadPerConnection];
+    pub const ALL: [Mode; 9] = [
+        Mode::Scales,
+        Mode::GlobalLock,
+        Mode::SingleThread,
+        Mode::Disk,
+        Mode::Spin,
+        Mode::Stall,
+        Mode::ThreadPerConnection,
+        Mode::Pool,
+        Mode::Herd,
+    ];
 
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
@@ -44,6 +63,8 @@ impl Mode {
             Mode::Spin => "spin",
             Mode::Stall => "stall",
             Mode::ThreadPerConnection => "thread-per-connection",
+            Mode::Pool => "pool",
+            Mode::Herd => "herd",
         }
     }
 }
@@ -56,7 +77,7 @@ impl fmt::Display for Mode {
 
 /// An unknown mode name; the message lists the valid ones.
 #[derive(Debug, thiserror::Error)]
-#[error("unknown specimen mode '{0}': use one of scales, global-lock, single-thread, disk, spin, stall, thread-per-connection")]
+#[error("unknown specimen mode '{0}': use one of scales, global-lock, single-thread, disk, spin, stall, thread-per-connection, pool, herd")]
 pub struct UnknownMode(pub String);
 
 impl FromStr for Mode {

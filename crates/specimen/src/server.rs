@@ -37,7 +37,15 @@ pub struct SpecimenConfig {
     pub stall_for: Duration,
     /// `stall` mode: a stall begins this often ([`DEFAULT_STALL_EVERY`]).
     pub stall_every: Duration,
+    /// `pool` and `herd` modes: the serving threads ([`DEFAULT_WORKERS`]).
+    pub workers: usize,
+    /// `herd` mode: wake one waiter per connection (`EPOLLEXCLUSIVE`)
+    /// instead of all of them.
+    pub fix: bool,
 }
+
+/// `pool` and `herd` modes: serving threads when `--workers` is not given.
+pub const DEFAULT_WORKERS: usize = 4;
 
 /// `stall` mode: the server stops answering for 200 ms ...
 pub const DEFAULT_STALL_FOR: Duration = Duration::from_millis(200);
@@ -62,9 +70,13 @@ pub struct Stats {
     /// Integer rounds per microsecond of CPU, measured once at start: the
     /// work per request is `work_us` times this many rounds.
     pub rounds_per_us: f64,
+    /// `herd` mode: times a worker woke from epoll, and of those the ones
+    /// that found no connection to accept (another worker took it).
+    pub wakeups: u64,
+    pub empty_wakeups: u64,
 }
 
-struct State {
+pub(crate) struct State {
     mode: Mode,
     work_us: u64,
     requests: AtomicU64,
@@ -77,6 +89,8 @@ struct State {
     /// `stall` mode: (stall length, period, when the server started). The
     /// last `stall_for` of every period is a stall.
     stall: (Duration, Duration, Instant),
+    wakeups: AtomicU64,
+    empty_wakeups: AtomicU64,
 }
 
 /// The `disk` mode's file: a file with no name (`O_TMPFILE`, or on file
@@ -109,6 +123,8 @@ impl State {
             fsyncs: self.fsyncs.load(Ordering::Relaxed),
             connections: self.connections.load(Ordering::Relaxed),
             rounds_per_us: crate::work::calibrate(),
+            wakeups: self.wakeups.load(Ordering::Relaxed),
+            empty_wakeups: self.empty_wakeups.load(Ordering::Relaxed),
         }
     }
 
@@ -121,7 +137,7 @@ impl State {
             return (200, body);
         }
         match self.mode {
-            Mode::Scales | Mode::SingleThread | Mode::ThreadPerConnection => {
+            Mode::Scales | Mode::SingleThread | Mode::ThreadPerConnection | Mode::Pool | Mode::Herd => {
                 burn(self.work_us);
             }
             Mode::Stall => {
@@ -194,6 +210,8 @@ pub fn serve(config: SpecimenConfig, on_bound: impl FnOnce(SocketAddr)) -> io::R
         spin: SpinLock::new(),
         disk,
         stall: (config.stall_for.min(config.stall_every), config.stall_every, Instant::now()),
+        wakeups: AtomicU64::new(0),
+        empty_wakeups: AtomicU64::new(0),
     });
     // Measured before the first request is accepted, so no request pays for it.
     crate::work::calibrate();
@@ -201,6 +219,8 @@ pub fn serve(config: SpecimenConfig, on_bound: impl FnOnce(SocketAddr)) -> io::R
     match config.mode {
         Mode::SingleThread => return serve_single_thread(listener, state),
         Mode::Scales => return serve_event_loops(listener, state),
+        Mode::Pool => return serve_pool(listener, state, config.workers.max(1)),
+        Mode::Herd => return crate::herd::serve(listener, state, config.workers.max(1), config.fix),
         _ => {}
     }
     // Thread-per-connection modes; `thread-per-connection` waits for a free
@@ -234,6 +254,48 @@ pub fn serve(config: SpecimenConfig, on_bound: impl FnOnce(SocketAddr)) -> io::R
         }
     }
     Ok(())
+}
+
+/// `pool`: `workers` threads, each blocking in `accept` on the shared
+/// listener (the kernel wakes one per connection) and serving the
+/// connection it got until the client closes it, as a prefork server's
+/// children do. The rest of the clients wait in the listen queue.
+fn serve_pool(listener: TcpListener, state: Arc<State>, workers: usize) -> io::Result<()> {
+    let listener = Arc::new(listener);
+    let threads: Vec<_> = (0..workers)
+        .map(|i| {
+            let (listener, state) = (listener.clone(), state.clone());
+            std::thread::Builder::new().name(format!("pool-{i}")).stack_size(256 * 1024).spawn(move || loop {
+                match listener.accept() {
+                    Ok((stream, _)) => {
+                        state.connections.fetch_add(1, Ordering::Relaxed);
+                        let _ = serve_connection(stream, &state);
+                    }
+                    // EMFILE and friends: keep serving.
+                    Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                }
+            })
+        })
+        .collect::<io::Result<_>>()?;
+    for t in threads {
+        let _ = t.join();
+    }
+    Ok(())
+}
+
+/// One connection served to its end on the calling thread (`herd`'s workers).
+pub(crate) fn serve_accepted(stream: TcpStream, state: &Arc<State>) {
+    state.connections.fetch_add(1, Ordering::Relaxed);
+    let _ = stream.set_nonblocking(false);
+    let _ = serve_connection(stream, state);
+}
+
+/// Counts a worker's wake-up from epoll, and whether it found nothing to accept.
+pub(crate) fn count_wakeup(state: &State, empty: bool) {
+    state.wakeups.fetch_add(1, Ordering::Relaxed);
+    if empty {
+        state.empty_wakeups.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// The most connection threads `thread-per-connection` runs at once (as

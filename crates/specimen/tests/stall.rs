@@ -16,6 +16,8 @@ fn the_stall_mode_stops_answering_for_its_stall_then_answers_at_once() {
             data_dir: None,
             stall_for: Duration::from_millis(150),
             stall_every: Duration::from_millis(500),
+            workers: scalelab_specimen::DEFAULT_WORKERS,
+            fix: false,
         };
         let _ = serve(config, |addr| tx.send(addr).unwrap());
     });

@@ -167,6 +167,8 @@ pub enum VerdictKind {
     PeriodicStalls,
     /// Some clients completed nothing in the window while others were served.
     StarvedClients,
+    /// Every new connection wakes many waiting server threads; one gets it.
+    ThunderingHerd,
 }
 
 impl VerdictKind {
@@ -189,6 +191,7 @@ impl VerdictKind {
             VerdictKind::Errors => "errors",
             VerdictKind::PeriodicStalls => "periodic-stalls",
             VerdictKind::StarvedClients => "starved-clients",
+            VerdictKind::ThunderingHerd => "thundering-herd",
         }
     }
 
@@ -211,6 +214,7 @@ impl VerdictKind {
             VerdictKind::Errors => "ERRORS",
             VerdictKind::PeriodicStalls => "PERIODIC STALLS",
             VerdictKind::StarvedClients => "CLIENTS SERVED NOTHING",
+            VerdictKind::ThunderingHerd => "THUNDERING HERD",
         }
     }
 
@@ -222,18 +226,19 @@ impl VerdictKind {
             VerdictKind::Errors => 1,
             VerdictKind::StarvedClients => 2,
             VerdictKind::PeriodicStalls => 3,
-            VerdictKind::LockContention => 4,
-            VerdictKind::DbContention => 5,
-            VerdictKind::SingleHotThread => 6,
-            VerdictKind::SoftirqOneCpu => 7,
-            VerdictKind::AcceptOverflow => 8,
-            VerdictKind::PortExhaustion => 9,
-            VerdictKind::CpuBoundKernel => 10,
-            VerdictKind::CpuBoundMixed => 11,
-            VerdictKind::CpuBoundUser => 12,
-            VerdictKind::CpuBusyElsewhere => 13,
-            VerdictKind::DiskBound => 14,
-            VerdictKind::NetworkBound => 15,
+            VerdictKind::ThunderingHerd => 4,
+            VerdictKind::LockContention => 5,
+            VerdictKind::DbContention => 6,
+            VerdictKind::SingleHotThread => 7,
+            VerdictKind::SoftirqOneCpu => 8,
+            VerdictKind::AcceptOverflow => 9,
+            VerdictKind::PortExhaustion => 10,
+            VerdictKind::CpuBoundKernel => 11,
+            VerdictKind::CpuBoundMixed => 12,
+            VerdictKind::CpuBoundUser => 13,
+            VerdictKind::CpuBusyElsewhere => 14,
+            VerdictKind::DiskBound => 15,
+            VerdictKind::NetworkBound => 16,
         }
     }
 }

@@ -354,6 +354,12 @@ pub struct SpecimenArgs {
     /// CPU work per request, microseconds.
     #[arg(long, default_value_t = 100)]
     pub work_us: u64,
+    /// pool and herd modes: the serving threads.
+    #[arg(long, default_value_t = scalelab_specimen::DEFAULT_WORKERS)]
+    pub workers: usize,
+    /// herd mode: wake one waiting thread per connection (EPOLLEXCLUSIVE) instead of all.
+    #[arg(long)]
+    pub fix: bool,
     /// Folder for the disk mode's file, made with no name so nothing is left behind (default: a private temp folder).
     #[arg(long)]
     pub data_dir: Option<PathBuf>,

@@ -147,6 +147,12 @@ pub struct SweepArgs {
     /// Specimen CPU work per request, microseconds [default: 100].
     #[arg(long)]
     pub work_us: Option<u64>,
+    /// Specimen pool and herd modes: the serving threads [default: 4].
+    #[arg(long)]
+    pub workers: Option<usize>,
+    /// Specimen herd mode: wake one waiting thread per connection (EPOLLEXCLUSIVE).
+    #[arg(long)]
+    pub fix: bool,
     /// Print the run as JSON (docs/json.md) instead of the table.
     #[arg(long)]
     pub json: bool,

@@ -25,11 +25,26 @@ pub fn run(a: SpecimenArgs) -> anyhow::Result<ExitCode> {
     if stall_every.is_zero() || stall_for >= stall_every {
         return Err(bad("--stall-every must be longer than --stall-for (a stall of 200ms every 2s: --stall-for 200ms --stall-every 2s)"));
     }
-    let config =
-        SpecimenConfig { addr: SocketAddr::new(ip, a.port), mode, work_us: a.work_us, data_dir: a.data_dir, stall_for, stall_every };
+    if !(1..=4096).contains(&a.workers) {
+        return Err(bad(format!("--workers {}: use a number of threads from 1 to 4096", a.workers)));
+    }
+    let config = SpecimenConfig {
+        addr: SocketAddr::new(ip, a.port),
+        mode,
+        work_us: a.work_us,
+        data_dir: a.data_dir,
+        stall_for,
+        stall_every,
+        workers: a.workers,
+        fix: a.fix,
+    };
     serve(config, |addr| {
         let mut out = std::io::stdout();
-        let _ = writeln!(out, "listening on {addr} mode {mode} work_us {}", a.work_us);
+        let pool = match mode {
+            Mode::Pool | Mode::Herd => format!(" workers {}{}", a.workers, if a.fix { " fix" } else { "" }),
+            _ => String::new(),
+        };
+        let _ = writeln!(out, "listening on {addr} mode {mode} work_us {}{pool}", a.work_us);
         let _ = out.flush();
     })
     .map_err(|e| bad(format!("specimen: {e}")))?;

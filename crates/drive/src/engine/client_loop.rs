@@ -45,6 +45,16 @@ pub(super) async fn client_loop<C: Client>(mut client: C, slot: usize, local: Rc
             tokio::time::sleep(think).await;
         }
     }
+    hold(client).await
+}
+
+/// Keeps a client's connection open, doing nothing, until the step's tasks
+/// are dropped: every thread counts its requests still out at the window's
+/// end first. A client that hung up at once would let a server that serves
+/// one connection at a time (a pool) answer another client's request that
+/// was waiting, which then looks served.
+pub(super) async fn hold<C>(_client: C) {
+    std::future::pending::<()>().await
 }
 
 /// Records one finished call of the client in `slot` by its completion time

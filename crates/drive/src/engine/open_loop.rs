@@ -254,7 +254,7 @@ pub(super) async fn connection_loop<C: Client>(
     loop {
         let (intended, waited) = loop {
             if Instant::now() >= shared.window_end() {
-                return;
+                return super::client_loop::hold(client).await;
             }
             if let Some(next) = local.borrow_mut().open.queue.pop_front() {
                 break next;

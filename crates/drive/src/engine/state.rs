@@ -17,6 +17,9 @@ pub(super) struct Shared {
     pub(super) completions: AtomicU64,
     /// Failed requests so far, for the live progress.
     pub(super) errors: AtomicU64,
+    /// Worker threads that have counted their requests still out at the
+    /// window's end (none closes its connections before all have).
+    pub(super) counted: AtomicU64,
 }
 
 impl Shared {
@@ -28,6 +31,7 @@ impl Shared {
             window_end_ns: AtomicU64::new(u64::MAX / 4),
             completions: AtomicU64::new(0),
             errors: AtomicU64::new(0),
+            counted: AtomicU64::new(0),
         }
     }
     fn at(&self, ns: u64) -> Instant {

@@ -116,6 +116,16 @@ pub(super) fn worker<D: Driver>(
         set.spawn_local(or_fail(open_loop::dispatcher(arrivals, local.clone(), shared.clone(), notify, freed), gates.clone(), t));
     }
     rt.block_on(set.run_until(control_loop(shared.clone(), local.clone(), sec_tx)));
+    // Every thread counts what is still out before any closes its
+    // connections: a server that serves one connection at a time (a pool)
+    // would otherwise answer another thread's waiting client the moment
+    // this one hangs up. Bounded: a thread that never counts (it failed)
+    // holds the others back a second at most.
+    shared.counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while shared.counted.load(std::sync::atomic::Ordering::SeqCst) < u64::from(plan.threads) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
     // Dropping the LocalSet drops every client (and its in-flight request).
     drop(set);
     // Requests due in the window but never sent (every connection busy,

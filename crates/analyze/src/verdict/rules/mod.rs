@@ -115,6 +115,7 @@ pub(super) fn all(ctx: &Ctx) -> Vec<Verdict> {
         errors(ctx),
         starved_clients(ctx),
         periodic_stalls(ctx),
+        thundering_herd(ctx),
         lock_contention(ctx),
         db_contention(ctx),
         single_hot_thread(ctx),

@@ -91,6 +91,62 @@ pub(super) fn periodic_stalls(ctx: &Ctx) -> Option<Verdict> {
     Some(d.done())
 }
 
+/// Server context switches per accepted connection from which the
+/// connections are taken to wake many threads each. One connection costs a
+/// serving thread one or two wake-ups (the accept, the request): the
+/// specimen's `herd` mode with its fix made 1.6 per connection, nginx with
+/// one worker about 2; without the fix, 16 waiting threads made 17.
+pub const HERD_CS_PER_CONNECTION: f64 = 5.0;
+/// Share of the server's thread-time asleep (idle + futex, %) from which
+/// most of its woken threads are taken to find nothing to do.
+pub const HERD_ASLEEP_PCT: f64 = 50.0;
+
+/// Many threads woken for every new connection, one of which gets it.
+pub(super) fn thundering_herd(ctx: &Ctx) -> Option<Verdict> {
+    let s = ctx.step;
+    let t = ctx.t()?;
+    let cs = t.server_cs_per_s?;
+    let window = s.window_s.max(1e-9);
+    let conns = s.connect_latency.count() as f64 / window;
+    // A connection per request at least half the time: keep-alive clients
+    // are accepted once and cannot show a herd.
+    if conns < 1.0 || conns < 0.5 * s.throughput_per_s() {
+        return None;
+    }
+    let per_conn = cs / conns;
+    if per_conn < HERD_CS_PER_CONNECTION {
+        return None;
+    }
+    let threads = t.server_threads;
+    let threads_text = threads.map(|n| format!(" with {n} threads")).unwrap_or_default();
+    let headline = format!(
+        "a thundering herd: the server made {per_conn:.1} context switches per new connection ({} /s for {} connections/s){threads_text}, mostly asleep: each connection wakes many waiting threads and one of them gets it",
+        scalelab_core::thousands(cs),
+        scalelab_core::thousands(conns)
+    );
+    let mut d = Draft::new(
+        VerdictKind::ThunderingHerd,
+        ctx,
+        headline,
+        "wake one waiter per connection: EPOLLEXCLUSIVE on the listener (Linux 4.5), SO_REUSEPORT with a listener per thread, or one acceptor handing connections out (nginx: `accept_mutex`, `reuseport`); keep-alive also saves a new connection per request",
+    );
+    d.ev("server context switches", Some(per_conn), "per new connection");
+    d.ev("server context switches", Some(cs), "/s");
+    d.ev("new connections", Some(conns), "/s");
+    if let Some(n) = threads {
+        d.ev("server threads", Some(n as f64), "threads");
+    }
+    // Corroboration: the threads mostly sleep (woken for nothing), and the
+    // machine has CPU to spare (a saturated one switches for other reasons).
+    let asleep = t.thread_states_pct.map(|p| p.idle + p.futex);
+    if let Some(a) = asleep {
+        d.ev("server thread-time asleep", Some(a), "%");
+    }
+    d.check(asleep.map(|a| a >= HERD_ASLEEP_PCT), || ctx.why("thread states", THREADS));
+    d.check(cpu_not_saturated(Some(t)), || ctx.why("CPU busy", CPU));
+    Some(d.done())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
