@@ -112,6 +112,18 @@ pub struct StepTelemetry {
     /// server's addresses were not known (reason under `time_wait_to_target`).
     #[serde(default)]
     pub tcp_time_wait_to_target: Option<u64>,
+    /// The target's own accept queue over the window's samples: the most
+    /// and the mean connections waiting to be accepted (all its listening
+    /// sockets together), and the queue's length (the largest backlog).
+    /// `None` when its listeners were not known (reason under `target_listen`).
+    #[serde(default)]
+    pub listen_queue_max: Option<u64>,
+    #[serde(default)]
+    pub listen_queue_mean: Option<f64>,
+    #[serde(default)]
+    pub listen_backlog: Option<u64>,
+    /// Machine-wide (the network namespace's) listen-queue overflows and
+    /// drops: every listener's, not only the target's.
     pub listen_overflows_per_s: Option<f64>,
     pub listen_drops_per_s: Option<f64>,
     pub retrans_per_s: Option<f64>,

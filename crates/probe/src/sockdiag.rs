@@ -59,14 +59,23 @@ impl SockDiag {
     /// `sk_max_ack_backlog`, what `ss -lnt` shows as Send-Q, already capped
     /// by `somaxconn`).
     pub fn listeners(&mut self, f: &mut impl FnMut(IpAddr, u16, u32)) -> io::Result<usize> {
-        self.dump_queues(1 << crate::sockets::TCP_LISTEN, None, &mut |e, wqueue| f(e.local, e.local_port, wqueue))
+        self.dump_queues(1 << crate::sockets::TCP_LISTEN, None, &mut |e, _, wqueue| f(e.local, e.local_port, wqueue))
+    }
+
+    /// Dumps the listening TCP sockets with their accept queues: `f` gets
+    /// each one's local address and port, the connections waiting to be
+    /// accepted (`idiag_rqueue` of a listener: `sk_ack_backlog`, `ss -lnt`'s
+    /// Recv-Q) and the queue's length (`idiag_wqueue`, Send-Q).
+    pub fn listen_queues(&mut self, f: &mut impl FnMut(IpAddr, u16, u32, u32)) -> io::Result<usize> {
+        self.dump_queues(1 << crate::sockets::TCP_LISTEN, None, &mut |e, rqueue, wqueue| f(e.local, e.local_port, rqueue, wqueue))
     }
 
     fn dump(&mut self, states: u32, remote_port: Option<u16>, f: &mut impl FnMut(TcpEntry)) -> io::Result<usize> {
-        self.dump_queues(states, remote_port, &mut |e, _| f(e))
+        self.dump_queues(states, remote_port, &mut |e, _, _| f(e))
     }
 
-    fn dump_queues(&mut self, states: u32, remote_port: Option<u16>, f: &mut impl FnMut(TcpEntry, u32)) -> io::Result<usize> {
+    /// The dump itself: `f` gets each socket with its `idiag_rqueue` and `idiag_wqueue`.
+    fn dump_queues(&mut self, states: u32, remote_port: Option<u16>, f: &mut impl FnMut(TcpEntry, u32, u32)) -> io::Result<usize> {
         self.seq = self.seq.wrapping_add(1);
         // nlmsghdr (16 bytes) + inet_diag_req (60 bytes), native endian;
         // family AF_UNSPEC (0) in this request means both; then, to filter,
@@ -145,7 +154,7 @@ fn u32_at(b: &[u8], at: usize) -> Option<u32> {
 }
 
 /// Walks one datagram of netlink messages.
-fn parse_batch(mut b: &[u8], seq: u32, f: &mut impl FnMut(TcpEntry, u32)) -> io::Result<Batch> {
+fn parse_batch(mut b: &[u8], seq: u32, f: &mut impl FnMut(TcpEntry, u32, u32)) -> io::Result<Batch> {
     let bad = || io::Error::new(io::ErrorKind::InvalidData, "malformed sock_diag reply");
     let mut count = 0;
     while b.len() >= NLMSG_HDRLEN {
@@ -183,6 +192,7 @@ fn parse_batch(mut b: &[u8], seq: u32, f: &mut impl FnMut(TcpEntry, u32)) -> io:
                             remote_port: u16::from_be_bytes([m[6], m[7]]),
                             inode: u32_at(m, 68).ok_or_else(bad)? as u64,
                         },
+                        u32_at(m, 56).ok_or_else(bad)?,
                         u32_at(m, 60).ok_or_else(bad)?,
                     );
                     count += 1;
@@ -270,14 +280,27 @@ mod tests {
             })
             .unwrap();
         assert_eq!(found, [8]);
+        // Three handshakes completed and never accepted: three queued of 8.
+        let clients: Vec<_> = (0..3).map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap()).collect();
+        let mut queues = Vec::new();
+        SockDiag::open()
+            .unwrap()
+            .listen_queues(&mut |ip, p, queued, backlog| {
+                if p == port {
+                    queues.push((ip, queued, backlog))
+                }
+            })
+            .unwrap();
+        assert_eq!(queues, [(IpAddr::from([127, 0, 0, 1]), 3, 8)]);
+        drop(clients);
     }
 
     #[test]
     fn malformed_reply_is_an_error() {
         let mut n = 0;
-        assert!(parse_batch(&[40, 0, 0, 0, 18, 0, 0, 0, 1, 0, 0, 0], 1, &mut |_, _| n += 1).is_ok());
+        assert!(parse_batch(&[40, 0, 0, 0, 18, 0, 0, 0, 1, 0, 0, 0], 1, &mut |_, _, _| n += 1).is_ok());
         let bad = [200u8, 0, 0, 0, 18, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0];
-        assert!(parse_batch(&bad, 1, &mut |_, _| n += 1).is_err());
+        assert!(parse_batch(&bad, 1, &mut |_, _, _| n += 1).is_err());
         assert_eq!(n, 0);
     }
 }

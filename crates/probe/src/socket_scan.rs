@@ -11,6 +11,7 @@ use crate::read::{read_into, ProbeError};
 use crate::sockdiag::SockDiag;
 use crate::sockets::{scan_tcp, PortSet, PortUsage, TcpEntry, TcpStates, TCP_LISTEN, TCP_TIME_WAIT};
 use crate::time::monotonic_ns;
+use scalelab_core::sample::ListenQueue;
 use std::io::ErrorKind;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -69,6 +70,24 @@ impl SocketScanner {
             diag.scan_time_wait_to_port(port, &mut |e| n += u32::from(targets.iter().any(|t| e.remote_is(t)))).ok()?;
         }
         Some(n)
+    }
+
+    /// The targets' own listening sockets and their accept queues, every
+    /// sample (the kernel walks only the listeners' table); a listener on
+    /// an unspecified address on a target's port counts as that target's.
+    /// `None` without netlink or targets.
+    pub fn target_listen(&mut self) -> Option<Vec<ListenQueue>> {
+        let diag = self.diag.as_mut().filter(|_| !self.targets.is_empty())?;
+        let targets = &self.targets;
+        let mut out = Vec::new();
+        diag.listen_queues(&mut |ip, port, queued, backlog| {
+            let ours = targets.iter().any(|t| t.port() == port && (t.ip() == ip || ip.is_unspecified()));
+            if ours {
+                out.push(ListenQueue { addr: SocketAddr::new(ip, port), queued, backlog });
+            }
+        })
+        .ok()?;
+        Some(out)
     }
 
     /// Counts unless the budget says to wait; `range` is the ephemeral range.

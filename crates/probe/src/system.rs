@@ -157,6 +157,8 @@ impl SystemSampler {
                 (None, None, None, false)
             }
         };
+        let target_listen = self.sockets.target_listen();
+        let (buf, log) = (&mut self.buf, &mut self.log);
         let sockstat = settle(log, n, Source::Sockstat, load(buf, &p.join("net/sockstat"), parse_sockstat), whole);
         let tcp_mem = settle(log, n, Source::TcpMem, load(buf, &p.join("sys/net/ipv4/tcp_mem"), parse_tcp_mem), whole);
         let files = settle(log, n, Source::FileHandles, load(buf, &p.join("sys/fs/file-nr"), parse_file_nr), whole);
@@ -177,6 +179,7 @@ impl SystemSampler {
             tcp_states,
             ports,
             time_wait_to_target,
+            target_listen,
             socket_scan_skipped,
             sockstat,
             tcp_mem,

@@ -27,6 +27,9 @@ fn telemetry(busy: f64, user: f64, sys: f64, futex: f64, cs_per_request: f64, se
         hottest_threads: vec![HotThread { tid: 4242, name: "worker-1".into(), cpu_pct: 35.0, runnable_pct: None }],
         tcp_time_wait: Some(120),
         tcp_time_wait_to_target: Some(120),
+        listen_queue_max: Some(0),
+        listen_queue_mean: Some(0.0),
+        listen_backlog: Some(128),
         listen_overflows_per_s: Some(0.0),
         listen_drops_per_s: Some(0.0),
         retrans_per_s: Some(0.0),
@@ -131,6 +134,8 @@ fn errors() -> Run {
             if n >= 100 {
                 t.listen_overflows_per_s = Some(if n == 200 { 2_300.0 } else { 40.0 });
                 t.listen_drops_per_s = t.listen_overflows_per_s;
+                // nginx's own accept queue full: its backlog of 128 waiting.
+                (t.listen_queue_max, t.listen_queue_mean) = (Some(128), Some(120.0));
                 s = step(n, x, 30.0, t);
                 let refused = if n == 200 { 30_000 } else { 200 };
                 for _ in 0..refused {

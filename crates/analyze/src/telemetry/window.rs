@@ -79,6 +79,19 @@ pub fn summarize_window(
         if t.tcp_time_wait_to_target.is_none() {
             missing(&mut t, "time_wait_to_target", "the server's listening addresses were not known (server process not found on this machine), or the socket table could not be read");
         }
+        // The target's accept queue, per sample all its listeners together.
+        let queues: Vec<(u64, u64)> = sys
+            .iter()
+            .filter_map(|s| s.target_listen.as_ref().filter(|l| !l.is_empty()))
+            .map(|l| (l.iter().map(|q| u64::from(q.queued)).sum(), l.iter().map(|q| u64::from(q.backlog)).max().unwrap_or(0)))
+            .collect();
+        if queues.is_empty() {
+            missing(&mut t, "target_listen", "the server's listening sockets were not known (server process not found on this machine, or netlink sock_diag not available)");
+        } else {
+            t.listen_queue_max = queues.iter().map(|q| q.0).max();
+            t.listen_queue_mean = Some(queues.iter().map(|q| q.0 as f64).sum::<f64>() / queues.len() as f64);
+            t.listen_backlog = queues.iter().map(|q| q.1).max();
+        }
     } else {
         missing(&mut t, "system", "no system sample in the window");
     }

@@ -28,6 +28,9 @@ fn healthy() -> StepTelemetry {
         hottest_threads: vec![HotThread { tid: 101, name: "worker-0".into(), cpu_pct: 40.0, runnable_pct: Some(2.0) }],
         tcp_time_wait: Some(100),
         tcp_time_wait_to_target: Some(100),
+        listen_queue_max: Some(0),
+        listen_queue_mean: Some(0.0),
+        listen_backlog: Some(128),
         listen_overflows_per_s: Some(0.0),
         listen_drops_per_s: Some(0.0),
         retrans_per_s: Some(0.0),
@@ -517,18 +520,42 @@ fn disk_bound_by_iowait_iops_and_io_blocked_threads() {
 }
 
 #[test]
-fn accept_overflow_from_listen_counters() {
+fn accept_overflow_from_the_targets_own_queue() {
+    // The target's queue full, and the kernel counting overflows: high.
     let v = only(
         &run_with(|_| {
             let mut t = healthy();
             t.listen_overflows_per_s = Some(120.0);
             t.listen_drops_per_s = Some(120.0);
+            (t.listen_queue_max, t.listen_queue_mean, t.listen_backlog) = (Some(1), Some(1.0), Some(1));
             t
         }),
         VerdictKind::AcceptOverflow,
     );
     assert_eq!(v.confidence, Confidence::High);
-    assert_eq!(ev(&v, "listen drops"), 120.0);
+    assert_eq!(ev(&v, "listen drops, machine-wide"), 120.0);
+    assert!(v.headline.starts_with("the target's listen queue is full (1 of 1"), "{}", v.headline);
+    // Another listener overflowing while the target's queue has room: no verdict.
+    let r = run_with(|_| {
+        let mut t = healthy();
+        t.listen_overflows_per_s = Some(120.0);
+        t.listen_drops_per_s = Some(120.0);
+        t.listen_queue_max = Some(4);
+        t
+    });
+    assert!(diagnose(&r).verdicts.is_empty(), "{:?}", diagnose(&r).verdicts);
+    // The target's queue not measured: the machine-wide counters alone, low and said so.
+    let v = only(
+        &run_with(|_| {
+            let mut t = healthy();
+            t.listen_overflows_per_s = Some(120.0);
+            (t.listen_queue_max, t.listen_queue_mean, t.listen_backlog) = (None, None, None);
+            t
+        }),
+        VerdictKind::AcceptOverflow,
+    );
+    assert_eq!(v.confidence, Confidence::Low);
+    assert!(v.headline.contains("machine-wide counters"), "{}", v.headline);
     let r = run_with(|_| {
         let mut t = healthy();
         t.listen_drops_per_s = Some(0.5);

@@ -31,7 +31,7 @@ pub use db::{
     SemaphoreFormat, SpinCounters, WaitCounter, WaitProfile, WaitShare, COND_PREFIX, CPU, WAIT_CHUNK_MS,
 };
 pub use kernel::{CpuStat, CpuTicks, DiskStat, Interrupts, LoadAvg, Memory, NetDev, PerCpuTicks, Pressure, Psi, PsiLine, Softirqs};
-pub use net::{FileHandles, PortUsage, SockStat, TcpMemLimits, TcpMib, TcpStates};
+pub use net::{FileHandles, ListenQueue, PortUsage, SockStat, TcpMemLimits, TcpMib, TcpStates};
 pub use process::{ProcessIo, ProcessSample, SpecimenSample};
 pub use profile::{FoldedStack, ProfileSample, StackProfile};
 pub use system::{PowerReading, SystemSample, Timestamp, Unavailable};

@@ -102,6 +102,19 @@ impl TcpStates {
     }
 }
 
+/// One of the target's listening sockets at a sample: the connections
+/// waiting in its accept queue (completed handshakes the server has not
+/// accepted yet) against the queue's length (`ss -lnt`: Recv-Q, Send-Q).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListenQueue {
+    /// The listener's local address (an unspecified address listens on all).
+    pub addr: std::net::SocketAddr,
+    /// Connections waiting to be accepted.
+    pub queued: u32,
+    /// The accept queue's length (`listen`'s backlog, capped by somaxconn).
+    pub backlog: u32,
+}
+
 /// The ephemeral port range and how much of it is taken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PortUsage {

@@ -84,6 +84,11 @@ pub struct SystemSample {
     /// ephemeral ports. `None` when no target is set or the scan did not run.
     #[serde(default)]
     pub time_wait_to_target: Option<u32>,
+    /// The target's own listening sockets (those the load goes to): their
+    /// accept queues. `None` when no target is set or netlink is not
+    /// available (a captured tree).
+    #[serde(default)]
+    pub target_listen: Option<Vec<super::net::ListenQueue>>,
     /// The socket scan was skipped this sample: the last one was costly
     /// (very many sockets), so it runs less often; not an error.
     pub socket_scan_skipped: bool,

@@ -5,23 +5,47 @@ use super::*;
 
 pub(super) fn accept_overflow(ctx: &Ctx) -> Option<Verdict> {
     let t = ctx.t()?;
-    let worst =
-        t.listen_overflows_per_s.into_iter().chain(t.listen_drops_per_s).fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))?;
-    if worst < LISTEN_OVERFLOW_PER_S {
-        return None;
-    }
+    let machine =
+        t.listen_overflows_per_s.into_iter().chain(t.listen_drops_per_s).fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+    // The target's own accept queue decides: full at a sample, or never.
+    // The kernel's overflow counters are the network namespace's, every
+    // listener's: on their own they cannot blame this target.
+    let full = match (t.listen_queue_max, t.listen_backlog) {
+        (Some(q), Some(b)) if b > 0 => Some(q >= b),
+        _ => None,
+    };
+    let machine_overflows = machine.is_some_and(|m| m >= LISTEN_OVERFLOW_PER_S);
+    let headline = match (full, t.listen_queue_max, t.listen_backlog) {
+        (Some(false), ..) => return None,
+        (Some(true), Some(q), Some(b)) => {
+            format!("the target's listen queue is full ({q} of {b} connections waiting to be accepted): connections are dropped or wait before the server accepts them")
+        }
+        _ if machine_overflows => "listen queues overflow in this network namespace (machine-wide counters; the target's own queue was not measured): connections may be dropped before the server accepts them".to_string(),
+        _ => return None,
+    };
     let somaxconn = ctx.env.somaxconn.map(|n| format!(" (net.core.somaxconn is {n})")).unwrap_or_default();
     let mut d = Draft::new(
         VerdictKind::AcceptOverflow,
         ctx,
-        "the listen queue overflows: connections are dropped before the server accepts them",
-        format!("raise the listen backlog (the server's listen(2) backlog and net.core.somaxconn{somaxconn}) and check that accepting keeps up (one acceptor thread, thundering herd); `ss -lnt` shows Recv-Q against the backlog"),
+        headline,
+        format!("raise the listen backlog (the server's listen(2) backlog and net.core.somaxconn{somaxconn}) and check that accepting keeps up (one acceptor thread, thundering herd, a worker pool that is full); `ss -lnt` shows Recv-Q against the backlog"),
     );
-    d.ev("listen overflows", t.listen_overflows_per_s, "/s");
-    d.ev("listen drops", t.listen_drops_per_s, "/s");
+    d.ev("target's accept queue, most waiting", t.listen_queue_max.map(|q| q as f64), "connections");
+    d.ev("target's accept queue, mean waiting", t.listen_queue_mean, "connections");
+    d.ev("target's listen backlog", t.listen_backlog.map(|b| b as f64), "connections");
+    d.ev("listen overflows, machine-wide", t.listen_overflows_per_s, "/s");
+    d.ev("listen drops, machine-wide", t.listen_drops_per_s, "/s");
     let connect = ctx.step.errors.get(ErrorClass::ConnectRefused) + ctx.step.errors.get(ErrorClass::ConnectTimeout);
     if connect > 0 {
         d.ev("connect errors", Some(connect as f64 / ctx.step.window_s), "/s");
+    }
+    if full.is_none() {
+        // Machine-wide evidence alone: at most low.
+        d.cap = Confidence::Low;
+        d.v.missing.push(ctx.why("the target's accept queue", &["target_listen"]));
+    } else {
+        // The queue was full; the kernel counted overflows too (any listener's).
+        d.check(machine.map(|m| m >= LISTEN_OVERFLOW_PER_S), || ctx.why("listen overflows", SYSTEM));
     }
     Some(d.done())
 }
