@@ -46,21 +46,29 @@ fn a_pool_smaller_than_the_clients_leaves_clients_with_nothing_and_says_so() {
     assert_eq!((eight["counted"].as_u64(), eight["served_nothing"].as_u64()), (Some(8), Some(4)), "{eight}");
     assert!(eight["outstanding_at_end"].as_u64().unwrap() >= 4, "the starved clients' requests were still out: {eight}");
     assert!(eight["oldest_outstanding_ms"].as_f64().unwrap() >= 1500.0, "waiting since before the window: {eight}");
-    assert!((eight["jain_fairness"].as_f64().unwrap() - 0.5).abs() < 0.05, "{eight}");
+    // Half the clients served everything: Jain's index at most 0.5 (less
+    // when the served ones were served unevenly, as on a busy machine).
+    assert!(eight["jain_fairness"].as_f64().unwrap() <= 0.5 + 1e-9, "{eight}");
     assert!(kinds(&run).contains(&"starved-clients".to_string()), "{:?}", kinds(&run));
     let v = run["verdicts"].as_array().unwrap().iter().find(|v| v["kind"] == "starved-clients").unwrap();
     assert_eq!(v["concurrency"], 8);
     assert!(v["headline"].as_str().unwrap().starts_with("4 of 8 clients completed nothing"), "{v}");
     // The table says it under the step, never as a clean step.
+    // The cause named: the pool of 4 workers (the specimen's 5 threads less its main one).
+    assert!(kinds(&run).contains(&"worker-pool".to_string()), "{:?}", kinds(&run));
+    let v = run["verdicts"].as_array().unwrap().iter().find(|v| v["kind"] == "worker-pool").unwrap();
+    assert!(v["headline"].as_str().unwrap().contains("= about 4 workers"), "{v}");
     let shown = String::from_utf8(run_ok(&store, &["show", "last"])).unwrap();
     assert!(shown.contains("at 8 clients, 4 of 8 clients served nothing in the window"), "{shown}");
     assert!(shown.contains("CLIENTS SERVED NOTHING"), "{shown}");
 
-    // With a worker per client, every client is served: no such verdict.
+    // With workers to spare, every client is served: neither verdict.
     let enough =
-        json(&store, &["sweep", "--specimen", "pool", "--workers", "8", "-c", "8", "--warmup", "0.3s", "-d", "1.5s", "--json", "-q"]);
+        json(&store, &["sweep", "--specimen", "pool", "--workers", "16", "-c", "8", "--warmup", "0.3s", "-d", "1.5s", "--json", "-q"]);
     assert_eq!(steps(&enough)[0]["clients"]["served_nothing"], 0, "{}", steps(&enough)[0]["clients"]);
-    assert!(!kinds(&enough).contains(&"starved-clients".to_string()), "{:?}", kinds(&enough));
+    for kind in ["starved-clients", "worker-pool"] {
+        assert!(!kinds(&enough).contains(&kind.to_string()), "{kind}: {:?}", kinds(&enough));
+    }
 }
 
 fn run_ok(store: &std::path::Path, args: &[&str]) -> Vec<u8> {

@@ -28,6 +28,18 @@ impl Apache {
     /// most 256 connections); panics with a clear message when Apache is
     /// not installed (the README's test command installs it).
     pub fn start(mpm: Mpm, start_servers: u32) -> Apache {
+        Self::start_limited(mpm, start_servers, 256)
+    }
+
+    /// Starts Apache serving at most `max_workers` connections at once
+    /// (prefork: that many processes, all started; worker: processes of
+    /// `threads_per_child` threads up to it), as a server whose pool is
+    /// smaller than its clients: the rest wait in its listen queue.
+    pub fn start_with_workers(mpm: Mpm, max_workers: u32) -> Apache {
+        Self::start_limited(mpm, max_workers, max_workers)
+    }
+
+    fn start_limited(mpm: Mpm, start_servers: u32, max_workers: u32) -> Apache {
         let bin = find_program("apache2")
             .or_else(|| find_program("httpd"))
             .expect("Apache is not installed: run ./scripts/test.sh, which installs apache2-bin");
@@ -49,14 +61,15 @@ impl Apache {
         let port = free_port();
         let mpm_conf = match mpm {
             Mpm::Prefork => format!(
-                "LoadModule mpm_prefork_module {m}/mod_mpm_prefork.so\nStartServers {start_servers}\nMinSpareServers 1\nMaxSpareServers 256\nServerLimit 256\nMaxRequestWorkers 256\n",
+                "LoadModule mpm_prefork_module {m}/mod_mpm_prefork.so\nStartServers {start_servers}\nMinSpareServers 1\nMaxSpareServers {max_workers}\nServerLimit {max_workers}\nMaxRequestWorkers {max_workers}\n",
                 m = modules.display()
             ),
             Mpm::Worker { threads_per_child: t } => format!(
-                "LoadModule mpm_worker_module {m}/mod_mpm_worker.so\nStartServers {start_servers}\nThreadsPerChild {t}\nThreadLimit {t}\nMinSpareThreads 1\nMaxSpareThreads {max}\nServerLimit {servers}\nMaxRequestWorkers {max}\n",
+                "LoadModule mpm_worker_module {m}/mod_mpm_worker.so\nStartServers {start}\nThreadsPerChild {t}\nThreadLimit {t}\nMinSpareThreads 1\nMaxSpareThreads {max}\nServerLimit {servers}\nMaxRequestWorkers {max}\n",
                 m = modules.display(),
-                servers = 256 / t.max(1),
-                max = (256 / t.max(1)) * t
+                start = start_servers.min(max_workers / t.max(1)).max(1),
+                servers = (max_workers / t.max(1)).max(1),
+                max = (max_workers / t.max(1)).max(1) * t
             ),
         };
         // SAFETY: geteuid has no preconditions.

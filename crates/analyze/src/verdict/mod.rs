@@ -169,6 +169,9 @@ pub enum VerdictKind {
     StarvedClients,
     /// Every new connection wakes many waiting server threads; one gets it.
     ThunderingHerd,
+    /// The requests in service sit at the server's number of workers while
+    /// more clients wait: a fixed pool of processes or threads is the limit.
+    WorkerPool,
 }
 
 impl VerdictKind {
@@ -192,6 +195,7 @@ impl VerdictKind {
             VerdictKind::PeriodicStalls => "periodic-stalls",
             VerdictKind::StarvedClients => "starved-clients",
             VerdictKind::ThunderingHerd => "thundering-herd",
+            VerdictKind::WorkerPool => "worker-pool",
         }
     }
 
@@ -215,6 +219,7 @@ impl VerdictKind {
             VerdictKind::PeriodicStalls => "PERIODIC STALLS",
             VerdictKind::StarvedClients => "CLIENTS SERVED NOTHING",
             VerdictKind::ThunderingHerd => "THUNDERING HERD",
+            VerdictKind::WorkerPool => "WORKER POOL LIMIT",
         }
     }
 
@@ -224,21 +229,22 @@ impl VerdictKind {
         match self {
             VerdictKind::ClientBound => 0,
             VerdictKind::Errors => 1,
-            VerdictKind::StarvedClients => 2,
-            VerdictKind::PeriodicStalls => 3,
-            VerdictKind::ThunderingHerd => 4,
-            VerdictKind::LockContention => 5,
-            VerdictKind::DbContention => 6,
-            VerdictKind::SingleHotThread => 7,
-            VerdictKind::SoftirqOneCpu => 8,
-            VerdictKind::AcceptOverflow => 9,
-            VerdictKind::PortExhaustion => 10,
-            VerdictKind::CpuBoundKernel => 11,
-            VerdictKind::CpuBoundMixed => 12,
-            VerdictKind::CpuBoundUser => 13,
-            VerdictKind::CpuBusyElsewhere => 14,
-            VerdictKind::DiskBound => 15,
-            VerdictKind::NetworkBound => 16,
+            VerdictKind::WorkerPool => 2,
+            VerdictKind::StarvedClients => 3,
+            VerdictKind::PeriodicStalls => 4,
+            VerdictKind::ThunderingHerd => 5,
+            VerdictKind::LockContention => 6,
+            VerdictKind::DbContention => 7,
+            VerdictKind::SingleHotThread => 8,
+            VerdictKind::SoftirqOneCpu => 9,
+            VerdictKind::AcceptOverflow => 10,
+            VerdictKind::PortExhaustion => 11,
+            VerdictKind::CpuBoundKernel => 12,
+            VerdictKind::CpuBoundMixed => 13,
+            VerdictKind::CpuBoundUser => 14,
+            VerdictKind::CpuBusyElsewhere => 15,
+            VerdictKind::DiskBound => 16,
+            VerdictKind::NetworkBound => 17,
         }
     }
 }
@@ -332,7 +338,8 @@ pub fn verdicts(run: &Run, curve: &Curve) -> Vec<Verdict> {
     let first = measured.iter().min_by_key(|s| crate::series::level(s)).copied();
     let mut best: Vec<Verdict> = Vec::new();
     for step in measured.iter().filter(|s| crate::series::level(s) >= curve.knee_concurrency) {
-        let ctx = rules::Ctx { step, first, env: &run.environment, loopback: is_loopback(&run.plan.target) };
+        let keepalive = run.plan.options.get("keepalive").and_then(|v| v.as_bool());
+        let ctx = rules::Ctx { step, first, env: &run.environment, loopback: is_loopback(&run.plan.target), keepalive };
         for v in rules::all(&ctx) {
             match best.iter_mut().find(|b| b.kind == v.kind) {
                 Some(b) => {

@@ -150,13 +150,96 @@ pub(super) fn starved_clients(ctx: &Ctx) -> Option<Verdict> {
         "the server answers fewer connections at once than there are clients: look at its worker or thread pool and connection limits (Apache MaxRequestWorkers/ServerLimit, a thread pool size, max_connections) and its listen queue (`ss -ltn`: Recv-Q of the listener); on a prefork server keep-alive holds a worker per idle connection (KeepAliveTimeout)",
     );
     d.ev("clients served nothing", Some(f64::from(c.served_nothing)), &format!("of {}", c.clients));
-    d.ev("fewest completions of a client", Some(c.min as f64), "");
-    d.ev("most completions of a client", Some(c.max as f64), "");
+    d.ev("fewest completions of a client", Some(c.min as f64), "requests");
+    d.ev("most completions of a client", Some(c.max as f64), "requests");
     d.ev("Jain's fairness", c.jain(), "(1 = all alike)");
-    d.ev("requests out at the window's end", Some(f64::from(c.outstanding_at_end)), "");
+    d.ev("out at the window's end", Some(f64::from(c.outstanding_at_end)), "requests");
     d.ev("oldest of them", c.oldest_outstanding_ms, "ms");
     // Corroboration: the starved clients were waiting (a request out), not
     // idle or failing.
     d.check(Some(c.outstanding_at_end >= c.served_nothing), String::new);
+    Some(d.done())
+}
+
+/// How close the requests in service must come to the estimated number of
+/// workers (a share of it, at least one request) to be taken as "at" it.
+pub const POOL_MATCH_SHARE: f64 = 0.25;
+/// Share of the server's thread-time asleep (idle, %) from which its
+/// workers are taken to be mostly waiting on idle connections.
+pub const POOL_IDLE_PCT: f64 = 50.0;
+
+/// A fixed pool of workers is the limit: the requests in service (Little's
+/// law: throughput x mean latency of the answered requests) sit at the
+/// server's number of workers while more clients wait (in its listen queue,
+/// or served nothing).
+pub(super) fn worker_pool(ctx: &Ctx) -> Option<Verdict> {
+    let s = ctx.step;
+    if s.offered_rate_per_s.is_some() {
+        return None;
+    }
+    let t = ctx.t()?;
+    let mean_s = s.latency.summary()?.mean / 1e3;
+    let in_service = s.throughput_per_s() * mean_s;
+    let clients = f64::from(s.concurrency);
+    // Clients beyond those in service, waiting somewhere.
+    if clients < in_service + 1.0 {
+        return None;
+    }
+    let waiting_in_queue = t.listen_queue_mean.filter(|q| *q >= 1.0);
+    let starved = s.clients.filter(|c| c.served_nothing > 0 && s.offered_rate_per_s.is_none());
+    if waiting_in_queue.is_none() && starved.is_none() {
+        return None;
+    }
+    // The server's threads (all its processes' in a tree), less the parent
+    // or acceptor that serves no request: Apache prefork is a parent and
+    // one process per worker, the specimen's pool a main thread and its workers.
+    let threads = t.server_threads?;
+    let workers = threads.saturating_sub(1).max(1) as f64;
+    let at_workers = |x: f64| (x - workers).abs() <= (POOL_MATCH_SHARE * workers).max(1.0);
+    // Either the requests in service fill the workers, or (keep-alive) the
+    // clients served do: each worker holds one connection for its life,
+    // busy or idle, so the requests in service can be fewer.
+    let served = starved.map(|c| c.clients - c.served_nothing);
+    let held = if at_workers(in_service) {
+        format!("{in_service:.1} requests in service")
+    } else if let Some(n) = served.filter(|n| at_workers(f64::from(*n))) {
+        format!("{n} clients served, each holding a worker with its connection ({in_service:.1} requests in service)")
+    } else {
+        return None;
+    };
+    let queue = waiting_in_queue.map(|q| format!("; {q:.0} connections waiting in its listen queue")).unwrap_or_default();
+    let nothing = starved.map(|c| format!("; {} of {} clients served nothing", c.served_nothing, c.clients)).unwrap_or_default();
+    let idle = t.thread_states_pct.map(|p| p.idle).filter(|i| *i >= POOL_IDLE_PCT);
+    let kept = match (idle, ctx.keepalive) {
+        (Some(i), Some(true)) => format!(
+            "; its workers are {i:.0} % asleep, mostly waiting on keep-alive connections: idle clients hold them (KeepAliveTimeout, MaxKeepAliveRequests)"
+        ),
+        _ => String::new(),
+    };
+    let headline = format!(
+        "the server's worker pool is the limit: {held} = about {workers:.0} workers (its {threads} threads or processes, less the parent){queue}{nothing}{kept}"
+    );
+    let mut d = Draft::new(
+        VerdictKind::WorkerPool,
+        ctx,
+        headline,
+        "raise the pool to the clients it must serve (Apache MaxRequestWorkers and ServerLimit, a thread pool size, a database's max_connections) or cap the clients in front of it; on a prefork server keep-alive holds a worker per connection, idle or not (lower KeepAliveTimeout, or an event-driven server or MPM)",
+    );
+    d.ev("in service (throughput x mean latency)", Some(in_service), "requests");
+    d.ev("workers (server threads less one)", Some(workers), "workers");
+    d.ev("clients", Some(clients), "clients");
+    if let Some(n) = served {
+        d.ev("clients served", Some(f64::from(n)), "clients");
+    }
+    d.ev("listen queue, mean waiting", t.listen_queue_mean, "connections");
+    if let Some(c) = starved {
+        d.ev("clients served nothing", Some(f64::from(c.served_nothing)), &format!("of {}", c.clients));
+    }
+    // Corroboration: the CPU has room (else the machine, not the pool, may
+    // be what holds the requests in service at that number).
+    d.check(cpu_not_saturated(Some(t)), || ctx.why("CPU busy", CPU));
+    if let Some(b) = t.cpu_busy_pct {
+        d.ev("CPU busy", Some(b), "%");
+    }
     Some(d.done())
 }

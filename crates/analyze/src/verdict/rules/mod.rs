@@ -28,6 +28,8 @@ pub(super) struct Ctx<'a> {
     pub env: &'a Environment,
     /// The target is on loopback: no link between client and server.
     pub loopback: bool,
+    /// HTTP keep-alive was on (None: not an HTTP run, or not recorded).
+    pub keepalive: Option<bool>,
 }
 
 impl Ctx<'_> {
@@ -114,6 +116,7 @@ pub(super) fn all(ctx: &Ctx) -> Vec<Verdict> {
         client_bound(ctx),
         errors(ctx),
         starved_clients(ctx),
+        worker_pool(ctx),
         periodic_stalls(ctx),
         thundering_herd(ctx),
         lock_contention(ctx),
