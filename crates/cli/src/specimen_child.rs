@@ -1,7 +1,9 @@
 //! Starts the specimen as a child process (so it can be observed like any
 //! other server) and stops it when dropped.
 
+use crate::error::bad;
 use anyhow::Context;
+use scalelab_specimen::Mode;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -13,6 +15,29 @@ pub struct SpecimenChild {
 }
 
 impl SpecimenChild {
+    /// The specimen a sweep asked for: its mode, its work per request and,
+    /// for the `pool` and `herd` modes, its threads (`--workers`) and
+    /// `--fix`; an option its mode has no use for is refused (exit 2).
+    pub fn for_sweep(mode: Mode, work_us: u64, workers: Option<usize>, fix: bool) -> anyhow::Result<SpecimenChild> {
+        if !matches!(mode, Mode::Pool | Mode::Herd) && workers.is_some() {
+            return Err(bad(format!("--workers applies to the specimen's pool and herd modes, not {mode}: add --specimen pool")));
+        }
+        if mode != Mode::Herd && fix {
+            return Err(bad(format!("--fix applies to the specimen's herd mode, not {mode}: add --specimen herd")));
+        }
+        if workers.is_some_and(|w| !(1..=4096).contains(&w)) {
+            return Err(bad("--workers: use a number of threads from 1 to 4096"));
+        }
+        let mut extra = Vec::new();
+        if let Some(w) = workers {
+            extra.extend(["--workers".to_string(), w.to_string()]);
+        }
+        if fix {
+            extra.push("--fix".to_string());
+        }
+        SpecimenChild::spawn(mode.name(), work_us, &extra)
+    }
+
     /// Spawns `scalelab specimen` on a free loopback port, with `extra`
     /// options (`--workers N`, `--fix`), and waits for its address.
     pub fn spawn(mode: &str, work_us: u64, extra: &[String]) -> anyhow::Result<SpecimenChild> {

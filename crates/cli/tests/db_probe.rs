@@ -270,7 +270,11 @@ fn postgres_builtin_hot_row_with_durable_commits_is_diagnosed_as_lock_waits() {
         .find(|v| v["kind"] == "db-contention" && v["concurrency"] == 16)
         .unwrap_or_else(|| panic!("no db-contention at 16 clients: {verdicts:?}"));
     let headline = v["headline"].as_str().unwrap();
-    assert!(headline.contains("Lock:transactionid") || headline.contains("Lock:tuple"), "{v}");
+    // The row locks lead on a quiet machine; beside a CPU hog the commits'
+    // WAL writes queue longer and LWLock:WALWrite can lead them (46 %
+    // against Lock:transactionid's 36 %, beside stress-ng): a lock of the
+    // database's own either way, and the row locks are asserted above.
+    assert!(["Lock:transactionid", "Lock:tuple", "LWLock:WALWrite"].iter().any(|w| headline.contains(w)), "{v}");
 }
 
 #[test]

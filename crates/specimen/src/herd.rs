@@ -6,26 +6,29 @@
 //! connection for the work of one. With `--fix` the listener is added with
 //! `EPOLLEXCLUSIVE` (Linux 4.5), and the kernel wakes one waiter (or a few).
 
-use crate::server::{count_wakeup, serve_accepted, State};
 use std::io;
-use std::net::TcpListener;
+use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
 
+/// What a worker does after each wake-up: serve the connection it
+/// accepted (to its end), or note that it found none.
+pub(crate) type OnWake = Arc<dyn Fn(Option<TcpStream>) + Send + Sync>;
+
 /// Serves `listener` with `workers` threads that each wait for connections
 /// in an epoll of their own, woken all at once (`fix`: one at a time).
-pub(crate) fn serve(listener: TcpListener, state: Arc<State>, workers: usize, fix: bool) -> io::Result<()> {
+pub(crate) fn serve(listener: TcpListener, workers: usize, fix: bool, on_wake: OnWake) -> io::Result<()> {
     listener.set_nonblocking(true)?;
     let listener = Arc::new(listener);
     let mut threads = Vec::new();
     for i in 0..workers {
         let epoll = watch(&listener, fix)?;
-        let (listener, state) = (listener.clone(), state.clone());
+        let (listener, on_wake) = (listener.clone(), on_wake.clone());
         threads.push(
             std::thread::Builder::new()
                 .name(format!("herd-{i}"))
                 .stack_size(256 * 1024)
-                .spawn(move || worker(&epoll, &listener, &state))?,
+                .spawn(move || worker(&epoll, &listener, &on_wake))?,
         );
     }
     for t in threads {
@@ -53,8 +56,8 @@ fn watch(listener: &TcpListener, exclusive: bool) -> io::Result<OwnedFd> {
 }
 
 /// Waits in its epoll; on each wake-up accepts a connection if one is
-/// left (often none: another worker was quicker) and serves it to its end.
-fn worker(epoll: &OwnedFd, listener: &TcpListener, state: &Arc<State>) {
+/// left (often none: another worker was quicker) and hands it on.
+fn worker(epoll: &OwnedFd, listener: &TcpListener, on_wake: &OnWake) {
     let mut events = [libc::epoll_event { events: 0, u64: 0 }; 1];
     loop {
         // SAFETY: the buffer holds one event and lives across the call.
@@ -66,14 +69,8 @@ fn worker(epoll: &OwnedFd, listener: &TcpListener, state: &Arc<State>) {
             return;
         }
         // One connection per wake-up, served to its end; the listener is
-        // level-triggered, so what is left wakes the workers again.
-        match listener.accept() {
-            Ok((stream, _)) => {
-                count_wakeup(state, false);
-                serve_accepted(stream, state);
-            }
-            // Another worker took it (EAGAIN), or EMFILE and friends: back to waiting.
-            Err(_) => count_wakeup(state, true),
-        }
+        // level-triggered, so what is left wakes the workers again. Another
+        // worker may have taken it (EAGAIN), or EMFILE and friends: None.
+        on_wake(listener.accept().ok().map(|(stream, _)| stream));
     }
 }

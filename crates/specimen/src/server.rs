@@ -76,7 +76,7 @@ pub struct Stats {
     pub empty_wakeups: u64,
 }
 
-pub(crate) struct State {
+struct State {
     mode: Mode,
     work_us: u64,
     requests: AtomicU64,
@@ -220,7 +220,18 @@ pub fn serve(config: SpecimenConfig, on_bound: impl FnOnce(SocketAddr)) -> io::R
         Mode::SingleThread => return serve_single_thread(listener, state),
         Mode::Scales => return serve_event_loops(listener, state),
         Mode::Pool => return serve_pool(listener, state, config.workers.max(1)),
-        Mode::Herd => return crate::herd::serve(listener, state, config.workers.max(1), config.fix),
+        Mode::Herd => {
+            let on_wake: crate::herd::OnWake = Arc::new(move |stream| {
+                state.wakeups.fetch_add(1, Ordering::Relaxed);
+                match stream {
+                    Some(stream) => serve_accepted(stream, &state),
+                    None => {
+                        state.empty_wakeups.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+            return crate::herd::serve(listener, config.workers.max(1), config.fix, on_wake);
+        }
         _ => {}
     }
     // Thread-per-connection modes; `thread-per-connection` waits for a free
@@ -284,18 +295,10 @@ fn serve_pool(listener: TcpListener, state: Arc<State>, workers: usize) -> io::R
 }
 
 /// One connection served to its end on the calling thread (`herd`'s workers).
-pub(crate) fn serve_accepted(stream: TcpStream, state: &Arc<State>) {
+fn serve_accepted(stream: TcpStream, state: &State) {
     state.connections.fetch_add(1, Ordering::Relaxed);
     let _ = stream.set_nonblocking(false);
     let _ = serve_connection(stream, state);
-}
-
-/// Counts a worker's wake-up from epoll, and whether it found nothing to accept.
-pub(crate) fn count_wakeup(state: &State, empty: bool) {
-    state.wakeups.fetch_add(1, Ordering::Relaxed);
-    if empty {
-        state.empty_wakeups.fetch_add(1, Ordering::Relaxed);
-    }
 }
 
 /// The most connection threads `thread-per-connection` runs at once (as

@@ -114,19 +114,6 @@ fn specimen_work_us(a: &SweepArgs) -> u64 {
     a.work_us.unwrap_or(100)
 }
 
-/// The specimen's options beyond its mode and work: the `pool` and `herd`
-/// modes' threads and `--fix`, as `scalelab specimen` takes them.
-fn specimen_extra(a: &SweepArgs) -> Vec<String> {
-    let mut extra = Vec::new();
-    if let Some(w) = a.workers {
-        extra.extend(["--workers".to_string(), w.to_string()]);
-    }
-    if a.fix {
-        extra.push("--fix".to_string());
-    }
-    extra
-}
-
 /// Options that do not apply to this kind of target are refused rather
 /// than silently ignored: a user who gave them expected them to act.
 fn refuse_options_that_do_not_apply(a: &SweepArgs, sql: bool) -> anyhow::Result<()> {
@@ -293,19 +280,7 @@ pub fn prepare_then<X: Execute>(store_path: &Path, mut a: SweepArgs, x: X) -> an
 /// Starts the specimen if asked, builds the HTTP driver and sends the preflight request.
 fn prepare_http(a: &SweepArgs, specimen_mode: Option<scalelab_specimen::Mode>) -> anyhow::Result<Prepared<HttpDriver>> {
     let specimen = match specimen_mode {
-        Some(mode) => {
-            let pooled = matches!(mode, scalelab_specimen::Mode::Pool | scalelab_specimen::Mode::Herd);
-            if !pooled && a.workers.is_some() {
-                return Err(bad(format!("--workers applies to the specimen's pool and herd modes, not {mode}: add --specimen pool")));
-            }
-            if mode != scalelab_specimen::Mode::Herd && a.fix {
-                return Err(bad(format!("--fix applies to the specimen's herd mode, not {mode}: add --specimen herd")));
-            }
-            if a.workers.is_some_and(|w| !(1..=4096).contains(&w)) {
-                return Err(bad("--workers: use a number of threads from 1 to 4096"));
-            }
-            Some(SpecimenChild::spawn(mode.name(), specimen_work_us(a), &specimen_extra(a))?)
-        }
+        Some(mode) => Some(SpecimenChild::for_sweep(mode, specimen_work_us(a), a.workers, a.fix)?),
         None => None,
     };
     let (url, target_name) = match (&specimen, &a.target) {
