@@ -270,7 +270,14 @@ fn too_many_connections_and_a_killed_server() {
     // Terminated backends: the clients see connection_lost and reconnect.
     let child =
         common::spawn(&store, &["sweep", &url, "-c", "2", "--warmup", "0", "-d", "1500ms", "--json", "-q", "--workload", "point-select"]);
-    std::thread::sleep(Duration::from_millis(700));
+    // Once both clients are connected (a busy machine takes its time to
+    // start the sweep), their backends are terminated.
+    let t0 = std::time::Instant::now();
+    while pg.psql("postgres", "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'scalelab'").trim() != "2" {
+        assert!(t0.elapsed() < Duration::from_secs(30), "the sweep's 2 clients never connected");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
     let killed = pg.psql("postgres", "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'scalelab'");
     assert_eq!(killed, "2");
     let out = child.wait_with_output().unwrap();

@@ -31,8 +31,10 @@ fn kill_9_keeps_finished_steps_and_marks_the_run_incomplete() {
     assert!(run["outcome"].is_null(), "a killed run never wrote an outcome");
     let s = steps(&run);
     assert!(s.len() >= 2 && s.len() < 8, "{} steps", s.len());
+    // Each kept step finished its window (beside a CPU hog a starved step
+    // may have completed nothing: kept all the same, as measured).
     for step in s {
-        assert!(step["requests"].as_u64().unwrap() > 0 && step["partial"] == false);
+        assert!(step["partial"] == false && step["window_s"].as_f64().unwrap() > 0.0, "{step}");
     }
     let table = run_text(&store, &["runs"]);
     assert!(table.contains("incomplete"), "{table}");

