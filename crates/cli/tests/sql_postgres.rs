@@ -201,6 +201,11 @@ fn real_deadlocks_and_bad_input() {
     let store = dir.path().join("s.db");
     let url = pg.url();
     ok(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "100", "-q"]);
+    // Deadlocks found in 100 ms instead of the default 1 s: 8 clients jammed
+    // on two rows for a second at a time left a 1.5 s window beside a CPU
+    // hog with nothing completed.
+    pg.psql("postgres", "ALTER SYSTEM SET deadlock_timeout = '100ms'");
+    pg.psql("postgres", "SELECT pg_reload_conf()");
     // Two rows updated in random order inside a transaction: a deadlock recipe.
     let wl = dir.path().join("deadlock.toml");
     std::fs::write(
