@@ -96,6 +96,153 @@ pub const CATALOG: &[FigureInfo] = &[
     f("flops_avg", Fpu, "flops average of the 8 kernels", Mflops),
 ];
 
+/// One of lmbench's summary tables: its title, whether it shows the Mhz
+/// column, and its (header, figure id) columns. The one place a figure's
+/// lmbench header lives: published tables are read by these headers
+/// (`analyze`'s import) and our runs are tabled under them (`report`).
+pub struct SummaryTable {
+    pub title: &'static str,
+    pub mhz: bool,
+    pub cols: &'static [(&'static str, &'static str)],
+}
+
+/// The summary tables in lmbench's order (lmbench 3's `make see`), then
+/// ours (threads, locks, flops) after them.
+pub const LMBENCH_TABLES: &[SummaryTable] = &[
+    SummaryTable {
+        title: "Processor, Processes - times in microseconds - smaller is better",
+        mhz: true,
+        cols: &[
+            ("null call", "null_call"),
+            ("null I/O", "null_io"),
+            ("stat", "stat"),
+            ("open clos", "open_close"),
+            ("slct TCP", "select_tcp_100"),
+            ("sig inst", "sig_install"),
+            ("sig hndl", "sig_catch"),
+            ("fork proc", "fork_exit"),
+            ("exec proc", "fork_exec"),
+            ("sh proc", "fork_sh"),
+        ],
+    },
+    SummaryTable {
+        title: "File & VM system latencies in microseconds - smaller is better",
+        mhz: false,
+        cols: &[("Prot Fault", "prot_fault"), ("100fd selct", "select_file_100")],
+    },
+    SummaryTable {
+        title: "Context switching - times in microseconds - smaller is better",
+        mhz: false,
+        cols: &[
+            ("2p/0K ctxsw", "ctx_2p_0k"),
+            ("2p/16K ctxsw", "ctx_2p_16k"),
+            ("2p/64K ctxsw", "ctx_2p_64k"),
+            ("8p/16K ctxsw", "ctx_8p_16k"),
+            ("8p/64K ctxsw", "ctx_8p_64k"),
+            ("16p/16K ctxsw", "ctx_16p_16k"),
+            ("16p/64K ctxsw", "ctx_16p_64k"),
+        ],
+    },
+    SummaryTable {
+        title: "*Local* Communication latencies in microseconds - smaller is better",
+        mhz: false,
+        cols: &[
+            ("2p/0K ctxsw", "ctx_2p_0k"),
+            ("Pipe", "pipe_latency"),
+            ("AF UNIX", "unix_latency"),
+            ("UDP", "udp_latency"),
+            ("TCP", "tcp_latency"),
+            ("TCP conn", "tcp_connect"),
+        ],
+    },
+    SummaryTable {
+        title: "*Local* Communication latencies, both ends on one CPU, in microseconds - smaller is better",
+        mhz: false,
+        cols: &[
+            ("Pipe", "pipe_latency_same_cpu"),
+            ("AF UNIX", "unix_latency_same_cpu"),
+            ("UDP", "udp_latency_same_cpu"),
+            ("TCP", "tcp_latency_same_cpu"),
+            ("TCP conn", "tcp_connect_same_cpu"),
+        ],
+    },
+    SummaryTable {
+        title: "*Local* Communication bandwidths in MB/s - bigger is better",
+        mhz: false,
+        cols: &[
+            ("Pipe", "bw_pipe"),
+            ("AF UNIX", "bw_unix"),
+            ("TCP", "bw_tcp"),
+            ("File reread", "bw_file_reread"),
+            ("Mmap reread", "bw_mmap_reread"),
+            ("Mem copy", "bw_mem_cp"),
+            ("Mem read", "bw_mem_rd"),
+            ("Mem write", "bw_mem_wr"),
+        ],
+    },
+    SummaryTable {
+        title: "Memory latencies in nanoseconds - smaller is better",
+        mhz: false,
+        cols: &[("L1 $", "mem_lat_l1"), ("L2 $", "mem_lat_l2"), ("LLC $", "mem_lat_llc"), ("Main mem", "mem_lat_main")],
+    },
+    SummaryTable {
+        title: "Threads and locks - microseconds (mutex in ns) - smaller is better",
+        mhz: false,
+        cols: &[
+            ("thread create", "thread_create"),
+            ("mutex ns", "mutex_uncontended"),
+            ("mutex handoff", "mutex_handoff"),
+            ("futex wake", "futex_wake"),
+        ],
+    },
+    SummaryTable {
+        title: "Lock contention - Mops/s bigger is better; CPU ns per acquisition smaller is better",
+        mhz: false,
+        cols: &[
+            ("spin 2t", "lock_spin_2t"),
+            ("mutex 2t", "lock_mutex_2t"),
+            ("spin 4t", "lock_spin_4t"),
+            ("mutex 4t", "lock_mutex_4t"),
+            ("spin 8t", "lock_spin_8t"),
+            ("mutex 8t", "lock_mutex_8t"),
+            ("spin 8t cpu", "lock_spin_8t_cpu"),
+            ("mutex 8t cpu", "lock_mutex_8t_cpu"),
+        ],
+    },
+    SummaryTable {
+        title: "FPU, flops-style kernels, in MFLOPS - bigger is better",
+        mhz: false,
+        cols: &[
+            ("1", "flops_1"),
+            ("2", "flops_2"),
+            ("3", "flops_3"),
+            ("4", "flops_4"),
+            ("5", "flops_5"),
+            ("6", "flops_6"),
+            ("7", "flops_7"),
+            ("8", "flops_8"),
+            ("Average", "flops_avg"),
+        ],
+    },
+];
+
+/// The figure id a published lmbench column header names (any table, any
+/// case: lmbench 2 wrote "prot fault", lmbench 3 "Prot Fault").
+pub fn lmbench_column(header: &str) -> Option<&'static str> {
+    LMBENCH_TABLES.iter().flat_map(|t| t.cols.iter()).find(|(h, _)| h.eq_ignore_ascii_case(header)).map(|(_, id)| *id)
+}
+
+/// Every lmbench column header, each once, in table order.
+pub fn lmbench_headers() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for (h, _) in LMBENCH_TABLES.iter().flat_map(|t| t.cols.iter()) {
+        if !out.iter().any(|o| o.eq_ignore_ascii_case(h)) {
+            out.push(h);
+        }
+    }
+    out
+}
+
 /// The catalog entry of a fixed id.
 pub fn info(id: &str) -> Option<&'static FigureInfo> {
     CATALOG.iter().find(|f| f.id == id)

@@ -13,127 +13,6 @@ use std::collections::BTreeSet;
 /// A micro-benchmark table (the report's [`TextTable`]).
 pub type Table = TextTable;
 
-/// One summary table: its title, whether it shows the Mhz column, and its
-/// (header, figure id) columns.
-struct Layout {
-    title: &'static str,
-    mhz: bool,
-    cols: &'static [(&'static str, &'static str)],
-}
-
-const LAYOUTS: &[Layout] = &[
-    Layout {
-        title: "Processor, Processes - times in microseconds - smaller is better",
-        mhz: true,
-        cols: &[
-            ("null call", "null_call"),
-            ("null I/O", "null_io"),
-            ("stat", "stat"),
-            ("open clos", "open_close"),
-            ("slct TCP", "select_tcp_100"),
-            ("sig inst", "sig_install"),
-            ("sig hndl", "sig_catch"),
-            ("fork proc", "fork_exit"),
-            ("exec proc", "fork_exec"),
-            ("sh proc", "fork_sh"),
-        ],
-    },
-    Layout {
-        title: "Context switching - times in microseconds - smaller is better",
-        mhz: false,
-        cols: &[
-            ("2p/0K ctxsw", "ctx_2p_0k"),
-            ("2p/16K ctxsw", "ctx_2p_16k"),
-            ("2p/64K ctxsw", "ctx_2p_64k"),
-            ("8p/16K ctxsw", "ctx_8p_16k"),
-            ("8p/64K ctxsw", "ctx_8p_64k"),
-            ("16p/16K ctxsw", "ctx_16p_16k"),
-            ("16p/64K ctxsw", "ctx_16p_64k"),
-        ],
-    },
-    Layout {
-        title: "*Local* Communication latencies in microseconds - smaller is better",
-        mhz: false,
-        cols: &[
-            ("2p/0K ctxsw", "ctx_2p_0k"),
-            ("Pipe", "pipe_latency"),
-            ("AF UNIX", "unix_latency"),
-            ("UDP", "udp_latency"),
-            ("TCP", "tcp_latency"),
-            ("TCP conn", "tcp_connect"),
-        ],
-    },
-    Layout {
-        title: "*Local* Communication latencies, both ends on one CPU, in microseconds - smaller is better",
-        mhz: false,
-        cols: &[
-            ("Pipe", "pipe_latency_same_cpu"),
-            ("AF UNIX", "unix_latency_same_cpu"),
-            ("UDP", "udp_latency_same_cpu"),
-            ("TCP", "tcp_latency_same_cpu"),
-            ("TCP conn", "tcp_connect_same_cpu"),
-        ],
-    },
-    Layout {
-        title: "*Local* Communication bandwidths in MB/s - bigger is better",
-        mhz: false,
-        cols: &[
-            ("Pipe", "bw_pipe"),
-            ("AF UNIX", "bw_unix"),
-            ("TCP", "bw_tcp"),
-            ("File reread", "bw_file_reread"),
-            ("Mmap reread", "bw_mmap_reread"),
-            ("Mem copy", "bw_mem_cp"),
-            ("Mem read", "bw_mem_rd"),
-            ("Mem write", "bw_mem_wr"),
-        ],
-    },
-    Layout {
-        title: "Memory latencies in nanoseconds - smaller is better",
-        mhz: false,
-        cols: &[("L1 $", "mem_lat_l1"), ("L2 $", "mem_lat_l2"), ("LLC $", "mem_lat_llc"), ("Main mem", "mem_lat_main")],
-    },
-    Layout {
-        title: "Threads and locks - microseconds (mutex in ns) - smaller is better",
-        mhz: false,
-        cols: &[
-            ("thread create", "thread_create"),
-            ("mutex ns", "mutex_uncontended"),
-            ("mutex handoff", "mutex_handoff"),
-            ("futex wake", "futex_wake"),
-        ],
-    },
-    Layout {
-        title: "Lock contention - Mops/s bigger is better; CPU ns per acquisition smaller is better",
-        mhz: false,
-        cols: &[
-            ("spin 2t", "lock_spin_2t"),
-            ("mutex 2t", "lock_mutex_2t"),
-            ("spin 4t", "lock_spin_4t"),
-            ("mutex 4t", "lock_mutex_4t"),
-            ("spin 8t", "lock_spin_8t"),
-            ("mutex 8t", "lock_mutex_8t"),
-            ("spin 8t cpu", "lock_spin_8t_cpu"),
-            ("mutex 8t cpu", "lock_mutex_8t_cpu"),
-        ],
-    },
-    Layout {
-        title: "FPU, flops-style kernels, in MFLOPS - bigger is better",
-        mhz: false,
-        cols: &[
-            ("1", "flops_1"),
-            ("2", "flops_2"),
-            ("3", "flops_3"),
-            ("4", "flops_4"),
-            ("5", "flops_5"),
-            ("6", "flops_6"),
-            ("7", "flops_7"),
-            ("8", "flops_8"),
-            ("Average", "flops_avg"),
-        ],
-    },
-];
-
 fn cell(v: Option<f64>) -> String {
     v.map(fmt_num).unwrap_or_else(|| "-".to_string())
 }
@@ -155,7 +34,7 @@ pub fn anomaly_notes(runs: &[LabelledRun]) -> Vec<String> {
 /// rows is left out. A memory-latency curve table follows when any run has one.
 pub fn summary_tables(runs: &[LabelledRun]) -> Vec<Table> {
     let mut out = Vec::new();
-    for lay in LAYOUTS {
+    for lay in scalelab_micro::catalog::LMBENCH_TABLES {
         let mut columns = vec!["Host".to_string(), "OS".to_string()];
         if lay.mhz {
             columns.push("Mhz".to_string());
@@ -343,5 +222,16 @@ mod tests {
         assert_eq!(super::short_os("Linux 6.1.0-26-amd64 (Debian GNU/Linux 12 (bookworm))"), "Linux 6.1.0");
         assert_eq!(super::short_os("Linux 6.12.9"), "Linux 6.12.9");
         assert_eq!(super::short_os("Darwin"), "Darwin");
+    }
+
+    #[test]
+    fn an_imported_protection_fault_figure_appears_in_the_summary() {
+        // lmbench 2's header, lower case: read, and shown under lmbench 3's.
+        let csv = "Host,OS,Mhz,null call,sig hndl,prot fault\nbox,Linux 2.6,2400,0.10,1.20,0.45\n";
+        let runs = scalelab_analyze::micro::parse_published_csv("t.csv", csv).unwrap();
+        let tables = super::summary_tables(&runs);
+        let vm = tables.iter().find(|t| t.title.starts_with("File & VM")).expect("the File & VM table");
+        let at = vm.columns.iter().position(|c| c == "Prot Fault").expect("a Prot Fault column");
+        assert_eq!(vm.rows[0][at], "0.450");
     }
 }

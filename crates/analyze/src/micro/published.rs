@@ -12,33 +12,6 @@ use scalelab_micro::catalog;
 use scalelab_micro::{LabelledRun, MicroResult, MicroRun};
 use std::path::Path;
 
-/// lmbench summary column headers and the ids they map to.
-const LMBENCH_COLUMNS: &[(&str, &str)] = &[
-    ("null call", "null_call"),
-    ("null I/O", "null_io"),
-    ("stat", "stat"),
-    ("open clos", "open_close"),
-    ("slct TCP", "select_tcp_100"),
-    ("sig inst", "sig_install"),
-    ("sig hndl", "sig_catch"),
-    ("prot fault", "prot_fault"),
-    ("fork proc", "fork_exit"),
-    ("exec proc", "fork_exec"),
-    ("sh proc", "fork_sh"),
-    ("2p/0K ctxsw", "ctx_2p_0k"),
-    ("2p/16K ctxsw", "ctx_2p_16k"),
-    ("2p/64K ctxsw", "ctx_2p_64k"),
-    ("8p/16K ctxsw", "ctx_8p_16k"),
-    ("8p/64K ctxsw", "ctx_8p_64k"),
-    ("16p/16K ctxsw", "ctx_16p_16k"),
-    ("16p/64K ctxsw", "ctx_16p_64k"),
-    ("Pipe", "pipe_latency"),
-    ("AF UNIX", "unix_latency"),
-    ("UDP", "udp_latency"),
-    ("TCP", "tcp_latency"),
-    ("TCP conn", "tcp_connect"),
-];
-
 /// A published figure: one sample, no spread known.
 fn published(id: &str, value: f64) -> Option<MicroResult> {
     let info = catalog::info(id)?;
@@ -113,10 +86,8 @@ pub fn parse_published_csv(name: &str, text: &str) -> Result<Vec<LabelledRun>, M
         if Some(j) == Some(host) || Some(j) == os || Some(j) == mhz {
             continue;
         }
-        let id = LMBENCH_COLUMNS.iter().find(|(name, _)| name == h).map(|(_, id)| *id).ok_or_else(|| {
-            let known: Vec<&str> = LMBENCH_COLUMNS.iter().map(|c| c.0).collect();
-            err(hline, format!("unknown column `{h}`; known: {}", known.join(", ")))
-        })?;
+        let id = catalog::lmbench_column(h)
+            .ok_or_else(|| err(hline, format!("unknown column `{h}`; known: {}", catalog::lmbench_headers().join(", "))))?;
         cols.push((j, id));
     }
     let mut runs = Vec::new();
