@@ -29,23 +29,9 @@ pub fn from_wire(v: &Value, offset_ms: i64) -> Option<Record> {
         return Some(Record::Unavailable(Source::from_name(src)?, v.get("why")?.as_str()?.to_string()));
     }
     let kind = SampleKind::from_name(v.get("kind")?.as_str()?)?;
-    let mut reading: Value = serde_json::from_str(v.get("json")?.as_str()?).ok()?;
-    if offset_ms != 0 {
-        // Every sample kind keeps its time as `unix_ms`, at the top or in `at`.
-        if let Some(slot) = reading.get_mut("unix_ms") {
-            shift(slot, offset_ms);
-        }
-        if let Some(slot) = reading.get_mut("at").and_then(|a| a.get_mut("unix_ms")) {
-            shift(slot, offset_ms);
-        }
-    }
-    Sample::from_json(kind, &reading.to_string()).ok().map(Record::Sample)
-}
-
-fn shift(slot: &mut Value, offset_ms: i64) {
-    if let Some(t) = slot.as_i64() {
-        *slot = Value::from(t - offset_ms);
-    }
+    let mut sample = Sample::from_json(kind, v.get("json")?.as_str()?).ok()?;
+    sample.shift_clock(offset_ms);
+    Some(Record::Sample(sample))
 }
 
 /// The probes running on the agent, and the thread that sends their records.
@@ -102,5 +88,26 @@ impl Probing {
     pub fn stop(self) {
         self.stop.store(true, Ordering::Relaxed);
         let _ = self.handle.join();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scalelab_core::sample::DbSample;
+
+    #[test]
+    fn a_server_agents_samples_move_onto_this_clock_wait_chunks_included() {
+        // The agent's clock 2 s ahead: a PostgreSQL wait chunk of the span
+        // 1.000-1.250 s on the agent's clock is -1.000 to -0.750 s here,
+        // its start moved with its end (it was left behind before).
+        let chunk = DbSample { unix_ms: 1_250, engine: "postgres".into(), since_unix_ms: Some(1_000), ..Default::default() };
+        let wire = to_wire(&Record::Sample(Sample::Db(Box::new(chunk)))).unwrap();
+        let Some(Record::Sample(Sample::Db(back))) = from_wire(&wire, 2_000) else { panic!("a db sample back") };
+        assert_eq!((back.since_unix_ms, back.unix_ms), (Some(-1_000), -750));
+        // Every kind is moved by the same method.
+        let mut threads = Sample::Threads(Default::default());
+        threads.shift_clock(2_000);
+        assert_eq!(threads.unix_ms(), -2_000);
     }
 }

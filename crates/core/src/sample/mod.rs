@@ -115,6 +115,29 @@ impl Sample {
         }
     }
 
+    /// Moves every wall-clock time of the reading by `offset_ms` back (a
+    /// remote host's clock minus this one's), so that a server agent's
+    /// readings line up with this machine's steps. Every kind's every time,
+    /// a PostgreSQL wait chunk's start included: the steps take their wait
+    /// chunks by it, so a chunk left on the agent's clock would land in the
+    /// wrong step (or none) once the offset exceeds the chunk's slack.
+    pub fn shift_clock(&mut self, offset_ms: i64) {
+        let back = |t: &mut i64| *t = t.saturating_sub(offset_ms);
+        match self {
+            Sample::System(s) => back(&mut s.at.unix_ms),
+            Sample::Process(s) => back(&mut s.at.unix_ms),
+            Sample::Threads(s) => back(&mut s.unix_ms),
+            Sample::Db(s) => {
+                back(&mut s.unix_ms);
+                if let Some(since) = s.since_unix_ms.as_mut() {
+                    back(since);
+                }
+            }
+            Sample::Specimen(s) => back(&mut s.unix_ms),
+            Sample::Profile(s) => back(&mut s.unix_ms),
+        }
+    }
+
     /// The stored form: the reading alone as JSON (no kind tag: that is the row's `kind`).
     pub fn to_json(&self) -> serde_json::Result<String> {
         match self {
