@@ -249,7 +249,7 @@ mod tests {
         let (l4, c_r) = tokio::io::duplex(1 << 16);
         tokio::spawn(link(l1, l2, there));
         tokio::spawn(link(l3, l4, back));
-        tokio::spawn(crate::serve::serve(Box::new(a_r), Box::new(a_w), None, crate::PROTOCOL));
+        tokio::spawn(crate::serve::serve(Box::new(a_r), Box::new(a_w), None, crate::PROTOCOL, std::sync::Arc::new(|_: &str| {})));
         let stderr: Arc<LastWords> = Arc::default();
         stderr.done.store(true, Ordering::Relaxed);
         let reach = Reach { protocol: crate::PROTOCOL, ..Default::default() };

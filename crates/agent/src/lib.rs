@@ -22,5 +22,9 @@ pub mod serve;
 pub mod wire_step;
 
 pub use connect::{AgentAddr, Reach};
+
+/// Where an agent's lines go (refusals, sessions, cut steps): the binary
+/// prints them; the crates below it never print (docs/architecture.md).
+pub type Log = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
 pub use coordinator::{Coordinator, Loss, Role};
 pub use proto::{HttpSpec, SqlSpec, PROTOCOL};

@@ -143,7 +143,8 @@ async fn handshake(r: &mut Reader, w: &mut Writer, proof: Option<&Proof>, protoc
 
 /// One session on an open control channel. Returns when the coordinator
 /// says bye or the channel ends; Err: the session was refused, and why.
-pub async fn serve(mut r: Reader, mut w: Writer, proof: Option<Proof>, protocol: u32) -> Result<(), String> {
+/// `log` takes the session's lines (a step cut short).
+pub async fn serve(mut r: Reader, mut w: Writer, proof: Option<Proof>, protocol: u32, log: crate::Log) -> Result<(), String> {
     handshake(&mut r, &mut w, proof.as_ref(), protocol).await?;
     let (tx, mut rx) = mpsc::unbounded_channel::<FromAgent>();
     let writer = tokio::spawn(async move {
@@ -203,7 +204,7 @@ pub async fn serve(mut r: Reader, mut w: Writer, proof: Option<Proof>, protocol:
                 }
                 let stop = Arc::new(AtomicBool::new(false));
                 *step_stop.lock().expect("not poisoned") = stop.clone();
-                let (tx, gone) = (tx.clone(), gone.clone());
+                let (tx, gone, log) = (tx.clone(), gone.clone(), log.clone());
                 running = Some(std::thread::spawn(move || {
                     let wait = Duration::from_micros(start_at_unix_us.saturating_sub(unix_us()).clamp(0, 60_000_000) as u64);
                     let until = Instant::now() + wait;
@@ -222,7 +223,7 @@ pub async fn serve(mut r: Reader, mut w: Writer, proof: Option<Proof>, protocol:
                             cut = true;
                             stop.store(true, Ordering::Relaxed);
                             let why = if gone.load(Ordering::Relaxed) { "the coordinator is gone" } else { "past its end and the grace" };
-                            eprintln!("agent: step {} cut: {why}", index + 1);
+                            log(&format!("agent: step {} cut: {why}", index + 1));
                         }
                         let _ = tx.send(FromAgent::Tick {
                             index,
@@ -310,7 +311,8 @@ mod tests {
         let (mut c_w, a_r) = tokio::io::duplex(1 << 16);
         let (a_w, mut c_r) = tokio::io::duplex(1 << 16);
         let proof = super::Proof { token: token.clone(), ekm: ekm.clone() };
-        let agent = tokio::spawn(super::serve(Box::new(a_r), Box::new(a_w), Some(proof), crate::PROTOCOL));
+        let agent =
+            tokio::spawn(super::serve(Box::new(a_r), Box::new(a_w), Some(proof), crate::PROTOCOL, std::sync::Arc::new(|_: &str| {})));
         let c_nonce = auth::nonce();
         write_frame(&mut c_w, &ToAgent::Hello { protocol: crate::PROTOCOL, nonce: c_nonce.clone() }).await.unwrap();
         let Some((FromAgent::Hello { nonce: a_nonce, host, version, .. }, _)) = read_frame(&mut c_r).await.unwrap() else {

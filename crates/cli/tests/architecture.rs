@@ -248,3 +248,31 @@ fn no_source_file_holds_more_than_500_lines_of_logic() {
     }
     assert!(big.is_empty(), "files to split by concern: {big:?}");
 }
+
+/// Only the binary prints: the crates below it return what they have to
+/// say (a result, an error, a line to a log callback), so a library user
+/// decides where output goes and the binary escapes it on the way out.
+#[test]
+fn nothing_below_the_binary_prints() {
+    let mut offenders = Vec::new();
+    for (name, dir) in crates() {
+        // The binary prints; the test kit reports on its servers to tests.
+        if name == "cli" || name == "testkit" {
+            continue;
+        }
+        let mut files = Vec::new();
+        rust_files(&dir.join("src"), &mut files);
+        for f in files {
+            if f.file_name().is_some_and(|n| n == "tests.rs" || n.to_string_lossy().ends_with("_tests.rs")) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&f).unwrap();
+            for (i, line) in code(&text).lines().enumerate() {
+                if ["println!(", "eprintln!(", "print!(", "eprint!(", "dbg!("].iter().any(|m| line.contains(m)) {
+                    offenders.push(format!("{}:{}: {}", f.strip_prefix(workspace()).unwrap().display(), i + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "printing below the binary (return it, or take a log callback):\n{}", offenders.join("\n"));
+}

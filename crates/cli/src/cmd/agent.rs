@@ -17,7 +17,7 @@ pub fn run(a: &AgentArgs) -> anyhow::Result<ExitCode> {
             return Err(bad("--token-file, --cert and --key are for --listen: over --stdio, ssh authenticated the coordinator"));
         }
         // A refused session is logged here; the coordinator says why on its side.
-        return match stdio(protocol) {
+        return match stdio(protocol, log()) {
             Ok(()) => Ok(ExitCode::SUCCESS),
             Err(why) => Err(anyhow::anyhow!("agent: refused: {why}")),
         };
@@ -26,8 +26,14 @@ pub fn run(a: &AgentArgs) -> anyhow::Result<ExitCode> {
         return Err(bad("give --stdio (under ssh) or --listen ADDR --token-file FILE"));
     };
     let cert_key = a.cert.as_deref().zip(a.key.as_deref());
-    listen(&ListenConfig { addr, token_file, cert_key, protocol }).map_err(bad)?;
+    listen(&ListenConfig { addr, token_file, cert_key, protocol, log: log() }).map_err(bad)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The agent's lines on stderr, control characters escaped (a peer's
+/// address or a TLS error may carry text from the network).
+fn log() -> scalelab_agent::Log {
+    std::sync::Arc::new(|line: &str| eprintln!("{}", scalelab_core::escape_control(line)))
 }
 
 /// A Kubernetes Indexed Job of `--agents` pods, each `scalelab agent
