@@ -1,7 +1,7 @@
 //! Writing runs step by step and reading them back.
 
 use crate::{Store, StoreError};
-use rusqlite::{params, OptionalExtension};
+use rusqlite::{named_params, params, OptionalExtension};
 use scalelab_core::{
     ErrorCounts, LatencyHistogram, Run, RunKind, RunPlan, RunSamples, Sample, SampleKind, SecondResult, Source, StepResult,
 };
@@ -78,39 +78,38 @@ impl Store {
         let connect_hdr = (!step.connect_latency.is_empty()).then(|| step.connect_latency.to_bytes());
         let statements_json =
             (!step.statements.is_empty()).then(|| serde_json::to_string(&step.statements).expect("statement latencies serialize"));
+        // Columns by name, never by position: a column added in the middle
+        // cannot shift the others.
         tx.execute(
-            "INSERT INTO steps(run_id, idx, concurrency, window_s, window_start_unix_ms, window_end_unix_ms, requests, queries,
-                               errors_json, latency_hdr, client_cpu_s, client_cores, reconnects, connect_ms, partial,
-                               published_throughput_per_s, client_lag_ms, client_runq_wait_pct, statements_json,
-                               offered_rate_per_s, service_hdr, dropped, late_sends, connect_hdr, clients_json)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
-            params![
-                run_id,
-                idx as i64,
-                step.concurrency,
-                step.window_s,
-                step.window_start_unix_ms,
-                step.window_end_unix_ms,
-                step.requests as i64,
-                step.queries as i64,
-                errors_json,
-                hdr,
-                (step.client_cores > 0).then_some(step.client_cpu_s),
-                (step.client_cores > 0).then_some(step.client_cores),
-                step.reconnects as i64,
-                step.connect_ms,
-                step.partial,
-                step.published_throughput_per_s,
-                step.client_lag_ms,
-                step.client_runq_wait_pct,
-                statements_json,
-                step.offered_rate_per_s,
-                step.service.as_ref().map(|h| h.to_bytes()),
-                step.dropped.map(|n| n as i64),
-                step.late_sends.map(|n| n as i64),
-                connect_hdr,
-                step.clients.map(|c| serde_json::to_string(&c).expect("a client spread serializes")),
-            ],
+            "INSERT INTO steps(run_id, idx, concurrency, window_s, window_start_unix_ms, window_end_unix_ms, requests, queries, errors_json, latency_hdr, client_cpu_s, client_cores, reconnects, connect_ms, partial, published_throughput_per_s, client_lag_ms, client_runq_wait_pct, statements_json, offered_rate_per_s, service_hdr, dropped, late_sends, connect_hdr, clients_json)
+             VALUES (:run_id, :idx, :concurrency, :window_s, :window_start_unix_ms, :window_end_unix_ms, :requests, :queries, :errors_json, :latency_hdr, :client_cpu_s, :client_cores, :reconnects, :connect_ms, :partial, :published_throughput_per_s, :client_lag_ms, :client_runq_wait_pct, :statements_json, :offered_rate_per_s, :service_hdr, :dropped, :late_sends, :connect_hdr, :clients_json)",
+            named_params! {
+                ":run_id": run_id,
+                ":idx": idx as i64,
+                ":concurrency": step.concurrency,
+                ":window_s": step.window_s,
+                ":window_start_unix_ms": step.window_start_unix_ms,
+                ":window_end_unix_ms": step.window_end_unix_ms,
+                ":requests": step.requests as i64,
+                ":queries": step.queries as i64,
+                ":errors_json": errors_json,
+                ":latency_hdr": hdr,
+                ":client_cpu_s": (step.client_cores > 0).then_some(step.client_cpu_s),
+                ":client_cores": (step.client_cores > 0).then_some(step.client_cores),
+                ":reconnects": step.reconnects as i64,
+                ":connect_ms": step.connect_ms,
+                ":partial": step.partial,
+                ":published_throughput_per_s": step.published_throughput_per_s,
+                ":client_lag_ms": step.client_lag_ms,
+                ":client_runq_wait_pct": step.client_runq_wait_pct,
+                ":statements_json": statements_json,
+                ":offered_rate_per_s": step.offered_rate_per_s,
+                ":service_hdr": step.service.as_ref().map(|h| h.to_bytes()),
+                ":dropped": step.dropped.map(|n| n as i64),
+                ":late_sends": step.late_sends.map(|n| n as i64),
+                ":connect_hdr": connect_hdr,
+                ":clients_json": step.clients.map(|c| serde_json::to_string(&c).expect("a client spread serializes")),
+            },
         )
         .map_err(sql)?;
         {
@@ -366,10 +365,10 @@ impl Store {
             .map_err(|e| self.sql(e))?;
         let mut rows = stmt.query([id]).map_err(|e| self.sql(e))?;
         while let Some(r) = rows.next().map_err(|e| self.sql(e))? {
-            let idx: i64 = r.get(0).map_err(|e| self.sql(e))?;
-            let errors_json: String = r.get(7).map_err(|e| self.sql(e))?;
+            let idx: i64 = r.get("idx").map_err(|e| self.sql(e))?;
+            let errors_json: String = r.get("errors_json").map_err(|e| self.sql(e))?;
             let errors: ErrorCounts = serde_json::from_str(&errors_json).map_err(|e| corrupt(format!("errors of step {idx}: {e}")))?;
-            let hdr: Option<Vec<u8>> = r.get(8).map_err(|e| self.sql(e))?;
+            let hdr: Option<Vec<u8>> = r.get("latency_hdr").map_err(|e| self.sql(e))?;
             let latency = match hdr {
                 Some(b) => LatencyHistogram::from_bytes(&b).map_err(|e| corrupt(format!("step {idx}: {e}")))?,
                 None => LatencyHistogram::new(),
@@ -390,32 +389,32 @@ impl Store {
                 Some(j) => Some(serde_json::from_str(&j).map_err(|e| corrupt(format!("clients of step {idx}: {e}")))?),
                 None => None,
             };
-            let count = |i: usize| r.get::<_, Option<i64>>(i).map(|v| v.map(|n| n.max(0) as u64)).map_err(|e| self.sql(e));
+            let count = |col: &str| r.get::<_, Option<i64>>(col).map(|v| v.map(|n| n.max(0) as u64)).map_err(|e| self.sql(e));
             steps.push(StepResult {
-                concurrency: r.get(1).map_err(|e| self.sql(e))?,
-                window_s: r.get(2).map_err(|e| self.sql(e))?,
+                concurrency: r.get("concurrency").map_err(|e| self.sql(e))?,
+                window_s: r.get("window_s").map_err(|e| self.sql(e))?,
                 window_start_unix_ms: r.get::<_, Option<i64>>(3).map_err(|e| self.sql(e))?.unwrap_or(0),
                 window_end_unix_ms: r.get::<_, Option<i64>>(4).map_err(|e| self.sql(e))?.unwrap_or(0),
-                requests: r.get::<_, i64>(5).map_err(|e| self.sql(e))? as u64,
-                queries: r.get::<_, i64>(6).map_err(|e| self.sql(e))? as u64,
+                requests: r.get::<_, i64>("requests").map_err(|e| self.sql(e))? as u64,
+                queries: r.get::<_, i64>("queries").map_err(|e| self.sql(e))? as u64,
                 errors,
                 latency,
                 seconds: self.load_seconds(id, idx)?,
                 client_cpu_s: r.get::<_, Option<f64>>(9).map_err(|e| self.sql(e))?.unwrap_or(0.0),
                 client_cores: r.get::<_, Option<u32>>(10).map_err(|e| self.sql(e))?.unwrap_or(0),
                 reconnects: r.get::<_, Option<i64>>(11).map_err(|e| self.sql(e))?.unwrap_or(0) as u64,
-                connect_ms: r.get(12).map_err(|e| self.sql(e))?,
+                connect_ms: r.get("connect_ms").map_err(|e| self.sql(e))?,
                 connect_latency,
-                partial: r.get(13).map_err(|e| self.sql(e))?,
-                published_throughput_per_s: r.get(14).map_err(|e| self.sql(e))?,
-                client_lag_ms: r.get(15).map_err(|e| self.sql(e))?,
-                client_runq_wait_pct: r.get(16).map_err(|e| self.sql(e))?,
+                partial: r.get("partial").map_err(|e| self.sql(e))?,
+                published_throughput_per_s: r.get("published_throughput_per_s").map_err(|e| self.sql(e))?,
+                client_lag_ms: r.get("client_lag_ms").map_err(|e| self.sql(e))?,
+                client_runq_wait_pct: r.get("client_runq_wait_pct").map_err(|e| self.sql(e))?,
                 telemetry: None,
                 statements,
-                offered_rate_per_s: r.get(18).map_err(|e| self.sql(e))?,
+                offered_rate_per_s: r.get("offered_rate_per_s").map_err(|e| self.sql(e))?,
                 service,
-                dropped: count(20)?,
-                late_sends: count(21)?,
+                dropped: count("dropped")?,
+                late_sends: count("late_sends")?,
                 clients,
             });
         }
