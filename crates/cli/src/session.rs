@@ -120,6 +120,8 @@ pub struct Session {
     profile: Profiling,
     /// Records from elsewhere (a server agent's probes), drained with the collector's.
     remote: Option<Arc<std::sync::Mutex<Vec<Record>>>>,
+    /// Telemetry (and run options) that could not be stored: said in the outcome.
+    lost: crate::telemetry::Lost,
 }
 
 /// `--profile`'s state in a session.
@@ -271,7 +273,7 @@ impl Session {
         }
         let profile = Profiling::start(&probes, plan.steps.first().map(|s| s.window_s));
         let telemetry = probes.remote.is_none().then(|| Collector::start(probes.collect));
-        Ok(Session { store: Some(store), run_id: Some(run_id), plan, telemetry, profile, remote: probes.remote })
+        Ok(Session { store: Some(store), run_id: Some(run_id), plan, telemetry, profile, remote: probes.remote, lost: Default::default() })
     }
 
     /// A session that stores nothing (a `watch` without `--record`): the
@@ -279,7 +281,7 @@ impl Session {
     pub fn unrecorded(plan: RunPlan, probes: Probes) -> Session {
         let profile = Profiling::start(&probes, None);
         let telemetry = probes.remote.is_none().then(|| Collector::start(probes.collect));
-        Session { store: None, run_id: None, plan, telemetry, profile, remote: probes.remote }
+        Session { store: None, run_id: None, plan, telemetry, profile, remote: probes.remote, lost: Default::default() }
     }
 
     /// The run's id in the store, when it is recorded.
@@ -308,7 +310,7 @@ impl Session {
     fn keep(&mut self, records: Vec<Record>, observer: &mut dyn Observer) {
         observer.telemetry(&records);
         if let (Some(store), Some(id)) = (self.store.as_mut(), self.run_id) {
-            store_records(store, id, records);
+            store_records(store, id, records, &mut self.lost);
         }
     }
 
@@ -380,7 +382,9 @@ impl Session {
                     }
                 }
                 if let Some((key, value)) = note() {
-                    let _ = self.set_option(&key, value);
+                    if let Err(e) = self.set_option(&key, value) {
+                        self.lost.add(1, e);
+                    }
                 }
                 observer.step_finished(index, &result, &unit);
             }
@@ -512,7 +516,7 @@ impl Session {
         self.stop_probes(&mut Silent);
         match (self.store.take(), self.run_id) {
             (Some(store), Some(id)) => {
-                store.finish_run(id, complete, outcome)?;
+                store.finish_run(id, complete, &self.lost.outcome(outcome))?;
                 Ok(Some((store, id)))
             }
             _ => Ok(None),

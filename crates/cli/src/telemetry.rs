@@ -5,24 +5,54 @@
 
 pub use scalelab_probe::Record;
 
-/// Writes records to the store; a failure to store telemetry never stops the run.
-/// The store boundary: here a sample becomes a row (`unix_ms`, kind name,
-/// the reading as JSON) and a note's source its stored name.
-pub fn store_records(store: &mut scalelab_store::Store, run_id: i64, records: Vec<Record>) {
+/// Telemetry records that could not be stored: how many, and the first
+/// reason. A failure to store telemetry never stops the run, but the run
+/// says it lost some ([`Lost::outcome`]).
+#[derive(Debug, Default, PartialEq)]
+pub struct Lost {
+    pub records: u64,
+    pub why: Option<String>,
+}
+
+impl Lost {
+    /// Counts `n` records lost for `why` (the first reason is kept).
+    pub fn add(&mut self, n: u64, why: impl std::fmt::Display) {
+        self.records += n;
+        self.why.get_or_insert_with(|| why.to_string());
+    }
+
+    /// The run's outcome with the loss said after it (unchanged when nothing was lost).
+    pub fn outcome(&self, outcome: &str) -> String {
+        match &self.why {
+            Some(why) if self.records > 0 => {
+                format!("{outcome}; telemetry: {} record(s) could not be stored ({why})", scalelab_core::thousands(self.records as f64))
+            }
+            _ => outcome.to_string(),
+        }
+    }
+}
+
+/// Writes records to the store, counting in `lost` what could not be
+/// written. The store boundary: here a sample becomes a row (`unix_ms`,
+/// kind name, the reading as JSON) and a note's source its stored name.
+pub fn store_records(store: &mut scalelab_store::Store, run_id: i64, records: Vec<Record>, lost: &mut Lost) {
     let mut samples = Vec::new();
     for r in records {
         match r {
-            Record::Sample(s) => {
-                if let Ok(json) = s.to_json() {
-                    samples.push((s.unix_ms(), s.kind().name(), json));
-                }
-            }
+            Record::Sample(s) => match s.to_json() {
+                Ok(json) => samples.push((s.unix_ms(), s.kind().name(), json)),
+                Err(e) => lost.add(1, e),
+            },
             Record::Unavailable(source, why) => {
-                let _ = store.add_probe_note(run_id, source.name(), &why);
+                if let Err(e) = store.add_probe_note(run_id, source.name(), &why) {
+                    lost.add(1, e);
+                }
             }
         }
     }
-    let _ = store.add_samples(run_id, &samples);
+    if let Err(e) = store.add_samples(run_id, &samples) {
+        lost.add(samples.len() as u64, e);
+    }
 }
 
 #[cfg(test)]
@@ -61,7 +91,9 @@ mod tests {
             Record::Unavailable(Source::DbSemaphores, "the SEMAPHORES section has no counters".into()),
             Record::Unavailable(Source::ThreadRunDelay, "no schedstat".into()),
         ];
-        store_records(&mut store, id, records);
+        let mut lost = Lost::default();
+        store_records(&mut store, id, records, &mut lost);
+        assert_eq!(lost, Lost::default(), "nothing lost");
         assert_eq!(store.load_samples(id, "system").unwrap(), [(4000, serde_json::to_string(&sys).unwrap())]);
         assert_eq!(store.load_samples(id, "threads").unwrap(), [(4100, serde_json::to_string(&th).unwrap())]);
         let notes = store.load_probe_notes(id).unwrap();
@@ -74,5 +106,19 @@ mod tests {
         );
         let back = store.load_run_samples(id).unwrap();
         assert_eq!((back.system, back.threads), (vec![sys], vec![th]));
+    }
+
+    /// Telemetry that cannot be written is counted and said in the outcome, never dropped in silence.
+    #[test]
+    fn records_that_cannot_be_stored_are_counted_and_said() {
+        let (_dir, mut store, id) = store();
+        store.execute_raw("DROP TABLE samples").unwrap();
+        let th = ThreadSecond { unix_ms: 4100, wall_ns: 1_000_000_000, ..Default::default() };
+        let mut lost = Lost::default();
+        store_records(&mut store, id, vec![Record::Sample(Sample::Threads(th.clone())), Record::Sample(Sample::Threads(th))], &mut lost);
+        assert_eq!(lost.records, 2);
+        let said = lost.outcome("completed");
+        assert!(said.starts_with("completed; telemetry: 2 record(s) could not be stored (") && said.contains("samples"), "{said}");
+        assert_eq!(Lost::default().outcome("completed"), "completed");
     }
 }
