@@ -210,7 +210,7 @@ const UNFINISHED_GRACE: Duration = Duration::from_millis(20);
 
 /// Counts the requests still waiting for their response at the window's
 /// end as `unfinished`, when they had waited at least [`UNFINISHED_AFTER`]
-/// and longer than this thread's slowest
+/// (three quarters of the window if shorter) and longer than this thread's slowest
 /// completion of the window: a server that stopped answering, not a slow
 /// one whose requests the window's end caught mid-flight. Counted in the
 /// window's last second.
@@ -224,11 +224,12 @@ fn count_unfinished(l: &mut Local, shared: &Shared) {
     // window's length; only the long-waiting ones below are errors.
     l.stats.outstanding_ms = l.in_flight.iter().flatten().map(|t0| end.saturating_duration_since(*t0).as_secs_f64() * 1e3).collect();
     let slowest = l.stats.seconds.iter().filter_map(|s| s.latency.quantile_ms(1.0)).fold(0.0, f64::max);
-    // At least 1 s whatever the window: beside a CPU hog an fsync or a
-    // starved client's read takes a few hundred ms, which half of a 0.5 s
-    // window called a server that stopped answering. Every request still
-    // out is in `outstanding_ms` above, with its age, however short.
-    let after = UNFINISHED_AFTER.max(Duration::from_secs_f64(slowest / 1e3));
+    // 1 s, or three quarters of a shorter window:
+    // beside a CPU hog an fsync or a starved client's read takes a few
+    // hundred ms, which half of a 0.5 s window called a server that stopped
+    // answering. Every request still out is in `outstanding_ms` above, with
+    // its age, however short.
+    let after = UNFINISHED_AFTER.min(window.mul_f64(0.75)).max(Duration::from_secs_f64(slowest / 1e3));
     let ages: Vec<Duration> =
         l.in_flight.iter().flatten().map(|t0| end.saturating_duration_since(*t0)).filter(|age| *age >= after).collect();
     if ages.is_empty() {
