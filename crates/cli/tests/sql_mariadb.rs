@@ -204,7 +204,14 @@ params.a = { kind = "pick", values = [1, 2] }
     // Kill the server in the middle of a window.
     let child =
         common::spawn(&store, &["sweep", &url, "-c", "2", "--warmup", "0", "-d", "2s", "--json", "-q", "--workload", "point-select"]);
-    std::thread::sleep(Duration::from_millis(1000));
+    // Killed once the window has answered queries (a busy machine takes its
+    // time to start the sweep: a fixed second was before its window there).
+    let (before, t0) = (my.status("Com_select"), std::time::Instant::now());
+    while my.status("Com_select") < before + 200 {
+        assert!(t0.elapsed() < Duration::from_secs(30), "the sweep never queried");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
     my.kill();
     let out = child.wait_with_output().unwrap();
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
