@@ -76,6 +76,13 @@ pub(super) fn errors(ctx: &Ctx) -> Option<Verdict> {
     // A request left unanswered is notable at any share: the server (or
     // some of its connections) stopped answering.
     let unfinished = s.errors.get(ErrorClass::Unfinished);
+    // Unless they are the requests of clients the server never served
+    // while it served the others (a pool, a listen queue): the
+    // starved-clients verdict says that, and "stopped answering" would not be true.
+    let starved = s.clients.filter(|c| c.served_nothing > 0 && c.served_nothing < c.clients && s.offered_rate_per_s.is_none());
+    if unfinished == total && starved.is_some_and(|c| unfinished <= u64::from(c.served_nothing)) {
+        return None;
+    }
     if share < ERRORS_NOTABLE_SHARE && unfinished == 0 {
         return None;
     }
