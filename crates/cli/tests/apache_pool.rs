@@ -10,10 +10,6 @@ use common::*;
 use scalelab_testkit::apache::{Apache, Mpm};
 use serde_json::Value;
 
-fn kinds(run: &Value) -> Vec<String> {
-    run["verdicts"].as_array().unwrap().iter().filter_map(|v| v["kind"].as_str().map(String::from)).collect()
-}
-
 /// A sweep of `url` at `clients`, keep-alive on, with `extra` options.
 fn sweep(url: &str, clients: &str, extra: &[&str]) -> Value {
     let dir = tempfile::tempdir().unwrap();
@@ -27,13 +23,13 @@ fn assert_pool_named(run: &Value, clients: u64, workers: u64) {
     let step = &steps(run)[0];
     let c = &step["clients"];
     assert_eq!(c["served_nothing"].as_u64(), Some(clients - workers), "{c}");
-    assert!(kinds(run).contains(&"starved-clients".to_string()), "{:?}", kinds(run));
-    assert!(kinds(run).contains(&"worker-pool".to_string()), "{:?}: {}", kinds(run), step["telemetry"]);
+    assert!(verdict_kinds(run).contains(&"starved-clients".to_string()), "{:?}", verdict_kinds(run));
+    assert!(verdict_kinds(run).contains(&"worker-pool".to_string()), "{:?}: {}", verdict_kinds(run), step["telemetry"]);
     let v = run["verdicts"].as_array().unwrap().iter().find(|v| v["kind"] == "worker-pool").unwrap();
     let headline = v["headline"].as_str().unwrap();
     assert!(headline.contains(&format!("{workers} clients served")) || headline.contains("requests in service"), "{headline}");
     // The machine-wide counters do not blame an overflow: the queue had room.
-    assert!(!kinds(run).contains(&"accept-overflow".to_string()), "{:?}", kinds(run));
+    assert!(!verdict_kinds(run).contains(&"accept-overflow".to_string()), "{:?}", verdict_kinds(run));
 }
 
 #[test]
@@ -52,7 +48,7 @@ fn prefork_with_fewer_workers_than_clients_is_named_with_its_count() {
     let fine = sweep(&apache.url("/index.html"), "8", &[]);
     assert_eq!(steps(&fine)[0]["clients"]["served_nothing"], 0, "{}", steps(&fine)[0]["clients"]);
     for kind in ["starved-clients", "worker-pool"] {
-        assert!(!kinds(&fine).contains(&kind.to_string()), "{kind}: {:?}", kinds(&fine));
+        assert!(!verdict_kinds(&fine).contains(&kind.to_string()), "{kind}: {:?}", verdict_kinds(&fine));
     }
 }
 

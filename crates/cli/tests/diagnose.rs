@@ -26,16 +26,12 @@ fn diagnosed_as(mode: &str, work_us: &str, conc: &str, expected: impl Fn(&[Strin
     let mut last = Value::Null;
     for _ in 0..3 {
         let d = diagnosed(mode, work_us, conc);
-        if expected(&kinds(&d)) {
+        if expected(&verdict_kinds(&d)) {
             return d;
         }
         last = d;
     }
     panic!("{mode}: expected verdict not found in 3 sweeps; last: {:#}", last["verdicts"]);
-}
-
-fn kinds(d: &Value) -> Vec<String> {
-    d["verdicts"].as_array().unwrap().iter().map(|v| v["kind"].as_str().unwrap().to_string()).collect()
 }
 
 #[test]
@@ -83,9 +79,9 @@ fn disk_is_disk_bound() {
     assert!(ev("CPU iowait").unwrap_or(0.0) >= 10.0 || ev("server threads in disk wait").unwrap() >= 20.0, "{v}");
     assert!(ev("fsyncs (the specimen's own count)").unwrap() > 20.0, "the specimen's own fsync count backs it: {v}");
     assert!(
-        !kinds(&d).iter().any(|k| k == "softirq-one-cpu"),
+        !verdict_kinds(&d).iter().any(|k| k == "softirq-one-cpu"),
         "a disk's BLOCK softirqs on one CPU are not network receive: {:?}",
-        kinds(&d)
+        verdict_kinds(&d)
     );
 }
 

@@ -74,10 +74,6 @@ fn errors(step: &Value, class: &str) -> u64 {
     step["errors"][class].as_u64().unwrap_or(0)
 }
 
-fn verdict_kinds(run: &Value) -> Vec<String> {
-    run["verdicts"].as_array().map(|v| v.iter().map(|v| v["kind"].as_str().unwrap_or("").to_string()).collect()).unwrap_or_default()
-}
-
 /// 18.6: a server that answers nothing in the window shows its requests as
 /// `unfinished` (never a clean 0 req/s with 0 errors), even with the
 /// default 10 s timeout longer than the window.

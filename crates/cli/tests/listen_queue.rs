@@ -6,7 +6,6 @@
 mod common;
 
 use common::*;
-use serde_json::Value;
 use socket2::{Domain, Socket, Type};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
@@ -20,10 +19,6 @@ fn listener(backlog: i32) -> TcpListener {
     s.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into()).unwrap();
     s.listen(backlog).unwrap();
     s.into()
-}
-
-fn kinds(run: &Value) -> Vec<String> {
-    run["verdicts"].as_array().unwrap().iter().filter_map(|v| v["kind"].as_str().map(String::from)).collect()
 }
 
 #[test]
@@ -77,7 +72,7 @@ fn a_full_accept_queue_of_the_target_is_named() {
     let tel = &steps(&run)[0]["telemetry"];
     assert_eq!(tel["listen_backlog"], 1, "the target's own listener was sampled: {tel}");
     assert!(tel["listen_queue_max"].as_u64().unwrap() >= 1, "{tel}");
-    assert!(kinds(&run).contains(&"accept-overflow".to_string()), "{:?}: {tel}", kinds(&run));
+    assert!(verdict_kinds(&run).contains(&"accept-overflow".to_string()), "{:?}: {tel}", verdict_kinds(&run));
     let v = run["verdicts"].as_array().unwrap().iter().find(|v| v["kind"] == "accept-overflow").unwrap();
     assert!(v["headline"].as_str().unwrap().starts_with("the target's listen queue is full"), "{v}");
 }
@@ -125,5 +120,5 @@ fn another_listener_overflowing_is_not_the_targets_overflow() {
     // ... while the target's own queue had room: no accept-overflow verdict.
     let (q, b) = (tel["listen_queue_max"].as_u64().unwrap(), tel["listen_backlog"].as_u64().unwrap());
     assert!(q < b, "the specimen's queue: {q} of {b}");
-    assert!(!kinds(&run).contains(&"accept-overflow".to_string()), "{:?}: {tel}", kinds(&run));
+    assert!(!verdict_kinds(&run).contains(&"accept-overflow".to_string()), "{:?}: {tel}", verdict_kinds(&run));
 }

@@ -8,10 +8,6 @@ mod common;
 use common::*;
 use serde_json::Value;
 
-fn kinds(run: &Value) -> Vec<String> {
-    run["verdicts"].as_array().unwrap().iter().filter_map(|v| v["kind"].as_str().map(String::from)).collect()
-}
-
 #[test]
 fn bad_pool_input_is_one_line_and_exit_2() {
     let dir = tempfile::tempdir().unwrap();
@@ -49,13 +45,13 @@ fn a_pool_smaller_than_the_clients_leaves_clients_with_nothing_and_says_so() {
     // Half the clients served everything: Jain's index at most 0.5 (less
     // when the served ones were served unevenly, as on a busy machine).
     assert!(eight["jain_fairness"].as_f64().unwrap() <= 0.5 + 1e-9, "{eight}");
-    assert!(kinds(&run).contains(&"starved-clients".to_string()), "{:?}", kinds(&run));
+    assert!(verdict_kinds(&run).contains(&"starved-clients".to_string()), "{:?}", verdict_kinds(&run));
     let v = run["verdicts"].as_array().unwrap().iter().find(|v| v["kind"] == "starved-clients").unwrap();
     assert_eq!(v["concurrency"], 8);
     assert!(v["headline"].as_str().unwrap().starts_with("4 of 8 clients completed nothing"), "{v}");
     // The table says it under the step, never as a clean step.
     // The cause named: the pool of 4 workers (the specimen's 5 threads less its main one).
-    assert!(kinds(&run).contains(&"worker-pool".to_string()), "{:?}", kinds(&run));
+    assert!(verdict_kinds(&run).contains(&"worker-pool".to_string()), "{:?}", verdict_kinds(&run));
     let v = run["verdicts"].as_array().unwrap().iter().find(|v| v["kind"] == "worker-pool").unwrap();
     assert!(v["headline"].as_str().unwrap().contains("= about 4 workers"), "{v}");
     let shown = String::from_utf8(run_ok(&store, &["show", "last"])).unwrap();
@@ -67,7 +63,7 @@ fn a_pool_smaller_than_the_clients_leaves_clients_with_nothing_and_says_so() {
         json(&store, &["sweep", "--specimen", "pool", "--workers", "16", "-c", "8", "--warmup", "0.3s", "-d", "1.5s", "--json", "-q"]);
     assert_eq!(steps(&enough)[0]["clients"]["served_nothing"], 0, "{}", steps(&enough)[0]["clients"]);
     for kind in ["starved-clients", "worker-pool"] {
-        assert!(!kinds(&enough).contains(&kind.to_string()), "{kind}: {:?}", kinds(&enough));
+        assert!(!verdict_kinds(&enough).contains(&kind.to_string()), "{kind}: {:?}", verdict_kinds(&enough));
     }
 }
 
@@ -113,8 +109,8 @@ fn a_herd_of_16_is_named_and_its_fix_is_not() {
     };
     let (bad, fixed) = (herd(false), herd(true));
     let cs = |run: &Value| steps(run)[0]["telemetry"]["cs_per_request"].as_f64().unwrap_or(f64::NAN);
-    assert!(kinds(&bad).contains(&"thundering-herd".to_string()), "{:?}, cs/request {}", kinds(&bad), cs(&bad));
-    assert!(!kinds(&fixed).contains(&"thundering-herd".to_string()), "{:?}, cs/request {}", kinds(&fixed), cs(&fixed));
+    assert!(verdict_kinds(&bad).contains(&"thundering-herd".to_string()), "{:?}, cs/request {}", verdict_kinds(&bad), cs(&bad));
+    assert!(!verdict_kinds(&fixed).contains(&"thundering-herd".to_string()), "{:?}, cs/request {}", verdict_kinds(&fixed), cs(&fixed));
     assert!(cs(&bad) > 2.0 * cs(&fixed), "the herd switches more: {} vs {}", cs(&bad), cs(&fixed));
     assert_eq!(fixed["schedule"]["options"]["specimen_fix"], true);
 }

@@ -81,6 +81,16 @@ const CHARTS_JS: &str = r#"JSON.stringify({
 
 /// No console errors or warnings, no exceptions, no browser log errors, and
 /// no request but the page itself (`url`), among every event so far.
+/// Headless Chromium with the page, its console, its log and its network
+/// reported (what [`assert_clean`] reads).
+fn browser(profile: &Path) -> chromium::Browser {
+    let mut b = chromium::Browser::start(profile);
+    for domain in ["Runtime.enable", "Log.enable", "Network.enable", "Page.enable"] {
+        b.call(domain, json!({}));
+    }
+    b
+}
+
 fn assert_clean(b: &chromium::Browser, url: &str) {
     let console: Vec<&Value> = b
         .events_named("Runtime.consoleAPICalled")
@@ -120,10 +130,7 @@ fn html_report_loads_in_chromium_offline_and_draws_every_chart() {
     assert!(svg_dir.join("throughput.svg").exists() && svg_dir.join(format!("run-{with_threads}-timeline-cpu.svg")).exists());
 
     let profile = tempfile::tempdir().unwrap();
-    let mut b = chromium::Browser::start(profile.path());
-    for domain in ["Runtime.enable", "Log.enable", "Network.enable", "Page.enable"] {
-        b.call(domain, json!({}));
-    }
+    let mut b = browser(profile.path());
     b.call("Emulation.setDeviceMetricsOverride", json!({"width": 1100, "height": 900, "deviceScaleFactor": 1, "mobile": false}));
     let url = format!("file://{}", html.display());
     b.call("Page.navigate", json!({"url": url}));
@@ -502,10 +509,7 @@ fn html_reports_of_one_run_two_runs_and_a_profiled_run_read_cleanly_in_chromium(
         (report("report-one-run", &[plain]), report("report-two-runs", &[plain, profiled]), report("report-profiled", &[profiled]));
 
     let profile = tempfile::tempdir().unwrap();
-    let mut b = chromium::Browser::start(profile.path());
-    for domain in ["Runtime.enable", "Log.enable", "Network.enable", "Page.enable"] {
-        b.call(domain, json!({}));
-    }
+    let mut b = browser(profile.path());
     // One run: its results, not a comparison.
     let page = defects(&mut b, &one, "report-one-run");
     assert_readable(&page, "one run");

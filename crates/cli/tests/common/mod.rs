@@ -130,3 +130,8 @@ pub fn wait_for_steps(store: &Path, n: usize) {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// The kinds of a run document's verdicts (`verdicts[].kind`), in order.
+pub fn verdict_kinds(run: &Value) -> Vec<String> {
+    run["verdicts"].as_array().map(|v| v.iter().filter_map(|v| v["kind"].as_str().map(String::from)).collect()).unwrap_or_default()
+}
