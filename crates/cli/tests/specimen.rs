@@ -165,8 +165,12 @@ fn every_mode_serves_without_errors() {
             assert_eq!(s["errors_total"], 0, "{mode}: {s}");
         }
         if mode == "single-thread" {
-            // One thread does all the work: 4 clients cannot beat one CPU's worth (1 s / 200 µs).
-            assert!(steps(&run)[1]["throughput_per_s"].as_f64().unwrap() <= 5_100.0);
+            // One thread does all the work: 4 clients cannot beat one CPU's
+            // worth (1 s / 200 µs = 5,000/s), give or take the work's
+            // calibration, measured once on a machine that may be busy
+            // (the fastest of five runs: at most ~10 % too few rounds).
+            let x = steps(&run)[1]["throughput_per_s"].as_f64().unwrap();
+            assert!(x <= 5_600.0, "single-thread at 4 clients: {x}/s");
         }
     }
 }
