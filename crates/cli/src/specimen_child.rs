@@ -25,8 +25,8 @@ impl SpecimenChild {
         if mode != Mode::Herd && fix {
             return Err(bad(format!("--fix applies to the specimen's herd mode, not {mode}: add --specimen herd")));
         }
-        if workers.is_some_and(|w| !(1..=4096).contains(&w)) {
-            return Err(bad("--workers: use a number of threads from 1 to 4096"));
+        if workers.is_some_and(|w| !(1..=scalelab_specimen::MAX_WORKERS).contains(&w)) {
+            return Err(bad(format!("--workers: use a number of threads from 1 to {}", scalelab_specimen::MAX_WORKERS)));
         }
         let mut extra = Vec::new();
         if let Some(w) = workers {

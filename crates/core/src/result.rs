@@ -351,6 +351,13 @@ pub const CLIENT_LATE_SENDS_PCT: f64 = 5.0;
 pub const LATE_SEND_AFTER: std::time::Duration = std::time::Duration::from_millis(2);
 
 impl StepResult {
+    /// A closed-loop step's client spread when some of its clients (not
+    /// all) completed nothing in the window: the server served the others.
+    /// None for an open loop, whose idle connections had nothing to send.
+    pub fn starved_clients(&self) -> Option<ClientSpread> {
+        self.clients.filter(|c| self.offered_rate_per_s.is_none() && c.served_nothing > 0 && c.served_nothing < c.clients)
+    }
+
     /// Completions per second of window.
     pub fn throughput_per_s(&self) -> f64 {
         if let Some(x) = self.published_throughput_per_s {

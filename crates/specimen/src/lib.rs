@@ -18,4 +18,4 @@ pub mod server;
 pub mod work;
 
 pub use mode::Mode;
-pub use server::{serve, SpecimenConfig, Stats, DEFAULT_STALL_EVERY, DEFAULT_STALL_FOR, DEFAULT_WORKERS};
+pub use server::{serve, SpecimenConfig, Stats, DEFAULT_STALL_EVERY, DEFAULT_STALL_FOR, DEFAULT_WORKERS, MAX_WORKERS};

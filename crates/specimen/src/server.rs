@@ -46,6 +46,8 @@ pub struct SpecimenConfig {
 
 /// `pool` and `herd` modes: serving threads when `--workers` is not given.
 pub const DEFAULT_WORKERS: usize = 4;
+/// `pool` and `herd` modes: the most serving threads `--workers` takes.
+pub const MAX_WORKERS: usize = 4096;
 
 /// `stall` mode: the server stops answering for 200 ms ...
 pub const DEFAULT_STALL_FOR: Duration = Duration::from_millis(200);

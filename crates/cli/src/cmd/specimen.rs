@@ -25,8 +25,8 @@ pub fn run(a: SpecimenArgs) -> anyhow::Result<ExitCode> {
     if stall_every.is_zero() || stall_for >= stall_every {
         return Err(bad("--stall-every must be longer than --stall-for (a stall of 200ms every 2s: --stall-for 200ms --stall-every 2s)"));
     }
-    if !(1..=4096).contains(&a.workers) {
-        return Err(bad(format!("--workers {}: use a number of threads from 1 to 4096", a.workers)));
+    if !(1..=scalelab_specimen::MAX_WORKERS).contains(&a.workers) {
+        return Err(bad(format!("--workers {}: use a number of threads from 1 to {}", a.workers, scalelab_specimen::MAX_WORKERS)));
     }
     let config = SpecimenConfig {
         addr: SocketAddr::new(ip, a.port),

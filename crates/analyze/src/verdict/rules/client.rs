@@ -79,7 +79,7 @@ pub(super) fn errors(ctx: &Ctx) -> Option<Verdict> {
     // Unless they are the requests of clients the server never served
     // while it served the others (a pool, a listen queue): the
     // starved-clients verdict says that, and "stopped answering" would not be true.
-    let starved = s.clients.filter(|c| c.served_nothing > 0 && c.served_nothing < c.clients && s.offered_rate_per_s.is_none());
+    let starved = s.starved_clients();
     if unfinished == total && starved.is_some_and(|c| unfinished <= u64::from(c.served_nothing)) {
         return None;
     }
@@ -133,14 +133,7 @@ pub(super) fn errors(ctx: &Ctx) -> Option<Verdict> {
 /// then describe only the served clients.
 pub(super) fn starved_clients(ctx: &Ctx) -> Option<Verdict> {
     let s = ctx.step;
-    // A closed loop: an open loop's idle connections had nothing to send.
-    if s.offered_rate_per_s.is_some() {
-        return None;
-    }
-    let c = s.clients.as_ref()?;
-    if c.served_nothing == 0 || c.served_nothing == c.clients {
-        return None;
-    }
+    let c = s.starved_clients()?;
     let served = c.clients - c.served_nothing;
     let waiting = c
         .oldest_outstanding_ms
@@ -193,7 +186,8 @@ pub(super) fn worker_pool(ctx: &Ctx) -> Option<Verdict> {
         return None;
     }
     let waiting_in_queue = t.listen_queue_mean.filter(|q| *q >= 1.0);
-    let starved = s.clients.filter(|c| c.served_nothing > 0 && s.offered_rate_per_s.is_none());
+    // Some clients served nothing (none at all would leave no latency above).
+    let starved = s.starved_clients();
     if waiting_in_queue.is_none() && starved.is_none() {
         return None;
     }
