@@ -4,7 +4,7 @@
 //! a lost agent recorded, and the server agent's records handed over.
 
 use crate::connect::{open_agent, AgentAddr, Opened, Reach};
-use crate::merge::{merge, split, AgentShare};
+use crate::merge::{split, AgentShare};
 use crate::proto::{read_frame, write_frame, FromAgent, ToAgent};
 use crate::records::from_wire;
 use crate::serve::unix_us;
@@ -308,19 +308,14 @@ impl Coordinator {
                 }
             };
             match self.events.recv_timeout(Duration::from_millis(50)) {
-                Ok((i, Event::Frame(FromAgent::Tick { index: j, elapsed_s, warming_up, throughput_per_s, errors, p99_ms })))
-                    if j == index =>
-                {
-                    ticks.insert(i, LiveTick { elapsed_s, warming_up, throughput_per_s, errors, p50_ms: None, p99_ms });
+                Ok((i, Event::Frame(FromAgent::Tick { index: j, tick }))) if j == index => {
+                    ticks.insert(i, tick);
                 }
                 Ok((i, Event::Frame(FromAgent::StepDone { index: j, result }))) if j == index && pending.contains_key(&i) => {
-                    match result.into_result(self.load[i].offset_us / 1000) {
-                        Ok(r) => {
-                            pending.remove(&i);
-                            parts.push((i, r));
-                        }
-                        Err(why) => lose(self, i, format!("its result was unreadable: {why}"), &mut pending),
-                    }
+                    let mut r = *result;
+                    r.shift_clock(self.load[i].offset_us / 1000);
+                    pending.remove(&i);
+                    parts.push((i, r));
                 }
                 Ok((i, Event::Frame(FromAgent::Error { message }))) if i < self.load.len() => lose(self, i, message, &mut pending),
                 Ok((i, Event::Lost(why))) if i < self.load.len() => lose(self, i, why, &mut pending),
@@ -348,7 +343,7 @@ impl Coordinator {
         }
         parts.sort_by_key(|(i, _)| *i);
         let results: Vec<StepResult> = parts.iter().map(|(_, r)| r.clone()).collect();
-        let merged = merge(plan.concurrency, &results, !lost_now.is_empty());
+        let merged = StepResult::merge(plan.concurrency, &results, !lost_now.is_empty());
         let mut shares: Vec<(usize, AgentShare)> = parts.iter().map(|(i, r)| (*i, AgentShare::of(&self.load[*i].name, r))).collect();
         shares.extend(lost_now.iter().map(|&(i, c)| (i, AgentShare::lost(&self.load[i].name, c))));
         shares.sort_by_key(|(i, _)| *i);

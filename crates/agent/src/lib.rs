@@ -2,7 +2,6 @@
 //! server's host, driven by a coordinator into one run (docs/agents.md).
 //!
 //! - [`proto`]: the versioned frames (u32 length + JSON) both sides speak;
-//! - [`wire_step`]: a step's result on the wire (HDR V2 deflated histograms);
 //! - [`merge`]: a step split across agents and their results merged exactly;
 //! - [`auth`]: TLS and the token proof bound to the TLS session;
 //! - [`serve`], [`listen`]: the agent's side (`scalelab agent`);
@@ -19,7 +18,6 @@ pub mod merge;
 pub mod proto;
 pub mod records;
 pub mod serve;
-pub mod wire_step;
 
 pub use connect::{AgentAddr, Reach};
 

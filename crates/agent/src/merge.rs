@@ -1,10 +1,9 @@
-//! A step split across agents, and their results merged back into one
-//! [`StepResult`]: counters added, histograms added (HDR `add`), never
-//! percentiles averaged. Client-bound is judged per agent: the merged step
-//! carries the CPU figures of its busiest agent, so one saturated agent
-//! makes the step client-bound whatever the others did.
+//! A step split across agents, and what each agent did in it. Their
+//! results are merged by [`StepResult::merge`] (core): counters and
+//! histograms added, never percentiles averaged; client-bound judged per
+//! agent, so one saturated agent makes the step client-bound.
 
-use scalelab_core::result::{SecondResult, StepResult};
+use scalelab_core::result::StepResult;
 use scalelab_core::StepPlan;
 use serde::{Deserialize, Serialize};
 
@@ -91,85 +90,10 @@ impl AgentShare {
     }
 }
 
-/// The agents' results of one step as one: `concurrency` is the step's
-/// (lost agents' clients included, so the step stays at its planned
-/// level); `lost` marks the step partial.
-pub fn merge(concurrency: u32, parts: &[StepResult], lost: bool) -> StepResult {
-    let mut m = StepResult { concurrency, partial: lost, ..Default::default() };
-    let n_seconds = parts.iter().map(|p| p.seconds.len()).max().unwrap_or(0);
-    m.seconds = (0..n_seconds as u32).map(|s| SecondResult { second: s, ..Default::default() }).collect();
-    let mut connect = (0.0, 0u32);
-    let mut busiest: Option<&StepResult> = None;
-    for p in parts {
-        m.window_s = m.window_s.max(p.window_s);
-        m.window_start_unix_ms =
-            if m.window_start_unix_ms == 0 { p.window_start_unix_ms } else { m.window_start_unix_ms.min(p.window_start_unix_ms) };
-        m.window_end_unix_ms = m.window_end_unix_ms.max(p.window_end_unix_ms);
-        m.requests += p.requests;
-        m.queries += p.queries;
-        m.errors.merge(&p.errors);
-        m.latency.merge(&p.latency);
-        for (ms, s) in m.seconds.iter_mut().zip(&p.seconds) {
-            ms.requests += s.requests;
-            ms.errors += s.errors;
-            ms.latency.merge(&s.latency);
-            ms.service.merge(&s.service);
-        }
-        m.reconnects += p.reconnects;
-        if let Some(c) = p.connect_ms {
-            connect = (connect.0 + c * f64::from(p.concurrency), connect.1 + p.concurrency);
-        }
-        m.connect_latency.merge(&p.connect_latency);
-        m.client_lag_ms = max_opt(m.client_lag_ms, p.client_lag_ms);
-        m.client_runq_wait_pct = max_opt(m.client_runq_wait_pct, p.client_runq_wait_pct);
-        m.partial |= p.partial;
-        if let Some(c) = &p.clients {
-            m.clients.get_or_insert_with(Default::default).merge(c);
-        }
-        if busiest.is_none_or(|b| p.client_cpu_pct().unwrap_or(0.0) > b.client_cpu_pct().unwrap_or(0.0)) {
-            busiest = Some(p);
-        }
-        if let Some(r) = p.offered_rate_per_s {
-            m.offered_rate_per_s = Some(m.offered_rate_per_s.unwrap_or(0.0) + r);
-            m.service.get_or_insert_with(Default::default).merge(p.service.as_ref().unwrap_or(&Default::default()));
-            m.dropped = Some(m.dropped.unwrap_or(0) + p.dropped.unwrap_or(0));
-            m.late_sends = Some(m.late_sends.unwrap_or(0) + p.late_sends.unwrap_or(0));
-        }
-        if m.statements.is_empty() {
-            m.statements = p.statements.clone();
-        }
-    }
-    if let Some(b) = busiest {
-        // The busiest agent's CPU over its own window, in the merged window's terms.
-        m.client_cores = b.client_cores;
-        m.client_cpu_s = if b.window_s > 0.0 { b.client_cpu_s * m.window_s / b.window_s } else { 0.0 };
-    }
-    for s in &mut m.seconds {
-        s.latency.pack();
-        if !s.service.is_empty() {
-            s.service.pack();
-        }
-    }
-    m.connect_ms = (connect.1 > 0).then(|| connect.0 / f64::from(connect.1));
-    if parts.len() > 1 {
-        // Per-statement percentiles cannot be merged from summaries: kept only for one agent.
-        m.statements.clear();
-    }
-    m
-}
-
-fn max_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.max(y)),
-        (x, None) => x,
-        (None, y) => y,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire_step::WireStep;
+    use scalelab_core::result::SecondResult;
     use scalelab_core::LatencyHistogram;
     use std::time::Duration;
 
@@ -194,9 +118,9 @@ mod tests {
     fn merged_counts_are_the_sum_and_percentiles_those_of_the_union() {
         let (a, b) = (part(1, 5000, 0.2), part(9, 300, 3.8));
         // Through the wire, as the coordinator gets them.
-        let a = WireStep::from_result(&a).into_result(0).unwrap();
-        let b = WireStep::from_result(&b).into_result(0).unwrap();
-        let m = merge(6, &[a.clone(), b.clone()], false);
+        let wire = |r: &StepResult| serde_json::from_str::<StepResult>(&serde_json::to_string(r).unwrap()).unwrap();
+        let (a, b) = (wire(&a), wire(&b));
+        let m = StepResult::merge(6, &[a.clone(), b.clone()], false);
         assert_eq!(m.requests, a.requests + b.requests);
         assert_eq!(m.latency.count(), a.latency.count() + b.latency.count());
         let mut union = LatencyHistogram::new();
@@ -212,7 +136,7 @@ mod tests {
         assert_eq!(m.throughput_per_s(), 10600.0 / 2.0);
         // Client-bound per agent: b used 95 % of its 2 cores.
         assert!(m.client_saturated() && AgentShare::of("b", &b).client_bound && !AgentShare::of("a", &a).client_bound);
-        assert!(!m.partial && merge(6, &[a], true).partial);
+        assert!(!m.partial && StepResult::merge(6, &[a], true).partial);
     }
 
     #[test]

@@ -4,13 +4,12 @@
 //! `hello` carrying the protocol number, whose shape never changes, so two
 //! versions can always tell each other apart.
 
-use crate::wire_step::WireStep;
-use scalelab_core::StepPlan;
+use scalelab_core::{LiveTick, StepPlan, StepResult};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// This build's protocol number: bump it on any change of the frames.
-pub const PROTOCOL: u32 = 1;
+pub const PROTOCOL: u32 = 2;
 
 /// A frame larger than this is refused (a step with 10 minutes of
 /// per-second histograms is well under a megabyte).
@@ -96,9 +95,11 @@ pub enum FromAgent {
     /// The session is set up (the driver built and the target reached).
     Ready { server: Option<String>, cores: u32 },
     /// Progress of the running step (about four times a second).
-    Tick { index: usize, elapsed_s: f64, warming_up: bool, throughput_per_s: f64, errors: u64, p99_ms: Option<f64> },
+    Tick { index: usize, tick: LiveTick },
     /// The agent's share of step `index`, whole.
-    StepDone { index: usize, result: Box<WireStep> },
+    /// The result's own serde form (histograms as their store encoding),
+    /// on the agent's clock.
+    StepDone { index: usize, result: Box<StepResult> },
     /// Probe records of the server's host (`--server-agent`), typed samples as JSON.
     Records { records: Vec<serde_json::Value> },
     /// Something failed on the agent (one line).

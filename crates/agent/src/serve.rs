@@ -8,7 +8,6 @@
 use crate::auth;
 use crate::proto::{mismatch, read_frame, read_frame_max, write_frame, FromAgent, HttpSpec, SqlSpec, ToAgent, MAX_HANDSHAKE_FRAME};
 use crate::records;
-use crate::wire_step::WireStep;
 use scalelab_drive::http::{HttpConfig, HttpDriver, RequestSpec, StatusMatch};
 use scalelab_drive::sql::{SqlConfig, SqlDriver, SqlUrl};
 use scalelab_drive::{run_step, EngineOptions};
@@ -225,21 +224,14 @@ pub async fn serve(mut r: Reader, mut w: Writer, proof: Option<Proof>, protocol:
                             let why = if gone.load(Ordering::Relaxed) { "the coordinator is gone" } else { "past its end and the grace" };
                             log(&format!("agent: step {} cut: {why}", index + 1));
                         }
-                        let _ = tx.send(FromAgent::Tick {
-                            index,
-                            elapsed_s: t.elapsed_s,
-                            warming_up: t.warming_up,
-                            throughput_per_s: t.throughput_per_s,
-                            errors: t.errors,
-                            p99_ms: t.p99_ms,
-                        });
+                        let _ = tx.send(FromAgent::Tick { index, tick: t.clone() });
                     };
                     let result = match &d {
                         Loaded::Http(d) => run_step(d, &plan, &opts, &mut tick),
                         Loaded::Sql(d) => run_step(d, &plan, &opts, &mut tick),
                     };
                     let _ = match result {
-                        Ok(result) => tx.send(FromAgent::StepDone { index, result: Box::new(WireStep::from_result(&result)) }),
+                        Ok(result) => tx.send(FromAgent::StepDone { index, result: Box::new(result) }),
                         // The coordinator names this agent lost, with the reason.
                         Err(e) => tx.send(FromAgent::Error { message: format!("step {}: {e}", index + 1) }),
                     };

@@ -114,11 +114,13 @@ fn a_full_step_comes_back_equal_from_the_store() {
 
 #[test]
 fn a_full_step_comes_back_equal_from_an_agent_and_its_merge() {
-    let wire = scalelab_agent::wire_step::WireStep::from_result(&full());
-    let text = serde_json::to_string(&wire).unwrap();
-    let back = serde_json::from_str::<scalelab_agent::wire_step::WireStep>(&text).unwrap().into_result(0).unwrap();
+    // The frame an agent sends, decoded as the coordinator decodes it.
+    let frame = scalelab_agent::proto::FromAgent::StepDone { index: 0, result: Box::new(full()) };
+    let text = serde_json::to_string(&frame).unwrap();
+    let Ok(scalelab_agent::proto::FromAgent::StepDone { result, .. }) = serde_json::from_str(&text) else { panic!("{text}") };
+    let back = *result;
     assert_eq!(fingerprint(&back), fingerprint(&full()), "through the agent's wire form");
     // One agent's result merged is that result.
-    let merged = scalelab_agent::merge::merge(8, &[back], false);
+    let merged = StepResult::merge(8, &[back], false);
     assert_eq!(fingerprint(&merged), fingerprint(&full()), "through the merge of one agent");
 }

@@ -197,6 +197,39 @@ impl LatencyHistogram {
     }
 }
 
+/// A histogram in a serialised step (an agent's result on the wire) is its
+/// store encoding, HDR V2 deflated, in base64: exact, a few hundred bytes;
+/// an empty one is the empty string.
+impl Serialize for LatencyHistogram {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use base64::Engine;
+        if self.is_empty() {
+            return s.serialize_str("");
+        }
+        s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(self.to_bytes()))
+    }
+}
+
+/// Reads what [`Serialize`] wrote; the histogram comes back packed (it is
+/// read, not recorded into, and a step carries one per second).
+impl<'de> Deserialize<'de> for LatencyHistogram {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use base64::Engine;
+        let text = std::borrow::Cow::<str>::deserialize(d)?;
+        if text.is_empty() {
+            return Ok(Self::new());
+        }
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text.as_bytes())
+            .map_err(|e| serde::de::Error::custom(format!("latency histogram not base64: {e}")))?;
+        let count = Self::from_bytes(&bytes).map_err(serde::de::Error::custom)?.count();
+        if count == 0 {
+            return Ok(Self::new());
+        }
+        Ok(Self { repr: Repr::Packed(bytes.into_boxed_slice(), count) })
+    }
+}
+
 /// Reads V2 bytes, deflated or not, into an auto-resizing histogram.
 fn decode(bytes: &[u8]) -> Result<Histogram<u64>, String> {
     let mut cursor = bytes;

@@ -170,7 +170,7 @@ impl ErrorCounts {
 }
 
 /// One second of a step's window.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct SecondResult {
     /// Seconds since the window started (0-based).
     pub second: u32,
@@ -203,8 +203,10 @@ pub struct StatementLatency {
     pub p99_ms: f64,
 }
 
-/// Everything one step produced, mergeable across client threads.
-#[derive(Clone, Debug, Default)]
+/// Everything one step produced, mergeable across client threads and
+/// machines ([`StepResult::merge`]). Its serde form (histograms as their
+/// store encoding) is what an agent sends: there is no second copy of it.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct StepResult {
     /// Virtual clients of this step.
     pub concurrency: u32,
@@ -351,6 +353,120 @@ pub const CLIENT_LATE_SENDS_PCT: f64 = 5.0;
 pub const LATE_SEND_AFTER: std::time::Duration = std::time::Duration::from_millis(2);
 
 impl StepResult {
+    /// Several parts of one step as one: the client threads of one process,
+    /// or the agents of several machines. Counters and histograms add
+    /// (percentiles are never averaged), second by second; the window spans
+    /// the parts'; the client's CPU figures are those of the busiest part
+    /// (client-bound is judged per machine: one saturated agent makes the
+    /// step client-bound, whatever the others did); per-statement summaries
+    /// survive only from a single part, since percentiles cannot be merged
+    /// from summaries. `concurrency` is the step's (a lost part's clients
+    /// included), and `lost` (a part missing) marks it partial.
+    ///
+    /// Every field of every part is named below: a field added to
+    /// `StepResult` does not compile here until its merge is decided.
+    pub fn merge(concurrency: u32, parts: &[StepResult], lost: bool) -> StepResult {
+        let n_seconds = parts.iter().map(|p| p.seconds.len()).max().unwrap_or(0);
+        let mut seconds: Vec<SecondResult> = (0..n_seconds as u32).map(|second| SecondResult { second, ..Default::default() }).collect();
+        let mut m = StepResult { concurrency, partial: lost, ..Default::default() };
+        let (mut start, mut connect, mut busiest) = (None::<i64>, (0.0, 0u32), None::<&StepResult>);
+        for p in parts {
+            let StepResult {
+                concurrency: part_concurrency,
+                window_s,
+                window_start_unix_ms,
+                window_end_unix_ms,
+                requests,
+                queries,
+                errors,
+                latency,
+                seconds: part_seconds,
+                client_cpu_s: _,
+                client_cores: _,
+                reconnects,
+                connect_ms,
+                connect_latency,
+                client_lag_ms,
+                client_runq_wait_pct,
+                partial,
+                published_throughput_per_s,
+                // Derived from the run's samples when it is loaded: a merged
+                // step gets its own then.
+                telemetry: _,
+                statements,
+                offered_rate_per_s,
+                service,
+                dropped,
+                late_sends,
+                clients,
+            } = p;
+            m.window_s = m.window_s.max(*window_s);
+            start = Some(start.map_or(*window_start_unix_ms, |s| s.min(*window_start_unix_ms)));
+            m.window_end_unix_ms = m.window_end_unix_ms.max(*window_end_unix_ms);
+            m.requests += requests;
+            m.queries += queries;
+            m.errors.merge(errors);
+            m.latency.merge(latency);
+            for (ms, s) in seconds.iter_mut().zip(part_seconds) {
+                let SecondResult { second: _, requests, errors, latency, service } = s;
+                ms.requests += requests;
+                ms.errors += errors;
+                ms.latency.merge(latency);
+                ms.service.merge(service);
+            }
+            m.reconnects += reconnects;
+            if let Some(c) = connect_ms {
+                connect = (connect.0 + c * f64::from(*part_concurrency), connect.1 + part_concurrency);
+            }
+            m.connect_latency.merge(connect_latency);
+            m.client_lag_ms = max_opt(m.client_lag_ms, *client_lag_ms);
+            m.client_runq_wait_pct = max_opt(m.client_runq_wait_pct, *client_runq_wait_pct);
+            m.partial |= partial;
+            m.published_throughput_per_s = add_opt(m.published_throughput_per_s, *published_throughput_per_s);
+            if m.statements.is_empty() {
+                m.statements.clone_from(statements);
+            }
+            m.offered_rate_per_s = add_opt(m.offered_rate_per_s, *offered_rate_per_s);
+            if let Some(h) = service {
+                m.service.get_or_insert_with(LatencyHistogram::new).merge(h);
+            }
+            m.dropped = add_opt(m.dropped, *dropped);
+            m.late_sends = add_opt(m.late_sends, *late_sends);
+            if let Some(c) = clients {
+                m.clients.get_or_insert_with(Default::default).merge(c);
+            }
+            if busiest.is_none_or(|b| p.client_cpu_pct().unwrap_or(0.0) > b.client_cpu_pct().unwrap_or(0.0)) {
+                busiest = Some(p);
+            }
+        }
+        m.window_start_unix_ms = start.unwrap_or(0);
+        if let Some(b) = busiest {
+            // The busiest part's CPU over its own window, in the merged window's terms.
+            m.client_cores = b.client_cores;
+            m.client_cpu_s = if b.window_s > 0.0 { b.client_cpu_s * m.window_s / b.window_s } else { 0.0 };
+        }
+        for s in &mut seconds {
+            s.latency.pack();
+            if !s.service.is_empty() {
+                s.service.pack();
+            }
+        }
+        m.seconds = seconds;
+        m.connect_ms = (connect.1 > 0).then(|| connect.0 / f64::from(connect.1));
+        if parts.len() > 1 {
+            m.statements.clear();
+        }
+        m
+    }
+
+    /// Moves the window's wall-clock times back by `offset_ms` (a remote
+    /// client's clock minus this one's), onto this machine's clock, as
+    /// [`Sample::shift_clock`](crate::Sample::shift_clock) does for readings.
+    pub fn shift_clock(&mut self, offset_ms: i64) {
+        self.window_start_unix_ms = self.window_start_unix_ms.saturating_sub(offset_ms);
+        self.window_end_unix_ms = self.window_end_unix_ms.saturating_sub(offset_ms);
+    }
+
     /// A closed-loop step's client spread when some of its clients (not
     /// all) completed nothing in the window: the server served the others.
     /// None for an open loop, whose idle connections had nothing to send.
@@ -449,12 +565,29 @@ impl StepResult {
     }
 }
 
+/// The larger of two optional figures (either alone when the other is missing).
+fn max_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (x, y) => x.or(y),
+    }
+}
+
+/// The sum of two optional counts (either alone when the other is missing).
+fn add_opt<T: std::ops::Add<Output = T>>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x + y),
+        (x, y) => x.or(y),
+    }
+}
+
 /// Share of failed requests from which errors dominate a step: its
 /// throughput then says little about the server, and the run fails (exit 1).
 pub const ERRORS_DOMINATE_SHARE: f64 = 0.5;
 
-/// A progress report sent about every 250 ms while a step runs.
-#[derive(Clone, Debug)]
+/// A progress report sent about every 250 ms while a step runs (an
+/// agent sends it as it is).
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct LiveTick {
     /// Seconds since the warm-up began.
     pub elapsed_s: f64,

@@ -1,97 +1,137 @@
-//! Folding the workers' statistics into one step result: per-second
-//! histograms, errors, statement latencies, client lag and run-queue wait.
+//! Folding the workers' statistics into one step result. Each thread's
+//! share becomes a [`StepResult`] and [`StepResult::merge`] (core: the same
+//! merge the agents' results go through) adds them up; what belongs to the
+//! process as a whole is then set from the process's own measures: its CPU
+//! time and cores, the run-queue wait and connect time averaged over every
+//! thread and connection, and statement percentiles from the threads'
+//! merged histograms (summaries alone could not be merged).
 
 use super::controller::Window;
 use super::state::WorkerStats;
-use scalelab_core::result::{SecondResult, StatementLatency, StepResult};
-use scalelab_core::LatencyHistogram;
+use scalelab_core::result::{StatementLatency, StepResult};
+use scalelab_core::{ClientSpread, LatencyHistogram};
 use std::time::Duration;
 
-/// Adds up what the workers measured.
-#[derive(Default)]
+/// The workers' statistics, gathered as they are joined.
 pub(super) struct Merge {
-    seconds: Vec<SecondResult>,
-    result: StepResult,
-    connect_total: Duration,
-    connects: u32,
-    statements: Vec<LatencyHistogram>,
-    runq_total_ns: Option<u64>,
-    runq_threads: u32,
-    dropped: u64,
-    late_sends: u64,
-    clients: scalelab_core::ClientSpread,
+    n_seconds: usize,
+    workers: Vec<WorkerStats>,
 }
 
 impl Merge {
-    /// An empty merge with room for `n_seconds` window seconds.
+    /// An empty merge of a step with `n_seconds` window seconds.
     pub(super) fn new(n_seconds: usize) -> Merge {
-        Merge { seconds: (0..n_seconds as u32).map(|s| SecondResult { second: s, ..Default::default() }).collect(), ..Default::default() }
+        Merge { n_seconds, workers: Vec::new() }
     }
 
     /// Adds one worker's statistics.
-    pub(super) fn add(&mut self, stats: &WorkerStats) {
-        for (m, s) in self.seconds.iter_mut().zip(&stats.seconds) {
-            m.requests += s.requests;
-            m.errors += s.errors;
-            m.latency.merge(&s.latency);
-            m.service.merge(&s.service);
-        }
-        let result = &mut self.result;
-        result.errors.merge(&stats.errors);
-        result.queries += stats.queries;
-        result.reconnects += stats.reconnects;
-        self.connect_total += stats.connect_total;
-        if let Some(w) = stats.runq_wait_ns {
-            self.runq_total_ns = Some(self.runq_total_ns.unwrap_or(0) + w);
-            self.runq_threads += 1;
-        }
-        if let Some(lag) = stats.max_lag {
-            let ms = lag.as_secs_f64() * 1e3;
-            result.client_lag_ms = Some(result.client_lag_ms.map_or(ms, |m: f64| m.max(ms)));
-        }
-        self.connects += stats.connects;
-        self.dropped += stats.dropped;
-        self.late_sends += stats.late_sends;
-        if self.statements.len() < stats.statements.len() {
-            self.statements.resize_with(stats.statements.len(), LatencyHistogram::new);
-        }
-        for (m, h) in self.statements.iter_mut().zip(&stats.statements) {
-            m.merge(h);
-        }
-        self.result.connect_latency.merge(&stats.connect_latency);
-        self.clients.merge(&scalelab_core::ClientSpread::of(&stats.completions, &stats.outstanding_ms));
+    pub(super) fn add(&mut self, stats: WorkerStats) {
+        self.workers.push(stats);
     }
 
     /// The step's result: `concurrency` clients on `client_cores` cores,
     /// over `window`, offering `offered` requests per second when an open
     /// loop; `names` are the driver's statement names.
     pub(super) fn finish(self, concurrency: u32, offered: Option<f64>, client_cores: u32, window: &Window, names: &[String]) -> StepResult {
-        let Merge {
-            mut seconds,
-            mut result,
-            connect_total,
-            connects,
-            statements,
-            runq_total_ns,
-            runq_threads,
-            dropped,
-            late_sends,
-            clients,
-        } = self;
-        result.clients = (clients.clients > 0).then_some(clients);
-        if offered.is_some() {
-            result.offered_rate_per_s = offered;
-            result.service = Some(LatencyHistogram::new());
-            result.dropped = Some(dropped);
-            result.late_sends = Some(late_sends);
-        }
         let window_s = window.window_s;
-        result.concurrency = concurrency;
+        // A window cut short keeps only the seconds it covered.
+        let kept = (window_s.ceil().max(if window_s > 0.0 { 1.0 } else { 0.0 }) as usize).min(self.n_seconds);
+        let (mut connect_total, mut connects) = (Duration::ZERO, 0u32);
+        let (mut runq_total_ns, mut runq_threads) = (None::<u64>, 0u32);
+        let mut statements: Vec<LatencyHistogram> = Vec::new();
+        let mut parts = Vec::with_capacity(self.workers.len());
+        for w in self.workers {
+            let WorkerStats {
+                mut seconds,
+                errors,
+                queries,
+                reconnects,
+                connect_total: thread_connect_total,
+                connects: thread_connects,
+                max_lag,
+                runq_wait_ns,
+                statements: thread_statements,
+                dropped,
+                late_sends,
+                connect_latency,
+                completions,
+                outstanding_ms,
+            } = w;
+            connect_total += thread_connect_total;
+            connects += thread_connects;
+            if let Some(ns) = runq_wait_ns {
+                runq_total_ns = Some(runq_total_ns.unwrap_or(0) + ns);
+                runq_threads += 1;
+            }
+            if statements.len() < thread_statements.len() {
+                statements.resize_with(thread_statements.len(), LatencyHistogram::new);
+            }
+            for (m, h) in statements.iter_mut().zip(&thread_statements) {
+                m.merge(h);
+            }
+            seconds.truncate(kept);
+            let mut latency = LatencyHistogram::new();
+            let mut service = offered.map(|_| LatencyHistogram::new());
+            for s in &seconds {
+                latency.merge(&s.latency);
+                if let Some(h) = &mut service {
+                    h.merge(&s.service);
+                }
+            }
+            parts.push(StepResult {
+                concurrency: completions.len() as u32,
+                window_s,
+                window_start_unix_ms: window.start_unix_ms,
+                window_end_unix_ms: window.end_unix_ms,
+                requests: seconds.iter().map(|s| s.requests).sum(),
+                queries,
+                errors,
+                latency,
+                seconds,
+                // The process's, set below.
+                client_cpu_s: 0.0,
+                client_cores: 0,
+                reconnects,
+                connect_ms: None,
+                connect_latency,
+                client_lag_ms: max_lag.map(|l| l.as_secs_f64() * 1e3),
+                client_runq_wait_pct: None,
+                partial: window.partial,
+                published_throughput_per_s: None,
+                telemetry: None,
+                statements: Vec::new(),
+                offered_rate_per_s: None,
+                service,
+                dropped: offered.map(|_| dropped),
+                late_sends: offered.map(|_| late_sends),
+                clients: (!completions.is_empty()).then(|| ClientSpread::of(&completions, &outstanding_ms)),
+            });
+        }
+        let mut result = StepResult::merge(concurrency, &parts, window.partial);
+        // Every second of the window is there, a worker or not.
+        while result.seconds.len() < kept {
+            result.seconds.push(scalelab_core::result::SecondResult { second: result.seconds.len() as u32, ..Default::default() });
+        }
+        // With no worker joined the window still is the step's.
         result.window_s = window_s;
         result.window_start_unix_ms = window.start_unix_ms;
         result.window_end_unix_ms = window.end_unix_ms;
+        result.offered_rate_per_s = offered;
+        if offered.is_some() {
+            result.service.get_or_insert_with(LatencyHistogram::new);
+            result.dropped.get_or_insert(0);
+            result.late_sends.get_or_insert(0);
+        }
         result.client_cores = client_cores;
-        result.partial = window.partial;
+        result.client_cpu_s = match window.cpu_start {
+            Some(c0) if window_s > 0.0 => (window.cpu_end - c0).max(0.0),
+            _ => 0.0,
+        };
+        result.client_runq_wait_pct = match (runq_total_ns, window_s > 0.0 && runq_threads > 0) {
+            (Some(ns), true) => Some(100.0 * ns as f64 / 1e9 / (window_s * f64::from(runq_threads))),
+            _ => None,
+        };
+        result.connect_ms = (connects > 0).then(|| connect_total.as_secs_f64() * 1e3 / f64::from(connects));
         result.statements = statements
             .iter()
             .enumerate()
@@ -106,28 +146,6 @@ impl Merge {
                 })
             })
             .collect();
-        // A window cut short keeps only the seconds it covered.
-        seconds.truncate(window_s.ceil().max(if window_s > 0.0 { 1.0 } else { 0.0 }) as usize);
-        for s in &mut seconds {
-            result.requests += s.requests;
-            result.latency.merge(&s.latency);
-            s.latency.pack();
-            if let Some(service) = &mut result.service {
-                service.merge(&s.service);
-                if !s.service.is_empty() {
-                    s.service.pack();
-                }
-            }
-        }
-        result.seconds = seconds;
-        if let (Some(ns), true) = (runq_total_ns, window_s > 0.0 && runq_threads > 0) {
-            result.client_runq_wait_pct = Some(100.0 * ns as f64 / 1e9 / (window_s * f64::from(runq_threads)));
-        }
-        result.connect_ms = (connects > 0).then(|| connect_total.as_secs_f64() * 1e3 / connects as f64);
-        result.client_cpu_s = match window.cpu_start {
-            Some(c0) if window_s > 0.0 => (window.cpu_end - c0).max(0.0),
-            _ => 0.0,
-        };
         result
     }
 }

@@ -197,7 +197,7 @@ fn step<D: Driver>(
     let mut panicked = None;
     for (t, h) in handles.into_iter().enumerate() {
         match h.join() {
-            Ok(Some(stats)) => merge.add(&stats),
+            Ok(Some(stats)) => merge.add(stats),
             Ok(None) => {}
             Err(payload) => {
                 panicked.get_or_insert(EngineError::WorkerPanicked { thread: t as u32, why: panic_message(&*payload) });
