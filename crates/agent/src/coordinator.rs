@@ -29,7 +29,7 @@ pub enum Loss {
 #[derive(Clone, Debug)]
 pub enum Role {
     /// Sends load to `target` as `http` says.
-    Load { target: String, http: crate::proto::HttpSpec, threads: Option<u32>, no_pin: bool },
+    Load { target: String, http: scalelab_drive::http::HttpConfig, threads: Option<u32>, no_pin: bool },
     /// Sends SQL load to the database `target` as `sql` says.
     LoadSql { target: String, sql: crate::proto::SqlSpec, threads: Option<u32>, no_pin: bool },
     /// Runs the probes for the server on its host.

@@ -25,4 +25,4 @@ pub use connect::{AgentAddr, Reach};
 /// prints them; the crates below it never print (docs/architecture.md).
 pub type Log = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
 pub use coordinator::{Coordinator, Loss, Role};
-pub use proto::{HttpSpec, SqlSpec, PROTOCOL};
+pub use proto::{SqlSpec, PROTOCOL};

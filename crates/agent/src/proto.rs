@@ -5,6 +5,7 @@
 //! versions can always tell each other apart.
 
 use scalelab_core::{LiveTick, StepPlan, StepResult};
+use scalelab_drive::http::HttpConfig;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
@@ -29,21 +30,6 @@ pub struct SqlSpec {
     pub connect_timeout_ms: u64,
 }
 
-/// The HTTP workload of a load agent.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct HttpSpec {
-    /// (method, URL, weight) of each request.
-    pub requests: Vec<(String, String, u32)>,
-    pub headers: Vec<(String, String)>,
-    pub body: Option<Vec<u8>>,
-    pub keepalive: bool,
-    pub timeout_ms: u64,
-    pub connect_timeout_ms: u64,
-    /// `--expect-status` as given.
-    pub expect_status: String,
-    pub insecure: bool,
-}
-
 /// Frames from the coordinator to an agent.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -55,7 +41,7 @@ pub enum ToAgent {
     /// A clock probe; answered by `pong` with the agent's clock.
     Ping { seq: u32 },
     /// The session: the one target this agent may send load to, and how.
-    Load { target: String, http: HttpSpec, threads: Option<u32>, no_pin: bool },
+    Load { target: String, http: HttpConfig, threads: Option<u32>, no_pin: bool },
     /// Sends SQL load to `target` (a database URL): the workload as the
     /// coordinator built it (it prepared the dataset and checked the
     /// statements; the agent only runs the workload).

@@ -6,9 +6,9 @@
 //! past its planned end plus [`GRACE`].
 
 use crate::auth;
-use crate::proto::{mismatch, read_frame, read_frame_max, write_frame, FromAgent, HttpSpec, SqlSpec, ToAgent, MAX_HANDSHAKE_FRAME};
+use crate::proto::{mismatch, read_frame, read_frame_max, write_frame, FromAgent, SqlSpec, ToAgent, MAX_HANDSHAKE_FRAME};
 use crate::records;
-use scalelab_drive::http::{HttpConfig, HttpDriver, RequestSpec, StatusMatch};
+use scalelab_drive::http::{HttpConfig, HttpDriver};
 use scalelab_drive::sql::{SqlConfig, SqlDriver, SqlUrl};
 use scalelab_drive::{run_step, EngineOptions};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -58,25 +58,18 @@ fn origin(url: &str) -> Option<String> {
 }
 
 /// The driver for the session's target; every request must go to that target.
-fn driver(target: &str, http: &HttpSpec) -> Result<(HttpDriver, Option<String>), String> {
+fn driver(target: &str, config: &HttpConfig) -> Result<(HttpDriver, Option<String>), String> {
     let want = origin(target).ok_or_else(|| format!("the target '{target}' is not a URL"))?;
-    for (_, url, _) in &http.requests {
-        if origin(url).as_deref() != Some(want.as_str()) {
-            return Err(format!("refused: a request goes to {} but the session's target is {want}", scalelab_core::redact_url(url)));
+    for r in &config.requests {
+        if origin(&r.url).as_deref() != Some(want.as_str()) {
+            return Err(format!("refused: a request goes to {} but the session's target is {want}", scalelab_core::redact_url(&r.url)));
         }
     }
-    let config = HttpConfig {
-        requests: http.requests.iter().map(|(m, u, w)| RequestSpec { method: m.clone(), url: u.clone(), weight: *w }).collect(),
-        headers: http.headers.clone(),
-        body: http.body.clone(),
-        keepalive: http.keepalive,
-        timeout: Duration::from_millis(http.timeout_ms),
-        connect_timeout: Duration::from_millis(http.connect_timeout_ms),
-        expect: StatusMatch::parse(&http.expect_status).map_err(|e| e.to_string())?,
-        insecure: http.insecure,
-        source_addrs: Vec::new(),
-    };
-    let d = HttpDriver::new(&config).map_err(|e| e.to_string())?;
+    // Source addresses are the coordinator's own: this host has others.
+    if !config.source_addrs.is_empty() {
+        return Err("refused: source addresses belong to the coordinator's host, not to an agent".into());
+    }
+    let d = HttpDriver::new(config).map_err(|e| e.to_string())?;
     let p = d.preflight().map_err(|f| format!("cannot reach {}: {}", scalelab_core::redact_url(target), f.message))?;
     Ok((d, p.server))
 }
@@ -283,7 +276,30 @@ fn loaded(
 
 #[cfg(test)]
 mod tests {
-    use super::origin;
+    use super::{driver, origin};
+    use scalelab_drive::http::HttpConfig;
+    use std::time::Duration;
+
+    #[test]
+    fn the_session_refuses_another_origin_and_the_coordinators_source_addresses() {
+        // Refused before any connection: nothing listens on port 1.
+        let target = "http://127.0.0.1:1/";
+        let mut config = HttpConfig::get("http://127.0.0.1:2/", Duration::from_millis(100));
+        let err = driver(target, &config).err().unwrap();
+        assert!(err.starts_with("refused: a request goes to http://127.0.0.1:2/"), "{err}");
+        config.requests[0].url = target.into();
+        config.source_addrs = vec!["127.0.0.2".parse().unwrap()];
+        let err = driver(target, &config).err().unwrap();
+        assert_eq!(err, "refused: source addresses belong to the coordinator's host, not to an agent");
+        // Through the frame, the config arrives whole.
+        let frame = crate::proto::ToAgent::Load { target: target.into(), http: config, threads: None, no_pin: false };
+        let back: crate::proto::ToAgent = serde_json::from_str(&serde_json::to_string(&frame).unwrap()).unwrap();
+        let crate::proto::ToAgent::Load { http, .. } = back else { panic!() };
+        assert_eq!(
+            (http.source_addrs.len(), http.timeout, http.expect),
+            (1, Duration::from_millis(100), HttpConfig::get("", Duration::ZERO).expect)
+        );
+    }
 
     #[test]
     fn origins_compare_scheme_host_and_port() {

@@ -33,7 +33,7 @@ pub use env::Environment;
 pub use histogram::{LatencyHistogram, LatencySummary};
 pub use plan::{parse_concurrency_list, parse_duration, parse_rate_list, Arrival, OpenLoopPlan, RunPlan, StepPlan, MAX_CONCURRENCY};
 pub use result::{ClientSpread, ErrorClass, ErrorCounts, Failure, LiveTick, SecondResult, StepResult};
-pub use run::{display_names, Run, RunKind};
+pub use run::{display_names, Run, RunKind, RunSummary};
 pub use sample::{RunSamples, Sample, SampleKind};
 pub use source::Source;
 pub use target::{Target, TargetError, TargetKind};

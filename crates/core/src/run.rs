@@ -96,3 +96,20 @@ mod display_name_tests {
         assert_eq!(unique.len(), 3);
     }
 }
+
+/// A stored run in a line: what `scalelab runs` lists (the store reads it
+/// without loading the steps).
+#[derive(Clone, Debug)]
+pub struct RunSummary {
+    pub id: i64,
+    pub kind: String,
+    pub label: String,
+    pub target: String,
+    pub started_unix_ms: i64,
+    pub complete: bool,
+    /// How the run ended, in words; `None` when killed or still running.
+    pub outcome: Option<String>,
+    pub steps: i64,
+    /// The highest step throughput, per second (None: no measured step).
+    pub peak_throughput_per_s: Option<f64>,
+}

@@ -5,25 +5,10 @@
 
 use crate::fmt::{columns_fit_with, thousands, wrap};
 use scalelab_analyze::{Diagnosis, Outcome};
-use scalelab_core::{escape_control as line, Run};
-
-/// One line of `scalelab runs` (the store's summary of a run).
-#[derive(Clone, Debug)]
-pub struct RunListing {
-    pub id: i64,
-    pub kind: String,
-    pub label: String,
-    pub target: String,
-    pub started_unix_ms: i64,
-    pub complete: bool,
-    /// How the run ended, in words; `None` when killed or still running.
-    pub outcome: Option<String>,
-    pub steps: i64,
-    pub peak_throughput_per_s: Option<f64>,
-}
+use scalelab_core::{escape_control as line, Run, RunSummary};
 
 /// The `scalelab runs` table, fitted to `width`.
-pub fn runs_table(runs: &[RunListing], width: Option<usize>) -> String {
+pub fn runs_table(runs: &[RunSummary], width: Option<usize>) -> String {
     let mut rows = vec![["id", "kind", "label", "target", "started (UTC)", "steps", "peak/s", "status"].map(String::from).to_vec()];
     for r in runs {
         let status = match (&r.outcome, r.complete) {
@@ -174,7 +159,7 @@ mod tests {
 
     #[test]
     fn runs_header_over_its_cells() {
-        let r = RunListing {
+        let r = RunSummary {
             id: 12,
             kind: "sweep".into(),
             label: "nginx 1.22".into(),

@@ -12,7 +12,8 @@
 pub mod runs;
 pub mod schema;
 
-pub use runs::{RunSelector, RunSummary};
+pub use runs::RunSelector;
+pub use scalelab_core::RunSummary;
 pub use schema::LATEST_VERSION;
 
 use rusqlite::Connection;

@@ -3,7 +3,7 @@
 use crate::{Store, StoreError};
 use rusqlite::{named_params, params, OptionalExtension};
 use scalelab_core::{
-    ErrorCounts, LatencyHistogram, Run, RunKind, RunPlan, RunSamples, Sample, SampleKind, SecondResult, Source, StepResult,
+    ErrorCounts, LatencyHistogram, Run, RunKind, RunPlan, RunSamples, RunSummary, Sample, SampleKind, SecondResult, Source, StepResult,
 };
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -26,20 +26,6 @@ impl RunSelector {
             RunSelector::Label(text.to_string())
         }
     }
-}
-
-/// One line of `scalelab runs`.
-#[derive(Clone, Debug)]
-pub struct RunSummary {
-    pub id: i64,
-    pub kind: String,
-    pub label: String,
-    pub target: String,
-    pub started_unix_ms: i64,
-    pub complete: bool,
-    pub outcome: Option<String>,
-    pub steps: i64,
-    pub peak_throughput_per_s: Option<f64>,
 }
 
 fn now_ms() -> i64 {

@@ -6,7 +6,7 @@
 
 use crate::args::{AgentLoss, SweepArgs};
 use crate::error::bad;
-use scalelab_agent::{AgentAddr, Coordinator, HttpSpec, Loss, Reach, Role, SqlSpec};
+use scalelab_agent::{AgentAddr, Coordinator, Loss, Reach, Role, SqlSpec};
 use scalelab_core::{StepPlan, StepResult, Target};
 use scalelab_drive::http::HttpConfig;
 use scalelab_drive::sql::SqlConfig;
@@ -49,20 +49,6 @@ pub fn check(a: &SweepArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The HTTP workload as the agents get it.
-fn spec(config: &HttpConfig, a: &SweepArgs) -> HttpSpec {
-    HttpSpec {
-        requests: config.requests.iter().map(|r| (r.method.clone(), r.url.clone(), r.weight)).collect(),
-        headers: config.headers.clone(),
-        body: config.body.clone(),
-        keepalive: config.keepalive,
-        timeout_ms: config.timeout.as_millis() as u64,
-        connect_timeout_ms: config.connect_timeout.as_millis() as u64,
-        expect_status: a.expect_status.clone(),
-        insecure: config.insecure,
-    }
-}
-
 /// What the load agents send: the HTTP workload, or the SQL one the
 /// coordinator built and checked.
 #[derive(Clone, Copy)]
@@ -82,7 +68,7 @@ pub fn connect(a: &SweepArgs, target: &Target, config: Load<'_>, interval_ms: u6
         Reach { token, agent_command: a.agent_command.clone(), ssh_options: a.ssh_options.clone(), protocol: scalelab_agent::PROTOCOL };
     let (threads, no_pin, to) = (a.threads, a.no_pin, target.as_given().to_string());
     let role = match config {
-        Load::Http(config) => Role::Load { target: to, http: spec(config, a), threads, no_pin },
+        Load::Http(config) => Role::Load { target: to, http: config.clone(), threads, no_pin },
         Load::Sql(c) => {
             let sql =
                 SqlSpec { workload: c.workload.clone(), prepare: c.prepare, connect_timeout_ms: c.connect_timeout.as_millis() as u64 };

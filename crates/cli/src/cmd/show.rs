@@ -1,7 +1,6 @@
 //! `scalelab runs`, `show` and `export`: reading the store back.
 
 use crate::args::{ExportArgs, ExportFormat, ShowArgs};
-use scalelab_report::cli::RunListing;
 use scalelab_report::csv;
 use scalelab_store::{RunSelector, Store};
 use std::path::Path;
@@ -23,21 +22,7 @@ pub fn load_run(store: &Store, id: i64) -> anyhow::Result<scalelab_core::Run> {
 
 pub fn runs(path: &Path) -> anyhow::Result<ExitCode> {
     let store = open_existing(path)?;
-    let listing: Vec<RunListing> = store
-        .list_runs()?
-        .into_iter()
-        .map(|r| RunListing {
-            id: r.id,
-            kind: r.kind,
-            label: r.label,
-            target: r.target,
-            started_unix_ms: r.started_unix_ms,
-            complete: r.complete,
-            outcome: r.outcome,
-            steps: r.steps,
-            peak_throughput_per_s: r.peak_throughput_per_s,
-        })
-        .collect();
+    let listing = store.list_runs()?;
     say!("{}", scalelab_report::cli::runs_table(&listing, crate::term::width()));
     Ok(ExitCode::SUCCESS)
 }

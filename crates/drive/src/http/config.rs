@@ -3,6 +3,7 @@
 //! which statuses count as success; and the request bytes serialized once.
 
 use scalelab_core::redact_url;
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use url::Url;
 
@@ -32,15 +33,16 @@ pub enum HttpConfigError {
 }
 
 /// One request of the workload, with its share of the traffic.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RequestSpec {
     pub method: String,
     pub url: String,
     pub weight: u32,
 }
 
-/// Everything that defines the HTTP workload and how it is sent.
-#[derive(Clone, Debug)]
+/// Everything that defines the HTTP workload and how it is sent; an
+/// agent is sent this very struct (docs/agents.md).
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct HttpConfig {
     pub requests: Vec<RequestSpec>,
     pub headers: Vec<(String, String)>,
@@ -79,14 +81,14 @@ impl HttpConfig {
 }
 
 /// Which response statuses count as success.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum StatusMatch {
     /// Any of these classes (2 = 2xx) or exact codes.
     Any(Vec<StatusRule>),
 }
 
 /// A class (`2xx`) or an exact code (`200`).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum StatusRule {
     Class(u16),
     Code(u16),
