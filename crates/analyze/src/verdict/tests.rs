@@ -271,6 +271,25 @@ fn a_cpu_bound_server_is_told_apart_from_the_load_generator_sharing_its_cores() 
 }
 
 #[test]
+fn other_processes_taking_a_share_of_the_busy_cpu_are_named_and_lower_the_confidence() {
+    // 4 cores 95 % busy (3.8 cores): server 2.5, client 0.4, others 0.9 (24 %).
+    let others = |_| StepTelemetry { server_cpu_pct: Some(250.0), ..busy(70.0, 25.0)(0) };
+    let v = only(&run_with(others), VerdictKind::CpuBoundUser);
+    assert!((ev(&v, "other processes' share of the busy CPU") - 100.0 * 0.9 / 3.8).abs() < 1e-9, "{:?}", v.evidence);
+    assert!(
+        v.headline.contains(
+            "but the load generator 11 % and other processes 24 % of the busy CPU (the server had 66 %): part of this limit is theirs"
+        ),
+        "{}",
+        v.headline
+    );
+    assert_eq!(v.confidence, Confidence::Medium);
+    // At 330 % the others' 3 % is not worth the words, nor a doubt.
+    let v = only(&run_with(busy(70.0, 25.0)), VerdictKind::CpuBoundUser);
+    assert!(!v.headline.contains("other processes") && v.confidence == Confidence::High, "{}", v.headline);
+}
+
+#[test]
 fn a_superlinear_start_is_named_and_left_out_of_the_usl_fit() {
     // The default demo's shape: 1 client does a third of what 2 do, then
     // the two cores are full.

@@ -42,10 +42,28 @@ pub(super) fn cpu_bound(ctx: &Ctx) -> Option<Verdict> {
     // cores were full, and part of what filled them was the client.
     let client_cores = (ctx.step.window_s > 0.0).then(|| ctx.step.client_cpu_s / ctx.step.window_s);
     let client_of_busy = client_cores.zip(cores).map(|(c, n)| 100.0 * c / (busy / 100.0 * n).max(f64::EPSILON));
+    // Neither the server nor the client: other processes on these cores.
+    let others_of_busy = t
+        .server_cpu_pct
+        .zip(cores)
+        .map(|(s, n)| 100.0 - 100.0 * (s / 100.0 + client_cores.unwrap_or(0.0)) / (busy / 100.0 * n).max(f64::EPSILON))
+        .map(|o| o.max(0.0));
     let mut d = Draft::new(kind, ctx, headline, next);
-    if let Some(share) = client_of_busy.filter(|s| *s >= CLIENT_OF_BUSY_NOTE_PCT) {
-        d.v.headline =
-            format!("{headline}; the load generator shares these cores and used {share:.0} % of the busy CPU, so the server had the rest");
+    let others = others_of_busy.filter(|o| *o >= OTHERS_OF_BUSY_NOTE_PCT);
+    match (client_of_busy.filter(|s| *s >= CLIENT_OF_BUSY_NOTE_PCT), others) {
+        (Some(share), None) => {
+            d.v.headline = format!(
+                "{headline}; the load generator shares these cores and used {share:.0} % of the busy CPU, so the server had the rest"
+            )
+        }
+        (client, Some(o)) => {
+            let server = 100.0 - o - client.unwrap_or(0.0);
+            let client = client.map(|c| format!("the load generator {c:.0} % and ")).unwrap_or_default();
+            d.v.headline = format!(
+                "{headline}; but {client}other processes {o:.0} % of the busy CPU (the server had {server:.0} %): part of this limit is theirs, stop them and re-run"
+            );
+        }
+        (None, None) => {}
     }
     d.ev("CPU busy", Some(busy), "%");
     d.ev("CPU user", Some(user), "%");
@@ -54,10 +72,14 @@ pub(super) fn cpu_bound(ctx: &Ctx) -> Option<Verdict> {
     d.ev("server CPU", t.server_cpu_pct, "% of one core");
     d.ev("load generator CPU", client_cores.map(|c| 100.0 * c), "% of one core");
     d.ev("load generator share of the busy CPU", client_of_busy, "%");
+    d.ev("other processes' share of the busy CPU", others, "%");
     d.ev("logical cores", cores, "cores");
     // Corroboration: the server, not a neighbour (or the client), uses the CPU.
     let server_share = t.server_cpu_pct.zip(cores).map(|(s, c)| s / (100.0 * c));
-    d.check(server_share.map(|s| s >= SERVER_CPU_SHARE), || {
+    // Other processes took a real share: the server did not have the machine
+    // (one doubt, not two, when its own share is already too small).
+    let others_doubt = others.is_some() && server_share.is_some_and(|s| s >= SERVER_CPU_SHARE);
+    d.check(server_share.map(|s| s >= SERVER_CPU_SHARE && !others_doubt), || {
         if t.server_cpu_pct.is_none() {
             ctx.why("server CPU", SERVER)
         } else {
