@@ -359,19 +359,19 @@ impl Store {
                 Some(b) => LatencyHistogram::from_bytes(&b).map_err(|e| corrupt(format!("step {idx}: {e}")))?,
                 None => LatencyHistogram::new(),
             };
-            let connect_latency = match r.get::<_, Option<Vec<u8>>>(22).map_err(|e| self.sql(e))? {
+            let connect_latency = match r.get::<_, Option<Vec<u8>>>("connect_hdr").map_err(|e| self.sql(e))? {
                 Some(b) => LatencyHistogram::from_bytes(&b).map_err(|e| corrupt(format!("connect times of step {idx}: {e}")))?,
                 None => LatencyHistogram::new(),
             };
-            let statements = match r.get::<_, Option<String>>(17).map_err(|e| self.sql(e))? {
+            let statements = match r.get::<_, Option<String>>("statements_json").map_err(|e| self.sql(e))? {
                 Some(j) => serde_json::from_str(&j).map_err(|e| corrupt(format!("statements of step {idx}: {e}")))?,
                 None => Vec::new(),
             };
-            let service = match r.get::<_, Option<Vec<u8>>>(19).map_err(|e| self.sql(e))? {
+            let service = match r.get::<_, Option<Vec<u8>>>("service_hdr").map_err(|e| self.sql(e))? {
                 Some(b) => Some(LatencyHistogram::from_bytes(&b).map_err(|e| corrupt(format!("service time of step {idx}: {e}")))?),
                 None => None,
             };
-            let clients = match r.get::<_, Option<String>>(23).map_err(|e| self.sql(e))? {
+            let clients = match r.get::<_, Option<String>>("clients_json").map_err(|e| self.sql(e))? {
                 Some(j) => Some(serde_json::from_str(&j).map_err(|e| corrupt(format!("clients of step {idx}: {e}")))?),
                 None => None,
             };
@@ -379,16 +379,16 @@ impl Store {
             steps.push(StepResult {
                 concurrency: r.get("concurrency").map_err(|e| self.sql(e))?,
                 window_s: r.get("window_s").map_err(|e| self.sql(e))?,
-                window_start_unix_ms: r.get::<_, Option<i64>>(3).map_err(|e| self.sql(e))?.unwrap_or(0),
-                window_end_unix_ms: r.get::<_, Option<i64>>(4).map_err(|e| self.sql(e))?.unwrap_or(0),
+                window_start_unix_ms: r.get::<_, Option<i64>>("window_start_unix_ms").map_err(|e| self.sql(e))?.unwrap_or(0),
+                window_end_unix_ms: r.get::<_, Option<i64>>("window_end_unix_ms").map_err(|e| self.sql(e))?.unwrap_or(0),
                 requests: r.get::<_, i64>("requests").map_err(|e| self.sql(e))? as u64,
                 queries: r.get::<_, i64>("queries").map_err(|e| self.sql(e))? as u64,
                 errors,
                 latency,
                 seconds: self.load_seconds(id, idx)?,
-                client_cpu_s: r.get::<_, Option<f64>>(9).map_err(|e| self.sql(e))?.unwrap_or(0.0),
-                client_cores: r.get::<_, Option<u32>>(10).map_err(|e| self.sql(e))?.unwrap_or(0),
-                reconnects: r.get::<_, Option<i64>>(11).map_err(|e| self.sql(e))?.unwrap_or(0) as u64,
+                client_cpu_s: r.get::<_, Option<f64>>("client_cpu_s").map_err(|e| self.sql(e))?.unwrap_or(0.0),
+                client_cores: r.get::<_, Option<u32>>("client_cores").map_err(|e| self.sql(e))?.unwrap_or(0),
+                reconnects: r.get::<_, Option<i64>>("reconnects").map_err(|e| self.sql(e))?.unwrap_or(0) as u64,
                 connect_ms: r.get("connect_ms").map_err(|e| self.sql(e))?,
                 connect_latency,
                 partial: r.get("partial").map_err(|e| self.sql(e))?,
@@ -432,11 +432,11 @@ impl Store {
         let rows = stmt
             .query_map(params![run, idx], |r| {
                 Ok((
-                    r.get::<_, u32>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, i64>(2)?,
-                    r.get::<_, Option<Vec<u8>>>(3)?,
-                    r.get::<_, Option<Vec<u8>>>(4)?,
+                    r.get::<_, u32>("second")?,
+                    r.get::<_, i64>("requests")?,
+                    r.get::<_, i64>("errors")?,
+                    r.get::<_, Option<Vec<u8>>>("latency_hdr")?,
+                    r.get::<_, Option<Vec<u8>>>("service_hdr")?,
                 ))
             })
             .map_err(|e| self.sql(e))?;
