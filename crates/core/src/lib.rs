@@ -36,7 +36,7 @@ pub use result::{ClientSpread, ErrorClass, ErrorCounts, Failure, LiveTick, Secon
 pub use run::{display_names, Run, RunKind, RunSummary};
 pub use sample::{RunSamples, Sample, SampleKind};
 pub use source::Source;
-pub use target::{Target, TargetError, TargetKind};
+pub use target::{Capabilities, Driver, OptionFamily, Target, TargetError, TargetKind};
 pub use telemetry::{DbTelemetry, DbWait, HotThread, PerfSchemaWait, SoftirqCpu, SpecimenTelemetry, StepTelemetry, ThreadStatesPct};
 pub use text::{escape_control, escape_control_lines, escape_markup, redact_url, thousands};
 

@@ -24,10 +24,148 @@ pub enum TargetKind {
     Other,
 }
 
+/// A family of `sweep` options that act on some kinds of target only; an
+/// option of a family the target's kind does not take is refused (one
+/// line, exit 2) rather than silently ignored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OptionFamily {
+    /// How an HTTP request is made and sent.
+    Http,
+    /// A database workload and its dataset.
+    Sql,
+    /// The built-in specimen's behaviour.
+    Specimen,
+}
+
+impl OptionFamily {
+    /// Every family, in the order messages and docs list them.
+    pub const ALL: [OptionFamily; 3] = [OptionFamily::Http, OptionFamily::Sql, OptionFamily::Specimen];
+
+    /// The family's options, as `sweep --help` names them.
+    pub fn options(self) -> &'static [&'static str] {
+        match self {
+            OptionFamily::Http => {
+                &["-H/--header", "-X/--method", "--body", "--body-file", "--no-keepalive", "--url-file", "--insecure", "--source-address"]
+            }
+            OptionFamily::Sql => &["--workload", "--workload-file", "--no-prepare"],
+            OptionFamily::Specimen => &["--specimen", "--work-us", "--workers", "--fix"],
+        }
+    }
+
+    /// What the family is for, as a refusal says it ("they are for …").
+    pub fn for_what(self) -> &'static str {
+        match self {
+            OptionFamily::Http => "HTTP targets",
+            OptionFamily::Sql => "SQL targets",
+            OptionFamily::Specimen => "a sweep without a target (the specimen)",
+        }
+    }
+
+    /// The family an option (as [`OptionFamily::options`] names it) belongs to.
+    pub fn of(option: &str) -> Option<OptionFamily> {
+        Self::ALL.into_iter().find(|f| f.options().contains(&option))
+    }
+}
+
+/// Which driver loads a kind of target (crates/drive): a new protocol is a
+/// new driver and a new variant here, and every `match` on it then asks
+/// for its case at compile time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Driver {
+    /// HTTP/1.1 (`drive::http`); the specimen is an HTTP server too.
+    Http,
+    /// PostgreSQL and MySQL wire protocols (`drive::sql`).
+    Sql,
+}
+
+/// What a kind of target is and takes, in one place: the sweep's option
+/// checks, preflight, the probes and docs/targets.md's table read it here
+/// rather than asking "is it SQL?" each in its own way. A new kind is an
+/// entry in [`TargetKind::capabilities`], a driver and its tests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Capabilities {
+    /// The kind in a sentence: "an HTTP target".
+    pub noun: &'static str,
+    /// The driver `sweep` loads it with (None: [`TargetKind::Other`], only watched).
+    pub driver: Option<Driver>,
+    /// The option families it takes.
+    pub options: &'static [OptionFamily],
+    /// Its connections stay open between requests whatever the options (a
+    /// database session); HTTP's stay open only with keep-alive.
+    pub persistent_connections: bool,
+    /// It has a dataset that `sweep` prepares before the load (`--no-prepare` skips it).
+    pub prepares: bool,
+    /// The database probe polls its own internals (waits, locks, buffers).
+    pub db_probe: bool,
+    /// The server runs one process per connection (PostgreSQL): per-process
+    /// limits (descriptors) are not the server's limit on connections.
+    pub process_per_connection: bool,
+    /// TLS is in the scheme (`https://`).
+    pub tls: bool,
+    /// The server admits clients by their address (pg_hba.conf, MySQL's
+    /// `'user'@'host'`): clients from a client network's addresses need rules.
+    pub admits_by_address: bool,
+}
+
 impl TargetKind {
-    /// A database target (`postgres://`, `mysql://`).
-    pub fn is_sql(self) -> bool {
-        matches!(self, TargetKind::Postgres | TargetKind::Mysql)
+    /// Every kind, in the order docs list them.
+    pub const ALL: [TargetKind; 6] =
+        [TargetKind::Http, TargetKind::Https, TargetKind::Postgres, TargetKind::Mysql, TargetKind::Specimen, TargetKind::Other];
+
+    /// What this kind is and takes.
+    pub fn capabilities(self) -> Capabilities {
+        const HTTP: Capabilities = Capabilities {
+            noun: "an HTTP target",
+            driver: Some(Driver::Http),
+            options: &[OptionFamily::Http],
+            persistent_connections: false,
+            prepares: false,
+            db_probe: false,
+            process_per_connection: false,
+            tls: false,
+            admits_by_address: false,
+        };
+        const SQL: Capabilities = Capabilities {
+            noun: "a SQL target",
+            driver: Some(Driver::Sql),
+            options: &[OptionFamily::Sql],
+            persistent_connections: true,
+            prepares: true,
+            db_probe: true,
+            process_per_connection: false,
+            tls: false,
+            admits_by_address: true,
+        };
+        match self {
+            TargetKind::Http => HTTP,
+            TargetKind::Https => Capabilities { tls: true, ..HTTP },
+            TargetKind::Postgres => Capabilities { process_per_connection: true, ..SQL },
+            TargetKind::Mysql => SQL,
+            // An HTTP server of its own: HTTP's options and its own.
+            TargetKind::Specimen => {
+                Capabilities { noun: "the specimen (no target)", options: &[OptionFamily::Http, OptionFamily::Specimen], ..HTTP }
+            }
+            TargetKind::Other => Capabilities { noun: "a target that is only watched", driver: None, options: &[], ..HTTP },
+        }
+    }
+
+    /// How docs and messages name the kind: its URL scheme(s).
+    pub fn schemes(self) -> &'static str {
+        match self {
+            TargetKind::Http => "http://",
+            TargetKind::Https => "https://",
+            TargetKind::Postgres => "postgres://, postgresql://",
+            TargetKind::Mysql => "mysql://, mariadb://",
+            TargetKind::Specimen => "none: the specimen",
+            TargetKind::Other => "any other scheme",
+        }
+    }
+
+    /// Of `given` (options as [`OptionFamily::options`] names them), those
+    /// this kind does not take.
+    pub fn refused<'a>(self, given: &[&'a str]) -> Vec<&'a str> {
+        let takes = self.capabilities().options;
+        given.iter().copied().filter(|o| OptionFamily::of(o).is_some_and(|f| !takes.contains(&f))).collect()
     }
 
     /// The port a URL of this kind means when it names none.
@@ -123,7 +261,8 @@ impl Target {
             Some(p) => Some(p.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| TargetError::Port(redacted.clone()))?),
         };
         let host = match host {
-            "" if kind.is_sql() => "127.0.0.1",
+            // A database URL may name a unix socket in its options instead.
+            "" if kind.capabilities().driver == Some(Driver::Sql) => "127.0.0.1",
             "" => return Err(TargetError::NoHost(redacted)),
             h => h,
         };
@@ -216,7 +355,7 @@ mod tests {
         assert_eq!(hp("mariadb://root@db.lan/x"), (TargetKind::Mysql, "db.lan".into(), Some(3306), false));
         assert_eq!(hp("mysql://root@/db?socket=/tmp/my.sock"), (TargetKind::Mysql, "127.0.0.1".into(), Some(3306), true));
         assert_eq!(hp("http://h:/"), (TargetKind::Http, "h".into(), Some(80), false), "an empty port is the default");
-        assert!(TargetKind::Mysql.is_sql() && !TargetKind::Https.is_sql());
+        assert!(TargetKind::Mysql.capabilities().driver == Some(crate::Driver::Sql) && TargetKind::Https.capabilities().tls);
     }
 
     #[test]

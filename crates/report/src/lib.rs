@@ -11,6 +11,7 @@
 //! - [`diagnosis`]: a run's diagnosis (curve, USL, verdicts) as text.
 //! - [`micro`]: micro-benchmark tables (lmbench layout, comparison) as text.
 //! - [`preflight`]: the preflight checks as text, warning lines, JSON and a summary cell.
+//! - [`kinds`]: the target kinds and their options, as docs/targets.md shows them.
 //! - [`cli`]: the lines of the command-line's own listings (`runs`, `show`'s
 //!   header, `--assert` results, micro progress).
 //! - [`live`]: the live view's state and drawing while a sweep runs (ratatui).
@@ -34,6 +35,7 @@ pub mod flame;
 pub mod fmt;
 pub mod html;
 pub mod json;
+pub mod kinds;
 pub mod levels;
 pub mod live;
 pub mod markdown;

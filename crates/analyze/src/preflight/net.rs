@@ -3,7 +3,6 @@
 
 use super::check::{judge, ok, per_client_rate, unavailable, warn, TIME_WAIT_S};
 use scalelab_core::preflight::{Check, PreflightFacts, PreflightPlan};
-use scalelab_core::TargetKind;
 
 /// Whether TIME_WAIT ports are reused for new outgoing connections
 /// (`tcp_tw_reuse` 1, or 2 on loopback: Linux's default since 4.19).
@@ -36,7 +35,7 @@ pub fn checks(f: &PreflightFacts, plan: &PreflightPlan, out: &mut Vec<Check>) {
     let fix_ports = "`sysctl -w net.ipv4.ip_local_port_range='1024 65535'` and `sysctl -w net.ipv4.tcp_tw_reuse=1`, or use keep-alive, or more source addresses (--source-address)";
     out.push(judge("net.port_range", &f.port_range, why_ports, fix_ports, |(lo, hi)| {
         let ports = u64::from(hi - lo) + 1;
-        if plan.keepalive || plan.target.kind().is_sql() {
+        if plan.keepalive || plan.target.kind().capabilities().persistent_connections {
             return (ports < n, format!("{ports} ports ({lo}-{hi}) for {n} connections kept open"));
         }
         let (ceiling, planned) = port_budget(f, plan).unwrap_or((ports / TIME_WAIT_S, 0));
@@ -49,7 +48,7 @@ pub fn checks(f: &PreflightFacts, plan: &PreflightPlan, out: &mut Vec<Check>) {
         "`sysctl -w net.ipv4.tcp_tw_reuse=1`",
         |r| {
             let applies = tw_reuse_applies(*r, plan.target.is_loopback());
-            let bad = !plan.keepalive && !plan.target.kind().is_sql() && !applies;
+            let bad = !plan.keepalive && !plan.target.kind().capabilities().persistent_connections && !applies;
             (bad, format!("tcp_tw_reuse {r} ({}){}", if applies { "reuse applies to this target" } else { "no reuse toward this target" }, if plan.keepalive { ", keep-alive on" } else { ", no keep-alive" }))
         },
     ));
@@ -63,7 +62,7 @@ pub fn checks(f: &PreflightFacts, plan: &PreflightPlan, out: &mut Vec<Check>) {
             // Loaded but hooked by no rule: nothing is tracked (kernels register the hooks on demand).
             Some((0, max)) => (false, format!("conntrack loaded (max {max}) but tracking no connection")),
             Some((count, max)) => {
-                let need = if plan.keepalive || plan.target.kind().is_sql() {
+                let need = if plan.keepalive || plan.target.kind().capabilities().persistent_connections {
                     n
                 } else {
                     port_budget(f, plan).map_or(n, |(ceiling, planned)| ceiling.min(planned) * 120)
@@ -86,8 +85,11 @@ fn nofile(f: &PreflightFacts, plan: &PreflightPlan) -> Check {
         Err(e) => return unavailable(id, e, why),
     };
     // PostgreSQL serves each connection in a process of its own.
-    let server =
-        if plan.target.kind() == TargetKind::Postgres { Err("one process per connection".to_string()) } else { f.server_nofile.clone() };
+    let server = if plan.target.kind().capabilities().process_per_connection {
+        Err("one process per connection".to_string())
+    } else {
+        f.server_nofile.clone()
+    };
     let show = |v: u64| if v == u64::MAX { "unlimited".to_string() } else { v.to_string() };
     let mut figure = format!("client {} for {n} connections", show(client));
     let mut bad = client < n + 64;

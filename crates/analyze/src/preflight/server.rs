@@ -2,7 +2,6 @@
 
 use super::check::{judge, ok, unavailable, warn};
 use scalelab_core::preflight::{Check, DbSettings, PreflightFacts, PreflightPlan};
-use scalelab_core::TargetKind;
 
 fn mib(b: u64) -> String {
     format!("{:.0} MiB", b as f64 / 1048576.0)
@@ -27,7 +26,7 @@ pub fn checks(f: &PreflightFacts, plan: &PreflightPlan, out: &mut Vec<Check>) {
         },
     ));
     // A database target, or a database read beside another (`--db-probe`).
-    if plan.target.kind().is_sql() || f.db.is_ok() {
+    if plan.target.kind().capabilities().db_probe || f.db.is_ok() {
         database(f, out);
     }
     let lo = plan.target.is_loopback();
@@ -37,7 +36,7 @@ pub fn checks(f: &PreflightFacts, plan: &PreflightPlan, out: &mut Vec<Check>) {
         (None, false) => format!("over the network{}", f.route.as_ref().map(|r| format!(" via {}", r.interface)).unwrap_or_default()),
     };
     out.push(ok("target.network", network, "loopback results have no network cost and are not comparable with clients over a network"));
-    let https = plan.target.kind() == TargetKind::Https;
+    let https = plan.target.kind().capabilities().tls;
     let tls_why = "with TLS each request pays encryption, and each new connection a handshake that can cost more than the request";
     let tls_text = if https { "TLS (https)" } else { "no TLS" };
     if https && !plan.keepalive {

@@ -78,7 +78,7 @@ pub fn connect(a: &SweepArgs, target: &Target, config: Load<'_>, interval_ms: u6
     let load: Vec<(String, Role)> = a.agents.iter().map(|n| (n.clone(), role.clone())).collect();
     let server = a.server_agent.as_ref().map(|n| {
         // The database is polled from the server's host: --db-probe, or a SQL target itself.
-        let db = a.db_probe.clone().or_else(|| target.kind().is_sql().then(|| target.as_given().to_string()));
+        let db = a.db_probe.clone().or_else(|| target.kind().capabilities().db_probe.then(|| target.as_given().to_string()));
         (n.clone(), Role::Probe { server_pid: a.server_pid, port: target.port(), interval_ms, thread_hz: a.thread_sample_hz, db })
     });
     let loss = if a.agent_loss == AgentLoss::Continue { Loss::Continue } else { Loss::Abort };

@@ -49,7 +49,7 @@ pub fn up(spec: Option<&NetSpec>, target: &Target, specimen: Option<SocketAddr>)
     for name in net.removed_stale() {
         esayln!("note: removed network namespace {name} left by a scalelab that is gone");
     }
-    if target.kind().is_sql() {
+    if target.kind().capabilities().admits_by_address {
         // A database admits clients by address: 127.0.0.1 rules do not match the namespace's.
         let (client, _) = net.addresses();
         esayln!(

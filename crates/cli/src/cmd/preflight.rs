@@ -6,7 +6,7 @@ use crate::args::PreflightArgs;
 use crate::error::bad;
 use scalelab_analyze::preflight::{judge, noise_pct, warnings};
 use scalelab_core::preflight::{Check, PreflightPlan, Reading};
-use scalelab_core::{parse_concurrency_list, Target, TargetKind};
+use scalelab_core::{parse_concurrency_list, Driver, Target, TargetKind};
 use scalelab_drive::cpu;
 use scalelab_drive::http::{HttpConfig, HttpDriver};
 use scalelab_probe::preflight::{read, PreflightInput};
@@ -102,22 +102,24 @@ pub fn warn_on_stderr(checks: &[Check], quiet: bool) {
 /// What the target says it is; unreachable is a reason, not an error.
 fn server_version(target: &Target) -> Reading<String> {
     let timeout = Duration::from_secs(3);
-    match target.kind() {
-        TargetKind::Http | TargetKind::Https => {
+    if target.kind() == TargetKind::Specimen {
+        return Ok(format!("scalelab-specimen {}", scalelab_core::VERSION));
+    }
+    match target.kind().capabilities().driver {
+        Some(Driver::Http) => {
             // Any certificate: this only asks the server what it is.
             let config = HttpConfig { insecure: true, ..HttpConfig::get(target.as_given(), timeout) };
             let driver = HttpDriver::new(&config).map_err(|e| e.to_string())?;
             let p = driver.preflight().map_err(|f| format!("cannot reach {}: {}", target.redacted(), f.message))?;
             p.server.ok_or_else(|| format!("{} sent no Server header", target.redacted()))
         }
-        TargetKind::Postgres | TargetKind::Mysql => {
+        Some(Driver::Sql) => {
             let url = scalelab_drive::sql::SqlUrl::parse(target.as_given())?;
             scalelab_drive::sql::inspect(&url, timeout)
                 .map(|i| i.server)
                 .map_err(|f| format!("cannot use {}: {}", target.redacted(), f.message))
         }
-        TargetKind::Specimen => Ok(format!("scalelab-specimen {}", scalelab_core::VERSION)),
-        TargetKind::Other => Err("not an HTTP or database target".into()),
+        None => Err("not an HTTP or database target".into()),
     }
 }
 

@@ -10,7 +10,7 @@ use crate::error::bad;
 use crate::live::LiveView;
 use crate::session::{Silent, SweepOutcome};
 use crate::specimen_child::SpecimenChild;
-use scalelab_core::{escape_control, parse_duration, Run, RunKind, StepPlan, Target};
+use scalelab_core::{escape_control, parse_duration, Driver, OptionFamily, Run, RunKind, StepPlan, Target, TargetKind};
 use scalelab_drive::http::{parse_url_file, HttpConfig, HttpDriver, RequestSpec, StatusMatch};
 use scalelab_drive::SweepEnd;
 use scalelab_report::table;
@@ -114,55 +114,56 @@ fn specimen_work_us(a: &SweepArgs) -> u64 {
     a.work_us.unwrap_or(100)
 }
 
+/// Every option that acts on some kinds of target only, and whether the
+/// user gave it; the kinds' [`OptionFamily`] tables say which apply where.
+fn kind_options(a: &SweepArgs) -> [(&'static str, bool); 15] {
+    [
+        ("-H/--header", !a.headers.is_empty()),
+        ("-X/--method", a.method.is_some()),
+        ("--body", a.body.is_some()),
+        ("--body-file", a.body_file.is_some()),
+        ("--no-keepalive", a.no_keepalive),
+        ("--url-file", a.url_file.is_some()),
+        ("--insecure", a.insecure),
+        ("--source-address", !a.source_address.is_empty()),
+        ("--workload", a.workload.is_some()),
+        ("--workload-file", a.workload_file.is_some()),
+        ("--no-prepare", a.no_prepare),
+        ("--specimen", a.specimen.is_some()),
+        ("--work-us", a.work_us.is_some()),
+        ("--workers", a.workers.is_some()),
+        ("--fix", a.fix),
+    ]
+}
+
 /// Options that do not apply to this kind of target are refused rather
 /// than silently ignored: a user who gave them expected them to act.
-fn refuse_options_that_do_not_apply(a: &SweepArgs, sql: bool) -> anyhow::Result<()> {
-    let given = |name: &str, set: bool| set.then(|| name.to_string());
-    let (kind, fix, wrong): (&str, &str, Vec<Option<String>>) = match (&a.target, sql) {
-        (Some(_), true) => (
-            "a SQL target",
-            "they are for HTTP targets",
-            vec![
-                given("-H/--header", !a.headers.is_empty()),
-                given("-X/--method", a.method.is_some()),
-                given("--body", a.body.is_some()),
-                given("--body-file", a.body_file.is_some()),
-                given("--no-keepalive", a.no_keepalive),
-                given("--url-file", a.url_file.is_some()),
-                given("--insecure", a.insecure),
-                given("--specimen", a.specimen.is_some()),
-                given("--work-us", a.work_us.is_some()),
-                given("--workers", a.workers.is_some()),
-                given("--fix", a.fix),
-            ],
-        ),
-        (Some(_), false) => (
-            "an HTTP target",
-            "--workload, --workload-file and --no-prepare are for SQL targets, --specimen and --work-us for a sweep without a target",
-            vec![
-                given("--workload", a.workload.is_some()),
-                given("--workload-file", a.workload_file.is_some()),
-                given("--no-prepare", a.no_prepare),
-                given("--specimen", a.specimen.is_some()),
-                given("--work-us", a.work_us.is_some()),
-                given("--workers", a.workers.is_some()),
-                given("--fix", a.fix),
-            ],
-        ),
-        (None, _) => (
-            "the specimen (no target)",
-            "they are for SQL targets",
-            vec![
-                given("--workload", a.workload.is_some()),
-                given("--workload-file", a.workload_file.is_some()),
-                given("--no-prepare", a.no_prepare),
-            ],
-        ),
-    };
-    let wrong: Vec<String> = wrong.into_iter().flatten().collect();
+fn refuse_options_that_do_not_apply(a: &SweepArgs, kind: TargetKind) -> anyhow::Result<()> {
+    let given: Vec<&str> = kind_options(a).into_iter().filter(|(_, set)| *set).map(|(name, _)| name).collect();
+    let wrong = kind.refused(&given);
     if !wrong.is_empty() {
         let (verb, them) = if wrong.len() == 1 { ("does", "it") } else { ("do", "them") };
-        return Err(bad(format!("{} {verb} not apply to {kind} ({fix}): drop {them}", wrong.join(", "))));
+        // What each refused option is for, family by family.
+        let families: Vec<OptionFamily> =
+            OptionFamily::ALL.into_iter().filter(|f| wrong.iter().any(|o| OptionFamily::of(o) == Some(*f))).collect();
+        let fix = match families.as_slice() {
+            [one] => format!("{} for {}", if wrong.len() == 1 { "it is" } else { "they are" }, one.for_what()),
+            many => many
+                .iter()
+                .enumerate()
+                .map(|(i, f)| {
+                    let mine: Vec<&str> = wrong.iter().copied().filter(|o| OptionFamily::of(o) == Some(*f)).collect();
+                    let verb = match (i, mine.len()) {
+                        (0, 1) => " is",
+                        (0, _) => " are",
+                        _ => "",
+                    };
+                    format!("{}{verb} for {}", mine.join(", "), f.for_what())
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        return Err(bad(format!("{} {verb} not apply to {} ({fix}): drop {them}", wrong.join(", "), kind.capabilities().noun)));
     }
     if let Some(pid) = a.server_pid {
         if pid == 0 || !Path::new(&format!("/proc/{pid}")).exists() {
@@ -202,8 +203,14 @@ pub fn prepare_then<X: Execute>(store_path: &Path, mut a: SweepArgs, x: X) -> an
     // Parsed once; a parse error is reported where the driver reported a bad URL
     // before (after the checks of the HTTP options), so the first error shown is unchanged.
     let target = a.target.as_deref().map(Target::parse);
-    let sql = matches!(&target, Some(Ok(t)) if t.kind().is_sql());
-    refuse_options_that_do_not_apply(&a, sql)?;
+    // A target that does not parse is refused later, as an HTTP URL.
+    let kind = match &target {
+        None => TargetKind::Specimen,
+        Some(Ok(t)) => t.kind(),
+        Some(Err(_)) => TargetKind::Http,
+    };
+    let sql = kind.capabilities().driver == Some(Driver::Sql);
+    refuse_options_that_do_not_apply(&a, kind)?;
     super::agents::check(&a)?;
     let client_net = super::client_net::check(&a)?;
     if let Some(t) = &a.target {
@@ -244,9 +251,6 @@ pub fn prepare_then<X: Execute>(store_path: &Path, mut a: SweepArgs, x: X) -> an
     let probe_fds = super::fd_limit::check(concurrency.iter().copied().max().unwrap_or(1), threads)?;
     scalelab_probe::collect::set_root_fd_budget(probe_fds);
     if let Some(Ok(t)) = target.as_ref().filter(|_| sql) {
-        if !a.source_address.is_empty() {
-            return Err(bad("--source-address applies to HTTP targets only"));
-        }
         let prepared = super::sql_sweep::prepare_sql(&a, t.as_given())?;
         let preflight = run_preflight(&a, t, &prepared, &concurrency, threads, client_net.as_ref())?;
         let client_net = super::client_net::up(client_net.as_ref(), t, None)?;
@@ -547,5 +551,67 @@ impl Execute for Sweep {
             return Ok(ExitCode::from(1));
         }
         Ok(code)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{kind_options, refuse_options_that_do_not_apply};
+    use crate::args::{Cli, Command};
+    use clap::Parser;
+    use scalelab_core::{OptionFamily, TargetKind};
+
+    fn sweep_args(extra: &[&str]) -> crate::args::SweepArgs {
+        let cli = Cli::try_parse_from([&["scalelab", "sweep"][..], extra].concat()).unwrap();
+        let Command::Sweep(s) = cli.command else { panic!("not a sweep") };
+        s.sweep
+    }
+
+    #[test]
+    fn every_kind_option_is_in_one_family_and_every_family_option_is_checked() {
+        let checked: Vec<&str> = kind_options(&sweep_args(&[])).iter().map(|(name, _)| *name).collect();
+        let families: Vec<&str> = OptionFamily::ALL.iter().flat_map(|f| f.options().iter().copied()).collect();
+        assert_eq!(checked, families);
+        // Given all at once, each kind refuses exactly the families it does not take.
+        let all = sweep_args(&[
+            "-H",
+            "X: y",
+            "-X",
+            "POST",
+            "--body",
+            "b",
+            "--no-keepalive",
+            "--insecure",
+            "--source-address",
+            "127.0.0.2",
+            "--workload",
+            "point-select",
+            "--no-prepare",
+            "--specimen",
+            "pool",
+            "--work-us",
+            "5",
+            "--workers",
+            "2",
+            "--fix",
+        ]);
+        let given: Vec<&str> = kind_options(&all).into_iter().filter(|(_, set)| *set).map(|(n, _)| n).collect();
+        assert_eq!(given.len(), 12, "{given:?}");
+        for kind in TargetKind::ALL {
+            let refused = kind.refused(&given);
+            let takes = kind.capabilities().options;
+            assert!(refused.iter().all(|o| !takes.contains(&OptionFamily::of(o).unwrap())), "{kind:?}");
+            assert_eq!(refused.len(), given.iter().filter(|o| !takes.contains(&OptionFamily::of(o).unwrap())).count());
+        }
+        let err = refuse_options_that_do_not_apply(&all, TargetKind::Postgres).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "-H/--header, -X/--method, --body, --no-keepalive, --insecure, --source-address, --specimen, --work-us, --workers, --fix do not apply to a SQL target (-H/--header, -X/--method, --body, --no-keepalive, --insecure, --source-address are for HTTP targets, --specimen, --work-us, --workers, --fix for a sweep without a target (the specimen)): drop them"
+        );
+        let one = sweep_args(&["--workload", "point-select"]);
+        assert_eq!(
+            refuse_options_that_do_not_apply(&one, TargetKind::Specimen).unwrap_err().to_string(),
+            "--workload does not apply to the specimen (no target) (it is for SQL targets): drop it"
+        );
     }
 }

@@ -49,7 +49,7 @@ pub fn for_target(target: Option<&scalelab_core::Target>, db_probe: Option<&str>
         return parse_url(u).map(Some);
     }
     match target {
-        Some(t) if t.kind().is_sql() => SqlUrl::parse(t.as_given()).map(Some),
+        Some(t) if t.kind().capabilities().db_probe => SqlUrl::parse(t.as_given()).map(Some),
         _ => Ok(None),
     }
 }
