@@ -7,7 +7,7 @@ use scalelab_analyze::preflight::{judge, warnings};
 use scalelab_core::preflight::{Check, CheckStatus, PreflightPlan};
 use scalelab_core::Target;
 use scalelab_probe::preflight::server::{mysql_settings, pg_settings};
-use scalelab_probe::preflight::{read, PreflightInput};
+use scalelab_probe::preflight::{read, Known, PreflightInput};
 use scalelab_probe::Roots;
 use std::fs;
 use std::path::Path;
@@ -110,11 +110,13 @@ fn plan(target: &str, keepalive: bool) -> PreflightPlan {
 fn run(base: &Path, target: &str, keepalive: bool) -> Vec<Check> {
     let plan = plan(target, keepalive);
     let input = PreflightInput {
-        target: &plan.target,
-        port: plan.target.port(),
-        server_pid: Ok(SERVER_PID),
+        known: Known {
+            target: &plan.target,
+            port: plan.target.port(),
+            server_pid: Ok(SERVER_PID),
+            server_version: Ok("nginx/1.22.1".into()),
+        },
         db: None,
-        server_version: Ok("nginx/1.22.1".into()),
         noise: Err("not measured in this test".into()),
     };
     let facts = read(&Roots::under(base), &input);
@@ -251,11 +253,8 @@ fn db_checks(target: &str, settings: scalelab_core::preflight::DbSettings) -> Ve
     machine(dir.path(), true);
     let plan = plan(target, true);
     let input = PreflightInput {
-        target: &plan.target,
-        port: None,
-        server_pid: Err("none".into()),
+        known: Known { target: &plan.target, port: None, server_pid: Err("none".into()), server_version: Err("not asked".into()) },
         db: None,
-        server_version: Err("not asked".into()),
         noise: Err("not measured in this test".into()),
     };
     let mut facts = read(&Roots::under(dir.path()), &input);
@@ -329,11 +328,8 @@ fn a_database_that_cannot_be_read_is_one_unavailable_check() {
     machine(dir.path(), true);
     let plan = plan("postgres://u@127.0.0.1:1/db", true);
     let input = PreflightInput {
-        target: &plan.target,
-        port: None,
-        server_pid: Err("none".into()),
+        known: Known { target: &plan.target, port: None, server_pid: Err("none".into()), server_version: Err("not asked".into()) },
         db: None,
-        server_version: Err("not asked".into()),
         noise: Err("not measured in this test".into()),
     };
     let mut facts = read(&Roots::under(dir.path()), &input);
@@ -432,11 +428,8 @@ fn the_noise_reader_times_the_loop_and_takes_the_steal_over_it() {
 
     let plan = plan("http://127.0.0.1:8080/", true);
     let input = PreflightInput {
-        target: &plan.target,
-        port: None,
-        server_pid: Err("none".into()),
+        known: Known { target: &plan.target, port: None, server_pid: Err("none".into()), server_version: Err("not asked".into()) },
         db: None,
-        server_version: Err("not asked".into()),
         noise: Ok(sample),
     };
     let checks = judge(&read(&roots, &input), &plan);

@@ -9,18 +9,15 @@ use scalelab_core::preflight::{Check, PreflightPlan, Reading};
 use scalelab_core::{parse_concurrency_list, Driver, Target, TargetKind};
 use scalelab_drive::cpu;
 use scalelab_drive::http::{HttpConfig, HttpDriver};
-use scalelab_probe::preflight::{read, PreflightInput};
+use scalelab_probe::preflight::{read, Known, PreflightInput};
 use std::process::ExitCode;
 use std::time::Duration;
 
 /// What the checks need to know of the planned run.
 pub struct Ask<'a> {
-    pub target: &'a Target,
-    /// The port the server listens on (the specimen's, once started).
-    pub port: Option<u16>,
-    pub server_pid: Result<u32, String>,
+    /// What is known of the server: target, port, pid, version.
+    pub known: Known<'a>,
     pub db_probe: Option<&'a str>,
-    pub server_version: Reading<String>,
     pub max_concurrency: u32,
     /// Open loop: `max_concurrency` is the in-flight cap (connections).
     pub open_loop: bool,
@@ -42,12 +39,13 @@ pub struct Judged {
 /// Measures the machine's noise (~0.2 s of this thread, before anything
 /// else is read), then reads and judges every check.
 pub fn checks(ask: Ask) -> anyhow::Result<Judged> {
-    let db = scalelab_probe::collect::for_target(Some(ask.target), ask.db_probe).map_err(bad)?;
+    let target = ask.known.target;
+    let db = scalelab_probe::collect::for_target(Some(target), ask.db_probe).map_err(bad)?;
     let pin = scalelab_drive::engine::pin_plan(ask.threads, ask.no_pin);
     let client_pinned = !pin.is_empty();
     let client_cpus = if client_pinned { pin } else { cpu::allowed_cpu_list() };
     let plan = PreflightPlan {
-        target: ask.target.clone(),
+        target: target.clone(),
         max_concurrency: ask.max_concurrency,
         open_loop: ask.open_loop,
         keepalive: ask.keepalive,
@@ -56,15 +54,8 @@ pub fn checks(ask: Ask) -> anyhow::Result<Judged> {
         client_net: ask.client_net,
     };
     let roots = Default::default();
-    let input = PreflightInput {
-        target: ask.target,
-        port: ask.port,
-        server_pid: ask.server_pid,
-        db: db.as_ref(),
-        server_version: ask.server_version,
-        noise: Ok(scalelab_probe::preflight::noise::measure(&roots)),
-    };
-    let not_started = ask.target.kind() == TargetKind::Specimen && input.server_pid.is_err();
+    let input = PreflightInput { known: ask.known, db: db.as_ref(), noise: Ok(scalelab_probe::preflight::noise::measure(&roots)) };
+    let not_started = target.kind() == TargetKind::Specimen && input.known.server_pid.is_err();
     let mut facts = read(&roots, &input);
     if not_started {
         // The specimen is not running yet, but it will be this process's
@@ -145,11 +136,8 @@ pub fn run(a: &PreflightArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let Judged { checks, .. } = checks(Ask {
-        target: &target,
-        port: target.port(),
-        server_pid,
+        known: Known { target: &target, port: target.port(), server_pid, server_version: server_version(&target) },
         db_probe: a.db_probe.as_deref(),
-        server_version: server_version(&target),
         max_concurrency: concurrency.iter().copied().max().unwrap_or(1),
         open_loop: false,
         keepalive: !a.no_keepalive,

@@ -347,7 +347,7 @@ fn run_preflight<D>(
     client_net: Option<&scalelab_netem::NetSpec>,
 ) -> anyhow::Result<super::preflight::Judged> {
     let specimen = prepared.specimen.as_ref();
-    let checks = super::preflight::checks(super::preflight::Ask {
+    let known = scalelab_probe::preflight::Known {
         target,
         port: specimen.map(|s| s.addr.port()).or(target.port()),
         // With a server agent the server is observed, but on its host: these checks read this machine.
@@ -357,8 +357,11 @@ fn run_preflight<D>(
             }
             _ => scalelab_probe::server_pid(Some(target), specimen.map(|s| s.pid()), a.server_pid),
         },
-        db_probe: a.db_probe.as_deref(),
         server_version: prepared.server.clone().ok_or_else(|| format!("{} did not say what it is", prepared.target_name)),
+    };
+    let checks = super::preflight::checks(super::preflight::Ask {
+        known,
+        db_probe: a.db_probe.as_deref(),
         max_concurrency: concurrency.iter().copied().max().unwrap_or(1),
         open_loop: a.rate.is_some(),
         keepalive: !a.no_keepalive,

@@ -17,17 +17,24 @@ use scalelab_wire::SqlUrl;
 use std::net::{IpAddr, ToSocketAddrs};
 use std::time::Duration;
 
-/// What the preflight needs to know of the run beyond the machine.
-pub struct PreflightInput<'a> {
+/// What the caller knows of the server before the preflight reads
+/// anything: the one form both `scalelab preflight` and a sweep fill in.
+#[derive(Clone, Debug)]
+pub struct Known<'a> {
     pub target: &'a Target,
     /// The port the server listens on (the specimen's, once started).
     pub port: Option<u16>,
     /// The server process, or why it is not known.
     pub server_pid: Result<u32, String>,
-    /// The database to read settings from (database targets only).
-    pub db: Option<&'a SqlUrl>,
     /// What the target said it is, or why it is not known.
     pub server_version: Reading<String>,
+}
+
+/// What the preflight needs to know of the run beyond the machine.
+pub struct PreflightInput<'a> {
+    pub known: Known<'a>,
+    /// The database to read settings from (database targets only).
+    pub db: Option<&'a SqlUrl>,
     /// The CPU loop and steal, measured by [`noise::measure`] just before
     /// (it takes ~0.2 s of this thread, so the caller decides when), or why not.
     pub noise: Reading<NoiseSample>,
@@ -53,8 +60,8 @@ fn target_ip(target: &Target) -> Reading<IpAddr> {
 /// round trip for database targets).
 pub fn read(roots: &Roots, input: &PreflightInput) -> PreflightFacts {
     let (steal_ticks, logical_cpus) = machine::stat(roots);
-    let pid = input.server_pid.clone();
-    let ip = target_ip(input.target);
+    let pid = input.known.server_pid.clone();
+    let ip = target_ip(input.known.target);
     let route = ip.clone().and_then(|ip| net::route(roots, ip));
     let nic = match &route {
         Ok(r) if r.interface != "lo" => net::nic(roots, &r.interface),
@@ -75,7 +82,7 @@ pub fn read(roots: &Roots, input: &PreflightInput) -> PreflightFacts {
         client_nofile: machine::nofile(roots, "self"),
         server_nofile: pid.clone().and_then(|p| machine::nofile(roots, &p.to_string())),
         somaxconn: net::somaxconn(roots),
-        listen_backlog: match (ip, input.port) {
+        listen_backlog: match (ip, input.known.port) {
             (Ok(ip), Some(port)) => net::listen_backlog(roots, ip, port),
             (Err(e), _) => Err(e),
             (_, None) => Err("the target's port is not known".into()),
@@ -90,7 +97,7 @@ pub fn read(roots: &Roots, input: &PreflightInput) -> PreflightFacts {
             Some(url) => server::db_settings(url, Duration::from_secs(5)),
             None => Err("not a database target".into()),
         },
-        server_version: input.server_version.clone(),
+        server_version: input.known.server_version.clone(),
         noise: input.noise.clone(),
     }
 }
