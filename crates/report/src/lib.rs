@@ -11,6 +11,7 @@
 //! - [`diagnosis`]: a run's diagnosis (curve, USL, verdicts) as text.
 //! - [`micro`]: micro-benchmark tables (lmbench layout, comparison) as text.
 //! - [`preflight`]: the preflight checks as text, warning lines, JSON and a summary cell.
+//! - [`watch`]: `watch`'s rows, its recorded summary page, CSV and JSON.
 //! - [`kinds`]: the target kinds and their options, as docs/targets.md shows them.
 //! - [`cli`]: the lines of the command-line's own listings (`runs`, `show`'s
 //!   header, `--assert` results, micro progress).
@@ -47,5 +48,6 @@ pub mod profile;
 pub mod summary;
 pub mod svg;
 pub mod table;
+pub mod watch;
 
 pub use model::{ImageLinks, ReportInput, ReportRun, TextTable, Timeline};

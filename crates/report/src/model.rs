@@ -140,6 +140,37 @@ impl Timeline {
     pub fn at(&self, unix_ms: i64) -> f64 {
         (unix_ms - self.origin_unix_ms) as f64 / 1000.0
     }
+
+    /// Per-second CPU split, context switches and power from the run's
+    /// system samples: the timeline's intervals (`analyze`, the ones
+    /// `watch` prints), each at its midpoint. A figure missing is a gap; so
+    /// is a hole of more than [`GAP_MS`](scalelab_analyze::telemetry::interval::GAP_MS) between samples.
+    pub fn add_system_series(&mut self, run: &Run) {
+        let intervals = scalelab_analyze::telemetry::intervals(&run.samples, run.started_unix_ms);
+        if intervals.is_empty() {
+            self.unavailable.entry("system".into()).or_insert_with(|| "no per-second system samples were recorded for this run".into());
+            return;
+        }
+        for iv in &intervals {
+            let x = self.at((iv.start_unix_ms + iv.unix_ms) / 2);
+            let values = if iv.is_gap() {
+                [None; 6]
+            } else {
+                [iv.cpu_user_pct, iv.cpu_sys_pct, iv.cpu_iowait_pct, iv.cpu_idle_pct, iv.cs_per_s, iv.power_w]
+            };
+            let series = [
+                &mut self.cpu_user_pct,
+                &mut self.cpu_sys_pct,
+                &mut self.cpu_iowait_pct,
+                &mut self.cpu_idle_pct,
+                &mut self.cs_per_s,
+                &mut self.power_w,
+            ];
+            for (s, v) in series.into_iter().zip(values) {
+                s.push((x, v));
+            }
+        }
+    }
 }
 
 /// Makes the phases tile the run: a stretch between one step's last phase

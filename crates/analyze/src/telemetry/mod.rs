@@ -12,6 +12,7 @@
 pub mod db;
 pub mod db_rates;
 pub mod derive;
+pub mod interval;
 pub mod rates;
 pub mod specimen;
 pub mod window;
@@ -19,6 +20,7 @@ pub mod window;
 pub use db::{summarize_db, TOP_WAITS};
 pub use db_rates::{global_status_rates, semaphore_rates, top_waits, GlobalStatusRates, SemaphoreRates, WaitRate};
 pub use derive::derive;
+pub use interval::{intervals, summarize_recording, Interval};
 pub use rates::{cpu_pct, process_rates, system_rates, CpuPct, ProcessRates, SystemRates};
 pub use specimen::summarize_specimen;
 pub use window::{busiest_softirq_cpu, summarize_window};

@@ -6,7 +6,7 @@
 use crate::args::{ReportArgs, ReportFormat};
 use crate::error::bad;
 use scalelab_core::RunKind;
-use scalelab_report::model::{ImageLinks, Points, ReportInput, ReportRun, Timeline};
+use scalelab_report::model::{ImageLinks, ReportInput, ReportRun, Timeline};
 use scalelab_store::{RunSelector, Store};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -40,9 +40,10 @@ pub fn run(store_path: &Path, a: &ReportArgs) -> anyhow::Result<ExitCode> {
         // split, context switches, power), with no curve and no verdicts.
         if run.kind == RunKind::Watch {
             let origin = run.samples.system.first().map_or(run.started_unix_ms, |s| s.at.unix_ms);
-            let mut r = ReportRun::new(run);
             let mut t = Timeline { origin_unix_ms: origin, ..Default::default() };
-            add_system_series(&store, id, &mut t)?;
+            add_notes(&store, id, &mut t)?;
+            t.add_system_series(&run);
+            let mut r = ReportRun::new(run);
             r.timeline = Some(t);
             input.runs.push(r);
             continue;
@@ -52,7 +53,8 @@ pub fn run(store_path: &Path, a: &ReportArgs) -> anyhow::Result<ExitCode> {
         }
         let mut r = ReportRun::new(run);
         if let Some(t) = r.timeline.as_mut() {
-            add_system_series(&store, r.run.id, t)?;
+            add_notes(&store, r.run.id, t)?;
+            t.add_system_series(&r.run);
         }
         input.runs.push(r);
     }
@@ -80,50 +82,11 @@ pub fn run(store_path: &Path, a: &ReportArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Per-second CPU split, context switches and power from the run's stored
-/// system samples (rates between consecutive samples, placed at their
-/// midpoint). A pair with a figure missing is a gap; so is a hole of more
-/// than 3 s between samples. Probe notes give the reasons.
-fn add_system_series(store: &Store, run_id: i64, t: &mut Timeline) -> anyhow::Result<()> {
-    let system = store.load_run_samples(run_id)?.system;
+/// The run's probe notes (why a figure is missing) into its timeline.
+fn add_notes(store: &Store, run_id: i64, t: &mut Timeline) -> anyhow::Result<()> {
     for (key, why) in store.load_run_notes(run_id)? {
         t.unavailable.entry(key).or_insert(why);
     }
-    if system.len() < 2 {
-        t.unavailable.entry("system".into()).or_insert_with(|| "no per-second system samples were recorded for this run".into());
-        return Ok(());
-    }
-    let mut series: [Points; 6] = Default::default();
-    for w in system.windows(2) {
-        let (a, b) = (&w[0], &w[1]);
-        let x = t.at((a.at.unix_ms + b.at.unix_ms) / 2);
-        if b.at.unix_ms - a.at.unix_ms > 3000 {
-            for s in series.iter_mut() {
-                s.push((x, None));
-            }
-            continue;
-        }
-        let r = scalelab_analyze::telemetry::system_rates(a, b);
-        let cpu = r.cpu.as_ref();
-        let values = [
-            cpu.map(|c| c.user + c.nice),
-            cpu.map(|c| c.system + c.irq + c.softirq),
-            cpu.map(|c| c.iowait),
-            cpu.map(|c| c.idle),
-            r.ctxt_per_s,
-            r.rapl_w.or(r.hwmon_w),
-        ];
-        for (s, v) in series.iter_mut().zip(values) {
-            s.push((x, v));
-        }
-    }
-    let [user, sys, iowait, idle, cs, power] = series;
-    t.cpu_user_pct = user;
-    t.cpu_sys_pct = sys;
-    t.cpu_iowait_pct = iowait;
-    t.cpu_idle_pct = idle;
-    t.cs_per_s = cs;
-    t.power_w = power;
     Ok(())
 }
 

@@ -37,10 +37,11 @@ pub fn show(path: &Path, a: &ShowArgs) -> anyhow::Result<ExitCode> {
     let run = load_run(&store, id)?;
     if run.kind == scalelab_core::RunKind::Watch {
         if a.json {
-            println!("{}", serde_json::to_string_pretty(&super::watch::watch_json(&run)?)?);
+            println!("{}", serde_json::to_string_pretty(&scalelab_report::watch::json(&run))?);
             return Ok(ExitCode::SUCCESS);
         }
-        return super::watch::show(&run);
+        say!("{}", scalelab_report::watch::show_text(&run));
+        return Ok(ExitCode::SUCCESS);
     }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&super::analysis::run_json_with_diagnosis(&run))?);
@@ -88,9 +89,9 @@ pub fn export(path: &Path, a: &ExportArgs) -> anyhow::Result<ExitCode> {
     // A watch recording has no steps: its table is the per-interval series.
     if run.kind == scalelab_core::RunKind::Watch {
         match format {
-            ExportFormat::Json => println!("{}", serde_json::to_string_pretty(&super::watch::watch_json(&run)?)?),
+            ExportFormat::Json => println!("{}", serde_json::to_string_pretty(&scalelab_report::watch::json(&run))?),
             ExportFormat::Csv => {
-                print!("{}", super::watch::intervals_csv(run.id, &super::watch::intervals(&run.samples, &run)))
+                print!("{}", scalelab_report::watch::csv(&run))
             }
         }
         return Ok(ExitCode::SUCCESS);
