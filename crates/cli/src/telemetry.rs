@@ -32,26 +32,11 @@ impl Lost {
     }
 }
 
-/// Writes records to the store, counting in `lost` what could not be
-/// written. The store boundary: here a sample becomes a row (`unix_ms`,
-/// kind name, the reading as JSON) and a note's source its stored name.
+/// Writes records to the store (its typed write side), counting in
+/// `lost` what could not be written.
 pub fn store_records(store: &mut scalelab_store::Store, run_id: i64, records: Vec<Record>, lost: &mut Lost) {
-    let mut samples = Vec::new();
-    for r in records {
-        match r {
-            Record::Sample(s) => match s.to_json() {
-                Ok(json) => samples.push((s.unix_ms(), s.kind().name(), json)),
-                Err(e) => lost.add(1, e),
-            },
-            Record::Unavailable(source, why) => {
-                if let Err(e) = store.add_probe_note(run_id, source.name(), &why) {
-                    lost.add(1, e);
-                }
-            }
-        }
-    }
-    if let Err(e) = store.add_samples(run_id, &samples) {
-        lost.add(samples.len() as u64, e);
+    if let Err(e) = store.add_records(run_id, &records) {
+        lost.add(e.records, e.why);
     }
 }
 

@@ -34,7 +34,7 @@ pub use histogram::{LatencyHistogram, LatencySummary};
 pub use plan::{parse_concurrency_list, parse_duration, parse_rate_list, Arrival, OpenLoopPlan, RunPlan, StepPlan, MAX_CONCURRENCY};
 pub use result::{ClientSpread, ErrorClass, ErrorCounts, Failure, LiveTick, SecondResult, StepResult};
 pub use run::{display_names, Run, RunKind, RunSummary};
-pub use sample::{RunSamples, Sample, SampleKind};
+pub use sample::{Record, RunSamples, Sample, SampleKind};
 pub use source::Source;
 pub use target::{Capabilities, Driver, OptionFamily, Target, TargetError, TargetKind};
 pub use telemetry::{DbTelemetry, DbWait, HotThread, PerfSchemaWait, SoftirqCpu, SpecimenTelemetry, StepTelemetry, ThreadStatesPct};

@@ -146,6 +146,10 @@ impl Timeline {
     /// `watch` prints), each at its midpoint. A figure missing is a gap; so
     /// is a hole of more than [`GAP_MS`](scalelab_analyze::telemetry::interval::GAP_MS) between samples.
     pub fn add_system_series(&mut self, run: &Run) {
+        // The probe notes say why a figure is missing.
+        for (key, why) in &run.notes {
+            self.unavailable.entry(key.clone()).or_insert_with(|| why.clone());
+        }
         let intervals = scalelab_analyze::telemetry::intervals(&run.samples, run.started_unix_ms);
         if intervals.is_empty() {
             self.unavailable.entry("system".into()).or_insert_with(|| "no per-second system samples were recorded for this run".into());

@@ -12,7 +12,7 @@
 pub mod runs;
 pub mod schema;
 
-pub use runs::RunSelector;
+pub use runs::{NotStored, RunSelector};
 pub use scalelab_core::RunSummary;
 pub use schema::LATEST_VERSION;
 

@@ -3,7 +3,8 @@
 use crate::{Store, StoreError};
 use rusqlite::{named_params, params, OptionalExtension};
 use scalelab_core::{
-    ErrorCounts, LatencyHistogram, Run, RunKind, RunPlan, RunSamples, RunSummary, Sample, SampleKind, SecondResult, Source, StepResult,
+    ErrorCounts, LatencyHistogram, Record, Run, RunKind, RunPlan, RunSamples, RunSummary, Sample, SampleKind, SecondResult, Source,
+    StepResult,
 };
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -26,6 +27,14 @@ impl RunSelector {
             RunSelector::Label(text.to_string())
         }
     }
+}
+
+/// Records [`Store::add_records`] could not store: how many, and the first reason.
+#[derive(Debug, PartialEq, thiserror::Error)]
+#[error("{records} record(s) could not be stored: {why}")]
+pub struct NotStored {
+    pub records: u64,
+    pub why: String,
 }
 
 fn now_ms() -> i64 {
@@ -153,7 +162,45 @@ impl Store {
             .map_err(|e| self.sql(e))
     }
 
-    /// Stores raw telemetry samples `(unix_ms, kind, json)` in one transaction.
+    /// Stores a collector's records, the store's typed write side: samples
+    /// in one transaction (a row each: their time, kind and the reading as
+    /// JSON), notes by source (the latest reason kept). Every record is
+    /// tried; the error counts those that could not be stored, and why.
+    pub fn add_records(&mut self, run_id: i64, records: &[Record]) -> Result<(), NotStored> {
+        let mut lost = NotStored { records: 0, why: String::new() };
+        let mut fail = |n: u64, why: String| {
+            lost.records += n;
+            if lost.why.is_empty() {
+                lost.why = why;
+            }
+        };
+        let mut rows = Vec::with_capacity(records.len());
+        for r in records {
+            match r {
+                Record::Sample(s) => match s.to_json() {
+                    Ok(json) => rows.push((s.unix_ms(), s.kind().name(), json)),
+                    Err(e) => fail(1, e.to_string()),
+                },
+                Record::Unavailable(source, why) => {
+                    if let Err(e) = self.add_probe_note(run_id, source.name(), why) {
+                        fail(1, e.to_string());
+                    }
+                }
+            }
+        }
+        if let Err(e) = self.add_samples(run_id, &rows) {
+            fail(rows.len() as u64, e.to_string());
+        }
+        if lost.records > 0 {
+            Err(lost)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Stores raw sample rows `(unix_ms, kind, json)` in one transaction:
+    /// what [`Store::add_records`] writes, open for tests of rows as older
+    /// versions wrote them. Everything else writes records.
     pub fn add_samples(&mut self, run_id: i64, samples: &[(i64, &str, String)]) -> Result<(), StoreError> {
         if samples.is_empty() {
             return Ok(());

@@ -68,3 +68,22 @@ fn a_run_without_telemetry_carries_none() {
     assert_eq!(run.samples, Default::default());
     assert!(run.notes.is_empty());
 }
+
+/// The typed write side: records go in as they are and come back typed;
+/// what cannot be stored is counted with its reason, never dropped silently.
+#[test]
+fn records_are_written_typed_and_failures_counted() {
+    use scalelab_core::{Record, Sample};
+    let (_dir, mut store, id) = store();
+    let th = |ms| Record::Sample(Sample::Threads(ThreadSecond { unix_ms: ms, wall_ns: 3, ..Default::default() }));
+    let records = vec![th(1000), th(2000), Record::Unavailable(Source::PressureCpu, "psi off".into())];
+    store.add_records(id, &records).unwrap();
+    let s = store.load_run_samples(id).unwrap();
+    assert_eq!(s.threads.iter().map(|t| t.unix_ms).collect::<Vec<_>>(), [1000, 2000]);
+    assert_eq!(store.load_run_notes(id).unwrap(), [("pressurecpu".to_string(), "psi off".to_string())]);
+    // A run that does not exist takes nothing: every record is counted.
+    let err = store.add_records(id + 1000, &records).unwrap_err();
+    assert_eq!(err.records, 3, "{err}");
+    assert!(err.why.contains("FOREIGN KEY"), "{err}");
+    assert_eq!(store.load_run_samples(id).unwrap().threads.len(), 2, "nothing written twice");
+}

@@ -7,7 +7,7 @@ use crate::args::{ReportArgs, ReportFormat};
 use crate::error::bad;
 use scalelab_core::RunKind;
 use scalelab_report::model::{ImageLinks, ReportInput, ReportRun, Timeline};
-use scalelab_store::{RunSelector, Store};
+use scalelab_store::RunSelector;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -41,7 +41,6 @@ pub fn run(store_path: &Path, a: &ReportArgs) -> anyhow::Result<ExitCode> {
         if run.kind == RunKind::Watch {
             let origin = run.samples.system.first().map_or(run.started_unix_ms, |s| s.at.unix_ms);
             let mut t = Timeline { origin_unix_ms: origin, ..Default::default() };
-            add_notes(&store, id, &mut t)?;
             t.add_system_series(&run);
             let mut r = ReportRun::new(run);
             r.timeline = Some(t);
@@ -53,7 +52,6 @@ pub fn run(store_path: &Path, a: &ReportArgs) -> anyhow::Result<ExitCode> {
         }
         let mut r = ReportRun::new(run);
         if let Some(t) = r.timeline.as_mut() {
-            add_notes(&store, r.run.id, t)?;
             t.add_system_series(&r.run);
         }
         input.runs.push(r);
@@ -80,14 +78,6 @@ pub fn run(store_path: &Path, a: &ReportArgs) -> anyhow::Result<ExitCode> {
     let note = if replaced { ", replaced the previous file" } else { "" };
     sayln!("report written to {} ({} KiB{note})", out.display(), text.len().div_ceil(1024));
     Ok(ExitCode::SUCCESS)
-}
-
-/// The run's probe notes (why a figure is missing) into its timeline.
-fn add_notes(store: &Store, run_id: i64, t: &mut Timeline) -> anyhow::Result<()> {
-    for (key, why) in store.load_run_notes(run_id)? {
-        t.unavailable.entry(key).or_insert(why);
-    }
-    Ok(())
 }
 
 /// `dir` as the Markdown should link it from a file in `base`.

@@ -253,3 +253,14 @@ mod tests {
         assert!(Sample::from_json(SampleKind::System, "{\"not\": 1}").is_err());
     }
 }
+
+/// A typed reading, or a note that a source is unavailable and why: what a
+/// collector sends, and what the store's typed write side
+/// (`Store::add_records`) takes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Record {
+    /// One reading of one probe.
+    Sample(Sample),
+    /// The source cannot be read, and why (sent once per source and reason).
+    Unavailable(crate::Source, String),
+}
