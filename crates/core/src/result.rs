@@ -38,6 +38,12 @@ pub enum ErrorClass {
     SqlError,
     /// SQL: the connection was lost mid-query.
     ConnectionLost,
+    /// Redis: an error reply (`-ERR`, `-WRONGTYPE`, ...) other than those below.
+    ServerError,
+    /// Redis: `-OOM`, the server is at its `maxmemory` and refuses writes.
+    OutOfMemory,
+    /// Redis: `-BUSY` (a script runs) or `-LOADING` (the dataset is loading).
+    Busy,
     /// Still waiting for its response at the end of the window, after at
     /// least [`UNFINISHED_AFTER`] (or half the window, if shorter): the
     /// server stopped answering. Without this class a hung server would show
@@ -57,7 +63,7 @@ pub enum ErrorClass {
 
 impl ErrorClass {
     /// Every class, in display order.
-    pub const ALL: [ErrorClass; 16] = [
+    pub const ALL: [ErrorClass; 19] = [
         ErrorClass::ConnectRefused,
         ErrorClass::ConnectTimeout,
         ErrorClass::Reset,
@@ -70,6 +76,9 @@ impl ErrorClass {
         ErrorClass::TooManyConnections,
         ErrorClass::SqlError,
         ErrorClass::ConnectionLost,
+        ErrorClass::ServerError,
+        ErrorClass::OutOfMemory,
+        ErrorClass::Busy,
         ErrorClass::Unfinished,
         ErrorClass::FdLimit,
         ErrorClass::Other,
@@ -91,6 +100,9 @@ impl ErrorClass {
             ErrorClass::TooManyConnections => "too_many_connections",
             ErrorClass::SqlError => "sql_error",
             ErrorClass::ConnectionLost => "connection_lost",
+            ErrorClass::ServerError => "server_error",
+            ErrorClass::OutOfMemory => "out_of_memory",
+            ErrorClass::Busy => "busy",
             ErrorClass::Unfinished => "unfinished",
             ErrorClass::FdLimit => "fd_limit",
             ErrorClass::Other => "other",

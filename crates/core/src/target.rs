@@ -16,6 +16,8 @@ pub enum TargetKind {
     Postgres,
     /// `mysql://` or `mariadb://`.
     Mysql,
+    /// `redis://` or `rediss://` (TLS).
+    Redis,
     /// The built-in specimen (`specimen` or `specimen:MODE`).
     Specimen,
     /// Any other scheme (`tcp://host:port`, `redis://...`): a server that
@@ -31,15 +33,20 @@ pub enum TargetKind {
 pub enum OptionFamily {
     /// How an HTTP request is made and sent.
     Http,
-    /// A database workload and its dataset.
+    /// A named workload (SQL and Redis).
+    Workload,
+    /// A SQL workload of the user's own.
     Sql,
+    /// How Redis commands are sent and on what keys.
+    Redis,
     /// The built-in specimen's behaviour.
     Specimen,
 }
 
 impl OptionFamily {
     /// Every family, in the order messages and docs list them.
-    pub const ALL: [OptionFamily; 3] = [OptionFamily::Http, OptionFamily::Sql, OptionFamily::Specimen];
+    pub const ALL: [OptionFamily; 5] =
+        [OptionFamily::Http, OptionFamily::Workload, OptionFamily::Sql, OptionFamily::Redis, OptionFamily::Specimen];
 
     /// The family's options, as `sweep --help` names them.
     pub fn options(self) -> &'static [&'static str] {
@@ -47,7 +54,9 @@ impl OptionFamily {
             OptionFamily::Http => {
                 &["-H/--header", "-X/--method", "--body", "--body-file", "--no-keepalive", "--url-file", "--insecure", "--source-address"]
             }
-            OptionFamily::Sql => &["--workload", "--workload-file", "--no-prepare"],
+            OptionFamily::Workload => &["--workload"],
+            OptionFamily::Sql => &["--workload-file", "--no-prepare"],
+            OptionFamily::Redis => &["--pipeline", "--keyspace", "--value-size"],
             OptionFamily::Specimen => &["--specimen", "--work-us", "--workers", "--fix"],
         }
     }
@@ -56,7 +65,9 @@ impl OptionFamily {
     pub fn for_what(self) -> &'static str {
         match self {
             OptionFamily::Http => "HTTP targets",
+            OptionFamily::Workload => "SQL and Redis targets",
             OptionFamily::Sql => "SQL targets",
+            OptionFamily::Redis => "Redis targets",
             OptionFamily::Specimen => "a sweep without a target (the specimen)",
         }
     }
@@ -76,6 +87,8 @@ pub enum Driver {
     Http,
     /// PostgreSQL and MySQL wire protocols (`drive::sql`).
     Sql,
+    /// RESP, Redis's protocol (`drive::redis`).
+    Redis,
 }
 
 /// What a kind of target is and takes, in one place: the sweep's option
@@ -109,8 +122,15 @@ pub struct Capabilities {
 
 impl TargetKind {
     /// Every kind, in the order docs list them.
-    pub const ALL: [TargetKind; 6] =
-        [TargetKind::Http, TargetKind::Https, TargetKind::Postgres, TargetKind::Mysql, TargetKind::Specimen, TargetKind::Other];
+    pub const ALL: [TargetKind; 7] = [
+        TargetKind::Http,
+        TargetKind::Https,
+        TargetKind::Postgres,
+        TargetKind::Mysql,
+        TargetKind::Redis,
+        TargetKind::Specimen,
+        TargetKind::Other,
+    ];
 
     /// What this kind is and takes.
     pub fn capabilities(self) -> Capabilities {
@@ -128,7 +148,7 @@ impl TargetKind {
         const SQL: Capabilities = Capabilities {
             noun: "a SQL target",
             driver: Some(Driver::Sql),
-            options: &[OptionFamily::Sql],
+            options: &[OptionFamily::Workload, OptionFamily::Sql],
             persistent_connections: true,
             prepares: true,
             db_probe: true,
@@ -141,6 +161,18 @@ impl TargetKind {
             TargetKind::Https => Capabilities { tls: true, ..HTTP },
             TargetKind::Postgres => Capabilities { process_per_connection: true, ..SQL },
             TargetKind::Mysql => SQL,
+            // A session per client, a keyspace to fill, its own INFO.
+            TargetKind::Redis => Capabilities {
+                noun: "a Redis target",
+                driver: Some(Driver::Redis),
+                options: &[OptionFamily::Workload, OptionFamily::Redis],
+                persistent_connections: true,
+                prepares: true,
+                db_probe: false,
+                process_per_connection: false,
+                tls: false,
+                admits_by_address: false,
+            },
             // An HTTP server of its own: HTTP's options and its own.
             TargetKind::Specimen => {
                 Capabilities { noun: "the specimen (no target)", options: &[OptionFamily::Http, OptionFamily::Specimen], ..HTTP }
@@ -156,6 +188,7 @@ impl TargetKind {
             TargetKind::Https => "https://",
             TargetKind::Postgres => "postgres://, postgresql://",
             TargetKind::Mysql => "mysql://, mariadb://",
+            TargetKind::Redis => "redis://, rediss://",
             TargetKind::Specimen => "none: the specimen",
             TargetKind::Other => "any other scheme",
         }
@@ -175,6 +208,7 @@ impl TargetKind {
             TargetKind::Https => Some(443),
             TargetKind::Postgres => Some(5432),
             TargetKind::Mysql => Some(3306),
+            TargetKind::Redis => Some(6379),
             TargetKind::Specimen | TargetKind::Other => None,
         }
     }
@@ -185,6 +219,7 @@ impl TargetKind {
             "https" => Some(TargetKind::Https),
             "postgres" | "postgresql" => Some(TargetKind::Postgres),
             "mysql" | "mariadb" => Some(TargetKind::Mysql),
+            "redis" | "rediss" => Some(TargetKind::Redis),
             _ => None,
         }
     }
@@ -195,7 +230,7 @@ impl TargetKind {
 pub enum TargetError {
     #[error("the target is not a URL")]
     NotUrl,
-    #[error("invalid URL '{0}': scheme must be http or https (or postgres://, mysql:// for a database)")]
+    #[error("invalid URL '{0}': scheme must be http or https (or postgres://, mysql:// for a database, redis:// for Redis)")]
     Scheme(String),
     #[error("invalid URL '{0}': no host")]
     NoHost(String),

@@ -6,7 +6,8 @@
 //!   threads, each a single-threaded event loop; per-second HDR histograms.
 //! - [`sweep`]: a run's steps in order, with pauses, stop-on-signal and
 //!   "target failed" detection.
-//! - [`http`]: the HTTP/1.1 (and HTTPS) driver.
+//! - [`http`]: the HTTP/1.1 (and HTTPS) driver; [`sql`]: PostgreSQL and MySQL;
+//!   [`redis`]: Redis (RESP, pipelining, its workloads and keyspace).
 //! - [`cpu`]: the client's own CPU time and the cores it may use.
 //!
 //! Nothing here prints or stores: results go back to the caller.
@@ -15,6 +16,7 @@ pub mod cpu;
 pub mod driver;
 pub mod engine;
 pub mod http;
+pub mod redis;
 pub mod rounds;
 pub mod sql;
 pub mod sweep;

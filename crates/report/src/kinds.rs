@@ -16,6 +16,7 @@ pub fn target_kinds_markdown() -> String {
         let driver = match c.driver {
             Some(Driver::Http) => "HTTP driver",
             Some(Driver::Sql) => "SQL driver",
+            Some(Driver::Redis) => "Redis driver",
             None => "`watch` only",
         };
         let takes =
@@ -43,7 +44,9 @@ pub fn target_kinds_markdown() -> String {
 fn family_name(f: OptionFamily) -> &'static str {
     match f {
         OptionFamily::Http => "HTTP",
+        OptionFamily::Workload => "workload",
         OptionFamily::Sql => "SQL",
+        OptionFamily::Redis => "Redis",
         OptionFamily::Specimen => "specimen",
     }
 }

@@ -7,6 +7,7 @@
 //! - [`nginx`]: a private nginx with an access log that records the time of
 //!   every request, so tests can count what the server really served.
 //! - [`apache`]: a private Apache httpd, prefork or worker MPM.
+//! - [`redis`]: a private Redis (no persistence) whose command counts tests read.
 //! - [`postgres`], [`mariadb`]: private database servers (initdb /
 //!   mariadb-install-db into temp dirs) with a `bench` database.
 
@@ -15,6 +16,7 @@ pub mod mariadb;
 pub mod netns;
 pub mod nginx;
 pub mod postgres;
+pub mod redis;
 
 pub use nginx::children_of;
 

@@ -22,6 +22,7 @@ pub mod mysql;
 pub mod mywire;
 pub mod pg;
 pub mod pgwire;
+pub mod resp;
 pub mod stream;
 pub mod tls;
 pub mod url;

@@ -174,9 +174,19 @@ pub struct SweepArgs {
     /// Check the result, e.g. 'peak >= 5000', 'p99_ms@50 <= 20', 'no collapse' (docs/assertions.md); a failure exits 1.
     #[arg(long = "assert")]
     pub asserts: Vec<String>,
-    /// SQL targets: a built-in workload (docs/workloads.md), e.g. point-select, read-only, pgbench-select.
+    /// SQL targets: a built-in workload (docs/workloads.md), e.g. point-select, read-only, pgbench-select;
+    /// Redis targets: get, set, mixed, incr, lpush-lpop, hot-key (docs/targets.md).
     #[arg(long, short = 'w')]
     pub workload: Option<String>,
+    /// Redis targets: commands sent per round trip (redis-benchmark's -P) [default: 1].
+    #[arg(long)]
+    pub pipeline: Option<u32>,
+    /// Redis targets: the keys the commands spread over (`get` and `mixed` fill them first when missing) [default: 10000].
+    #[arg(long)]
+    pub keyspace: Option<u64>,
+    /// Redis targets: bytes of each value written [default: 32].
+    #[arg(long)]
+    pub value_size: Option<usize>,
     /// SQL targets: a workload file (TOML, docs/workloads.md).
     #[arg(long, conflicts_with = "workload")]
     pub workload_file: Option<PathBuf>,

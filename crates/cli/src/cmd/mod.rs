@@ -14,6 +14,7 @@ pub mod preflight;
 mod prepare;
 mod prepared;
 pub mod profile;
+mod redis_sweep;
 mod report;
 pub mod show;
 mod specimen;

@@ -110,6 +110,10 @@ fn server_version(target: &Target) -> Reading<String> {
                 .map(|i| i.server)
                 .map_err(|f| format!("cannot use {}: {}", target.redacted(), f.message))
         }
+        Some(Driver::Redis) => {
+            let url = scalelab_wire::resp::RedisUrl::parse(target.as_given())?;
+            scalelab_drive::redis::inspect(&url, timeout).map_err(|f| format!("cannot use {}: {}", target.redacted(), f.message))
+        }
         None => Err("not an HTTP or database target".into()),
     }
 }

@@ -116,7 +116,7 @@ fn specimen_work_us(a: &SweepArgs) -> u64 {
 
 /// Every option that acts on some kinds of target only, and whether the
 /// user gave it; the kinds' [`OptionFamily`] tables say which apply where.
-fn kind_options(a: &SweepArgs) -> [(&'static str, bool); 15] {
+fn kind_options(a: &SweepArgs) -> [(&'static str, bool); 18] {
     [
         ("-H/--header", !a.headers.is_empty()),
         ("-X/--method", a.method.is_some()),
@@ -129,6 +129,9 @@ fn kind_options(a: &SweepArgs) -> [(&'static str, bool); 15] {
         ("--workload", a.workload.is_some()),
         ("--workload-file", a.workload_file.is_some()),
         ("--no-prepare", a.no_prepare),
+        ("--pipeline", a.pipeline.is_some()),
+        ("--keyspace", a.keyspace.is_some()),
+        ("--value-size", a.value_size.is_some()),
         ("--specimen", a.specimen.is_some()),
         ("--work-us", a.work_us.is_some()),
         ("--workers", a.workers.is_some()),
@@ -256,6 +259,19 @@ pub fn prepare_then<X: Execute>(store_path: &Path, mut a: SweepArgs, x: X) -> an
         let client_net = super::client_net::up(client_net.as_ref(), t, None)?;
         let load = super::agents::Load::Sql(prepared.driver.config());
         let agents = super::agents::connect(&a, t, load, check_sampling(&a)?.as_millis() as u64)?;
+        let store = Store::open(store_path)?;
+        let common =
+            Common { target: t.clone(), steps, threads, assertions, preflight, say_noise: true, client_net, agents, profile_steps };
+        return x.execute(store, store_path, &a, common, prepared);
+    }
+    if let Some(Ok(t)) = target.as_ref().filter(|_| kind.capabilities().driver == Some(Driver::Redis)) {
+        if !a.agents.is_empty() {
+            return Err(bad("a Redis target is loaded from this machine only for now: drop --agent"));
+        }
+        let prepared = super::redis_sweep::prepare_redis(&a, t.as_given())?;
+        let preflight = run_preflight(&a, t, &prepared, &concurrency, threads, client_net.as_ref())?;
+        let client_net = super::client_net::up(client_net.as_ref(), t, None)?;
+        let agents = super::agents::connect(&a, t, super::agents::Load::None, check_sampling(&a)?.as_millis() as u64)?;
         let store = Store::open(store_path)?;
         let common =
             Common { target: t.clone(), steps, threads, assertions, preflight, say_noise: true, client_net, agents, profile_steps };
@@ -614,7 +630,7 @@ mod tests {
         let one = sweep_args(&["--workload", "point-select"]);
         assert_eq!(
             refuse_options_that_do_not_apply(&one, TargetKind::Specimen).unwrap_err().to_string(),
-            "--workload does not apply to the specimen (no target) (it is for SQL targets): drop it"
+            "--workload does not apply to the specimen (no target) (it is for SQL and Redis targets): drop it"
         );
     }
 }

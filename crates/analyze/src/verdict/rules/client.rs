@@ -113,7 +113,15 @@ pub(super) fn errors(ctx: &Ctx) -> Option<Verdict> {
         ErrorClass::Dropped => {
             "the server did not keep up with the offered rate: requests waited --latency-budget for one of the --max-in-flight connections, all busy, and were never sent; the rate is past what it sustains (see the other verdicts for why)"
         }
-        ErrorClass::SqlError | ErrorClass::Other => "read the first error message of each class and the server's log at this load",
+        ErrorClass::OutOfMemory => {
+            "Redis refuses writes at its maxmemory: raise `maxmemory`, choose an eviction policy (`maxmemory-policy`), or shrink the keyspace (`INFO memory`)"
+        }
+        ErrorClass::Busy => {
+            "Redis is busy (a long script, or loading its dataset): look at `SLOWLOG GET`, `LATENCY LATEST` and `INFO persistence`"
+        }
+        ErrorClass::SqlError | ErrorClass::ServerError | ErrorClass::Other => {
+            "read the first error message of each class and the server's log at this load"
+        }
     };
     let mut d = Draft::new(VerdictKind::Errors, ctx, format!("requests fail, mostly {}{message}", top.name()), next);
     d.cap = if share >= ERRORS_HIGH_SHARE || unfinished > 0 { Confidence::High } else { Confidence::Medium };

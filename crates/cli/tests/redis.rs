@@ -1,0 +1,121 @@
+//! Redis as a target, against a private redis-server: the commands
+//! scalelab counts are the ones the server executed (`INFO commandstats`),
+//! pipelined or not; every workload runs; error replies and a killed server
+//! are errors by class, with the finished steps kept.
+
+mod common;
+
+use common::{json, run, spawn, stderr, steps, wait_for_steps};
+use scalelab_testkit::redis::Redis;
+use serde_json::Value;
+use std::path::Path;
+
+fn sweep(store: &Path, url: &str, conc: &str, window: &str, extra: &[&str]) -> Value {
+    let mut args = vec!["sweep", url, "-c", conc, "--warmup", "0", "--pause", "0", "-d", window, "--json", "-q", "--threads", "2"];
+    args.extend_from_slice(extra);
+    json(store, &args)
+}
+
+fn total(doc: &Value, field: &str) -> u64 {
+    steps(doc).iter().map(|s| s[field].as_u64().unwrap_or(0)).sum()
+}
+
+#[test]
+fn counted_commands_are_the_servers_pipelined_or_not() {
+    let redis = Redis::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    // The keyspace is filled before the load (MSET), once.
+    let doc = sweep(&store, &redis.url(), "1", "200ms", &["--keyspace", "2000"]);
+    assert_eq!(redis.calls("mset"), 4, "2,000 keys in MSETs of 500");
+    assert_eq!(redis.command("DBSIZE").trim(), ":2000");
+    assert!(doc["workload"].as_str().unwrap().starts_with("redis get: GET of 2000 keys"), "{doc}");
+    for pipeline in ["1", "16"] {
+        let before = redis.calls("get");
+        let doc = sweep(&store, &redis.url(), "1,3", "400ms", &["--keyspace", "2000", "--pipeline", pipeline]);
+        let delta = redis.calls("get") - before;
+        let (units, commands) = (total(&doc, "requests"), total(&doc, "queries"));
+        let p: u64 = pipeline.parse().unwrap();
+        assert!(units > 20, "{doc}");
+        assert_eq!(commands, units * p, "a unit is one round trip of {p} commands");
+        // Besides the windows' commands the server ran those in flight when
+        // each window ended (at most one round trip per client: 1 + 3).
+        assert!(delta >= commands && delta - commands <= 4 * p, "pipeline {p}: server ran {delta} GETs, scalelab counted {commands}");
+        assert_eq!(total(&doc, "errors_total"), 0, "{doc}");
+        common::assert_matches_schema(&doc);
+    }
+    assert_eq!(redis.calls("mset"), 4, "a filled keyspace is not filled again");
+}
+
+#[test]
+fn every_workload_runs_and_the_hot_key_is_one_key() {
+    let redis = Redis::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    for (workload, command) in [("set", "set"), ("mixed", "get"), ("incr", "incr"), ("lpush-lpop", "lpush"), ("hot-key", "incr")] {
+        let before = redis.calls(command);
+        let doc = sweep(&store, &redis.url(), "2", "300ms", &["--workload", workload, "--keyspace", "500", "--value-size", "64"]);
+        let s = &steps(&doc)[0];
+        assert!(s["requests"].as_u64().unwrap() > 10 && s["errors_total"] == 0, "{workload}: {s}");
+        assert!(redis.calls(command) > before, "{workload} sent no {command}");
+    }
+    // Every client on one key: after hot-key the counter holds every INCR of it.
+    let hot = redis.command("GET scalelab:hot");
+    let n: u64 = hot.lines().nth(1).unwrap_or("0").parse().unwrap();
+    assert!(n > 10, "{hot}");
+    // lpush-lpop leaves its lists about empty; set's values are 64 bytes.
+    assert_eq!(redis.command("STRLEN scalelab:key:1").trim(), ":64");
+}
+
+#[test]
+fn error_replies_are_classified_and_bad_options_refused() {
+    let redis = Redis::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    // At maxmemory with no eviction every SET is refused with -OOM.
+    redis.command("CONFIG SET maxmemory 1");
+    let out = run(&store, &["sweep", &redis.url(), "-c", "2", "--warmup", "0", "-d", "300ms", "--json", "-q", "--workload", "set"]);
+    assert_eq!(out.status.code(), Some(1), "errors dominate: the run fails: {}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = &steps(&doc)[0];
+    assert!(s["errors"]["out_of_memory"].as_u64().unwrap_or(0) > 10, "{s}");
+    assert!(s["error_messages"]["out_of_memory"].as_str().unwrap().starts_with("OOM "), "{s}");
+    let d = json(&store, &["diagnose", "last", "--json"]);
+    let next = d["verdicts"].as_array().unwrap().iter().find(|v| v["kind"] == "errors").map(|v| v["next"].clone());
+    assert!(next.is_some_and(|n| n.as_str().unwrap().contains("maxmemory")), "{d}");
+    for (args, says) in [
+        (vec!["--workload", "scan"], "--workload: unknown Redis workload 'scan': one of get, set, mixed, incr, lpush-lpop, hot-key"),
+        (vec!["--pipeline", "0"], "--pipeline must be 1 to 10000"),
+        (vec!["--workload-file", "/x.toml"], "--workload-file does not apply to a Redis target (it is for SQL targets): drop it"),
+        (vec!["-H", "X: y"], "-H/--header does not apply to a Redis target (it is for HTTP targets): drop it"),
+    ] {
+        let url = redis.url();
+        let mut all = vec!["sweep", url.as_str(), "-c", "1", "-d", "0.2s"];
+        all.extend(args);
+        common::assert_bad_input(&dir.path().join("bad.db"), &all, says);
+    }
+    let out = run(&store, &["sweep", "rediss://127.0.0.1:1", "-c", "1", "-d", "0.2s"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("rediss:// (TLS) is not supported yet"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_killed_redis_is_errors_with_the_finished_steps_kept() {
+    let mut redis = Redis::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let url = redis.url();
+    let child = spawn(&store, &["sweep", &url, "-c", "1,2", "--warmup", "0", "--pause", "0", "-d", "1.5s", "--json", "-q"]);
+    // Killed once the first step is stored: the second is under way.
+    wait_for_steps(&store, 1);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    redis.kill();
+    let out = child.wait_with_output().unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
+    let s = steps(&doc);
+    assert_eq!(s.len(), 2, "{doc}");
+    assert!(s[0]["requests"].as_u64().unwrap() > 0 && s[0]["errors_total"] == 0, "{}", s[0]);
+    let e = &s[1]["errors"];
+    let lost = e["connection_lost"].as_u64().unwrap_or(0) + e["connect_refused"].as_u64().unwrap_or(0);
+    assert!(lost > 0, "{}", s[1]);
+}

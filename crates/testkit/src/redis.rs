@@ -1,0 +1,75 @@
+//! A private Redis: `redis-server` in a temp dir on a free loopback port,
+//! no persistence, protected mode on (it listens on 127.0.0.1 only), killed
+//! when dropped. `calls` reads `INFO commandstats`, so tests count what
+//! the server really executed.
+
+use crate::{find_program, free_port, wait_listening};
+use std::io::{Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+pub struct Redis {
+    pub port: u16,
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Redis {
+    pub fn start() -> Redis {
+        let bin = find_program("redis-server").expect("redis-server is not installed: run ./scripts/test.sh, which installs it");
+        let dir = tempfile::Builder::new().prefix("scalelab-redis-").tempdir().expect("temp dir");
+        let port = free_port();
+        let child = Command::new(bin)
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no"])
+            .arg("--dir")
+            .arg(dir.path())
+            .arg("--logfile")
+            .arg(dir.path().join("redis.log"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting redis-server");
+        let r = Redis { port, child, _dir: dir };
+        assert!(wait_listening(port, Duration::from_secs(10)), "redis-server did not listen on {port}");
+        r
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends one inline command and returns the raw reply (enough for INFO, CONFIG SET, DBSIZE).
+    pub fn command(&self, line: &str) -> String {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).expect("connect to redis");
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.write_all(format!("{line}\r\nQUIT\r\n").as_bytes()).unwrap();
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        // QUIT's own +OK closes the reply.
+        out.strip_suffix("+OK\r\n").unwrap_or(&out).to_string()
+    }
+
+    /// Calls of `command` (lower case, e.g. `get`) so far: `INFO commandstats`.
+    pub fn calls(&self, command: &str) -> u64 {
+        let info = self.command("INFO commandstats");
+        let key = format!("cmdstat_{command}:calls=");
+        info.lines().find_map(|l| l.strip_prefix(&key)).map(|rest| rest.split(',').next().unwrap_or("0").parse().unwrap_or(0)).unwrap_or(0)
+    }
+
+    /// Kills the server (SIGKILL), as a crash would.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

@@ -1,0 +1,326 @@
+//! RESP, Redis's protocol (RESP2, which every Redis and Valkey speaks):
+//! a `redis://` URL, a connection on [`Stream`] with [`Inbox`] (the same
+//! reused buffer as the SQL clients), commands encoded into one reused
+//! output buffer, and replies framed and skipped without allocating.
+//! Pipelining is writing N commands in one buffer and reading N replies;
+//! an error reply is classified ([`error_class`]) and the rest still read,
+//! so the connection stays in step.
+//!
+//! Hand-written like `pgwire`/`mywire` (a request/response loop on one
+//! connection whose hot path must not allocate); the `redis` crate's
+//! connection allocates a `Value` per reply.
+
+use crate::stream::{Inbox, Stream};
+use scalelab_core::result::Failure;
+use scalelab_core::{redact_url, ErrorClass};
+use std::time::Duration;
+
+/// A parsed `redis://[user[:password]@]host[:port][/db]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RedisUrl {
+    pub host: String,
+    pub port: u16,
+    pub user: Option<String>,
+    pub password: Option<String>,
+    /// The logical database (`SELECT`), 0 when none is given.
+    pub db: u32,
+    /// The URL without its password, safe to show.
+    pub redacted: String,
+}
+
+impl RedisUrl {
+    /// Parses a `redis://` URL; `rediss://` (TLS) is refused in one line.
+    pub fn parse(text: &str) -> Result<RedisUrl, String> {
+        let redacted = redact_url(text);
+        let rest = match text.split_once("://") {
+            Some((s, rest)) if s.eq_ignore_ascii_case("redis") => rest,
+            Some((s, _)) if s.eq_ignore_ascii_case("rediss") => {
+                return Err(format!("{redacted}: rediss:// (TLS) is not supported yet: use redis:// (or a TLS tunnel such as stunnel)"))
+            }
+            _ => return Err(format!("{redacted}: not a redis:// URL")),
+        };
+        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let (userinfo, hostport) = match authority.rsplit_once('@') {
+            Some((u, h)) => (Some(u), h),
+            None => (None, authority),
+        };
+        let (user, password) = match userinfo {
+            None => (None, None),
+            Some(u) => match u.split_once(':') {
+                Some(("", p)) => (None, Some(decode(p))),
+                Some((u, p)) => (Some(decode(u)), Some(decode(p))),
+                None => (Some(decode(u)), None),
+            },
+        };
+        let (host, port) = match hostport.rsplit_once(':') {
+            Some((h, p)) => {
+                (h, p.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| format!("{redacted}: the port must be 1 to 65535"))?)
+            }
+            None => (hostport, 6379),
+        };
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        if host.is_empty() {
+            return Err(format!("{redacted}: no host"));
+        }
+        let db = match path.split(['?', '#']).next().unwrap_or("") {
+            "" => 0,
+            d => d.parse::<u32>().map_err(|_| format!("{redacted}: the path is the database number (redis://host:6379/0), not '{d}'"))?,
+        };
+        Ok(RedisUrl { host: host.to_string(), port, user, password, db, redacted })
+    }
+}
+
+/// `%XX` escapes in a URL's user or password.
+fn decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let Some(v) = s.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The class of an error reply, from its first word (`-OOM ...`).
+pub fn error_class(message: &[u8]) -> ErrorClass {
+    let word = message.split(|b| *b == b' ').next().unwrap_or(b"");
+    match word {
+        b"OOM" => ErrorClass::OutOfMemory,
+        b"BUSY" | b"LOADING" => ErrorClass::Busy,
+        _ => ErrorClass::ServerError,
+    }
+}
+
+/// A complete reply: its length in bytes, and where the first error inside
+/// it is (an error reply, or one inside an array), as a byte range.
+type Framed = (usize, Option<(usize, usize)>);
+
+/// One complete reply at the start of `buf`; None: more bytes are needed.
+/// A byte that is no RESP type is an error.
+fn frame(buf: &[u8]) -> Result<Option<Framed>, String> {
+    fn line(buf: &[u8], from: usize) -> Option<usize> {
+        buf[from..].windows(2).position(|w| w == b"\r\n").map(|p| from + p)
+    }
+    fn int(bytes: &[u8]) -> Result<i64, String> {
+        std::str::from_utf8(bytes).ok().and_then(|s| s.parse().ok()).ok_or_else(|| "a RESP length is not a number".to_string())
+    }
+    // An explicit stack: arrays nest, and a reply may hold many elements.
+    let mut pos = 0;
+    let mut pending: u64 = 1;
+    let mut first_error = None;
+    while pending > 0 {
+        let Some(&kind) = buf.get(pos) else { return Ok(None) };
+        let Some(end) = line(buf, pos + 1) else { return Ok(None) };
+        pending -= 1;
+        match kind {
+            b'+' | b':' | b',' | b'#' | b'(' | b'_' => pos = end + 2,
+            b'-' => {
+                first_error.get_or_insert((pos + 1, end));
+                pos = end + 2;
+            }
+            // Bulk strings; `!` is RESP3's bulk error.
+            b'$' | b'=' | b'!' => {
+                let n = int(&buf[pos + 1..end])?;
+                pos = end + 2;
+                if n >= 0 {
+                    let n = usize::try_from(n).map_err(|_| "a RESP length out of range".to_string())?;
+                    if buf.len() < pos + n + 2 {
+                        return Ok(None);
+                    }
+                    if kind == b'!' {
+                        first_error.get_or_insert((pos, pos + n));
+                    }
+                    pos += n + 2;
+                }
+            }
+            // Aggregates: their elements follow (maps and attributes in pairs).
+            b'*' | b'~' | b'>' | b'%' | b'|' => {
+                let n = int(&buf[pos + 1..end])?;
+                pos = end + 2;
+                if n > 1 << 32 {
+                    return Err(format!("a RESP aggregate of {n} elements"));
+                }
+                if n > 0 {
+                    pending += n as u64 * if matches!(kind, b'%' | b'|') { 2 } else { 1 };
+                }
+            }
+            other => return Err(format!("not a RESP reply (byte 0x{other:02x})")),
+        }
+    }
+    Ok(Some((pos, first_error)))
+}
+
+/// One connection to a Redis server.
+pub struct RespConn {
+    stream: Stream,
+    inbox: Inbox,
+    out: Vec<u8>,
+    /// Commands written into `out` and not yet sent.
+    queued: u32,
+}
+
+impl RespConn {
+    /// Connects to `url` within `timeout`, authenticates (`AUTH`) and
+    /// selects its database; `sole` as for [`Stream::settle`].
+    pub async fn connect(url: &RedisUrl, timeout: Duration, sole: bool) -> Result<RespConn, Failure> {
+        let stream = Stream::tcp(&url.host, url.port, timeout).await?;
+        let mut c = RespConn { stream, inbox: Inbox::new(), out: Vec::with_capacity(4096), queued: 0 };
+        match (&url.user, &url.password) {
+            (Some(u), Some(p)) => c.command(&[b"AUTH", u.as_bytes(), p.as_bytes()]),
+            (None, Some(p)) => c.command(&[b"AUTH", p.as_bytes()]),
+            _ => {}
+        }
+        if url.db != 0 {
+            c.command(&[b"SELECT", url.db.to_string().as_bytes()]);
+        }
+        if c.queued > 0 {
+            let at = format!("{} ({}:{})", url.redacted, url.host, url.port);
+            match tokio::time::timeout(timeout, c.round_trip()).await {
+                Err(_) => return Err(Failure::new(ErrorClass::ConnectTimeout, format!("{at}: no answer to AUTH/SELECT"))),
+                Ok(Err(f)) => return Err(Failure::new(f.class, format!("{at}: {}", f.message))),
+                Ok(Ok(())) => {}
+            }
+        }
+        let RespConn { stream, inbox, out, queued } = c;
+        let stream = stream.settle(sole).map_err(|e| Failure::new(ErrorClass::Other, format!("socket: {e}")))?;
+        Ok(RespConn { stream, inbox, out, queued })
+    }
+
+    /// Queues one command (its arguments as bulk strings) for the next
+    /// [`RespConn::round_trip`].
+    pub fn command(&mut self, args: &[&[u8]]) {
+        let out = &mut self.out;
+        out.push(b'*');
+        out.extend_from_slice(args.len().to_string().as_bytes());
+        out.extend_from_slice(b"\r\n");
+        for a in args {
+            out.push(b'$');
+            out.extend_from_slice(a.len().to_string().as_bytes());
+            out.extend_from_slice(b"\r\n");
+            out.extend_from_slice(a);
+            out.extend_from_slice(b"\r\n");
+        }
+        self.queued += 1;
+    }
+
+    /// Sends the queued commands in one write and reads as many replies.
+    /// Every reply is read even after an error reply, so the connection
+    /// stays usable; the first error is the failure.
+    pub async fn round_trip(&mut self) -> Result<(), Failure> {
+        let n = std::mem::take(&mut self.queued);
+        let lost = |e: std::io::Error| Failure::new(crate::io_class::connect_io_class(&e), format!("connection lost: {e}"));
+        self.stream.write_all(&self.out).await.map_err(lost)?;
+        self.out.clear();
+        self.inbox.sent();
+        let mut failure = None;
+        for _ in 0..n {
+            loop {
+                match frame(self.inbox.data()) {
+                    Ok(Some((len, err))) => {
+                        if let (Some((a, b)), None) = (err, &failure) {
+                            let msg = &self.inbox.data()[a..b];
+                            failure = Some(Failure::new(error_class(msg), String::from_utf8_lossy(msg).into_owned()));
+                        }
+                        self.inbox.consume(len);
+                        break;
+                    }
+                    Ok(None) => {
+                        let want = self.inbox.data().len() + 1;
+                        self.inbox.fill(&mut self.stream, want).await.map_err(lost)?;
+                    }
+                    Err(why) => return Err(Failure::new(ErrorClass::Other, why)),
+                }
+            }
+        }
+        failure.map_or(Ok(()), Err)
+    }
+
+    /// Sends one command and returns its reply's bytes as text (a bulk or
+    /// simple string; for `INFO` and `PING`, not the load path).
+    pub async fn query_text(&mut self, args: &[&[u8]]) -> Result<String, Failure> {
+        self.command(args);
+        let n = std::mem::take(&mut self.queued);
+        debug_assert_eq!(n, 1);
+        let lost = |e: std::io::Error| Failure::new(crate::io_class::connect_io_class(&e), format!("connection lost: {e}"));
+        self.stream.write_all(&self.out).await.map_err(lost)?;
+        self.out.clear();
+        loop {
+            match frame(self.inbox.data()) {
+                Ok(Some((len, err))) => {
+                    let data = &self.inbox.data()[..len];
+                    let result = match err {
+                        Some((a, b)) => Err(Failure::new(error_class(&data[a..b]), String::from_utf8_lossy(&data[a..b]).into_owned())),
+                        None => Ok(text_of(data)),
+                    };
+                    self.inbox.consume(len);
+                    return result;
+                }
+                Ok(None) => {
+                    let want = self.inbox.data().len() + 1;
+                    self.inbox.fill(&mut self.stream, want).await.map_err(lost)?;
+                }
+                Err(why) => return Err(Failure::new(ErrorClass::Other, why)),
+            }
+        }
+    }
+}
+
+/// The text of a simple or bulk string reply (anything else as it came).
+fn text_of(reply: &[u8]) -> String {
+    let body = match reply.first() {
+        Some(b'+') => &reply[1..reply.len().saturating_sub(2)],
+        Some(b'$') | Some(b'=') => {
+            let start = reply.windows(2).position(|w| w == b"\r\n").map_or(reply.len(), |p| p + 2);
+            &reply[start.min(reply.len())..reply.len().saturating_sub(2).max(start.min(reply.len()))]
+        }
+        _ => reply,
+    };
+    String::from_utf8_lossy(body).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_parse_with_credentials_database_and_defaults() {
+        let u = RedisUrl::parse("redis://app:s%40cret@10.0.0.5:6380/2").unwrap();
+        assert_eq!(
+            (u.host.as_str(), u.port, u.user.as_deref(), u.password.as_deref(), u.db),
+            ("10.0.0.5", 6380, Some("app"), Some("s@cret"), 2)
+        );
+        assert!(!u.redacted.contains("cret"), "{}", u.redacted);
+        let u = RedisUrl::parse("redis://:pw@localhost").unwrap();
+        assert_eq!((u.port, u.user, u.password.as_deref(), u.db), (6379, None, Some("pw"), 0));
+        assert!(RedisUrl::parse("rediss://h").unwrap_err().contains("not supported yet"));
+        assert!(RedisUrl::parse("redis://h/x").unwrap_err().contains("database number"));
+        assert!(RedisUrl::parse("redis://h:0").unwrap_err().contains("port"));
+    }
+
+    #[test]
+    fn replies_are_framed_nested_and_partial_and_errors_found() {
+        assert_eq!(frame(b"+OK\r\n").unwrap(), Some((5, None)));
+        assert_eq!(frame(b"+OK\r").unwrap(), None);
+        assert_eq!(frame(b"$3\r\nabc\r\n:1\r\n").unwrap(), Some((9, None)));
+        assert_eq!(frame(b"$3\r\nab").unwrap(), None);
+        assert_eq!(frame(b"$-1\r\n").unwrap(), Some((5, None)));
+        let nested = b"*2\r\n*1\r\n:5\r\n-ERR no\r\n";
+        assert_eq!(frame(nested).unwrap(), Some((nested.len(), Some((13, 19)))));
+        assert_eq!(&nested[13..19], b"ERR no");
+        assert_eq!(frame(b"*3\r\n:1\r\n").unwrap(), None);
+        assert!(frame(b"?x\r\n").is_err());
+        assert_eq!(error_class(b"OOM command not allowed"), ErrorClass::OutOfMemory);
+        assert_eq!(error_class(b"BUSY Redis is busy"), ErrorClass::Busy);
+        assert_eq!(error_class(b"WRONGTYPE Operation"), ErrorClass::ServerError);
+        assert_eq!(text_of(b"$5\r\nhello\r\n"), "hello");
+        assert_eq!(text_of(b"+PONG\r\n"), "PONG");
+    }
+}
