@@ -64,6 +64,7 @@ impl Probing {
             thread_hz,
             db,
             specimen: None,
+            redis: None,
         });
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();

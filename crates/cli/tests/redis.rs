@@ -45,6 +45,20 @@ fn counted_commands_are_the_servers_pipelined_or_not() {
         common::assert_matches_schema(&doc);
     }
     assert_eq!(redis.calls("mset"), 4, "a filled keyspace is not filled again");
+    // Redis's own figures per step, from INFO each second: the commands it
+    // executed (about what was counted: readings bracket the window by up
+    // to half a second each side), all key lookups hits, GET the costliest.
+    let doc = sweep(&store, &redis.url(), "2", "2s", &["--keyspace", "2000"]);
+    let s = &steps(&doc)[0];
+    let r = &s["telemetry"]["db"]["redis"];
+    let counted = s["queries"].as_f64().unwrap() / s["window_s"].as_f64().unwrap();
+    let server = r["commands_per_s"].as_f64().unwrap_or_else(|| panic!("{s}"));
+    assert!(server > 0.5 * counted && server < 2.0 * counted, "server {server}/s, counted {counted}/s: {r}");
+    assert_eq!(r["hit_pct"], 100.0, "{r}");
+    assert_eq!(r["top_commands"][0]["command"], "get", "{r}");
+    assert_eq!(s["telemetry"]["db"]["engine"], "redis");
+    let table = String::from_utf8(run(&store, &["show", "last"]).stdout).unwrap();
+    assert!(table.contains(" cmd/s, get "), "{table}");
 }
 
 #[test]

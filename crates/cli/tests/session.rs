@@ -90,6 +90,7 @@ fn a_session_in_process_reports_its_steps_and_typed_samples_to_the_observer_and_
             thread_hz: 20.0,
             db: None,
             specimen: Some(addr),
+            redis: None,
         },
         why_no_server: None,
         profile: false,

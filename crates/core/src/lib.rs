@@ -37,7 +37,10 @@ pub use run::{display_names, Run, RunKind, RunSummary};
 pub use sample::{Record, RunSamples, Sample, SampleKind};
 pub use source::Source;
 pub use target::{Capabilities, Driver, OptionFamily, Target, TargetError, TargetKind};
-pub use telemetry::{DbTelemetry, DbWait, HotThread, PerfSchemaWait, SoftirqCpu, SpecimenTelemetry, StepTelemetry, ThreadStatesPct};
+pub use telemetry::{
+    DbTelemetry, DbWait, HotThread, PerfSchemaWait, RedisCommandRate, RedisTelemetry, SoftirqCpu, SpecimenTelemetry, StepTelemetry,
+    ThreadStatesPct,
+};
 pub use text::{escape_control, escape_control_lines, escape_markup, redact_url, thousands};
 
 /// Seconds as a float, the unit of every duration that leaves the engine.

@@ -234,6 +234,41 @@ pub struct DbTelemetry {
     /// enabled and timed: a class not listed cannot show up in the top waits.
     #[serde(default)]
     pub perf_schema_instrumented: Option<Vec<String>>,
+    /// Redis: the window's figures from `INFO`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redis: Option<RedisTelemetry>,
+}
+
+/// A Redis server over a step's window, from its `INFO` each second.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RedisTelemetry {
+    /// Commands the server executed per second (`total_commands_processed`), every client's.
+    pub commands_per_s: Option<f64>,
+    /// Share of key lookups that found their key (`keyspace_hits`), %.
+    pub hit_pct: Option<f64>,
+    pub connected_clients_avg: Option<f64>,
+    /// Clients blocked in `BLPOP` and the like, at most.
+    pub blocked_clients_max: Option<u64>,
+    pub used_memory_mb: Option<f64>,
+    /// Keys evicted at `maxmemory` per second.
+    pub evicted_per_s: Option<f64>,
+    /// Connections refused at `maxclients` in the window.
+    pub rejected_connections: Option<u64>,
+    /// `io_threads_active` at the window's end: 0 while the main thread does all network I/O.
+    pub io_threads_active: Option<u64>,
+    /// Entries the slow log gained in the window.
+    pub slowlog_added: Option<u64>,
+    /// The commands that took the most server time in the window, most first (at most 5).
+    pub top_commands: Vec<RedisCommandRate>,
+}
+
+/// One command over a window: its rate and the server's time per call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RedisCommandRate {
+    pub command: String,
+    pub calls_per_s: f64,
+    /// Microseconds of server time per call.
+    pub usec_per_call: f64,
 }
 
 /// One `performance_schema` wait instrument over a step's window.

@@ -29,6 +29,7 @@ fn a_collector_sends_typed_system_process_and_thread_samples_of_a_child_and_note
         thread_hz: 20.0,
         db: None,
         specimen: None,
+        redis: None,
     });
     let mut got = Vec::new();
     let two_of_each = |r: &[Record]| {

@@ -287,6 +287,14 @@ fn rate(v: f64) -> String {
 /// waits per second (`row locks 120/s`), table-lock waits or InnoDB OS waits
 /// when those dominate. "-" when nothing was measured.
 pub fn db_waits_cell(d: &DbTelemetry) -> String {
+    // Redis has no waits: what it executed, and its costliest command.
+    if let Some(r) = &d.redis {
+        return match (r.commands_per_s, r.top_commands.first()) {
+            (Some(c), Some(top)) => format!("{} cmd/s, {} {:.1}µs", rate(c), top.command, top.usec_per_call),
+            (Some(c), None) => format!("{} cmd/s", rate(c)),
+            _ => "-".into(),
+        };
+    }
     if let Some(w) = d.waits.first() {
         return format!("{} {:.0}%", w.wait, w.pct);
     }
@@ -351,6 +359,19 @@ pub fn db_summary(d: &DbTelemetry) -> String {
     add("commits", d.xact_commit_per_s, "/s");
     add("rollbacks", d.xact_rollback_per_s, "/s");
     add("active backends", d.mean_active_backends, "");
+    if let Some(r) = &d.redis {
+        add("commands", r.commands_per_s, "/s");
+        add("hits", r.hit_pct, "%");
+        add("clients", r.connected_clients_avg, "");
+        add("memory", r.used_memory_mb, " MB");
+        add("evicted", r.evicted_per_s, "/s");
+        for c in &r.top_commands {
+            parts.push(format!("{} {}/s at {:.1} µs", c.command, rate(c.calls_per_s), c.usec_per_call));
+        }
+        if r.slowlog_added.is_some_and(|n| n > 0) {
+            parts.push(format!("slow log +{}", r.slowlog_added.unwrap_or(0)));
+        }
+    }
     if let Some(w) = d.waits.first() {
         parts.push(format!("top wait {} {:.0}%", w.wait, w.pct));
     }

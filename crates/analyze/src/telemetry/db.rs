@@ -101,6 +101,7 @@ pub fn summarize_db(samples: &[DbSample], start_ms: i64, end_ms: i64) -> Result<
         }
         t.checkpoints = a.pg_checkpoints.zip(b.pg_checkpoints).and_then(|(x, y)| y.total()?.checked_sub(x.total()?));
     }
+    t.redis = redis_window(&near);
     if let Some(p) = near.iter().rev().find_map(|s| s.perf_schema.as_ref()) {
         t.perf_schema_instrumented = Some(p.instrumented.clone());
     }
@@ -120,6 +121,50 @@ pub fn summarize_db(samples: &[DbSample], start_ms: i64, end_ms: i64) -> Result<
         t.wait_types = p.shares_by_type().into_iter().map(|(wait, pct)| DbWait { wait, pct }).collect();
     }
     Ok(t)
+}
+
+/// A Redis window from its first and last `INFO` readings (gauges averaged
+/// or maxed over all of them); None without two readings.
+fn redis_window(near: &[&DbSample]) -> Option<scalelab_core::RedisTelemetry> {
+    let all: Vec<(i64, &scalelab_core::sample::RedisInfo)> = near.iter().filter_map(|s| Some((s.unix_ms, s.redis.as_ref()?))).collect();
+    let (&(t0, a), &(t1, b)) = (all.first()?, all.last()?);
+    let secs = (t1 - t0) as f64 / 1000.0;
+    let delta = |p: Option<u64>, q: Option<u64>| q?.checked_sub(p?);
+    let per_s = |p: Option<u64>, q: Option<u64>| (secs > 0.0).then_some(()).and(delta(p, q)).map(|d| d as f64 / secs);
+    let hits = delta(a.keyspace_hits, b.keyspace_hits);
+    let misses = delta(a.keyspace_misses, b.keyspace_misses);
+    let gauge: Vec<f64> = all.iter().filter_map(|(_, r)| r.connected_clients).map(|c| c as f64).collect();
+    // By server time in the window, most first.
+    let mut timed: Vec<(u64, scalelab_core::RedisCommandRate)> = b
+        .commands
+        .iter()
+        .filter_map(|c| {
+            let (calls0, usec0) = a.commands.iter().find(|x| x.command == c.command).map_or((0, 0), |x| (x.calls, x.usec));
+            let (calls, usec) = (c.calls.checked_sub(calls0)?, c.usec.checked_sub(usec0)?);
+            (calls > 0 && secs > 0.0).then(|| {
+                let rate = scalelab_core::RedisCommandRate {
+                    command: c.command.clone(),
+                    calls_per_s: calls as f64 / secs,
+                    usec_per_call: usec as f64 / calls as f64,
+                };
+                (usec, rate)
+            })
+        })
+        .collect();
+    timed.sort_by_key(|x| std::cmp::Reverse(x.0));
+    let top: Vec<scalelab_core::RedisCommandRate> = timed.into_iter().take(5).map(|(_, r)| r).collect();
+    Some(scalelab_core::RedisTelemetry {
+        commands_per_s: per_s(a.total_commands_processed, b.total_commands_processed),
+        hit_pct: hits.zip(misses).and_then(|(h, m)| (h + m > 0).then(|| 100.0 * h as f64 / (h + m) as f64)),
+        connected_clients_avg: (!gauge.is_empty()).then(|| gauge.iter().sum::<f64>() / gauge.len() as f64),
+        blocked_clients_max: all.iter().filter_map(|(_, r)| r.blocked_clients).max(),
+        used_memory_mb: b.used_memory.map(|m| m as f64 / 1e6),
+        evicted_per_s: per_s(a.evicted_keys, b.evicted_keys),
+        rejected_connections: delta(a.rejected_connections, b.rejected_connections),
+        io_threads_active: b.io_threads_active,
+        slowlog_added: delta(a.slowlog_len, b.slowlog_len),
+        top_commands: top,
+    })
 }
 
 #[cfg(test)]

@@ -107,6 +107,7 @@ pub fn begin<D>(store: Store, a: &SweepArgs, mut common: Common, prepared: Prepa
             interval: sample_interval,
             thread_hz: a.thread_sample_hz,
             db,
+            redis: redis_of(&common.target),
             specimen: specimen.as_ref().map(|s| s.addr),
         },
         profile: a.profile || a.profile_steps.is_some(),
@@ -120,4 +121,12 @@ pub fn begin<D>(store: Store, a: &SweepArgs, mut common: Common, prepared: Prepa
     let netns = common.client_net.as_ref().map(|n| n.netns_path());
     let engine = EngineOptions { threads: common.threads, pin_cpus, slice_us, stop: stop.clone(), netns, hold_warmup: None };
     Ok(Started { session, driver, specimen, engine, run_id, label, workload, stop, client_net: common.client_net, agents: common.agents })
+}
+
+/// A Redis target's own probe (`INFO` each second): its URL, parsed again
+/// here (the driver checked it already).
+pub fn redis_of(target: &scalelab_core::Target) -> Option<scalelab_wire::resp::RedisUrl> {
+    (target.kind().capabilities().driver == Some(scalelab_core::Driver::Redis))
+        .then(|| scalelab_wire::resp::RedisUrl::parse(target.as_given()).ok())
+        .flatten()
 }

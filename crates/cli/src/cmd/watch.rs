@@ -48,6 +48,7 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         return Err(bad("--profile stores a profile per window: add --record"));
     }
     let db_url = scalelab_probe::collect::for_target(target.as_ref().and_then(|t| t.as_ref().ok()), a.db_probe.as_deref()).map_err(bad)?;
+    let redis = target.as_ref().and_then(|t| t.as_ref().ok()).and_then(super::started::redis_of);
     let store = if a.record { Some(Store::open(store_path)?) } else { None };
     let stop = super::stop_on_signals()?;
     let target = a.target.as_deref().map(scalelab_core::redact_url).unwrap_or_else(|| pid.map_or("this machine".into(), named));
@@ -65,6 +66,7 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
             interval,
             thread_hz: if pid.is_some() { a.thread_sample_hz } else { 0.0 },
             db: db_url,
+            redis,
             specimen: None,
         },
         // A watch of the machine alone is what was asked: no note.

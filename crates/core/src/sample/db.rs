@@ -430,6 +430,38 @@ pub struct DbSample {
     /// Start of the span `pg_waits` covers.
     #[serde(default)]
     pub since_unix_ms: Option<i64>,
+    /// Redis: one `INFO` reading and the slow log's length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redis: Option<RedisInfo>,
+}
+
+/// Redis: the counters of one `INFO` (sections stats, clients, memory,
+/// threads, commandstats) and `SLOWLOG LEN`; cumulative ones are rated
+/// per step. A field Redis did not report is `None`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RedisInfo {
+    pub total_commands_processed: Option<u64>,
+    pub connected_clients: Option<u64>,
+    pub blocked_clients: Option<u64>,
+    pub used_memory: Option<u64>,
+    pub evicted_keys: Option<u64>,
+    pub rejected_connections: Option<u64>,
+    pub keyspace_hits: Option<u64>,
+    pub keyspace_misses: Option<u64>,
+    /// `io_threads_active`: 0 while Redis does all network I/O on its main thread.
+    pub io_threads_active: Option<u64>,
+    pub slowlog_len: Option<u64>,
+    /// `commandstats`: each command's calls and microseconds, cumulative.
+    pub commands: Vec<RedisCommandStat>,
+}
+
+/// One command's line of `INFO commandstats`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RedisCommandStat {
+    /// Lower case, as Redis names it (`get`, `set`, `client|list`).
+    pub command: String,
+    pub calls: u64,
+    pub usec: u64,
 }
 
 impl DbSample {
@@ -440,5 +472,6 @@ impl DbSample {
             || self.perf_schema.is_some()
             || self.pg_database.is_some()
             || self.pg_checkpoints.is_some()
+            || self.redis.is_some()
     }
 }

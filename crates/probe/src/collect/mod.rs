@@ -12,6 +12,7 @@
 
 pub mod db_poll;
 pub mod record;
+pub mod redis_poll;
 pub mod server_tree;
 
 pub use db_poll::{for_target, parse_url};
@@ -41,6 +42,8 @@ pub struct CollectorConfig {
     pub thread_hz: f64,
     /// The database to poll, on a thread of its own.
     pub db: Option<SqlUrl>,
+    /// The Redis to poll (`INFO` each second), on a thread of its own.
+    pub redis: Option<scalelab_wire::resp::RedisUrl>,
     /// The specimen's address, to fetch its own counters (`/__stats`).
     pub specimen: Option<SocketAddr>,
 }
@@ -51,6 +54,7 @@ pub struct Collector {
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<()>>,
     db: Option<JoinHandle<()>>,
+    redis: Option<JoinHandle<()>>,
 }
 
 impl Collector {
@@ -62,11 +66,12 @@ impl Collector {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let db = config.db.clone().map(|url| db_poll::start(url, tx.clone(), stop.clone()));
+        let redis = config.redis.clone().map(|url| redis_poll::start(url, tx.clone(), stop.clone()));
         let handle = std::thread::Builder::new()
             .name("scalelab-telemetry".into())
             .spawn(move || sample_loop(&config, &tx, &flag))
             .expect("spawning the telemetry thread");
-        Collector { rx, stop, handle: Some(handle), db }
+        Collector { rx, stop, handle: Some(handle), db, redis }
     }
 
     /// Everything recorded since the last call.
@@ -80,7 +85,7 @@ impl Collector {
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
-        if let Some(h) = self.db.take() {
+        for h in [self.db.take(), self.redis.take()].into_iter().flatten() {
             let _ = h.join();
         }
         self.drain()

@@ -6,6 +6,7 @@
 //! - [`perf_schema`]: MySQL/MariaDB `performance_schema` wait summaries and their top waits.
 //! - [`pg_activity`]: `pg_stat_activity` rows into a wait-event profile.
 //! - [`pg_stats`]: `pg_stat_database` and checkpoint counters.
+//! - [`redis`]: Redis's `INFO` (stats, clients, memory, commandstats).
 //! - [`sample`]: the stored per-second reading of the live database probe
 //!   ([`DbSample`], sample kind `db`); its step summary is derived in `scalelab_analyze::telemetry`.
 
@@ -14,6 +15,7 @@ pub mod mysql_status;
 pub mod perf_schema;
 pub mod pg_activity;
 pub mod pg_stats;
+pub mod redis;
 pub mod sample;
 
 pub use innodb::{parse_innodb_semaphores, InnodbSemaphores, SemaphoreFormat, SpinCounters};
