@@ -402,6 +402,26 @@ fn a_frozen_server_on_futexes_is_not_lock_contention() {
 }
 
 #[test]
+fn a_hot_redis_main_thread_is_named_with_the_ways_out_of_it() {
+    let redis = |_| {
+        let mut t = healthy();
+        t.cpu_busy_pct = Some(60.0);
+        t.hottest_threads = vec![HotThread { tid: 9, name: "redis-server".into(), cpu_pct: 98.0, runnable_pct: None }];
+        let r = scalelab_core::RedisTelemetry { commands_per_s: Some(90_000.0), io_threads_active: Some(0), ..Default::default() };
+        t.db = Some(scalelab_core::DbTelemetry { engine: "redis".into(), redis: Some(r), ..Default::default() });
+        t
+    };
+    let v = only(&run_with(redis), VerdictKind::SingleHotThread);
+    assert!(
+        v.headline.ends_with("; Redis executes every command on its main thread; its I/O threads are off (`io-threads`), so the main thread also reads and writes every socket"),
+        "{}",
+        v.headline
+    );
+    assert!(v.next.starts_with("Redis scales out, not up"), "{}", v.next);
+    assert_eq!(ev(&v, "Redis I/O threads active"), 0.0);
+}
+
+#[test]
 fn single_hot_thread_only_when_the_machine_idles() {
     let hot = |_| {
         let mut t = healthy();

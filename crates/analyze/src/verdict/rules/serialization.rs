@@ -247,6 +247,19 @@ pub(super) fn single_hot_thread(ctx: &Ctx) -> Option<Verdict> {
     d.ev("CPU busy", t.cpu_busy_pct, "%");
     d.ev("logical cores", ctx.env.logical_cores.map(f64::from), "cores");
     d.ev("server CPU", t.server_cpu_pct, "% of one core");
+    // Redis runs every command on its main thread; its I/O threads (when
+    // on) only read and write sockets: the hot thread is the design, and
+    // the ways out are Redis's own.
+    if let Some(r) = t.db.as_ref().and_then(|db| db.redis.as_ref()) {
+        let io = match r.io_threads_active {
+            Some(0) => "; its I/O threads are off (`io-threads`), so the main thread also reads and writes every socket",
+            _ => "",
+        };
+        d.v.headline.push_str(&format!("; Redis executes every command on its main thread{io}"));
+        d.v.next = "Redis scales out, not up: shard the keyspace over more Redis processes (Redis Cluster, or one instance per core), turn on `io-threads` for network-heavy loads, pipeline (`--pipeline`), and look at the costliest commands (`INFO commandstats`, `SLOWLOG GET`)".into();
+        d.ev("Redis commands", r.commands_per_s, "/s");
+        d.ev("Redis I/O threads active", r.io_threads_active.map(|n| n as f64), "");
+    }
     d.check(idle_cpu, || ctx.why("CPU busy", CPU));
     Some(d.done())
 }
