@@ -32,6 +32,8 @@ pub enum Role {
     Load { target: String, http: scalelab_drive::http::HttpConfig, threads: Option<u32>, no_pin: bool },
     /// Sends SQL load to the database `target` as `sql` says.
     LoadSql { target: String, sql: crate::proto::SqlSpec, threads: Option<u32>, no_pin: bool },
+    /// Redis load: the workload as the coordinator checked it.
+    LoadRedis { target: String, redis: scalelab_drive::redis::RedisConfig, threads: Option<u32>, no_pin: bool },
     /// Runs the probes for the server on its host.
     Probe { server_pid: Option<u32>, port: Option<u16>, interval_ms: u64, thread_hz: f64, db: Option<String> },
 }
@@ -117,6 +119,7 @@ async fn setup(addr: AgentAddr, reach: Reach, role: Role) -> Result<(Opened, Opt
     let first = match role {
         Role::Load { target, http, threads, no_pin } => ToAgent::Load { target, http, threads, no_pin },
         Role::LoadSql { target, sql, threads, no_pin } => ToAgent::LoadSql { target, sql, threads, no_pin },
+        Role::LoadRedis { target, redis, threads, no_pin } => ToAgent::LoadRedis { target, redis, threads, no_pin },
         Role::Probe { server_pid, port, interval_ms, thread_hz, db } => ToAgent::Probe { server_pid, port, interval_ms, thread_hz, db },
     };
     write_frame(&mut o.w, &first).await.map_err(|e| e.to_string())?;

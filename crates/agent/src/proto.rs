@@ -46,6 +46,9 @@ pub enum ToAgent {
     /// coordinator built it (it prepared the dataset and checked the
     /// statements; the agent only runs the workload).
     LoadSql { target: String, sql: SqlSpec, threads: Option<u32>, no_pin: bool },
+    /// Sends Redis load to `target` (a `redis://` URL), as `redis` says
+    /// (the coordinator filled the keyspace).
+    LoadRedis { target: String, redis: scalelab_drive::redis::RedisConfig, threads: Option<u32>, no_pin: bool },
     /// Probes for the server on the agent's host (`--server-agent`), and
     /// the database to poll from there (`--db-probe`, or a SQL target).
     Probe { server_pid: Option<u32>, port: Option<u16>, interval_ms: u64, thread_hz: f64, db: Option<String> },

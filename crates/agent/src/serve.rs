@@ -86,11 +86,25 @@ fn sql_driver(target: &str, sql: SqlSpec) -> Result<(SqlDriver, Option<String>),
     Ok((SqlDriver::new(config), Some(info.server)))
 }
 
+/// The Redis driver for the session's target (its URL, not the one in
+/// `redis`: an agent loads only its session's target); the server is asked
+/// what it is, which checks this host reaches it.
+fn redis_driver(
+    target: &str,
+    redis: scalelab_drive::redis::RedisConfig,
+) -> Result<(scalelab_drive::redis::RedisDriver, Option<String>), String> {
+    let url = scalelab_wire::resp::RedisUrl::parse(target)?;
+    let server =
+        scalelab_drive::redis::inspect(&url, redis.connect_timeout).map_err(|f| format!("cannot reach {}: {}", url.redacted, f.message))?;
+    Ok((scalelab_drive::redis::RedisDriver::new(scalelab_drive::redis::RedisConfig { url, ..redis }), Some(server)))
+}
+
 /// The load a session runs its steps with.
 #[derive(Clone)]
 enum Loaded {
     Http(Arc<HttpDriver>),
     Sql(Arc<SqlDriver>),
+    Redis(Arc<scalelab_drive::redis::RedisDriver>),
 }
 
 /// The handshake: hello both ways, then (TCP) the proofs. Err: why the
@@ -174,6 +188,13 @@ pub async fn serve(mut r: Reader, mut w: Writer, proof: Option<Proof>, protocol:
                 });
                 load = loaded(done_rx.await, threads, no_pin, &tx);
             }
+            ToAgent::LoadRedis { target, redis, threads, no_pin } => {
+                let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+                std::thread::spawn(move || {
+                    let _ = done_tx.send(redis_driver(&target, redis).map(|(d, s)| (Loaded::Redis(Arc::new(d)), s)));
+                });
+                load = loaded(done_rx.await, threads, no_pin, &tx);
+            }
             ToAgent::Probe { server_pid, port, interval_ms, thread_hz, db } => {
                 match records::Probing::start(server_pid, port, (interval_ms, thread_hz), db.as_deref(), tx.clone()) {
                     Ok((p, cores)) => {
@@ -222,6 +243,7 @@ pub async fn serve(mut r: Reader, mut w: Writer, proof: Option<Proof>, protocol:
                     let result = match &d {
                         Loaded::Http(d) => run_step(d, &plan, &opts, &mut tick),
                         Loaded::Sql(d) => run_step(d, &plan, &opts, &mut tick),
+                        Loaded::Redis(d) => run_step(d, &plan, &opts, &mut tick),
                     };
                     let _ = match result {
                         Ok(result) => tx.send(FromAgent::StepDone { index, result: Box::new(result) }),

@@ -545,3 +545,48 @@ fn sql_load_through_two_agents_merges_their_queries() {
     let rest = (delta - counted) as f64;
     assert!(rest <= warm * 1.5 + 300.0, "the server ran {rest} more transactions than counted (warm-ups ~{warm:.0})");
 }
+
+#[test]
+fn redis_load_through_two_agents_is_the_commands_the_server_ran() {
+    let redis = scalelab_testkit::redis::Redis::start();
+    let dir = tempfile::tempdir().unwrap();
+    let tok = token(dir.path(), TOKEN);
+    let store = dir.path().join("s.db");
+    let url = redis.url();
+    let (a, b) = (Agent::start(&tok, &[]), Agent::start(&tok, &[]));
+    let run = json(
+        &store,
+        &[
+            "sweep",
+            &url,
+            "--workload",
+            "incr",
+            "--pipeline",
+            "4",
+            "-c",
+            "2",
+            "--warmup",
+            "0",
+            "-d",
+            "1s",
+            "--json",
+            "-q",
+            "--agent",
+            &a.url(),
+            "--agent",
+            &b.url(),
+            "--agent-token-file",
+            tok.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(run["complete"], true, "{}", run["outcome"]);
+    let step = &steps(&run)[0];
+    let share = &agent_steps(&run)[0];
+    let each: Vec<u64> = share["agents"].as_array().unwrap().iter().map(|p| p["requests"].as_u64().unwrap()).collect();
+    assert!(each.len() == 2 && each.iter().all(|&n| n > 20), "both agents sent commands: {share}");
+    assert_eq!(step["requests"].as_u64().unwrap(), each.iter().sum::<u64>(), "{share}");
+    assert_eq!(step["queries"].as_u64().unwrap(), 4 * step["requests"].as_u64().unwrap(), "4 commands per round trip");
+    // The server ran what was counted, and at most a round trip per client more.
+    let (ran, counted) = (redis.calls("incr"), step["queries"].as_u64().unwrap());
+    assert!(ran >= counted && ran - counted <= 2 * 4, "server ran {ran} INCRs, counted {counted}");
+}

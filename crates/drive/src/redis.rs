@@ -15,7 +15,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// What each command does and to which key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum RedisWorkload {
     /// `GET` of a random key of the keyspace.
     Get,
@@ -68,8 +69,9 @@ impl RedisWorkload {
     }
 }
 
-/// Everything that defines a Redis load.
-#[derive(Clone, Debug)]
+/// Everything that defines a Redis load; an agent is sent this very
+/// struct (and loads the session's target, whatever `url` says).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct RedisConfig {
     pub url: RedisUrl,
     pub workload: RedisWorkload,

@@ -16,7 +16,7 @@ use scalelab_core::{redact_url, ErrorClass};
 use std::time::Duration;
 
 /// A parsed `redis://[user[:password]@]host[:port][/db]`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RedisUrl {
     pub host: String,
     pub port: u16,

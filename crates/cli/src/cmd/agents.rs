@@ -55,8 +55,7 @@ pub fn check(a: &SweepArgs) -> anyhow::Result<()> {
 pub enum Load<'a> {
     Http(&'a HttpConfig),
     Sql(&'a SqlConfig),
-    /// No load agents for this kind of target (a server agent only).
-    None,
+    Redis(&'a scalelab_drive::redis::RedisConfig),
 }
 
 /// Reaches every agent (in parallel), each set up for its role. None
@@ -70,19 +69,15 @@ pub fn connect(a: &SweepArgs, target: &Target, config: Load<'_>, interval_ms: u6
         Reach { token, agent_command: a.agent_command.clone(), ssh_options: a.ssh_options.clone(), protocol: scalelab_agent::PROTOCOL };
     let (threads, no_pin, to) = (a.threads, a.no_pin, target.as_given().to_string());
     let role = match config {
-        Load::Http(config) => Some(Role::Load { target: to, http: config.clone(), threads, no_pin }),
+        Load::Http(config) => Role::Load { target: to, http: config.clone(), threads, no_pin },
         Load::Sql(c) => {
             let sql =
                 SqlSpec { workload: c.workload.clone(), prepare: c.prepare, connect_timeout_ms: c.connect_timeout.as_millis() as u64 };
-            Some(Role::LoadSql { target: to, sql, threads, no_pin })
+            Role::LoadSql { target: to, sql, threads, no_pin }
         }
-        Load::None => None,
+        Load::Redis(c) => Role::LoadRedis { target: to, redis: c.clone(), threads, no_pin },
     };
-    let load: Vec<(String, Role)> = match role {
-        Some(role) => a.agents.iter().map(|n| (n.clone(), role.clone())).collect(),
-        None if a.agents.is_empty() => Vec::new(),
-        None => return Err(bad(format!("{} cannot be loaded through agents: drop --agent", target.kind().capabilities().noun))),
-    };
+    let load: Vec<(String, Role)> = a.agents.iter().map(|n| (n.clone(), role.clone())).collect();
     let server = a.server_agent.as_ref().map(|n| {
         // The database is polled from the server's host: --db-probe, or a SQL target itself.
         let db = a.db_probe.clone().or_else(|| target.kind().capabilities().db_probe.then(|| target.as_given().to_string()));

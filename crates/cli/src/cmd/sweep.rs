@@ -265,13 +265,11 @@ pub fn prepare_then<X: Execute>(store_path: &Path, mut a: SweepArgs, x: X) -> an
         return x.execute(store, store_path, &a, common, prepared);
     }
     if let Some(Ok(t)) = target.as_ref().filter(|_| kind.capabilities().driver == Some(Driver::Redis)) {
-        if !a.agents.is_empty() {
-            return Err(bad("a Redis target is loaded from this machine only for now: drop --agent"));
-        }
         let prepared = super::redis_sweep::prepare_redis(&a, t.as_given())?;
         let preflight = run_preflight(&a, t, &prepared, &concurrency, threads, client_net.as_ref())?;
         let client_net = super::client_net::up(client_net.as_ref(), t, None)?;
-        let agents = super::agents::connect(&a, t, super::agents::Load::None, check_sampling(&a)?.as_millis() as u64)?;
+        let load = super::agents::Load::Redis(prepared.driver.config());
+        let agents = super::agents::connect(&a, t, load, check_sampling(&a)?.as_millis() as u64)?;
         let store = Store::open(store_path)?;
         let common =
             Common { target: t.clone(), steps, threads, assertions, preflight, say_noise: true, client_net, agents, profile_steps };
