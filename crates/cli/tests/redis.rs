@@ -108,9 +108,26 @@ fn error_replies_are_classified_and_bad_options_refused() {
         all.extend(args);
         common::assert_bad_input(&dir.path().join("bad.db"), &all, says);
     }
-    let out = run(&store, &["sweep", "rediss://127.0.0.1:1", "-c", "1", "-d", "0.2s"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("rediss:// (TLS) is not supported yet"), "{}", stderr(&out));
+}
+
+#[test]
+fn rediss_checks_the_certificate_unless_told_not_to() {
+    let redis = Redis::start_tls();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let cert = redis.cert.as_ref().unwrap().to_str().unwrap().to_string();
+    let trusted = format!("rediss://127.0.0.1:{}?cacert={cert}", redis.port);
+    let doc = sweep(&store, &trusted, "2", "300ms", &[]);
+    assert!(steps(&doc)[0]["requests"].as_u64().unwrap() > 10 && steps(&doc)[0]["errors_total"] == 0, "{doc}");
+    assert_eq!(steps(&doc)[0]["telemetry"]["db"]["engine"], "redis", "the probe reads INFO over TLS too");
+    // A self-signed certificate is refused against the Mozilla roots, before any load.
+    let plain = format!("rediss://127.0.0.1:{}", redis.port);
+    let out = run(&dir.path().join("no.db"), &["sweep", &plain, "-c", "1", "-d", "0.2s", "-q"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("cannot use rediss://127.0.0.1") && stderr(&out).contains("TLS"), "{}", stderr(&out));
+    // insecure=true encrypts without checking, as redis-cli --insecure.
+    let doc = sweep(&store, &format!("{plain}?insecure=true"), "1", "300ms", &[]);
+    assert!(steps(&doc)[0]["requests"].as_u64().unwrap() > 10, "{doc}");
 }
 
 #[test]

@@ -15,7 +15,10 @@ use scalelab_core::result::Failure;
 use scalelab_core::{redact_url, ErrorClass};
 use std::time::Duration;
 
-/// A parsed `redis://[user[:password]@]host[:port][/db]`.
+/// A parsed `redis://[user[:password]@]host[:port][/db]`, or `rediss://`
+/// for TLS: the certificate checked against the Mozilla roots or the PEM
+/// file `?cacert=PATH`, and the host name checked; `?insecure=true`
+/// encrypts without checking (as `redis-cli --insecure`).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RedisUrl {
     pub host: String,
@@ -24,21 +27,35 @@ pub struct RedisUrl {
     pub password: Option<String>,
     /// The logical database (`SELECT`), 0 when none is given.
     pub db: u32,
+    /// `rediss://`: how TLS is checked (None: plain TCP).
+    pub tls: Option<crate::url::SqlTls>,
     /// The URL without its password, safe to show.
     pub redacted: String,
 }
 
 impl RedisUrl {
-    /// Parses a `redis://` URL; `rediss://` (TLS) is refused in one line.
+    /// Parses a `redis://` or `rediss://` URL.
     pub fn parse(text: &str) -> Result<RedisUrl, String> {
         let redacted = redact_url(text);
-        let rest = match text.split_once("://") {
-            Some((s, rest)) if s.eq_ignore_ascii_case("redis") => rest,
-            Some((s, _)) if s.eq_ignore_ascii_case("rediss") => {
-                return Err(format!("{redacted}: rediss:// (TLS) is not supported yet: use redis:// (or a TLS tunnel such as stunnel)"))
-            }
+        let (tls, rest) = match text.split_once("://") {
+            Some((s, rest)) if s.eq_ignore_ascii_case("redis") => (false, rest),
+            Some((s, rest)) if s.eq_ignore_ascii_case("rediss") => (true, rest),
             _ => return Err(format!("{redacted}: not a redis:// URL")),
         };
+        let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let (mut cacert, mut insecure) = (None, false);
+        for kv in query.split('&').filter(|kv| !kv.is_empty()) {
+            match kv.split_once('=').unwrap_or((kv, "")) {
+                ("cacert", path) if !path.is_empty() => cacert = Some(decode(path)),
+                ("insecure", "true" | "1") => insecure = true,
+                ("insecure", "false" | "0") => insecure = false,
+                (k, _) => return Err(format!("{redacted}: unknown option '{k}' (rediss:// takes cacert=PATH and insecure=true)")),
+            }
+        }
+        if !tls && (cacert.is_some() || insecure) {
+            return Err(format!("{redacted}: cacert and insecure are TLS options: use rediss://"));
+        }
+        let tls = tls.then(|| if insecure { crate::url::SqlTls::Require } else { crate::url::SqlTls::VerifyFull { root_cert: cacert } });
         let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
         let (userinfo, hostport) = match authority.rsplit_once('@') {
             Some((u, h)) => (Some(u), h),
@@ -66,7 +83,7 @@ impl RedisUrl {
             "" => 0,
             d => d.parse::<u32>().map_err(|_| format!("{redacted}: the path is the database number (redis://host:6379/0), not '{d}'"))?,
         };
-        Ok(RedisUrl { host: host.to_string(), port, user, password, db, redacted })
+        Ok(RedisUrl { host: host.to_string(), port, user, password, db, tls, redacted })
     }
 }
 
@@ -171,7 +188,10 @@ impl RespConn {
     /// Connects to `url` within `timeout`, authenticates (`AUTH`) and
     /// selects its database; `sole` as for [`Stream::settle`].
     pub async fn connect(url: &RedisUrl, timeout: Duration, sole: bool) -> Result<RespConn, Failure> {
-        let stream = Stream::tcp(&url.host, url.port, timeout).await?;
+        let mut stream = Stream::tcp(&url.host, url.port, timeout).await?;
+        if let Some(mode) = &url.tls {
+            stream = stream.into_tls(mode, &url.host, timeout).await?;
+        }
         let mut c = RespConn { stream, inbox: Inbox::new(), out: Vec::with_capacity(4096), queued: 0 };
         match (&url.user, &url.password) {
             (Some(u), Some(p)) => c.command(&[b"AUTH", u.as_bytes(), p.as_bytes()]),
@@ -300,7 +320,12 @@ mod tests {
         assert!(!u.redacted.contains("cret"), "{}", u.redacted);
         let u = RedisUrl::parse("redis://:pw@localhost").unwrap();
         assert_eq!((u.port, u.user, u.password.as_deref(), u.db), (6379, None, Some("pw"), 0));
-        assert!(RedisUrl::parse("rediss://h").unwrap_err().contains("not supported yet"));
+        let t = RedisUrl::parse("rediss://h:6380?cacert=/etc/ca.pem").unwrap();
+        assert_eq!(t.tls, Some(crate::url::SqlTls::VerifyFull { root_cert: Some("/etc/ca.pem".into()) }));
+        assert_eq!(RedisUrl::parse("rediss://h?insecure=true").unwrap().tls, Some(crate::url::SqlTls::Require));
+        assert_eq!(RedisUrl::parse("redis://h").unwrap().tls, None);
+        assert!(RedisUrl::parse("redis://h?cacert=/x").unwrap_err().contains("use rediss://"));
+        assert!(RedisUrl::parse("rediss://h?verify=no").unwrap_err().contains("unknown option 'verify'"));
         assert!(RedisUrl::parse("redis://h/x").unwrap_err().contains("database number"));
         assert!(RedisUrl::parse("redis://h:0").unwrap_err().contains("port"));
     }

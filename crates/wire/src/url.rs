@@ -31,7 +31,7 @@ pub struct SqlUrl {
 }
 
 /// Whether and how a SQL connection is encrypted, from the URL.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum SqlTls {
     /// Plain TCP or a unix socket (no option, `sslmode=disable`, `ssl-mode=DISABLED`).
     #[default]
