@@ -55,7 +55,7 @@ impl RedisUrl {
         if !tls && (cacert.is_some() || insecure) {
             return Err(format!("{redacted}: cacert and insecure are TLS options: use rediss://"));
         }
-        let tls = tls.then(|| if insecure { crate::url::SqlTls::Require } else { crate::url::SqlTls::VerifyFull { root_cert: cacert } });
+        let tls = tls.then_some(if insecure { crate::url::SqlTls::Require } else { crate::url::SqlTls::VerifyFull { root_cert: cacert } });
         let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
         let (userinfo, hostport) = match authority.rsplit_once('@') {
             Some((u, h)) => (Some(u), h),
