@@ -369,8 +369,10 @@ mod tests {
         assert!(matches!(Target::parse("tcp://127.0.0.1:6379"), Err(TargetError::Scheme(_))));
         let t = Target::parse_any("tcp://127.0.0.1:6379").unwrap();
         assert_eq!((t.kind(), t.host(), t.port(), t.is_loopback()), (TargetKind::Other, "127.0.0.1", Some(6379), true));
-        // No default port for a scheme we do not know.
-        assert_eq!(Target::parse_any("redis://10.0.0.5").unwrap().port(), None);
+        // No default port for a scheme we do not know; Redis is known now.
+        assert_eq!(Target::parse_any("memcache://10.0.0.5").unwrap().port(), None);
+        let r = Target::parse("rediss://:pw@10.0.0.5").unwrap();
+        assert_eq!((r.kind(), r.port(), r.redacted()), (TargetKind::Redis, Some(6379), "rediss://:***@10.0.0.5"));
         assert_eq!(Target::parse_any("http://x/").unwrap().kind(), TargetKind::Http);
         assert!(Target::parse_any("://x").is_err());
     }
