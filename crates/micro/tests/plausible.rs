@@ -77,7 +77,22 @@ fn process_costs_are_ordered_and_plausible() {
     assert!(med("fork_exit") > null_call * 10.0);
     // Orderings compare the fastest repetitions: a median of 3 quick
     // repetitions can land on one that waited for a CPU on a busy machine.
-    assert!(min("fork_exec") > min("fork_exit"), "fork_exec {} vs fork_exit {}", min("fork_exec"), min("fork_exit"));
+    // Beside a CPU hog even all 3 of fork+exit's can (3,961 us against
+    // fork+exec's 2,683): then the process group alone, 11 repetitions,
+    // judges the order.
+    if min("fork_exec") <= min("fork_exit") {
+        let opts = SuiteOptions { only: Some(vec![scalelab_micro::Group::Procs]), repeats: Some(11), ..SuiteOptions::default() };
+        let again = run_suite(&opts, &mut |_| {}).expect("the process group runs");
+        let m = |id: &str| again.get(id).and_then(|r| r.min).unwrap_or_else(|| panic!("{id} has no min"));
+        assert!(
+            m("fork_exec") > m("fork_exit"),
+            "fork_exec {} vs fork_exit {} (quick: {} vs {})",
+            m("fork_exec"),
+            m("fork_exit"),
+            min("fork_exec"),
+            min("fork_exit")
+        );
+    }
     if std::path::Path::new("/bin/sh").exists() {
         assert!(min("fork_sh") > min("fork_exit"));
     }

@@ -363,10 +363,11 @@ fn a_stall_within_the_budget_is_latency_not_drops() {
     assert!(p99 >= 100.0, "p99 {p99} ms from the intended send: the stall shows");
     let svc = r.service.as_ref().unwrap().quantile_ms(0.5).unwrap();
     assert!(svc < 50.0, "service p50 {svc} ms: the server answers fast outside the stall");
-    // ~200 waited for a connection: not late sends (the client's own
-    // timer may still be late for a few).
+    // ~200 (20 %) waited for a connection: not late sends. The client's own
+    // timer may still be late for some: beside a CPU hog 51 of 999 were, so
+    // the bound is 10 %, still half of what counting the waits would give.
     let late = r.late_sends.unwrap();
-    assert!(late * 50 <= r.requests, "waiting for the server is not a late send: {late} of {}", r.requests);
+    assert!(late * 10 <= r.requests, "waiting for the server is not a late send: {late} of {}", r.requests);
 }
 
 #[test]
