@@ -2,7 +2,8 @@
 //!
 //! - [`plan`]: what to run: [`RunPlan`], [`StepPlan`], durations and their parsing.
 //! - [`result`]: what a step produced: [`StepResult`], [`SecondResult`], [`ErrorCounts`],
-//!   and [`LiveTick`], its progress while it runs.
+//!   and [`LiveTick`], its progress while it runs; its one merge ([`StepResult::merge`]).
+//! - [`spread`]: [`ClientSpread`], how a step's completions spread over its clients.
 //! - [`histogram`]: [`LatencyHistogram`], the mergeable HDR histogram every engine returns.
 //! - [`run`]: [`Run`], a run loaded in memory (plan, environment, steps).
 //! - [`telemetry`]: [`StepTelemetry`], what the machine and server did in a step's window.
@@ -25,6 +26,7 @@ pub mod result;
 pub mod run;
 pub mod sample;
 pub mod source;
+pub mod spread;
 pub mod target;
 pub mod telemetry;
 pub mod text;
