@@ -235,30 +235,14 @@ impl RespConn {
     /// Every reply is read even after an error reply, so the connection
     /// stays usable; the first error is the failure.
     pub async fn round_trip(&mut self) -> Result<(), Failure> {
-        let n = std::mem::take(&mut self.queued);
-        let lost = |e: std::io::Error| Failure::new(crate::io_class::connect_io_class(&e), format!("connection lost: {e}"));
-        self.stream.write_all(&self.out).await.map_err(lost)?;
-        self.out.clear();
-        self.inbox.sent();
+        let n = self.send().await?;
         let mut failure = None;
         for _ in 0..n {
-            loop {
-                match frame(self.inbox.data()) {
-                    Ok(Some((len, err))) => {
-                        if let (Some((a, b)), None) = (err, &failure) {
-                            let msg = &self.inbox.data()[a..b];
-                            failure = Some(Failure::new(error_class(msg), String::from_utf8_lossy(msg).into_owned()));
-                        }
-                        self.inbox.consume(len);
-                        break;
-                    }
-                    Ok(None) => {
-                        let want = self.inbox.data().len() + 1;
-                        self.inbox.fill(&mut self.stream, want).await.map_err(lost)?;
-                    }
-                    Err(why) => return Err(Failure::new(ErrorClass::Other, why)),
-                }
+            let (len, err) = self.next_reply().await?;
+            if let (Some((a, b)), None) = (err, &failure) {
+                failure = Some(error_failure(&self.inbox.data()[a..b]));
             }
+            self.inbox.consume(len);
         }
         failure.map_or(Ok(()), Err)
     }
@@ -267,22 +251,33 @@ impl RespConn {
     /// simple string; for `INFO` and `PING`, not the load path).
     pub async fn query_text(&mut self, args: &[&[u8]]) -> Result<String, Failure> {
         self.command(args);
-        let n = std::mem::take(&mut self.queued);
+        let n = self.send().await?;
         debug_assert_eq!(n, 1);
-        let lost = |e: std::io::Error| Failure::new(crate::io_class::connect_io_class(&e), format!("connection lost: {e}"));
+        let (len, err) = self.next_reply().await?;
+        let data = &self.inbox.data()[..len];
+        let result = match err {
+            Some((a, b)) => Err(error_failure(&data[a..b])),
+            None => Ok(text_of(data)),
+        };
+        self.inbox.consume(len);
+        result
+    }
+
+    /// Writes the queued commands in one write; how many they were.
+    async fn send(&mut self) -> Result<u32, Failure> {
+        let n = std::mem::take(&mut self.queued);
         self.stream.write_all(&self.out).await.map_err(lost)?;
         self.out.clear();
+        self.inbox.sent();
+        Ok(n)
+    }
+
+    /// Reads until one whole reply is buffered at the inbox's start (not
+    /// consumed): its length and where its first error is.
+    async fn next_reply(&mut self) -> Result<Framed, Failure> {
         loop {
             match frame(self.inbox.data()) {
-                Ok(Some((len, err))) => {
-                    let data = &self.inbox.data()[..len];
-                    let result = match err {
-                        Some((a, b)) => Err(Failure::new(error_class(&data[a..b]), String::from_utf8_lossy(&data[a..b]).into_owned())),
-                        None => Ok(text_of(data)),
-                    };
-                    self.inbox.consume(len);
-                    return result;
-                }
+                Ok(Some(framed)) => return Ok(framed),
                 Ok(None) => {
                     let want = self.inbox.data().len() + 1;
                     self.inbox.fill(&mut self.stream, want).await.map_err(lost)?;
@@ -291,6 +286,16 @@ impl RespConn {
             }
         }
     }
+}
+
+/// A read or write that failed: the connection is gone.
+fn lost(e: std::io::Error) -> Failure {
+    Failure::new(crate::io_class::connect_io_class(&e), format!("connection lost: {e}"))
+}
+
+/// An error reply's text as a failure of its class.
+fn error_failure(message: &[u8]) -> Failure {
+    Failure::new(error_class(message), String::from_utf8_lossy(message).into_owned())
 }
 
 /// The text of a simple or bulk string reply (anything else as it came).
