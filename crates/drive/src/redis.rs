@@ -296,13 +296,9 @@ pub fn fill_keyspace(config: &RedisConfig) -> Result<u64, Failure> {
     })
 }
 
-/// Runs `f` on a current-thread runtime of its own, within `timeout`.
+/// Runs `f` on a runtime of its own (`scalelab_wire::runtime`), within `timeout`.
 fn block_on<T>(timeout: Duration, f: impl std::future::Future<Output = Result<T, Failure>>) -> Result<T, Failure> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure::new(ErrorClass::Other, format!("runtime: {e}")))?;
-    rt.block_on(async {
+    scalelab_wire::runtime().block_on(async {
         tokio::time::timeout(timeout, f).await.unwrap_or_else(|_| Err(Failure::new(ErrorClass::ReadTimeout, "no answer in time")))
     })
 }

@@ -23,14 +23,7 @@ pub fn start(url: RedisUrl, tx: Sender<Record>, stop: Arc<AtomicBool>) -> JoinHa
     std::thread::Builder::new()
         .name("scalelab-redis-probe".into())
         .spawn(move || {
-            let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-                Ok(rt) => rt,
-                Err(e) => {
-                    let _ = tx.send(Record::Unavailable(Source::Db, format!("redis probe: {e}")));
-                    return;
-                }
-            };
-            if let Err(why) = rt.block_on(poll(&url, &tx, &stop)) {
+            if let Err(why) = scalelab_wire::runtime().block_on(poll(&url, &tx, &stop)) {
                 let _ = tx.send(Record::Unavailable(Source::Db, why));
             }
         })
