@@ -45,16 +45,7 @@ fn about() -> (String, String) {
 
 /// `scheme://host:port` of a URL, lowercased, without credentials or path.
 fn origin(url: &str) -> Option<String> {
-    let (scheme, rest) = url.split_once("://")?;
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let scheme = scheme.to_ascii_lowercase();
-    let default = if scheme == "https" { ":443" } else { ":80" };
-    let mut a = authority.to_ascii_lowercase();
-    if !a.ends_with(']') && !a.rsplit_once(':').is_some_and(|(_, p)| p.chars().all(|c| c.is_ascii_digit())) {
-        a.push_str(default);
-    }
-    Some(format!("{scheme}://{a}"))
+    scalelab_core::Target::parse(url).ok().map(|t| t.origin())
 }
 
 /// The driver for the session's target; every request must go to that target.
@@ -298,7 +289,7 @@ fn loaded(
 
 #[cfg(test)]
 mod tests {
-    use super::{driver, origin};
+    use super::driver;
     use scalelab_drive::http::HttpConfig;
     use std::time::Duration;
 
@@ -321,14 +312,6 @@ mod tests {
             (http.source_addrs.len(), http.timeout, http.expect),
             (1, Duration::from_millis(100), HttpConfig::get("", Duration::ZERO).expect)
         );
-    }
-
-    #[test]
-    fn origins_compare_scheme_host_and_port() {
-        assert_eq!(origin("http://A:80/x?y").unwrap(), "http://a:80");
-        assert_eq!(origin("http://a/").unwrap(), "http://a:80");
-        assert_eq!(origin("https://u:p@a/").unwrap(), "https://a:443");
-        assert_ne!(origin("http://a:81/"), origin("http://a/"));
     }
 
     /// Over TCP a stranger (no token) learns nothing about the host: the

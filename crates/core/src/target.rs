@@ -331,6 +331,16 @@ impl Target {
         self.loopback
     }
 
+    /// `scheme://host:port`, lowercased, with the kind's default port filled
+    /// in and no credentials or path: two URLs of one server give the same
+    /// origin (the specimen's is its name).
+    pub fn origin(&self) -> String {
+        let Some((scheme, _)) = self.given.split_once("://") else { return self.given.clone() };
+        let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
+        let port = self.port.map(|p| format!(":{p}")).unwrap_or_default();
+        format!("{}://{}{port}", scheme.to_ascii_lowercase(), host.to_ascii_lowercase())
+    }
+
     /// The text as given, credentials included: for the driver that connects with it, never to show or record.
     pub fn as_given(&self) -> &str {
         &self.given
@@ -375,6 +385,17 @@ mod tests {
         assert_eq!((r.kind(), r.port(), r.redacted()), (TargetKind::Redis, Some(6379), "rediss://:***@10.0.0.5"));
         assert_eq!(Target::parse_any("http://x/").unwrap().kind(), TargetKind::Http);
         assert!(Target::parse_any("://x").is_err());
+    }
+
+    #[test]
+    fn origins_compare_scheme_host_and_port() {
+        let o = |u: &str| Target::parse(u).unwrap().origin();
+        assert_eq!(o("http://A:80/x?y"), "http://a:80");
+        assert_eq!(o("http://a/"), "http://a:80");
+        assert_eq!(o("HTTPS://u:p@a/"), "https://a:443");
+        assert_eq!(o("http://[::1]:8080/"), "http://[::1]:8080");
+        assert_ne!(o("http://a:81/"), o("http://a/"));
+        assert_eq!(Target::specimen("pool").origin(), "specimen:pool");
     }
 
     fn hp(text: &str) -> (TargetKind, String, Option<u16>, bool) {

@@ -4,10 +4,11 @@
 //! run by them instead of the local engine, and the run records which agent
 //! did what.
 
+use super::plan::{AgentPlan, SweepPlan};
 use crate::args::{AgentLoss, SweepArgs};
 use crate::error::bad;
 use scalelab_agent::{AgentAddr, Coordinator, Loss, Reach, Role, SqlSpec};
-use scalelab_core::{StepPlan, StepResult, Target};
+use scalelab_core::{StepPlan, StepResult};
 use scalelab_drive::http::HttpConfig;
 use scalelab_drive::sql::SqlConfig;
 use scalelab_drive::{EngineError, EngineOptions, LiveTick, StepRunner};
@@ -17,8 +18,9 @@ pub fn wanted(a: &SweepArgs) -> bool {
     !a.agents.is_empty() || a.server_agent.is_some()
 }
 
-/// The agent options, checked before anything is created.
-pub fn check(a: &SweepArgs) -> anyhow::Result<()> {
+/// The agent options, checked before anything is created (the token file
+/// read): None without agents.
+pub fn check(a: &SweepArgs) -> anyhow::Result<Option<AgentPlan>> {
     if !wanted(a) {
         let given = [
             (a.agent_token_file.is_some(), "--agent-token-file"),
@@ -28,7 +30,7 @@ pub fn check(a: &SweepArgs) -> anyhow::Result<()> {
         if let Some((_, name)) = given.iter().find(|(g, _)| *g) {
             return Err(bad(format!("{name} applies with --agent or --server-agent: give those too, or drop it")));
         }
-        return Ok(());
+        return Ok(None);
     }
     if a.target.is_none() {
         return Err(bad("--agent and --server-agent need a target URL the agents can reach (the specimen runs on this machine)"));
@@ -43,10 +45,13 @@ pub fn check(a: &SweepArgs) -> anyhow::Result<()> {
     if tcp && a.agent_token_file.is_none() {
         return Err(bad("a tcp:// agent needs --agent-token-file (the token it was started with)"));
     }
-    if let Some(f) = &a.agent_token_file {
-        scalelab_agent::auth::read_token(f).map_err(|e| bad(format!("--agent-token-file: {e}")))?;
-    }
-    Ok(())
+    let token = match &a.agent_token_file {
+        Some(f) => Some(scalelab_agent::auth::read_token(f).map_err(|e| bad(format!("--agent-token-file: {e}")))?),
+        None => None,
+    };
+    let reach =
+        Reach { token, agent_command: a.agent_command.clone(), ssh_options: a.ssh_options.clone(), protocol: scalelab_agent::PROTOCOL };
+    Ok(Some(AgentPlan { load: a.agents.clone(), server: a.server_agent.clone(), reach, loss: a.agent_loss }))
 }
 
 /// What the load agents send: the HTTP workload, or the SQL one the
@@ -60,14 +65,10 @@ pub enum Load<'a> {
 
 /// Reaches every agent (in parallel), each set up for its role. None
 /// without agents; Err (bad input) names the agent that failed and why.
-pub fn connect(a: &SweepArgs, target: &Target, config: Load<'_>, interval_ms: u64) -> anyhow::Result<Option<Coordinator>> {
-    if !wanted(a) {
-        return Ok(None);
-    }
-    let token = a.agent_token_file.as_deref().map(scalelab_agent::auth::read_token).transpose().map_err(bad)?;
-    let reach =
-        Reach { token, agent_command: a.agent_command.clone(), ssh_options: a.ssh_options.clone(), protocol: scalelab_agent::PROTOCOL };
-    let (threads, no_pin, to) = (a.threads, a.no_pin, target.as_given().to_string());
+pub fn connect(plan: &SweepPlan, config: Load<'_>) -> anyhow::Result<Option<Coordinator>> {
+    let Some(agents) = &plan.agents else { return Ok(None) };
+    let target = &plan.target;
+    let (threads, no_pin, to) = (plan.placement.threads_given, plan.placement.no_pin, target.as_given().to_string());
     let role = match config {
         Load::Http(config) => Role::Load { target: to, http: config.clone(), threads, no_pin },
         Load::Sql(c) => {
@@ -77,14 +78,19 @@ pub fn connect(a: &SweepArgs, target: &Target, config: Load<'_>, interval_ms: u6
         }
         Load::Redis(c) => Role::LoadRedis { target: to, redis: c.clone(), threads, no_pin },
     };
-    let load: Vec<(String, Role)> = a.agents.iter().map(|n| (n.clone(), role.clone())).collect();
-    let server = a.server_agent.as_ref().map(|n| {
+    let load: Vec<(String, Role)> = agents.load.iter().map(|n| (n.clone(), role.clone())).collect();
+    let probes = &plan.probes;
+    let server = agents.server.as_ref().map(|n| {
         // The database is polled from the server's host: --db-probe, or a SQL target itself.
-        let db = a.db_probe.clone().or_else(|| target.kind().capabilities().db_probe.then(|| target.as_given().to_string()));
-        (n.clone(), Role::Probe { server_pid: a.server_pid, port: target.port(), interval_ms, thread_hz: a.thread_sample_hz, db })
+        let db = match &probes.db_probe {
+            Some((given, _)) => Some(given.clone()),
+            None => target.kind().capabilities().db_probe.then(|| target.as_given().to_string()),
+        };
+        let interval_ms = probes.sample_interval.as_millis() as u64;
+        (n.clone(), Role::Probe { server_pid: probes.server_pid, port: target.port(), interval_ms, thread_hz: probes.thread_hz, db })
     });
-    let loss = if a.agent_loss == AgentLoss::Continue { Loss::Continue } else { Loss::Abort };
-    Coordinator::connect(&load, server, &reach, loss).map(Some).map_err(bad)
+    let loss = if agents.loss == AgentLoss::Continue { Loss::Continue } else { Loss::Abort };
+    Coordinator::connect(&load, server, &agents.reach, loss).map(Some).map_err(bad)
 }
 
 /// What the run records about its agents before the first step.

@@ -4,9 +4,10 @@
 //! the last result, and every tried rate is stored as a step of a run of
 //! kind `capacity`.
 
-use super::prepared::{Common, Prepared};
+use super::plan::SweepPlan;
+use super::prepared::{Prepared, Setup};
 use super::started::{begin, Execute, Started};
-use crate::args::{CapacityArgs, SweepArgs};
+use crate::args::CapacityArgs;
 use crate::error::bad;
 use crate::session::{Silent, StepError};
 use scalelab_analyze::capacity::{parse_slo, Found, Next, Observation, Search, Settings, Slo, SloMetric};
@@ -87,18 +88,20 @@ impl Execute for Capacity {
         self,
         store: Store,
         store_path: &Path,
-        a: &SweepArgs,
-        mut common: Common,
+        mut plan: SweepPlan,
+        setup: Setup,
         prepared: Prepared<D>,
     ) -> anyhow::Result<ExitCode> {
-        let template = common.steps.pop().expect("one step sized by --max-rate");
-        let assertions = std::mem::take(&mut common.assertions);
+        let template = plan.steps.pop().expect("one step sized by --max-rate");
+        let assertions = std::mem::take(&mut plan.assertions);
         let mut prepared = prepared;
         prepared.options.insert("slo".into(), self.slo_text.clone().into());
         prepared.options.insert("capacity_resolution".into(), self.settings.resolution.into());
         prepared.options.insert("capacity_max_rate_per_s".into(), self.settings.max_per_s.into());
         let Started { mut session, driver, specimen, engine, run_id, label, workload, stop, client_net, .. } =
-            begin(store, a, common, prepared, RunKind::Capacity)?;
+            begin(store, &plan, setup, prepared, RunKind::Capacity)?;
+        let a = &plan.output;
+        let max_failed = plan.max_failed_steps;
         if !a.json && !a.quiet {
             sayln!("run {run_id}: capacity of {label} ({workload}), store {}", store_path.display());
         }
@@ -148,7 +151,7 @@ impl Execute for Capacity {
                 esayln!("{}", scalelab_report::capacity::trial_line(index, t));
             }
             failed_in_a_row = if result.failed() { failed_in_a_row + 1 } else { 0 };
-            if a.max_failed_steps > 0 && failed_in_a_row >= a.max_failed_steps {
+            if max_failed > 0 && failed_in_a_row >= max_failed {
                 target_failed = Some(index + 1);
                 break;
             }
@@ -212,7 +215,7 @@ impl Execute for Capacity {
         if target_failed.is_some() {
             esayln!(
                 "error: run {run_id} {outcome} (nothing succeeded for {} step(s) in a row); the steps are kept, marked incomplete",
-                a.max_failed_steps
+                max_failed
             );
             return Ok(ExitCode::from(1));
         }

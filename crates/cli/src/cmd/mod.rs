@@ -10,6 +10,7 @@ mod fd_limit;
 mod install;
 mod levels;
 mod micro;
+mod plan;
 pub mod preflight;
 mod prepare;
 mod prepared;

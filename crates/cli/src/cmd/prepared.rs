@@ -1,10 +1,10 @@
 //! What every kind of sweep target is turned into before load: the
 //! driver with what to record about the target ([`Prepared`], built by
-//! `sweep` for HTTP and the specimen, by `sql_sweep` for databases), and
-//! the schedule shared by all ([`Common`]).
+//! `sweep` for HTTP and the specimen, by `sql_sweep` and `redis_sweep`),
+//! and what was set up around it ([`Setup`]: preflight, client network,
+//! agents).
 
 use crate::specimen_child::SpecimenChild;
-use scalelab_core::{StepPlan, Target};
 use std::sync::Arc;
 
 /// A target ready for load: its driver and what to record about it.
@@ -20,18 +20,10 @@ pub struct Prepared<D> {
     pub options: serde_json::Map<String, serde_json::Value>,
     /// Keeps the specimen child alive for the run; dropped (killed) after.
     pub specimen: Option<SpecimenChild>,
-    /// A database target's connection URL, parsed once: the probe polls
-    /// the same database unless `--db-probe` names another.
-    pub sql_url: Option<scalelab_wire::SqlUrl>,
 }
 
-/// The schedule and checks shared by every kind of target.
-pub struct Common {
-    /// The target, parsed once here; the probes and the server search get it from this.
-    pub target: Target,
-    pub steps: Vec<StepPlan>,
-    pub threads: u32,
-    pub assertions: Vec<scalelab_analyze::Assertion>,
+/// What was set up for a prepared target before load, beside its plan.
+pub struct Setup {
     /// The preflight checks and the noise estimate, recorded in the run's environment.
     pub preflight: super::preflight::Judged,
     /// Print the machine's noise line when the run begins; false for the
@@ -41,6 +33,4 @@ pub struct Common {
     pub client_net: Option<scalelab_netem::ClientNet>,
     /// The agents (`--agent`, `--server-agent`), connected and set up.
     pub agents: Option<scalelab_agent::Coordinator>,
-    /// `--profile-steps`: the steps profiled (0-based); None: every step.
-    pub profile_steps: Option<std::collections::BTreeSet<usize>>,
 }

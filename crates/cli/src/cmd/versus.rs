@@ -3,10 +3,10 @@
 //! (docs/statistics.md). Both targets get the same options; each has its
 //! own probes (its server process), its own session and its own run.
 
-use super::prepared::{Common, Prepared};
+use super::plan::SweepPlan;
+use super::prepared::{Prepared, Setup};
 use super::started::{begin, Execute, Started};
 use super::windows::{Arm, Fixed, Repeat};
-use crate::args::SweepArgs;
 use crate::live::LiveView;
 use crate::session::SweepOutcome;
 use scalelab_core::{Run, RunKind};
@@ -20,8 +20,8 @@ use std::process::ExitCode;
 /// The first target, prepared and checked, waiting for the second.
 pub struct First<D> {
     pub store: Store,
-    pub args: SweepArgs,
-    pub common: Common,
+    pub plan: SweepPlan,
+    pub setup: Setup,
     pub prepared: Prepared<D>,
 }
 
@@ -36,24 +36,23 @@ impl<D1: scalelab_drive::Driver> Execute for Second<D1> {
         self,
         store_b: Store,
         store_path: &Path,
-        b_args: &SweepArgs,
-        mut common_b: Common,
+        mut plan_b: SweepPlan,
+        mut setup_b: Setup,
         prepared_b: Prepared<D2>,
     ) -> anyhow::Result<ExitCode> {
         let Second { first, repeat } = self;
-        let First { store: store_a, args: a_args, common: mut common_a, prepared: prepared_a } = first;
-        let levels = common_a.steps.clone();
+        let First { store: store_a, plan: mut plan_a, setup: setup_a, prepared: prepared_a } = first;
+        let levels = plan_a.steps.clone();
         let blocks = versus_blocks(repeat.repeats);
         let order = abba(&levels, blocks, repeat.seed);
-        common_a.steps = order.iter().filter(|(s, _)| *s == Side::A).map(|(_, p)| p.clone()).collect();
-        common_b.steps = order.iter().filter(|(s, _)| *s == Side::B).map(|(_, p)| p.clone()).collect();
-        let assertions = common_a.assertions.clone();
+        plan_a.steps = order.iter().filter(|(s, _)| *s == Side::A).map(|(_, p)| p.clone()).collect();
+        plan_b.steps = order.iter().filter(|(s, _)| *s == Side::B).map(|(_, p)| p.clone()).collect();
         // One noise line: both targets are loaded from this machine.
-        common_b.say_noise = false;
+        setup_b.say_noise = false;
         let Started { session: mut sa, driver: da, specimen: specimen_a, engine: ea, run_id: id_a, label: label_a, stop, .. } =
-            begin(store_a, &a_args, common_a, prepared_a, RunKind::Sweep)?;
+            begin(store_a, &plan_a, setup_a, prepared_a, RunKind::Sweep)?;
         let Started { session: mut sb, driver: db, specimen: specimen_b, engine: mut eb, run_id: id_b, label: label_b, .. } =
-            begin(store_b, b_args, common_b, prepared_b, RunKind::Sweep)?;
+            begin(store_b, &plan_b, setup_b, prepared_b, RunKind::Sweep)?;
         // One stop for both: SIGINT or `q` ends the schedule, not one arm.
         eb.stop = stop.clone();
         for (session, side) in [(&mut sa, Side::A), (&mut sb, Side::B)] {
@@ -64,7 +63,7 @@ impl<D1: scalelab_drive::Driver> Execute for Second<D1> {
             link.insert("seed".into(), repeat.seed.into());
             session.set_option("versus", link.into())?;
         }
-        if !a_args.json && !a_args.quiet {
+        if !plan_a.output.json && !plan_a.output.quiet {
             sayln!(
                 "runs {id_a} (A: {label_a}) and {id_b} (B: {label_b}): {} levels, {blocks} ABBA blocks each, store {}",
                 levels.len(),
@@ -73,12 +72,12 @@ impl<D1: scalelab_drive::Driver> Execute for Second<D1> {
         }
         let all: Vec<_> = order.iter().map(|(_, p)| p.clone()).collect();
         let title = format!("{label_a} vs {label_b}");
-        let mut view = LiveView::start(a_args.quiet, a_args.no_tui, title, &all, stop.clone());
+        let mut view = LiveView::start(plan_a.output.quiet, plan_a.output.no_tui, title, &all, stop.clone());
         let sides: Vec<usize> = order.iter().map(|(s, _)| if *s == Side::A { 0 } else { 1 }).collect();
         let (mut ra, mut rb) = (Local(&da), Local(&db));
         let outcomes = {
             let mut arms = [Arm::new(&mut sa, &mut ra, &ea), Arm::new(&mut sb, &mut rb, &eb)];
-            super::windows::run(&mut arms, &mut Fixed::new(&sides), &stop, a_args.max_failed_steps, &mut view)
+            super::windows::run(&mut arms, &mut Fixed::new(&sides), &stop, plan_a.max_failed_steps, &mut view)
         };
         view.finish();
         let mut code = 0u8;
@@ -101,8 +100,8 @@ impl<D1: scalelab_drive::Driver> Execute for Second<D1> {
         }
         drop(specimen_a);
         drop(specimen_b);
-        print(a_args.json, a_args.quiet, &runs, &stores, store_path)?;
-        let passed = super::analysis::check(&runs[0], &assertions);
+        print(plan_a.output.json, plan_a.output.quiet, &runs, &stores, store_path)?;
+        let passed = super::analysis::check(&runs[0], &plan_a.assertions);
         if !passed && code == 0 {
             code = 1;
         }

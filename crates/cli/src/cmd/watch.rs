@@ -48,7 +48,7 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         return Err(bad("--profile stores a profile per window: add --record"));
     }
     let db_url = scalelab_probe::collect::for_target(target.as_ref().and_then(|t| t.as_ref().ok()), a.db_probe.as_deref()).map_err(bad)?;
-    let redis = target.as_ref().and_then(|t| t.as_ref().ok()).and_then(super::started::redis_of);
+    let redis = target.as_ref().and_then(|t| t.as_ref().ok()).and_then(redis_of);
     let store = if a.record { Some(Store::open(store_path)?) } else { None };
     let stop = super::stop_on_signals()?;
     let target = a.target.as_deref().map(scalelab_core::redact_url).unwrap_or_else(|| pid.map_or("this machine".into(), named));
@@ -170,4 +170,12 @@ fn named(pid: u32) -> String {
         }
         _ => format!("pid {pid}"),
     }
+}
+
+/// A watched Redis target's own probe (`INFO` each second); a URL that does
+/// not parse as Redis's is watched without it.
+fn redis_of(target: &scalelab_core::Target) -> Option<scalelab_wire::resp::RedisUrl> {
+    (target.kind().capabilities().driver == Some(scalelab_core::Driver::Redis))
+        .then(|| scalelab_wire::resp::RedisUrl::parse(target.as_given()).ok())
+        .flatten()
 }

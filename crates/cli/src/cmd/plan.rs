@@ -1,0 +1,554 @@
+//! A sweep's arguments, parsed and checked once into a typed [`SweepPlan`]:
+//! the target, the load (HTTP request set, SQL workload, Redis commands),
+//! the schedule, the client placement, the probes, the agents and the
+//! client network. Everything below `cmd/sweep.rs` gets the plan, never the
+//! argument struct, so an option is read in one place and a bad one is
+//! refused before anything starts (one line, exit 2, nothing created).
+
+use super::levels::{load_levels, profile_steps};
+use crate::args::{AgentLoss, SweepArgs};
+use crate::error::bad;
+use scalelab_analyze::Assertion;
+use scalelab_core::{parse_duration, Driver, OptionFamily, StepPlan, Target, TargetKind};
+use scalelab_drive::http::{parse_url_file, HttpConfig, RequestSpec, StatusMatch};
+use scalelab_drive::redis::{RedisConfig, RedisWorkload};
+use scalelab_drive::sql::workload::{parse_workload_file, Workload};
+use scalelab_drive::sql::SqlUrl;
+use scalelab_netem::NetSpec;
+use scalelab_wire::resp::RedisUrl;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::Duration;
+
+/// Everything a sweep (or a capacity search) was asked to do, checked.
+pub struct SweepPlan {
+    /// The target, parsed once (`specimen:MODE` when none was given).
+    pub target: Target,
+    /// The specimen to start when no target was given.
+    pub specimen: Option<SpecimenPlan>,
+    /// What each client sends.
+    pub load: LoadPlan,
+    /// The steps in their given order (levels, warm-up, window, pause).
+    pub steps: Vec<StepPlan>,
+    /// `--profile` or `--profile-steps`: perf per step.
+    pub profile: bool,
+    /// `--profile-steps`: the steps profiled (0-based); None: every step.
+    pub profile_steps: Option<BTreeSet<usize>>,
+    pub placement: Placement,
+    pub probes: ProbePlan,
+    /// `--agent` / `--server-agent`; None: the load runs here.
+    pub agents: Option<AgentPlan>,
+    /// `--client-net`.
+    pub client_net: Option<NetSpec>,
+    pub output: Output,
+    pub assertions: Vec<Assertion>,
+    /// `--strict`: a preflight warning refuses the run.
+    pub strict: bool,
+    /// End the run after this many steps in a row where nothing succeeded.
+    pub max_failed_steps: u32,
+}
+
+/// The built-in specimen to start (no target given).
+#[derive(Clone, Copy, Debug)]
+pub struct SpecimenPlan {
+    pub mode: scalelab_specimen::Mode,
+    /// CPU work per request, µs.
+    pub work_us: u64,
+    /// Pool and herd modes: the serving threads (None: the specimen's default).
+    pub workers: Option<usize>,
+    /// Herd mode: EPOLLEXCLUSIVE.
+    pub fix: bool,
+}
+
+/// What the clients send, per kind of target.
+pub enum LoadPlan {
+    /// HTTP, and the specimen (whose URL is set once it has started).
+    Http {
+        config: HttpConfig,
+        /// `--expect-status` as given, for messages.
+        expect_status: String,
+    },
+    Sql(SqlPlan),
+    Redis(RedisConfig),
+}
+
+/// A SQL target's load as far as it is known before connecting: a built-in
+/// workload is shaped by the dataset the server holds.
+pub struct SqlPlan {
+    pub url: SqlUrl,
+    /// `--workload`.
+    pub builtin: Option<String>,
+    /// `--workload-file`, parsed.
+    pub file: Option<Workload>,
+    /// Prepared statements (not `--no-prepare`).
+    pub prepare: bool,
+    /// Connect and preflight timeout.
+    pub timeout: Duration,
+}
+
+/// Where the client threads run.
+#[derive(Clone, Copy, Debug)]
+pub struct Placement {
+    /// Client threads (event loops): given, or one per core.
+    pub threads: u32,
+    /// `--threads` as given (agents choose their own default).
+    pub threads_given: Option<u32>,
+    pub no_pin: bool,
+    /// `--client-slice-us` (0: the kernel's).
+    pub client_slice_us: u64,
+}
+
+/// How the server and the machine are observed.
+#[derive(Clone, Debug)]
+pub struct ProbePlan {
+    /// `--server-pid`, checked to exist.
+    pub server_pid: Option<u32>,
+    pub sample_interval: Duration,
+    /// Thread-state samples per second (0: off).
+    pub thread_hz: f64,
+    /// `--db-probe`: as given (sent to a server agent) and parsed.
+    pub db_probe: Option<(String, SqlUrl)>,
+}
+
+/// The agents to reach, checked.
+pub struct AgentPlan {
+    /// Load agents (`--agent`).
+    pub load: Vec<String>,
+    /// `--server-agent`.
+    pub server: Option<String>,
+    /// Token, agent command, ssh options.
+    pub reach: scalelab_agent::Reach,
+    pub loss: AgentLoss,
+}
+
+/// What is printed, and how.
+#[derive(Clone, Debug)]
+pub struct Output {
+    pub json: bool,
+    pub quiet: bool,
+    pub no_tui: bool,
+    /// `--label`; None: the target's name.
+    pub label: Option<String>,
+}
+
+impl SweepPlan {
+    /// Parses and checks every argument, in the order a user fixes them:
+    /// the levels, the target and which options apply to it, agents and
+    /// client network, schedule, placement, probes, then the load.
+    pub fn from_args(mut a: SweepArgs) -> anyhow::Result<SweepPlan> {
+        if let (None, Some(path)) = (&a.target, &a.url_file) {
+            a.target = Some(url_file_target(path)?);
+        }
+        let levels = load_levels(&a)?;
+        let profile_steps = profile_steps(&a, levels.len())?;
+        let specimen_mode = match &a.target {
+            None => Some(
+                a.specimen
+                    .as_deref()
+                    .unwrap_or("scales")
+                    .parse::<scalelab_specimen::Mode>()
+                    .map_err(|e| bad(format!("--specimen: {e}")))?,
+            ),
+            Some(_) => None,
+        };
+        // A parse error is reported after the HTTP options are checked (a
+        // target that does not parse is refused as an HTTP URL).
+        let target = a.target.as_deref().map(Target::parse);
+        let kind = match &target {
+            None => TargetKind::Specimen,
+            Some(Ok(t)) => t.kind(),
+            Some(Err(_)) => TargetKind::Http,
+        };
+        refuse_options_that_do_not_apply(&a, kind)?;
+        let agents = super::agents::check(&a)?;
+        let client_net = super::client_net::check(&a)?;
+        if let Some(t) = &a.target {
+            if !t.contains("://") {
+                return Err(bad(format!(
+                    "invalid target '{}': give a URL such as http://127.0.0.1:8080/, or no target for the specimen",
+                    scalelab_core::redact_url(t)
+                )));
+            }
+        }
+        let (warmup, window, pause, think) = schedule(&a, specimen_mode.is_some())?;
+        let assertions = super::analysis::parse_assertions(&a.asserts)?;
+        let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1));
+        if threads == 0 || threads > 1024 {
+            return Err(bad("--threads must be between 1 and 1024"));
+        }
+        if a.client_slice_us != 0 && !(100..=100_000).contains(&a.client_slice_us) {
+            return Err(bad("--client-slice-us must be 0 (the kernel's default) or 100 to 100000"));
+        }
+        let steps = levels
+            .iter()
+            .map(|&(c, open_loop)| StepPlan {
+                concurrency: c,
+                warmup_s: warmup.as_secs_f64(),
+                window_s: window.as_secs_f64(),
+                pause_s: pause.as_secs_f64(),
+                think_time_s: think.as_secs_f64(),
+                open_loop,
+            })
+            .collect();
+        let db_probe = match &a.db_probe {
+            Some(u) => Some((u.clone(), scalelab_probe::collect::parse_url(u).map_err(bad)?)),
+            None => None,
+        };
+        let probes = ProbePlan { server_pid: a.server_pid, sample_interval: sampling(&a)?, thread_hz: a.thread_sample_hz, db_probe };
+        let (target, specimen, load) = match (target, specimen_mode) {
+            (Some(Ok(t)), _) if kind.capabilities().driver == Some(Driver::Sql) => {
+                let load = LoadPlan::Sql(sql_plan(&a, &t)?);
+                (t, None, load)
+            }
+            (Some(Ok(t)), _) if kind.capabilities().driver == Some(Driver::Redis) => {
+                let load = LoadPlan::Redis(redis_config(&a, &t)?);
+                (t, None, load)
+            }
+            (target, mode) => {
+                // The specimen's URL is known once it has started: a placeholder checks the options.
+                let config = http_config(&a, a.target.as_deref().unwrap_or("http://127.0.0.1/"))?;
+                let load = LoadPlan::Http { config, expect_status: a.expect_status.clone() };
+                match (target, mode) {
+                    (Some(parsed), _) => (parsed.map_err(|e| bad(e.to_string()))?, None, load),
+                    (None, mode) => {
+                        let mode = mode.unwrap_or(scalelab_specimen::Mode::Scales);
+                        let specimen = SpecimenPlan { mode, work_us: specimen_work_us(&a), workers: a.workers, fix: a.fix };
+                        (Target::specimen(mode.name()), Some(specimen), load)
+                    }
+                }
+            }
+        };
+        Ok(SweepPlan {
+            target,
+            specimen,
+            load,
+            steps,
+            profile: a.profile || a.profile_steps.is_some(),
+            profile_steps,
+            placement: Placement { threads, threads_given: a.threads, no_pin: a.no_pin, client_slice_us: a.client_slice_us },
+            probes,
+            agents,
+            client_net,
+            output: Output { json: a.json, quiet: a.quiet, no_tui: a.no_tui, label: a.label },
+            assertions,
+            strict: a.strict,
+            max_failed_steps: a.max_failed_steps,
+        })
+    }
+
+    /// The most clients (or connections) any step opens.
+    pub fn max_concurrency(&self) -> u32 {
+        self.steps.iter().map(|s| s.concurrency).max().unwrap_or(1)
+    }
+
+    /// Whether the steps offer rates (open loop) rather than run clients.
+    pub fn open_loop(&self) -> bool {
+        self.steps.iter().any(|s| s.open_loop.is_some())
+    }
+}
+
+/// Schedule defaults: short for the embedded demo (about 30 s in all),
+/// published practice (5 s warm-up, 20 s window, 2 s pause) for real targets.
+fn schedule(a: &SweepArgs, specimen: bool) -> anyhow::Result<(Duration, Duration, Duration, Duration)> {
+    let d = |v: &Option<String>, name: &str, demo: &str, real: &str| -> anyhow::Result<Duration> {
+        let text = v.clone().unwrap_or_else(|| if specimen { demo } else { real }.to_string());
+        parse_duration(&text).map_err(|e| bad(format!("--{name}: {e}")))
+    };
+    let warmup = d(&a.warmup, "warmup", "1s", "5s")?;
+    let window = d(&a.duration, "duration", "2s", "20s")?;
+    let pause = d(&a.pause, "pause", "1s", "2s")?;
+    let think = parse_duration(&a.think_time).map_err(|e| bad(format!("--think-time: {e}")))?;
+    if window < Duration::from_millis(100) {
+        return Err(bad("--duration must be at least 100ms: a shorter window measures noise"));
+    }
+    Ok((warmup, window, pause, think))
+}
+
+/// The sample interval and thread-sampling rate, or bad input.
+fn sampling(a: &SweepArgs) -> anyhow::Result<Duration> {
+    let sample_interval = parse_duration(&a.sample_interval).map_err(|e| bad(format!("--sample-interval: {e}")))?;
+    if sample_interval < Duration::from_millis(100) || !(0.0..=1000.0).contains(&a.thread_sample_hz) {
+        return Err(bad("--sample-interval must be at least 100ms and --thread-sample-hz between 0 and 1000"));
+    }
+    Ok(sample_interval)
+}
+
+/// The HTTP request set: one URL (or `--url-file`'s), headers, body, timeout.
+fn http_config(a: &SweepArgs, url: &str) -> anyhow::Result<HttpConfig> {
+    let requests = match &a.url_file {
+        Some(path) => {
+            let text = read_url_file(path)?;
+            parse_url_file(&path.display().to_string(), &text).map_err(|e| bad(e.to_string()))?
+        }
+        None => vec![RequestSpec { method: a.method.as_deref().unwrap_or("GET").to_ascii_uppercase(), url: url.to_string(), weight: 1 }],
+    };
+    let mut headers = Vec::new();
+    for h in &a.headers {
+        let (k, v) = h.split_once(':').ok_or_else(|| bad(format!("invalid header '{h}': use 'Name: value'")))?;
+        headers.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    scalelab_drive::http::check_headers(&headers).map_err(|e| bad(e.to_string()))?;
+    for r in &requests {
+        scalelab_drive::http::check_method(&r.method).map_err(|e| bad(e.to_string()))?;
+    }
+    let body = match (&a.body, &a.body_file) {
+        (Some(b), _) => Some(b.clone().into_bytes()),
+        (None, Some(p)) => {
+            Some(scalelab_probe::read::read_user_file(p, MAX_BODY_BYTES).map_err(|e| bad(format!("--body-file {}: {e}", p.display())))?)
+        }
+        (None, None) => None,
+    };
+    scalelab_drive::http::check_request_headers(&headers, body.as_deref()).map_err(|e| bad(e.to_string()))?;
+    let timeout = parse_duration(&a.timeout).map_err(|e| bad(format!("--timeout: {e}")))?;
+    if timeout.is_zero() {
+        return Err(bad("--timeout must be above 0"));
+    }
+    Ok(HttpConfig {
+        requests,
+        headers,
+        body,
+        keepalive: !a.no_keepalive,
+        timeout,
+        connect_timeout: timeout.min(Duration::from_secs(5)),
+        expect: StatusMatch::parse(&a.expect_status).map_err(|e| bad(e.to_string()))?,
+        insecure: a.insecure,
+        source_addrs: a.source_address.clone(),
+    })
+}
+
+/// A SQL target's URL, workload choice and timeout (the workload file read
+/// and parsed here; the connection comes later).
+fn sql_plan(a: &SweepArgs, target: &Target) -> anyhow::Result<SqlPlan> {
+    let url = SqlUrl::parse(target.as_given()).map_err(bad)?;
+    let file = match &a.workload_file {
+        Some(path) => {
+            // A regular file of at most 16 MiB, as every input file: /dev/zero or a fifo is refused.
+            let bytes = scalelab_probe::read::read_user_file(path, 16 << 20)
+                .map_err(|e| bad(format!("--workload-file {}: {e}", path.display())))?;
+            let text = String::from_utf8(bytes).map_err(|_| bad(format!("--workload-file {}: not UTF-8 text", path.display())))?;
+            Some(parse_workload_file(&path.display().to_string(), &text).map_err(|e| bad(e.to_string()))?)
+        }
+        None => None,
+    };
+    if file.is_none() && a.workload.is_none() {
+        return Err(bad(
+            "a SQL target needs --workload NAME (e.g. point-select, pgbench-select; see docs/workloads.md) or --workload-file FILE",
+        ));
+    }
+    Ok(SqlPlan { url, builtin: a.workload.clone(), file, prepare: !a.no_prepare, timeout: connect_timeout(a)? })
+}
+
+/// The largest keyspace a sweep fills or spreads over (a fill of 100
+/// million 32-byte values is about 10 GB of Redis memory).
+const MAX_KEYSPACE: u64 = 100_000_000;
+
+/// A Redis target's load: URL, workload, keyspace, value size, pipeline.
+fn redis_config(a: &SweepArgs, target: &Target) -> anyhow::Result<RedisConfig> {
+    let url = RedisUrl::parse(target.as_given()).map_err(bad)?;
+    let workload = RedisWorkload::parse(a.workload.as_deref().unwrap_or("get")).map_err(|e| bad(format!("--workload: {e}")))?;
+    let pipeline = a.pipeline.unwrap_or(1);
+    if !(1..=10_000).contains(&pipeline) {
+        return Err(bad("--pipeline must be 1 to 10000 commands per round trip"));
+    }
+    let keyspace = a.keyspace.unwrap_or(10_000);
+    if !(1..=MAX_KEYSPACE).contains(&keyspace) {
+        return Err(bad(format!("--keyspace must be 1 to {MAX_KEYSPACE} keys")));
+    }
+    let value_size = a.value_size.unwrap_or(32);
+    if value_size > 64 << 20 {
+        return Err(bad("--value-size must be at most 67108864 bytes (64 MiB)"));
+    }
+    Ok(RedisConfig { url, workload, keyspace, value_size, pipeline, connect_timeout: connect_timeout(a)? })
+}
+
+/// `--timeout` as the connect and preflight timeout of a database or
+/// Redis target (at most 10 s).
+fn connect_timeout(a: &SweepArgs) -> anyhow::Result<Duration> {
+    Ok(parse_duration(&a.timeout).map_err(|e| bad(format!("--timeout: {e}")))?.min(Duration::from_secs(10)))
+}
+
+/// The largest `--body-file` read: it is held in memory and sent whole.
+const MAX_BODY_BYTES: u64 = 64 << 20;
+
+/// The largest `--url-file` read (about 100,000 URLs).
+const MAX_URL_FILE_BYTES: u64 = 16 << 20;
+
+/// `--url-file` as text: a regular file of bounded size (a device was read
+/// until memory ran out, a fifo hung), in UTF-8.
+fn read_url_file(path: &Path) -> anyhow::Result<String> {
+    let fail = |e: String| bad(format!("--url-file {}: {e}", path.display()));
+    let bytes = scalelab_probe::read::read_user_file(path, MAX_URL_FILE_BYTES).map_err(fail)?;
+    String::from_utf8(bytes).map_err(|e| fail(format!("not UTF-8 text ({e})")))
+}
+
+/// The target of a URL file given without a positional target: the origin
+/// (`scheme://host:port/`) of its URLs, which share one (the HTTP driver
+/// refuses mixed hosts). Without it the run would be recorded as the
+/// specimen's and observe the idle specimen instead of the server.
+fn url_file_target(path: &Path) -> anyhow::Result<String> {
+    let text = read_url_file(path)?;
+    let requests = parse_url_file(&path.display().to_string(), &text).map_err(|e| bad(e.to_string()))?;
+    let first = requests.first().ok_or_else(|| bad(format!("--url-file {}: no URL in the file", path.display())))?;
+    let target = Target::parse(&first.url).map_err(|e| bad(format!("--url-file {}: {e}", path.display())))?;
+    // Credentials stay in the file's URLs (sent from there), not in the target's name.
+    Ok(format!("{}/", target.origin()))
+}
+
+/// The specimen's CPU work per request.
+pub fn specimen_work_us(a: &SweepArgs) -> u64 {
+    a.work_us.unwrap_or(100)
+}
+
+/// Every option that acts on some kinds of target only, and whether the
+/// user gave it; the kinds' [`OptionFamily`] tables say which apply where.
+fn kind_options(a: &SweepArgs) -> [(&'static str, bool); 18] {
+    [
+        ("-H/--header", !a.headers.is_empty()),
+        ("-X/--method", a.method.is_some()),
+        ("--body", a.body.is_some()),
+        ("--body-file", a.body_file.is_some()),
+        ("--no-keepalive", a.no_keepalive),
+        ("--url-file", a.url_file.is_some()),
+        ("--insecure", a.insecure),
+        ("--source-address", !a.source_address.is_empty()),
+        ("--workload", a.workload.is_some()),
+        ("--workload-file", a.workload_file.is_some()),
+        ("--no-prepare", a.no_prepare),
+        ("--pipeline", a.pipeline.is_some()),
+        ("--keyspace", a.keyspace.is_some()),
+        ("--value-size", a.value_size.is_some()),
+        ("--specimen", a.specimen.is_some()),
+        ("--work-us", a.work_us.is_some()),
+        ("--workers", a.workers.is_some()),
+        ("--fix", a.fix),
+    ]
+}
+
+/// Options that do not apply to this kind of target are refused rather
+/// than silently ignored: a user who gave them expected them to act.
+fn refuse_options_that_do_not_apply(a: &SweepArgs, kind: TargetKind) -> anyhow::Result<()> {
+    let given: Vec<&str> = kind_options(a).into_iter().filter(|(_, set)| *set).map(|(name, _)| name).collect();
+    let wrong = kind.refused(&given);
+    if !wrong.is_empty() {
+        let (verb, them) = if wrong.len() == 1 { ("does", "it") } else { ("do", "them") };
+        // What each refused option is for, family by family.
+        let families: Vec<OptionFamily> =
+            OptionFamily::ALL.into_iter().filter(|f| wrong.iter().any(|o| OptionFamily::of(o) == Some(*f))).collect();
+        let fix = match families.as_slice() {
+            [one] => format!("{} for {}", if wrong.len() == 1 { "it is" } else { "they are" }, one.for_what()),
+            many => many
+                .iter()
+                .enumerate()
+                .map(|(i, f)| {
+                    let mine: Vec<&str> = wrong.iter().copied().filter(|o| OptionFamily::of(o) == Some(*f)).collect();
+                    let verb = match (i, mine.len()) {
+                        (0, 1) => " is",
+                        (0, _) => " are",
+                        _ => "",
+                    };
+                    format!("{}{verb} for {}", mine.join(", "), f.for_what())
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        return Err(bad(format!("{} {verb} not apply to {} ({fix}): drop {them}", wrong.join(", "), kind.capabilities().noun)));
+    }
+    if let Some(pid) = a.server_pid {
+        if pid == 0 || !Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(bad(format!("--server-pid {pid}: no such process (`pgrep -a NAME` finds a server's pid)")));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{kind_options, refuse_options_that_do_not_apply, url_file_target, SweepPlan};
+    use crate::args::{Cli, Command};
+    use clap::Parser;
+    use scalelab_core::{OptionFamily, TargetKind};
+
+    fn sweep_args(extra: &[&str]) -> crate::args::SweepArgs {
+        let cli = Cli::try_parse_from([&["scalelab", "sweep"][..], extra].concat()).unwrap();
+        let Command::Sweep(s) = cli.command else { panic!("not a sweep") };
+        s.sweep
+    }
+
+    #[test]
+    fn every_kind_option_is_in_one_family_and_every_family_option_is_checked() {
+        let checked: Vec<&str> = kind_options(&sweep_args(&[])).iter().map(|(name, _)| *name).collect();
+        let families: Vec<&str> = OptionFamily::ALL.iter().flat_map(|f| f.options().iter().copied()).collect();
+        assert_eq!(checked, families);
+        // Given all at once, each kind refuses exactly the families it does not take.
+        let all = sweep_args(&[
+            "-H",
+            "X: y",
+            "-X",
+            "POST",
+            "--body",
+            "b",
+            "--no-keepalive",
+            "--insecure",
+            "--source-address",
+            "127.0.0.2",
+            "--workload",
+            "point-select",
+            "--no-prepare",
+            "--specimen",
+            "pool",
+            "--work-us",
+            "5",
+            "--workers",
+            "2",
+            "--fix",
+        ]);
+        let given: Vec<&str> = kind_options(&all).into_iter().filter(|(_, set)| *set).map(|(n, _)| n).collect();
+        assert_eq!(given.len(), 12, "{given:?}");
+        for kind in TargetKind::ALL {
+            let refused = kind.refused(&given);
+            let takes = kind.capabilities().options;
+            assert!(refused.iter().all(|o| !takes.contains(&OptionFamily::of(o).unwrap())), "{kind:?}");
+            assert_eq!(refused.len(), given.iter().filter(|o| !takes.contains(&OptionFamily::of(o).unwrap())).count());
+        }
+        let err = refuse_options_that_do_not_apply(&all, TargetKind::Postgres).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "-H/--header, -X/--method, --body, --no-keepalive, --insecure, --source-address, --specimen, --work-us, --workers, --fix do not apply to a SQL target (-H/--header, -X/--method, --body, --no-keepalive, --insecure, --source-address are for HTTP targets, --specimen, --work-us, --workers, --fix for a sweep without a target (the specimen)): drop them"
+        );
+        let one = sweep_args(&["--workload", "point-select"]);
+        assert_eq!(
+            refuse_options_that_do_not_apply(&one, TargetKind::Specimen).unwrap_err().to_string(),
+            "--workload does not apply to the specimen (no target) (it is for SQL and Redis targets): drop it"
+        );
+    }
+
+    #[test]
+    fn a_plan_holds_what_was_asked_in_typed_form() {
+        let p = SweepPlan::from_args(sweep_args(&["-c", "1,4", "-d", "300ms", "--specimen", "pool", "--workers", "3", "-t", "1"])).unwrap();
+        assert_eq!(p.target.as_given(), "specimen:pool");
+        let s = p.specimen.expect("a specimen to start");
+        assert_eq!((s.mode, s.work_us, s.workers, s.fix), (scalelab_specimen::Mode::Pool, 100, Some(3), false));
+        assert_eq!(p.steps.iter().map(|s| s.concurrency).collect::<Vec<_>>(), [1, 4]);
+        assert_eq!((p.steps[0].window_s, p.steps[0].warmup_s), (0.3, 1.0));
+        assert_eq!((p.placement.threads, p.placement.threads_given), (1, Some(1)));
+        assert!(matches!(p.load, super::LoadPlan::Http { .. }));
+        assert_eq!(p.max_concurrency(), 4);
+        assert!(!p.open_loop());
+        let p = SweepPlan::from_args(sweep_args(&["redis://127.0.0.1:1/", "--workload", "set", "--pipeline", "4"])).unwrap();
+        let super::LoadPlan::Redis(c) = &p.load else { panic!("a Redis load") };
+        assert_eq!((c.pipeline, c.keyspace, c.value_size), (4, 10_000, 32));
+        assert_eq!(p.steps[0].window_s, 20.0);
+        let err = SweepPlan::from_args(sweep_args(&["redis://127.0.0.1:1/", "--pipeline", "0"])).err().unwrap();
+        assert_eq!(err.to_string(), "--pipeline must be 1 to 10000 commands per round trip");
+        let err = SweepPlan::from_args(sweep_args(&["postgres://u@127.0.0.1:1/db"])).err().unwrap();
+        assert!(err.to_string().starts_with("a SQL target needs --workload NAME"), "{err}");
+    }
+
+    #[test]
+    fn a_url_file_without_a_target_is_aimed_at_its_urls_origin_without_credentials() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("urls");
+        std::fs::write(&path, "2 GET http://user:pw@127.0.0.1:8080/a\nhttp://user:pw@127.0.0.1:8080/b\n").unwrap();
+        assert_eq!(url_file_target(&path).unwrap(), "http://127.0.0.1:8080/");
+    }
+}
