@@ -28,7 +28,11 @@ fn table(out: &mut String, rows: &[Vec<String>], text_cols: &[usize]) {
             } else {
                 ""
             };
-            let cell = if c == "unavailable" { r#"<span class="unavailable">unavailable</span>"#.to_string() } else { esc(c) };
+            let cell = match c.as_str() {
+                crate::columns::MISSING => r#"<span class="unavailable" title="not measured">-</span>"#.to_string(),
+                "unavailable" => r#"<span class="unavailable">unavailable</span>"#.to_string(),
+                _ => esc(c),
+            };
             let _ = write!(out, "<td{class}>{cell}</td>");
         }
         out.push_str("</tr>");
@@ -249,7 +253,9 @@ pub fn render(input: &ReportInput) -> String {
                 figure(&mut out, &c);
             }
             if let Some(rows) = telemetry_rows(r) {
-                table(&mut out, &rows, &[9]);
+                // The database's words are text; every other column a figure.
+                let text = [rows[0].iter().position(|h| h == "DB waits").unwrap_or(usize::MAX)];
+                table(&mut out, &rows, &text);
                 let _ = write!(out, r#"<p class="note">{}</p>"#, esc(&crate::page::telemetry_legend(r)));
             }
             let missing = unavailable_lines(r);

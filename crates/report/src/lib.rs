@@ -29,6 +29,7 @@ pub mod agents;
 pub mod capacity;
 pub mod charts;
 pub mod cli;
+pub mod columns;
 pub mod compare;
 pub mod csv;
 pub mod diagnosis;

@@ -42,64 +42,17 @@ pub fn step_rows(r: &ReportRun) -> Vec<Vec<String>> {
     rows
 }
 
-/// Per-step telemetry rows (header first); `None` when the run has none.
-/// Missing figures read "unavailable", never 0.
+/// Per-step telemetry rows (header first), the columns of
+/// [`crate::columns`] as the terminal's table has them; `None` when the run
+/// has none. Missing figures read [`crate::columns::MISSING`], never 0.
 pub fn telemetry_rows(r: &ReportRun) -> Option<Vec<Vec<String>>> {
-    if r.run.steps.iter().all(|s| s.telemetry.is_none()) {
-        return None;
-    }
-    let u = "unavailable";
-    let p = |x: Option<f64>| x.map_or(u.to_string(), |v| format!("{v:.0}%"));
-    let n = |x: Option<f64>| x.map_or(u.to_string(), crate::fmt::thousands);
-    let f = |x: Option<f64>| x.map_or(u.to_string(), |v| if v < 10.0 { format!("{v:.2}") } else { format!("{v:.0}") });
-    let mut rows = vec![[
-        "concurrency",
-        "CPU busy",
-        "user",
-        "system",
-        "iowait",
-        "cs/s",
-        "server CPU",
-        "server threads",
-        "server RSS",
-        "cs/request",
-        "futex-blocked",
-        "hottest thread",
-        "client CPU",
-    ]
-    .map(String::from)
-    .to_vec()];
-    for s in &r.run.steps {
-        let Some(t) = &s.telemetry else { continue };
-        rows.push(vec![
-            s.concurrency.to_string(),
-            p(t.cpu_busy_pct),
-            p(t.cpu_user_pct),
-            p(t.cpu_sys_pct),
-            p(t.cpu_iowait_pct),
-            n(t.cs_per_s),
-            p(t.server_cpu_pct),
-            t.server_threads.map_or(u.into(), |v| v.to_string()),
-            t.server_rss_mb.map_or(u.into(), |v| format!("{v:.0} MB")),
-            f(t.cs_per_request),
-            p(t.thread_states_pct.map(|x| x.futex)),
-            t.hottest_threads.first().map_or(u.into(), |h| format!("{} {:.0}%", h.name, h.cpu_pct)),
-            p(s.client_cpu_pct()),
-        ]);
-    }
-    Some(rows)
+    crate::columns::step_rows(&r.run.steps)
 }
 
-/// What the report's telemetry columns mean (its names, not the terminal's):
-/// the three CPU bases and the less obvious columns, in one line.
+/// What the telemetry columns mean (the three CPU bases and the less
+/// obvious columns), as the terminal's legend says it, in one paragraph.
 pub fn telemetry_legend(r: &ReportRun) -> String {
-    let cores = r.run.environment.logical_cores.map_or_else(|| "the machine's".to_string(), |c| c.to_string());
-    format!(
-        "CPU busy, user, system, iowait: % of all {cores} cores; server CPU, hottest thread: % of one core (200% = two cores busy); \
-         client CPU: % of the cores the load generator's threads had in the step (over 90%: the client may be the bottleneck); \
-         cs/s: context switches per second, machine-wide; cs/request: the server's per request; \
-         futex-blocked: share of the server's thread-time asleep on a futex (locks)"
-    )
+    crate::columns::legend(r.run.environment.logical_cores, crate::columns::Source::Step).join("; ")
 }
 
 /// Why figures are missing in a run's telemetry: "figure: reason" lines, once each.

@@ -385,19 +385,6 @@ pub fn db_summary(d: &DbTelemetry) -> String {
     }
 }
 
-/// What the telemetry table's columns mean, one line per group, printed
-/// under it: the three CPU bases (all cores, one core, the client's cores)
-/// and the columns whose names do not say it all.
-pub fn telemetry_legend(run: &Run) -> Vec<String> {
-    let cores = run.environment.logical_cores.map_or_else(|| "the machine's".to_string(), |c| c.to_string());
-    vec![
-        format!("cpu busy, usr, sys, iowait: % of all {cores} cores; server cpu, hot thread: % of one core (200% = two cores busy); client cpu: % of the cores the load generator's threads had in the step (over 90%: the client may be the bottleneck)"),
-        "cs/s: context switches per second, machine-wide; cs/req: the server's per request; threads, rss: the server's".to_string(),
-        "running, runnable, futex, io: share of the server's thread-time on a CPU, waiting for one, asleep on a futex (locks), in disk wait".to_string(),
-        "hot thread: the busiest server thread; client lag: the worst lateness of the load generator's event loops (tens of ms: latencies include its own queueing); time_wait: TCP sockets in TIME_WAIT at the window's end, machine-wide; drops/s: connections dropped at listen queues (ListenDrops), machine-wide".to_string(),
-    ]
-}
-
 /// The per-step telemetry table (CPU split, context switches, server thread
 /// states, TCP), or None when the run has no telemetry. Missing figures are "-".
 pub fn telemetry_table(run: &Run) -> Option<String> {
@@ -410,75 +397,10 @@ pub fn telemetry_table_width(run: &Run, width: Option<usize>) -> Option<String> 
 }
 
 fn telemetry_table_at(run: &Run, width: Option<usize>) -> Option<String> {
-    if run.steps.iter().all(|s| s.telemetry.is_none()) {
-        return None;
-    }
-    let p = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.0}%"));
-    let n = |x: Option<f64>| x.map_or("-".to_string(), thousands);
-    let f = |x: Option<f64>| x.map_or("-".to_string(), |v| if v < 10.0 { format!("{v:.2}") } else { format!("{v:.0}") });
-    let mut rows = vec![[
-        "concurrency",
-        "cpu busy",
-        "usr",
-        "sys",
-        "iowait",
-        "cs/s",
-        "server cpu",
-        "threads",
-        "rss",
-        "cs/req",
-        "running",
-        "runnable",
-        "futex",
-        "io",
-        "hot thread",
-        "client cpu",
-        "client lag",
-        "time_wait",
-        "drops/s",
-        "disk iops",
-        "net MB/s",
-        "DB waits",
-    ]
-    .map(String::from)
-    .to_vec()];
-    for s in &run.steps {
-        let Some(t) = &s.telemetry else { continue };
-        let ts = t.thread_states_pct;
-        rows.push(vec![
-            s.concurrency.to_string(),
-            p(t.cpu_busy_pct),
-            p(t.cpu_user_pct),
-            p(t.cpu_sys_pct),
-            p(t.cpu_iowait_pct),
-            n(t.cs_per_s),
-            p(t.server_cpu_pct),
-            t.server_threads.map_or("-".into(), |v| v.to_string()),
-            t.server_rss_mb.map_or("-".into(), |v| format!("{v:.0}MB")),
-            f(t.cs_per_request),
-            p(ts.map(|x| x.running)),
-            p(ts.map(|x| x.runnable)),
-            p(ts.map(|x| x.futex)),
-            p(ts.map(|x| x.io)),
-            t.hottest_threads.first().map_or("-".into(), |h| format!("{:.0}%", h.cpu_pct)),
-            p(s.client_cpu_pct()),
-            s.client_lag_ms.map_or("-".into(), |v| format!("{v:.1}ms")),
-            t.tcp_time_wait.map_or("-".into(), |v| v.to_string()),
-            f(t.listen_drops_per_s),
-            n(t.disk_iops),
-            f(t.net_mb_per_s),
-            t.db.as_ref().map_or("-".into(), db_waits_cell),
-        ]);
-    }
-    // A column that cannot apply is left out: DB waits on a run without a database probe.
-    if !run.steps.iter().any(|s| s.telemetry.as_ref().is_some_and(|t| t.db.is_some())) {
-        rows.iter_mut().for_each(|r| {
-            r.pop();
-        });
-    }
+    let rows = crate::columns::step_rows(&run.steps)?;
     let mut out = String::from("telemetry (window averages; server = the target's process; thread states = share of its thread-time)\n");
     out.push_str(&crate::fmt::columns_fit(&rows, width));
-    for line in telemetry_legend(run) {
+    for line in crate::columns::legend(run.environment.logical_cores, crate::columns::Source::Step) {
         out.push_str(&crate::fmt::wrap(&format!("  {line}"), width));
         out.push('\n');
     }

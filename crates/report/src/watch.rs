@@ -2,58 +2,46 @@
 //! recorded watch (`show`), its per-interval export. The intervals are
 //! [`scalelab_analyze::telemetry::Interval`]s; nothing here reads samples.
 
+use crate::columns::{columns_for, Figures, Source};
 use crate::fmt::columns;
 use scalelab_analyze::telemetry::{intervals, summarize_recording, Interval};
 use scalelab_core::{escape_control, Run};
 
-/// The columns of `watch`, live and in `show`.
-const HEADER: [&str; 18] = [
-    "time",
-    "cpu busy",
-    "usr",
-    "sys",
-    "iowait",
-    "cs/s",
-    "server cpu",
-    "server cs/s",
-    "running",
-    "runnable",
-    "futex",
-    "io",
-    "idle",
-    "time_wait",
-    "drops/s",
-    "disk iops",
-    "net MB/s",
-    "DB waits",
-];
-
-/// Column widths fixed up front, so rows printed one at a time line up
-/// under the header (a figure wider than its column pushes only its own row).
-const WIDTHS: [usize; 18] = [6, 8, 4, 4, 6, 9, 10, 11, 7, 8, 5, 4, 4, 9, 7, 9, 8, 0];
-
-/// The header line of the interval rows.
-pub fn header() -> String {
-    aligned(&HEADER.map(String::from))
+/// The header line of the interval rows: `time`, then the telemetry
+/// columns ([`crate::columns`]) that apply to an interval; `DB waits` when a
+/// database is probed.
+pub fn header(has_db: bool) -> String {
+    let mut cells = vec!["time".to_string()];
+    cells.extend(columns_for(Source::Interval, has_db).iter().map(|c| c.name.to_string()));
+    aligned(&cells, has_db)
 }
 
 /// One interval as a row under [`header`]; the database's words escaped.
-pub fn row(iv: &Interval) -> String {
-    aligned(&cells(iv))
+pub fn row(iv: &Interval, has_db: bool) -> String {
+    let f = Figures::of_interval(iv);
+    let mut cells = vec![format!("{:.1}s", iv.elapsed_s)];
+    cells.extend(columns_for(Source::Interval, has_db).iter().map(|c| c.cell(&f)));
+    aligned(&cells, has_db)
 }
 
-/// One row of cells padded to [`WIDTHS`]: the time left-aligned, figures
-/// right-aligned, the last column (text) as it is.
-fn aligned(cells: &[String]) -> String {
+/// One row of cells padded to the columns' widths, fixed up front so rows
+/// printed one at a time line up under the header (a figure wider than its
+/// column pushes only its own row): the time left-aligned, figures
+/// right-aligned, the database's words (last) as they are.
+fn aligned(cells: &[String], has_db: bool) -> String {
+    let cols = columns_for(Source::Interval, has_db);
     let mut line = String::new();
     for (i, c) in cells.iter().enumerate() {
-        let w = WIDTHS.get(i).copied().unwrap_or(0).max(HEADER.get(i).map_or(0, |h| h.chars().count()));
         if i == 0 {
-            line.push_str(&format!("{c:<w$}"));
-        } else if i + 1 == cells.len() {
+            line.push_str(&format!("{c:<6}"));
+            continue;
+        }
+        let col = cols[i - 1];
+        if col.width == 0 {
             line.push_str("  ");
             line.push_str(c);
         } else {
+            let w = col.width.max(col.name.chars().count());
             line.push_str(&format!("  {c:>w$}"));
         }
     }
@@ -63,32 +51,6 @@ fn aligned(cells: &[String]) -> String {
 /// The database column: the top wait of the interval's last second.
 fn db_cell(iv: &Interval) -> Option<String> {
     iv.db.as_ref().map(crate::table::db_waits_cell)
-}
-
-/// The row's cells, as [`HEADER`] names them.
-fn cells(iv: &Interval) -> Vec<String> {
-    let p = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.0}%"));
-    let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.0}"));
-    vec![
-        format!("{:.1}s", iv.elapsed_s),
-        p(iv.cpu_busy_pct),
-        p(iv.cpu_user_pct),
-        p(iv.cpu_sys_pct),
-        p(iv.cpu_iowait_pct),
-        f(iv.cs_per_s),
-        p(iv.server_cpu_pct),
-        f(iv.server_cs_per_s),
-        p(iv.threads_running_pct),
-        p(iv.threads_runnable_pct),
-        p(iv.threads_futex_pct),
-        p(iv.threads_io_pct),
-        p(iv.threads_idle_pct),
-        iv.tcp_time_wait.map_or("-".into(), |v| v.to_string()),
-        f(iv.listen_drops_per_s),
-        f(iv.disk_iops),
-        iv.net_mb_per_s.map_or("-".into(), |v| format!("{v:.2}")),
-        db_cell(iv).map(|c| escape_control(&c).into_owned()).unwrap_or_else(|| "-".into()),
-    ]
 }
 
 /// `show` of a recorded watch: the whole recording summarized like a
@@ -146,19 +108,23 @@ pub fn show_text(run: &Run) -> String {
     }
     let series = intervals(samples, run.started_unix_ms);
     if !series.is_empty() {
+        let has_db = series.iter().any(|iv| iv.db.is_some());
         out.push_str(&format!(
             "per interval ({} rows; `scalelab export {} --series` for all of them as CSV):\n{}\n",
             series.len(),
             run.id,
-            header()
+            header(has_db)
         ));
         let shown = 20;
         for iv in series.iter().take(shown) {
-            out.push_str(&row(iv));
+            out.push_str(&row(iv, has_db));
             out.push('\n');
         }
         if series.len() > shown {
             out.push_str(&format!("... {} more\n", series.len() - shown));
+        }
+        for line in crate::columns::legend(run.environment.logical_cores, Source::Interval) {
+            out.push_str(&format!("  {line}\n"));
         }
     }
     out

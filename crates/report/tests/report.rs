@@ -249,8 +249,10 @@ fn missing_data_reads_unavailable_not_zero() {
     // Run 2 recorded no per-second CPU at all: the chart is the reason.
     let cpu2 = scalelab_report::charts::timeline(&inp.runs[1]).into_iter().find(|c| c.id == "run-2-timeline-cpu").unwrap();
     assert!(cpu2.svg.unwrap_err().starts_with("unavailable"));
-    // In the telemetry table, iowait cells say unavailable.
-    assert!(html.contains(r#"<td><span class="unavailable">unavailable</span></td>"#));
+    // In the telemetry table, iowait cells are the one missing marker (as in
+    // the terminal's table), styled as missing, and never a 0.
+    assert!(html.contains(r#"<td><span class="unavailable" title="not measured">-</span></td>"#));
+    assert!(html.contains("-: not measured (why is listed below the table)"));
 }
 
 fn with_db(mut run: Run, db: impl Fn(usize) -> Option<scalelab_core::DbTelemetry>) -> ReportRun {
