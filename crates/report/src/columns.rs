@@ -178,11 +178,29 @@ pub const COLUMNS: [Column; 23] = [
     col("DB waits", 0, true, true, |f| f.db_waits.clone()),
 ];
 
-/// The columns for rows of `source`. `DB waits` only when some row has a
-/// database probe's figures (`has_db`): it cannot apply to a run without one.
-pub fn columns_for(source: Source, has_db: bool) -> Vec<&'static Column> {
-    COLUMNS.iter().filter(|c| c.applies(source) && (c.name != "DB waits" || has_db)).collect()
+/// Which optional columns can apply to a set of rows.
+#[derive(Clone, Copy, Debug)]
+pub struct Applies {
+    /// A database (or Redis) is probed: `DB waits`.
+    pub db: bool,
+    /// A server process is observed: its CPU, switches and thread states
+    /// (a watch of the machine alone has none).
+    pub server: bool,
 }
+
+/// The columns for rows of `source`; a column that cannot apply is left
+/// out (`DB waits` without a database probe, the server's columns without
+/// a server), one that applies but was not measured is [`MISSING`].
+pub fn columns_for(source: Source, applies: Applies) -> Vec<&'static Column> {
+    COLUMNS
+        .iter()
+        .filter(|c| c.applies(source) && (c.name != "DB waits" || applies.db) && (!SERVER.contains(&c.name) || applies.server))
+        .collect()
+}
+
+/// The columns that read the server process.
+const SERVER: [&str; 11] =
+    ["server cpu", "server cs/s", "threads", "rss", "cs/req", "running", "runnable", "futex", "io", "idle", "hot thread"];
 
 /// A header and one row per step with telemetry: the first column the step's
 /// level (`concurrency`), then the model's columns. None without telemetry.
@@ -191,7 +209,7 @@ pub fn step_rows(steps: &[StepResult]) -> Option<Vec<Vec<String>>> {
     if figures.is_empty() {
         return None;
     }
-    let cols = columns_for(Source::Step, figures.iter().any(|(_, f)| f.db_waits.is_some()));
+    let cols = columns_for(Source::Step, Applies { db: figures.iter().any(|(_, f)| f.db_waits.is_some()), server: true });
     let mut rows = vec![std::iter::once("concurrency".to_string()).chain(cols.iter().map(|c| c.name.to_string())).collect()];
     for (s, f) in &figures {
         rows.push(std::iter::once(s.concurrency.to_string()).chain(cols.iter().map(|c| c.cell(f))).collect());
@@ -229,8 +247,10 @@ mod tests {
     #[test]
     fn every_view_names_and_writes_a_column_the_same_way() {
         // The step view and the interval view share every column both can fill.
-        let step: Vec<&str> = columns_for(Source::Step, true).iter().map(|c| c.name).collect();
-        let interval: Vec<&str> = columns_for(Source::Interval, false).iter().map(|c| c.name).collect();
+        let step: Vec<&str> = columns_for(Source::Step, Applies { db: true, server: true }).iter().map(|c| c.name).collect();
+        let interval: Vec<&str> = columns_for(Source::Interval, Applies { db: false, server: true }).iter().map(|c| c.name).collect();
+        let machine: Vec<&str> = columns_for(Source::Interval, Applies { db: false, server: false }).iter().map(|c| c.name).collect();
+        assert!(machine.contains(&"cpu busy") && !machine.iter().any(|c| c.contains("server") || *c == "futex"), "{machine:?}");
         for shared in ["cpu busy", "cs/s", "server cpu", "futex", "time_wait", "drops/s", "net MB/s"] {
             assert!(step.contains(&shared) && interval.contains(&shared), "{shared}");
         }

@@ -2,34 +2,34 @@
 //! recorded watch (`show`), its per-interval export. The intervals are
 //! [`scalelab_analyze::telemetry::Interval`]s; nothing here reads samples.
 
-use crate::columns::{columns_for, Figures, Source};
+use crate::columns::{columns_for, Applies, Figures, Source};
 use crate::fmt::columns;
 use scalelab_analyze::telemetry::{intervals, summarize_recording, Interval};
 use scalelab_core::{escape_control, Run};
 
 /// The header line of the interval rows: `time`, then the telemetry
-/// columns ([`crate::columns`]) that apply to an interval; `DB waits` when a
-/// database is probed.
-pub fn header(has_db: bool) -> String {
+/// columns ([`crate::columns`]) that apply to an interval: `DB waits` when a
+/// database is probed, the server's when one is observed.
+pub fn header(applies: Applies) -> String {
     let mut cells = vec!["time".to_string()];
-    cells.extend(columns_for(Source::Interval, has_db).iter().map(|c| c.name.to_string()));
-    aligned(&cells, has_db)
+    cells.extend(columns_for(Source::Interval, applies).iter().map(|c| c.name.to_string()));
+    aligned(&cells, applies)
 }
 
 /// One interval as a row under [`header`]; the database's words escaped.
-pub fn row(iv: &Interval, has_db: bool) -> String {
+pub fn row(iv: &Interval, applies: Applies) -> String {
     let f = Figures::of_interval(iv);
     let mut cells = vec![format!("{:.1}s", iv.elapsed_s)];
-    cells.extend(columns_for(Source::Interval, has_db).iter().map(|c| c.cell(&f)));
-    aligned(&cells, has_db)
+    cells.extend(columns_for(Source::Interval, applies).iter().map(|c| c.cell(&f)));
+    aligned(&cells, applies)
 }
 
 /// One row of cells padded to the columns' widths, fixed up front so rows
 /// printed one at a time line up under the header (a figure wider than its
 /// column pushes only its own row): the time left-aligned, figures
 /// right-aligned, the database's words (last) as they are.
-fn aligned(cells: &[String], has_db: bool) -> String {
-    let cols = columns_for(Source::Interval, has_db);
+fn aligned(cells: &[String], applies: Applies) -> String {
+    let cols = columns_for(Source::Interval, applies);
     let mut line = String::new();
     for (i, c) in cells.iter().enumerate() {
         if i == 0 {
@@ -108,16 +108,17 @@ pub fn show_text(run: &Run) -> String {
     }
     let series = intervals(samples, run.started_unix_ms);
     if !series.is_empty() {
-        let has_db = series.iter().any(|iv| iv.db.is_some());
+        let server = series.iter().any(|iv| iv.server_cpu_pct.is_some() || iv.threads_running_pct.is_some());
+        let applies = Applies { db: series.iter().any(|iv| iv.db.is_some()), server };
         out.push_str(&format!(
             "per interval ({} rows; `scalelab export {} --series` for all of them as CSV):\n{}\n",
             series.len(),
             run.id,
-            header(has_db)
+            header(applies)
         ));
         let shown = 20;
         for iv in series.iter().take(shown) {
-            out.push_str(&row(iv, has_db));
+            out.push_str(&row(iv, applies));
             out.push('\n');
         }
         if series.len() > shown {

@@ -60,8 +60,8 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         client_threads: 0,
         options: Default::default(),
     };
-    // The DB waits column is there when a database (or Redis) is probed.
-    let has_db = db_url.is_some() || redis.is_some();
+    // Columns that cannot apply are left out: DB waits without a database (or Redis), the server's without one.
+    let applies = scalelab_report::columns::Applies { db: db_url.is_some() || redis.is_some(), server: pid.is_some() };
     let probes = Probes {
         collect: CollectorConfig {
             server_pid: pid,
@@ -92,7 +92,7 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
     for n in session.profile_notices() {
         esayln!("{n}");
     }
-    let mut lines = Lines::new(now_unix_ms(), has_db);
+    let mut lines = Lines::new(now_unix_ms(), applies);
     session.watch(&stop, duration, &mut lines);
     session.stop_probes(&mut lines);
     if let Some(cost) = session.profile_overhead().map(|o| o.summary()) {
@@ -115,13 +115,13 @@ struct Lines {
     /// The last two seconds of database readings: the "DB waits" column is their last second.
     db_recent: Vec<DbSample>,
     printed: usize,
-    /// A database is probed: the rows have its column.
-    has_db: bool,
+    /// Which optional columns the rows have (database, server).
+    applies: scalelab_report::columns::Applies,
 }
 
 impl Lines {
-    fn new(start_ms: i64, has_db: bool) -> Lines {
-        Lines { start_ms, last_sys: None, prev_proc: None, cur_proc: None, last_threads: None, db_recent: Vec::new(), printed: 0, has_db }
+    fn new(start_ms: i64, applies: scalelab_report::columns::Applies) -> Lines {
+        Lines { start_ms, last_sys: None, prev_proc: None, cur_proc: None, last_threads: None, db_recent: Vec::new(), printed: 0, applies }
     }
 }
 
@@ -154,9 +154,9 @@ impl Observer for Lines {
             let procs = (self.prev_proc.as_ref(), self.cur_proc.as_ref());
             let iv = Interval::of(self.start_ms, &prev, &sys, procs, self.last_threads.as_ref(), &db_second);
             if self.printed.is_multiple_of(20) {
-                sayln!("{}", scalelab_report::watch::header(self.has_db));
+                sayln!("{}", scalelab_report::watch::header(self.applies));
             }
-            sayln!("{}", scalelab_report::watch::row(&iv, self.has_db));
+            sayln!("{}", scalelab_report::watch::row(&iv, self.applies));
             self.printed += 1;
         }
     }
