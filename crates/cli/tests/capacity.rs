@@ -90,8 +90,15 @@ fn capacity_of_global_lock_lands_near_its_measured_limit_and_is_stored() {
         // search must still have bracketed the limit it could not confirm.
         let held = options["capacity_bracket"][0].as_f64().expect("a rate that held");
         // Noisy means the machine swung: a try may hold above the closed
-        // loop's measured limit (2,625 held against 2,460 beside a CPU hog).
-        assert!((0.70 * low..=1.10 * limit).contains(&held), "noisy: held {held} req/s, limit measured {low} to {limit} req/s: {tried:?}");
+        // loop's limit measured before and after (3,000/s held, served at
+        // 2,990/s, against 2,298 to 2,399 measured beside a CPU hog and a
+        // build). What must hold: the rate was served when it held (never
+        // above what any try achieved), and it is not far below the limit.
+        let served = steps(&doc).iter().filter_map(|s| s["throughput_per_s"].as_f64()).fold(0.0, f64::max);
+        assert!(
+            held <= 1.02 * served && held >= 0.70 * low,
+            "noisy: held {held} req/s (best served {served}/s), limit measured {low} to {limit} req/s: {tried:?}"
+        );
         eprintln!("note: both searches were noisy (held {held} req/s of a measured {limit}); the stored-run checks need a number");
         return;
     }

