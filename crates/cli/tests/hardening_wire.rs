@@ -78,7 +78,7 @@ fn ok_reply(_: usize) -> Vec<u8> {
 
 /// A short closed-loop sweep of `url` with `extra` options, as JSON.
 fn quick_sweep(store: &std::path::Path, url: &str, extra: &[&str]) -> serde_json::Value {
-    let mut args = vec!["sweep", url, "-c", "1", "--warmup", "0.1s", "--duration", "0.3s", "--pause", "0s", "--json", "-q"];
+    let mut args = vec!["sweep", url, "-c", "1", "--warmup", "0.1s", "--duration", "1s", "--pause", "0s", "--json", "-q"];
     args.extend_from_slice(extra);
     json(store, &args)
 }

@@ -12,18 +12,19 @@ use std::time::{Duration, Instant};
 /// Enters the alternate screen (what a full-screen view draws on).
 const ALT_SCREEN: &str = "\x1b[?1049h";
 
-/// Runs `scalelab --store STORE ARGS` on a 100x30 pty; after `key_after`
-/// writes `key` as if typed. Returns the exit code and everything drawn.
-fn on_pty(store: &Path, args: &str, key: Option<(Duration, &str)>) -> (i32, String) {
+/// Runs `scalelab --store STORE ARGS` on a 100x30 pty; once the view has
+/// drawn `(text, key)`'s text, writes its key as if typed. Returns the exit
+/// code and everything drawn.
+fn on_pty(store: &Path, args: &str, key: Option<(&str, &str)>) -> (i32, String) {
     on_pty_sized(store, args, key, (100, 30))
 }
 
 /// [`on_pty`] on a pty of `(cols, rows)`.
-fn on_pty_sized(store: &Path, args: &str, key: Option<(Duration, &str)>, (cols, rows): (u16, u16)) -> (i32, String) {
+fn on_pty_sized(store: &Path, args: &str, key: Option<(&str, &str)>, (cols, rows): (u16, u16)) -> (i32, String) {
     let typescript = store.with_extension("typescript");
     let cmd = format!("stty cols {cols} rows {rows}; {} --store {} {args}", env!("CARGO_BIN_EXE_scalelab"), store.display());
     let mut child = Command::new("script")
-        .args(["-qec", &cmd])
+        .args(["-qfec", &cmd])
         .arg(&typescript)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
@@ -32,8 +33,13 @@ fn on_pty_sized(store: &Path, args: &str, key: Option<(Duration, &str)>, (cols, 
         .expect("util-linux `script` runs the sweep on a pty");
     let mut stdin = child.stdin.take().expect("stdin");
     let start = Instant::now();
-    if let Some((after, k)) = key {
-        std::thread::sleep(after);
+    if let Some((text, k)) = key {
+        // Waits for what the key must follow (a fixed delay fell inside step 1
+        // when a loaded machine started the sweep late), flushed by `script -f`.
+        while !visible(&String::from_utf8_lossy(&std::fs::read(&typescript).unwrap_or_default())).contains(text) {
+            assert!(start.elapsed() < Duration::from_secs(30), "`{text}` was never drawn");
+            std::thread::sleep(Duration::from_millis(50));
+        }
         stdin.write_all(k.as_bytes()).expect("typing into the pty");
         stdin.flush().expect("flush");
     }
@@ -83,8 +89,8 @@ fn on_a_terminal_the_live_view_draws_and_q_stops_keeping_finished_steps() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
     let args = "sweep -c 1,2,4 --warmup 0.3s --duration 1.5s --pause 0.2s";
-    // Step 1 ends at about 1.8 s; q at 2.6 s falls inside step 2's window.
-    let (code, drawn) = on_pty(&store, args, Some((Duration::from_millis(2600), "q")));
+    // q once step 2 is drawn: step 1 has finished, step 2 is cut.
+    let (code, drawn) = on_pty(&store, args, Some(("step 2/3", "q")));
     assert_eq!(code, 130, "q stops the sweep like Ctrl-C: exit 130\n{drawn}");
     assert!(drawn.contains(ALT_SCREEN), "a full-screen view was drawn");
     let seen = visible(&drawn);

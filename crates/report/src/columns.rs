@@ -8,7 +8,7 @@
 
 use crate::fmt::thousands;
 use scalelab_analyze::telemetry::Interval;
-use scalelab_core::{escape_control, StepResult};
+use scalelab_core::{escape_control, DbTelemetry, StepResult};
 
 /// The cell of a figure that was not measured, in every telemetry table.
 pub const MISSING: &str = "-";
@@ -78,7 +78,7 @@ impl Figures {
             listen_drops_per_s: t.listen_drops_per_s,
             disk_iops: t.disk_iops,
             net_mb_per_s: t.net_mb_per_s,
-            db_waits: t.db.as_ref().map(|d| escape_control(&crate::table::db_waits_cell(d)).into_owned()),
+            db_waits: t.db.as_ref().map(|d| escape_control(&db_waits_cell(d)).into_owned()),
         })
     }
 
@@ -101,9 +101,48 @@ impl Figures {
             listen_drops_per_s: iv.listen_drops_per_s,
             disk_iops: iv.disk_iops,
             net_mb_per_s: iv.net_mb_per_s,
-            db_waits: iv.db.as_ref().map(|d| escape_control(&crate::table::db_waits_cell(d)).into_owned()),
+            db_waits: iv.db.as_ref().map(|d| escape_control(&db_waits_cell(d)).into_owned()),
             ..Figures::default()
         }
+    }
+}
+
+/// The compact "DB waits" cell of a step: PostgreSQL's top wait event and its
+/// share of active backends (`Lock:transactionid 64%`); MySQL's row-lock
+/// waits per second (`row locks 120/s`), table-lock waits or InnoDB OS waits
+/// when those dominate. "-" when nothing was measured.
+pub fn db_waits_cell(d: &DbTelemetry) -> String {
+    // Redis has no waits: what it executed, and its costliest command.
+    if let Some(r) = &d.redis {
+        return match (r.commands_per_s, r.top_commands.first()) {
+            (Some(c), Some(top)) => format!("{} cmd/s, {} {:.1}µs", rate(c), top.command, top.usec_per_call),
+            (Some(c), None) => format!("{} cmd/s", rate(c)),
+            _ => "-".into(),
+        };
+    }
+    if let Some(w) = d.waits.first() {
+        return format!("{} {:.0}%", w.wait, w.pct);
+    }
+    if d.activity_polls.is_some() {
+        return "idle".into();
+    }
+    let row = d.row_lock_waits_per_s;
+    let table = d.table_locks_waited_per_s.filter(|t| *t > row.unwrap_or(0.0));
+    let os = d.os_waits_per_s.filter(|o| *o > row.unwrap_or(0.0).max(table.unwrap_or(0.0)));
+    match (row, table, os) {
+        (_, _, Some(o)) => format!("os waits {}/s", rate(o)),
+        (_, Some(t), _) => format!("table locks {}/s", rate(t)),
+        (Some(r), _, _) => format!("row locks {}/s", rate(r)),
+        _ => "-".into(),
+    }
+}
+
+/// A rate: one decimal below 10, thousands separators above.
+pub(crate) fn rate(v: f64) -> String {
+    if v < 10.0 {
+        format!("{v:.1}")
+    } else {
+        thousands(v)
     }
 }
 
@@ -262,5 +301,24 @@ mod tests {
         // Missing is one marker everywhere, never 0.
         assert_eq!(cell("cpu busy"), MISSING);
         assert_eq!(cell("client lag"), MISSING);
+    }
+
+    #[test]
+    fn db_waits_cell_names_the_top_wait_or_the_counter() {
+        use scalelab_core::DbWait;
+        let pg = DbTelemetry {
+            engine: "postgres".into(),
+            activity_polls: Some(20),
+            waits: vec![DbWait { wait: "Lock:transactionid".into(), pct: 64.2 }],
+            ..Default::default()
+        };
+        assert_eq!(db_waits_cell(&pg), "Lock:transactionid 64%");
+        let idle = DbTelemetry { waits: vec![], ..pg };
+        assert_eq!(db_waits_cell(&idle), "idle");
+        let my = DbTelemetry { engine: "mysql".into(), row_lock_waits_per_s: Some(1234.4), ..Default::default() };
+        assert_eq!(db_waits_cell(&my), "row locks 1,234/s");
+        let myisam = DbTelemetry { table_locks_waited_per_s: Some(5.25), row_lock_waits_per_s: Some(0.0), ..my.clone() };
+        assert_eq!(db_waits_cell(&myisam), "table locks 5.2/s");
+        assert_eq!(db_waits_cell(&DbTelemetry::default()), "-");
     }
 }

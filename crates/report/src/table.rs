@@ -2,6 +2,7 @@
 //! together, see [`crate::levels`]), then AVG and MAX rows; and the
 //! telemetry, statement and connect tables under it.
 
+use crate::columns::rate;
 use crate::fmt::{columns, ms, pct, thousands};
 use scalelab_core::{DbTelemetry, PerfSchemaWait, Run, StepResult};
 
@@ -274,44 +275,6 @@ pub fn statements_table(run: &Run) -> String {
     format!("statements inside transactions at {} clients (peak):\n{}", step.concurrency, columns(&rows))
 }
 
-fn rate(v: f64) -> String {
-    if v < 10.0 {
-        format!("{v:.1}")
-    } else {
-        thousands(v)
-    }
-}
-
-/// The compact "DB waits" cell of a step: PostgreSQL's top wait event and its
-/// share of active backends (`Lock:transactionid 64%`); MySQL's row-lock
-/// waits per second (`row locks 120/s`), table-lock waits or InnoDB OS waits
-/// when those dominate. "-" when nothing was measured.
-pub fn db_waits_cell(d: &DbTelemetry) -> String {
-    // Redis has no waits: what it executed, and its costliest command.
-    if let Some(r) = &d.redis {
-        return match (r.commands_per_s, r.top_commands.first()) {
-            (Some(c), Some(top)) => format!("{} cmd/s, {} {:.1}µs", rate(c), top.command, top.usec_per_call),
-            (Some(c), None) => format!("{} cmd/s", rate(c)),
-            _ => "-".into(),
-        };
-    }
-    if let Some(w) = d.waits.first() {
-        return format!("{} {:.0}%", w.wait, w.pct);
-    }
-    if d.activity_polls.is_some() {
-        return "idle".into();
-    }
-    let row = d.row_lock_waits_per_s;
-    let table = d.table_locks_waited_per_s.filter(|t| *t > row.unwrap_or(0.0));
-    let os = d.os_waits_per_s.filter(|o| *o > row.unwrap_or(0.0).max(table.unwrap_or(0.0)));
-    match (row, table, os) {
-        (_, _, Some(o)) => format!("os waits {}/s", rate(o)),
-        (_, Some(t), _) => format!("table locks {}/s", rate(t)),
-        (Some(r), _, _) => format!("row locks {}/s", rate(r)),
-        _ => "-".into(),
-    }
-}
-
 /// One `performance_schema` wait as `event 12 ms/s (3,400/s)`; without a
 /// timer, the count alone.
 pub fn perf_schema_wait(w: &PerfSchemaWait) -> String {
@@ -428,24 +391,10 @@ fn telemetry_table_at(run: &Run, width: Option<usize>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use scalelab_core::DbWait;
 
     #[test]
-    fn db_waits_cell_names_the_top_wait_or_the_counter() {
-        let pg = DbTelemetry {
-            engine: "postgres".into(),
-            activity_polls: Some(20),
-            waits: vec![DbWait { wait: "Lock:transactionid".into(), pct: 64.2 }],
-            ..Default::default()
-        };
-        assert_eq!(db_waits_cell(&pg), "Lock:transactionid 64%");
-        let idle = DbTelemetry { waits: vec![], ..pg };
-        assert_eq!(db_waits_cell(&idle), "idle");
+    fn db_summary_and_perf_schema_waits_in_words() {
         let my = DbTelemetry { engine: "mysql".into(), row_lock_waits_per_s: Some(1234.4), ..Default::default() };
-        assert_eq!(db_waits_cell(&my), "row locks 1,234/s");
-        let myisam = DbTelemetry { table_locks_waited_per_s: Some(5.25), row_lock_waits_per_s: Some(0.0), ..my.clone() };
-        assert_eq!(db_waits_cell(&myisam), "table locks 5.2/s");
-        assert_eq!(db_waits_cell(&DbTelemetry::default()), "-");
         assert!(db_summary(&my).contains("row-lock waits 1,234/s"));
         let w = PerfSchemaWait { event: "wait/io/table/sql/handler".into(), waits_per_s: 3400.0, wait_ms_per_s: Some(12.25) };
         assert_eq!(perf_schema_wait(&w), "wait/io/table/sql/handler 12 ms/s (3,400/s)");

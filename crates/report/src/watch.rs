@@ -50,7 +50,7 @@ fn aligned(cells: &[String], applies: Applies) -> String {
 
 /// The database column: the top wait of the interval's last second.
 fn db_cell(iv: &Interval) -> Option<String> {
-    iv.db.as_ref().map(crate::table::db_waits_cell)
+    iv.db.as_ref().map(crate::columns::db_waits_cell)
 }
 
 /// `show` of a recorded watch: the whole recording summarized like a

@@ -4,55 +4,14 @@
 //! run by them instead of the local engine, and the run records which agent
 //! did what.
 
-use super::plan::{AgentPlan, SweepPlan};
-use crate::args::{AgentLoss, SweepArgs};
+use super::plan::SweepPlan;
+use crate::args::AgentLoss;
 use crate::error::bad;
-use scalelab_agent::{AgentAddr, Coordinator, Loss, Reach, Role, SqlSpec};
+use scalelab_agent::{Coordinator, Loss, Role, SqlSpec};
 use scalelab_core::{StepPlan, StepResult};
 use scalelab_drive::http::HttpConfig;
 use scalelab_drive::sql::SqlConfig;
 use scalelab_drive::{EngineError, EngineOptions, LiveTick, StepRunner};
-
-/// Whether the sweep uses agents at all.
-pub fn wanted(a: &SweepArgs) -> bool {
-    !a.agents.is_empty() || a.server_agent.is_some()
-}
-
-/// The agent options, checked before anything is created (the token file
-/// read): None without agents.
-pub fn check(a: &SweepArgs) -> anyhow::Result<Option<AgentPlan>> {
-    if !wanted(a) {
-        let given = [
-            (a.agent_token_file.is_some(), "--agent-token-file"),
-            (a.agent_command.is_some(), "--agent-command"),
-            (a.agent_loss != AgentLoss::Abort, "--agent-loss"),
-        ];
-        if let Some((_, name)) = given.iter().find(|(g, _)| *g) {
-            return Err(bad(format!("{name} applies with --agent or --server-agent: give those too, or drop it")));
-        }
-        return Ok(None);
-    }
-    if a.target.is_none() {
-        return Err(bad("--agent and --server-agent need a target URL the agents can reach (the specimen runs on this machine)"));
-    }
-    if a.client_net.is_some() || !a.source_address.is_empty() {
-        return Err(bad("--client-net and --source-address shape this machine's clients: drop them with --agent"));
-    }
-    let mut tcp = false;
-    for name in a.agents.iter().chain(&a.server_agent) {
-        tcp |= matches!(AgentAddr::parse(name).map_err(bad)?, AgentAddr::Tcp { .. });
-    }
-    if tcp && a.agent_token_file.is_none() {
-        return Err(bad("a tcp:// agent needs --agent-token-file (the token it was started with)"));
-    }
-    let token = match &a.agent_token_file {
-        Some(f) => Some(scalelab_agent::auth::read_token(f).map_err(|e| bad(format!("--agent-token-file: {e}")))?),
-        None => None,
-    };
-    let reach =
-        Reach { token, agent_command: a.agent_command.clone(), ssh_options: a.ssh_options.clone(), protocol: scalelab_agent::PROTOCOL };
-    Ok(Some(AgentPlan { load: a.agents.clone(), server: a.server_agent.clone(), reach, loss: a.agent_loss }))
-}
 
 /// What the load agents send: the HTTP workload, or the SQL one the
 /// coordinator built and checked.

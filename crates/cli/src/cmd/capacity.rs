@@ -41,7 +41,7 @@ pub fn run(store_path: &Path, c: CapacityArgs) -> anyhow::Result<ExitCode> {
         (a.rate.is_some(), "--rate", "the search chooses the rates (--start-rate, --max-rate)"),
         (a.concurrency.is_some(), "-c/--concurrency", "a capacity search offers rates (open loop)"),
         (a.duration.is_some(), "-d/--duration", "the window per tried rate is --step"),
-        (super::agents::wanted(&a), "--agent/--server-agent", "agents run sweeps so far"),
+        (super::plan::agents_wanted(&a), "--agent/--server-agent", "agents run sweeps so far"),
         (a.profile_steps.is_some(), "--profile-steps", "the search chooses its steps as it goes: --profile profiles each"),
     ] {
         if given {

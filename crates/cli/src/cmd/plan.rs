@@ -160,7 +160,7 @@ impl SweepPlan {
             Some(Err(_)) => TargetKind::Http,
         };
         refuse_options_that_do_not_apply(&a, kind)?;
-        let agents = super::agents::check(&a)?;
+        let agents = agent_plan(&a)?;
         let client_net = super::client_net::check(&a)?;
         if let Some(t) = &a.target {
             if !t.contains("://") {
@@ -245,6 +245,51 @@ impl SweepPlan {
     pub fn open_loop(&self) -> bool {
         self.steps.iter().any(|s| s.open_loop.is_some())
     }
+}
+
+/// Whether the sweep uses agents at all.
+pub fn agents_wanted(a: &SweepArgs) -> bool {
+    !a.agents.is_empty() || a.server_agent.is_some()
+}
+
+/// The agent options, checked before anything is created (the token file
+/// read): None without agents.
+fn agent_plan(a: &SweepArgs) -> anyhow::Result<Option<AgentPlan>> {
+    if !agents_wanted(a) {
+        let given = [
+            (a.agent_token_file.is_some(), "--agent-token-file"),
+            (a.agent_command.is_some(), "--agent-command"),
+            (a.agent_loss != AgentLoss::Abort, "--agent-loss"),
+        ];
+        if let Some((_, name)) = given.iter().find(|(g, _)| *g) {
+            return Err(bad(format!("{name} applies with --agent or --server-agent: give those too, or drop it")));
+        }
+        return Ok(None);
+    }
+    if a.target.is_none() {
+        return Err(bad("--agent and --server-agent need a target URL the agents can reach (the specimen runs on this machine)"));
+    }
+    if a.client_net.is_some() || !a.source_address.is_empty() {
+        return Err(bad("--client-net and --source-address shape this machine's clients: drop them with --agent"));
+    }
+    let mut tcp = false;
+    for name in a.agents.iter().chain(&a.server_agent) {
+        tcp |= matches!(scalelab_agent::AgentAddr::parse(name).map_err(bad)?, scalelab_agent::AgentAddr::Tcp { .. });
+    }
+    if tcp && a.agent_token_file.is_none() {
+        return Err(bad("a tcp:// agent needs --agent-token-file (the token it was started with)"));
+    }
+    let token = match &a.agent_token_file {
+        Some(f) => Some(scalelab_agent::auth::read_token(f).map_err(|e| bad(format!("--agent-token-file: {e}")))?),
+        None => None,
+    };
+    let reach = scalelab_agent::Reach {
+        token,
+        agent_command: a.agent_command.clone(),
+        ssh_options: a.ssh_options.clone(),
+        protocol: scalelab_agent::PROTOCOL,
+    };
+    Ok(Some(AgentPlan { load: a.agents.clone(), server: a.server_agent.clone(), reach, loss: a.agent_loss }))
 }
 
 /// Schedule defaults: short for the embedded demo (about 30 s in all),
