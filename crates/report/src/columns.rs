@@ -155,7 +155,19 @@ pub struct Column {
     pub step: bool,
     /// Shown for interval rows.
     pub interval: bool,
+    /// What must be observed for the column to apply at all.
+    needs: Needs,
     cell: fn(&Figures) -> Option<String>,
+}
+
+/// What a column reads beyond the machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Needs {
+    Nothing,
+    /// The server process.
+    Server,
+    /// A database (or Redis) probe.
+    Db,
 }
 
 impl Column {
@@ -164,11 +176,17 @@ impl Column {
         (self.cell)(f).unwrap_or_else(|| MISSING.to_string())
     }
 
-    fn applies(&self, source: Source) -> bool {
-        match source {
+    fn applies(&self, source: Source, applies: Applies) -> bool {
+        let shown = match source {
             Source::Step => self.step,
             Source::Interval => self.interval,
-        }
+        };
+        shown
+            && match self.needs {
+                Needs::Nothing => true,
+                Needs::Server => applies.server,
+                Needs::Db => applies.db,
+            }
     }
 }
 
@@ -185,36 +203,36 @@ fn small(x: Option<f64>) -> Option<String> {
     x.map(|v| if v < 10.0 { format!("{v:.2}") } else { format!("{v:.0}") })
 }
 
-const fn col(name: &'static str, width: usize, step: bool, interval: bool, cell: fn(&Figures) -> Option<String>) -> Column {
-    Column { name, width, step, interval, cell }
+const fn col(name: &'static str, width: usize, step: bool, interval: bool, needs: Needs, cell: fn(&Figures) -> Option<String>) -> Column {
+    Column { name, width, step, interval, needs, cell }
 }
 
 /// Every telemetry column, in the order shown; each view takes those that
 /// apply to its rows ([`columns_for`]).
 pub const COLUMNS: [Column; 23] = [
-    col("cpu busy", 8, true, true, |f| pct(f.cpu_busy_pct)),
-    col("usr", 4, true, true, |f| pct(f.cpu_user_pct)),
-    col("sys", 4, true, true, |f| pct(f.cpu_sys_pct)),
-    col("iowait", 6, true, true, |f| pct(f.cpu_iowait_pct)),
-    col("cs/s", 9, true, true, |f| count(f.cs_per_s)),
-    col("server cpu", 10, true, true, |f| pct(f.server_cpu_pct)),
-    col("server cs/s", 11, false, true, |f| count(f.server_cs_per_s)),
-    col("threads", 7, true, false, |f| f.server_threads.map(|v| v.to_string())),
-    col("rss", 6, true, false, |f| f.server_rss_mb.map(|v| format!("{v:.0}MB"))),
-    col("cs/req", 6, true, false, |f| small(f.cs_per_request)),
-    col("running", 7, true, true, |f| pct(f.running_pct)),
-    col("runnable", 8, true, true, |f| pct(f.runnable_pct)),
-    col("futex", 5, true, true, |f| pct(f.futex_pct)),
-    col("io", 4, true, true, |f| pct(f.io_pct)),
-    col("idle", 4, false, true, |f| pct(f.idle_pct)),
-    col("hot thread", 10, true, false, |f| pct(f.hot_thread_pct)),
-    col("client cpu", 10, true, false, |f| pct(f.client_cpu_pct)),
-    col("client lag", 10, true, false, |f| f.client_lag_ms.map(|v| format!("{v:.1}ms"))),
-    col("time_wait", 9, true, true, |f| f.tcp_time_wait.map(|v| v.to_string())),
-    col("drops/s", 7, true, true, |f| small(f.listen_drops_per_s)),
-    col("disk iops", 9, true, true, |f| count(f.disk_iops)),
-    col("net MB/s", 8, true, true, |f| small(f.net_mb_per_s)),
-    col("DB waits", 0, true, true, |f| f.db_waits.clone()),
+    col("cpu busy", 8, true, true, Needs::Nothing, |f| pct(f.cpu_busy_pct)),
+    col("usr", 4, true, true, Needs::Nothing, |f| pct(f.cpu_user_pct)),
+    col("sys", 4, true, true, Needs::Nothing, |f| pct(f.cpu_sys_pct)),
+    col("iowait", 6, true, true, Needs::Nothing, |f| pct(f.cpu_iowait_pct)),
+    col("cs/s", 9, true, true, Needs::Nothing, |f| count(f.cs_per_s)),
+    col("server cpu", 10, true, true, Needs::Server, |f| pct(f.server_cpu_pct)),
+    col("server cs/s", 11, false, true, Needs::Server, |f| count(f.server_cs_per_s)),
+    col("threads", 7, true, false, Needs::Server, |f| f.server_threads.map(|v| v.to_string())),
+    col("rss", 6, true, false, Needs::Server, |f| f.server_rss_mb.map(|v| format!("{v:.0}MB"))),
+    col("cs/req", 6, true, false, Needs::Server, |f| small(f.cs_per_request)),
+    col("running", 7, true, true, Needs::Server, |f| pct(f.running_pct)),
+    col("runnable", 8, true, true, Needs::Server, |f| pct(f.runnable_pct)),
+    col("futex", 5, true, true, Needs::Server, |f| pct(f.futex_pct)),
+    col("io", 4, true, true, Needs::Server, |f| pct(f.io_pct)),
+    col("idle", 4, false, true, Needs::Server, |f| pct(f.idle_pct)),
+    col("hot thread", 10, true, false, Needs::Server, |f| pct(f.hot_thread_pct)),
+    col("client cpu", 10, true, false, Needs::Nothing, |f| pct(f.client_cpu_pct)),
+    col("client lag", 10, true, false, Needs::Nothing, |f| f.client_lag_ms.map(|v| format!("{v:.1}ms"))),
+    col("time_wait", 9, true, true, Needs::Nothing, |f| f.tcp_time_wait.map(|v| v.to_string())),
+    col("drops/s", 7, true, true, Needs::Nothing, |f| small(f.listen_drops_per_s)),
+    col("disk iops", 9, true, true, Needs::Nothing, |f| count(f.disk_iops)),
+    col("net MB/s", 8, true, true, Needs::Nothing, |f| small(f.net_mb_per_s)),
+    col("DB waits", 0, true, true, Needs::Db, |f| f.db_waits.clone()),
 ];
 
 /// Which optional columns can apply to a set of rows.
@@ -231,15 +249,8 @@ pub struct Applies {
 /// out (`DB waits` without a database probe, the server's columns without
 /// a server), one that applies but was not measured is [`MISSING`].
 pub fn columns_for(source: Source, applies: Applies) -> Vec<&'static Column> {
-    COLUMNS
-        .iter()
-        .filter(|c| c.applies(source) && (c.name != "DB waits" || applies.db) && (!SERVER.contains(&c.name) || applies.server))
-        .collect()
+    COLUMNS.iter().filter(|c| c.applies(source, applies)).collect()
 }
-
-/// The columns that read the server process.
-const SERVER: [&str; 11] =
-    ["server cpu", "server cs/s", "threads", "rss", "cs/req", "running", "runnable", "futex", "io", "idle", "hot thread"];
 
 /// A header and one row per step with telemetry: the first column the step's
 /// level (`concurrency`), then the model's columns. None without telemetry.
