@@ -268,8 +268,9 @@ mod tests {
         assert!(o.offset_us.abs() <= o.rtt_us / 2, "bounded by half the round trip");
     }
 
-    /// An agent that says hello and then nothing: the coordinator's line is grammatical.
-    #[tokio::test]
+    /// An agent that says hello and then nothing: the coordinator's line is
+    /// grammatical. On paused time: the 30 s wait passes at once.
+    #[tokio::test(start_paused = true)]
     async fn a_silent_agent_is_named_in_a_sentence() {
         let (c_w, mut a_r) = tokio::io::duplex(1 << 16);
         let (mut a_w, c_r) = tokio::io::duplex(1 << 16);
