@@ -94,18 +94,29 @@ pub fn verify(token: &[u8], role: &str, coordinator_nonce: &str, agent_nonce: &s
     hmac::verify(&key, &message(role, coordinator_nonce, agent_nonce, ekm), &tag).is_ok()
 }
 
+/// The most a certificate chain or key file may hold (a chain of a dozen
+/// certificates is under 32 KiB).
+const MAX_PEM_BYTES: u64 = 1 << 20;
+
 /// The agent's TLS configuration: the given certificate and key (PEM
 /// files), or a self-signed certificate made now.
 pub fn server_config(cert_key: Option<(&Path, &Path)>) -> Result<Arc<rustls::ServerConfig>, String> {
     let (certs, key) = match cert_key {
         Some((c, k)) => {
-            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(c)
-                .and_then(|i| i.collect::<Result<_, _>>())
+            // Read as any user file is (a regular file, bounded): a PEM
+            // iterator over /dev/zero reads until memory runs out.
+            let read = |p: &Path, what: &str| {
+                scalelab_probe::read::read_user_file(p, MAX_PEM_BYTES).map_err(|e| format!("{what} {}: {e}", p.display()))
+            };
+            let cert_pem = read(c, "--cert")?;
+            let key_pem = read(k, "--key")?;
+            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&cert_pem)
+                .collect::<Result<_, _>>()
                 .map_err(|e| format!("--cert {}: not a PEM certificate ({e})", c.display()))?;
             if certs.is_empty() {
                 return Err(format!("--cert {}: no PEM certificate in it (a -----BEGIN CERTIFICATE----- block)", c.display()));
             }
-            let key = PrivateKeyDer::from_pem_file(k).map_err(|e| match e {
+            let key = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| match e {
                 rustls::pki_types::pem::Error::NoItemsFound => {
                     format!("--key {}: no PEM private key in it (a -----BEGIN PRIVATE KEY----- block)", k.display())
                 }

@@ -284,6 +284,18 @@ fn a_sql_password_comes_from_a_password_file() {
     for (path, says) in [(f, "chmod 600"), ("/dev/zero", "not a regular file")] {
         assert_bad_input(&fresh, &["--password-file", path, "sweep", &url, "--workload", "point-select", "-d", "200ms", "-q"], says);
     }
+    // Where no database logs in, the file would be read and ignored: refused.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    for (args, says) in [
+        (vec!["sweep", "-c", "1", "-d", "200ms"], "does not apply to the specimen"),
+        (vec!["sweep", "http://127.0.0.1:9/", "-d", "200ms"], "does not apply to an HTTP target"),
+        (vec!["show", "last"], "--password-file is for a command that logs in to a database"),
+    ] {
+        let mut all = vec!["--password-file", f];
+        all.extend(args);
+        assert_bad_input(&fresh, &all, says);
+    }
+    assert!(!fresh.exists(), "nothing stored");
 }
 
 /// Item 10: a MySQL password comes from MYSQL_PWD or ~/.my.cnf's

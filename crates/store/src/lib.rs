@@ -123,8 +123,11 @@ impl Store {
     /// untouched; one that cannot be written is [`StoreError::ReadOnly`].
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         refuse_links(path)?;
-        let conn =
-            Connection::open(path).map_err(|e| classify(path, &e, || StoreError::Open { path: path.into(), cause: e.to_string() }))?;
+        // NOFOLLOW as well: the check above names a planted link, the flag
+        // makes SQLite's own open refuse one planted after the check.
+        let flags = rusqlite::OpenFlags::default() | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW;
+        let conn = Connection::open_with_flags(path, flags)
+            .map_err(|e| classify(path, &e, || StoreError::Open { path: path.into(), cause: e.to_string() }))?;
         // SQLite falls back to reading a file it may not write: say so now,
         // not at the first write in the middle of a run.
         if conn.is_readonly(rusqlite::DatabaseName::Main).unwrap_or(false) {
@@ -176,7 +179,10 @@ impl Store {
     /// be writing it then: a writer would have created the `-shm` file).
     fn open_read_only(path: &Path) -> Result<Store, StoreError> {
         use rusqlite::OpenFlags;
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW;
         let open = |target: &str| {
             let conn =
                 Connection::open_with_flags(target, flags).map_err(|e| StoreError::Open { path: path.into(), cause: e.to_string() })?;

@@ -42,9 +42,35 @@ fn stop_on_signals() -> anyhow::Result<std::sync::Arc<std::sync::atomic::AtomicB
     Ok(stop)
 }
 
+/// `--password-file` is read for a database's login: with a command that
+/// logs in to none (an HTTP, Redis or specimen target, `show`, `report`, ...)
+/// it would be read and silently ignored, so it is refused.
+fn password_file_applies(command: &Command) -> anyhow::Result<()> {
+    let target = match command {
+        Command::Sweep(a) => a.sweep.target.as_deref(),
+        Command::Capacity(a) => a.sweep.target.as_deref(),
+        Command::Preflight(a) => a.target.as_deref(),
+        Command::Prepare(a) => Some(a.target.as_str()),
+        _ => return Err(crate::error::bad("--password-file is for a command that logs in to a database (sweep, capacity, prepare or preflight of a postgres:// or mysql:// target): drop it")),
+    };
+    let kind = target.and_then(|t| scalelab_core::Target::parse(t).ok()).map(|t| t.kind());
+    if matches!(kind, Some(scalelab_core::TargetKind::Postgres | scalelab_core::TargetKind::Mysql)) {
+        return Ok(());
+    }
+    let what = match (target, kind) {
+        (None, _) => scalelab_core::TargetKind::Specimen.capabilities().noun,
+        (Some(_), Some(k)) => k.capabilities().noun,
+        (Some(_), None) => "this target",
+    };
+    Err(crate::error::bad(format!(
+        "--password-file does not apply to {what} (it is the password of a postgres:// or mysql:// target): drop it"
+    )))
+}
+
 /// Runs the chosen subcommand.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Some(path) = &cli.password_file {
+        password_file_applies(&cli.command)?;
         let text = scalelab_wire::url::read_secret_file(path, "--password-file")
             .map_err(crate::error::bad)?
             .ok_or_else(|| crate::error::bad(format!("--password-file {}: no such file", path.display())))?;
