@@ -346,7 +346,9 @@ fn server_bytes_and_labels_never_reach_the_terminal_raw_nor_the_markdown_as_html
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\x1b[2J\r\n".to_vec()
         }
     });
-    let label = "evil\x1b]0;pwned\x07\r\n\u{202e}<script>alert(1)</script><img src=x onerror=alert(1)>";
+    // Item 19 as well: OSC 52 (sets the clipboard), a C1 CSI, a bidi
+    // override and a Markdown image that would load a remote URL.
+    let label = "evil\x1b]0;pwned\x07\r\n\u{202e}<script>alert(1)</script><img src=x onerror=alert(1)>\x1b]52;c;cHduZWQ=\x07\u{9b}31m![i](http://x/y.png)";
     let out = run(
         &store,
         &["sweep", &format!("http://{}/", flaky.addr), "-c", "1", "--warmup", "0s", "-d", "0.3s", "--max-failed-steps", "9", "-l", label],
@@ -367,11 +369,15 @@ fn server_bytes_and_labels_never_reach_the_terminal_raw_nor_the_markdown_as_html
     assert_eq!(checked, 7, "sweep, runs, show, diagnose, compare (text and md), report --format md");
     let html = &seen.iter().find(|(w, _)| w == "report --format html").unwrap().1;
     assert!(html.contains("&lt;script&gt;alert(1)"));
+    for c in ['\x1b', '\x07', '\u{9b}', '\u{202e}'] {
+        assert!(!html.contains(c), "a raw {c:?} in the HTML report");
+    }
     let show = &seen.iter().find(|(w, _)| w == &format!("show {id}")).unwrap().1;
     assert!(show.contains("evil\\e]0;pwned\\x07\\r\\n\\u{202e}<script>"), "the label shows escaped: {show}");
     assert!(show.contains("bad chunk size '\\e[2J'"), "the server's bytes show escaped: {show}");
     let md = &seen.iter().find(|(w, _)| w == "report --format md").unwrap().1;
     assert!(md.contains("&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"), "{md}");
+    assert!(!md.contains("![i](http"), "a remote image in the Markdown: {md}");
     for (what, text) in seen.iter().filter(|(w, _)| w.starts_with("report") || w.contains("--format md")) {
         assert!(!text.contains("<script>alert") && !text.contains("<img src=x"), "active HTML in {what}");
     }

@@ -28,8 +28,28 @@ fn named_lock_sites(p: &ProfileSample) -> Vec<LockSite> {
     lock_sites(off, 3).into_iter().filter(|s| s.thread_share >= NAMED_SHARE).collect()
 }
 
-/// Adds the profile's figures to the verdicts whose step was profiled.
+/// The advice the rules give when a step has no stacks.
+const RERUN: &str = "re-run with `--profile`";
+
+/// `next` for a run that asked for `--profile` and got no stacks (`why`):
+/// "re-run with `--profile`" would contradict the run, so it says what
+/// stopped the profile first. `None` when `next` does not advise it.
+fn without_the_profile(next: &str, why: &str) -> Option<String> {
+    next.contains(RERUN)
+        .then(|| next.replace(RERUN, &format!("make `--profile` work (it took no stacks in this run: {why}), then re-run with it")))
+}
+
+/// Adds the profile's figures to the verdicts whose step was profiled; in a
+/// run whose `--profile` took no stacks, says why where a verdict would
+/// advise profiling.
 pub fn add_profile_evidence(run: &Run, verdicts: &mut [Verdict]) {
+    if let Some((_, why)) = run.notes.iter().find(|(s, _)| s == scalelab_core::Source::Profile.name()) {
+        for v in verdicts.iter_mut() {
+            if let Some(next) = without_the_profile(&v.next, why) {
+                v.next = next;
+            }
+        }
+    }
     for v in verdicts.iter_mut() {
         let Some(p) = profile_at(run, v.concurrency) else { continue };
         match v.kind {
@@ -94,5 +114,23 @@ pub fn add_profile_evidence(run: &Run, verdicts: &mut [Verdict]) {
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_the_profile;
+
+    /// `--profile` given and perf missing: the advice names why, and does
+    /// not tell the user to do what they did.
+    #[test]
+    fn a_run_whose_profile_failed_is_not_told_to_profile() {
+        let next = "profile the server's code: re-run with `--profile` (the hottest functions named here; docs/profiles.md) or `perf record -g -p PID`";
+        let got = without_the_profile(next, "perf not found: SCALELAB_PERF=/x").unwrap();
+        assert_eq!(
+            got,
+            "profile the server's code: make `--profile` work (it took no stacks in this run: perf not found: SCALELAB_PERF=/x), then re-run with it (the hottest functions named here; docs/profiles.md) or `perf record -g -p PID`"
+        );
+        assert_eq!(without_the_profile("look at the disk", "perf not found"), None);
     }
 }
