@@ -126,6 +126,45 @@ fn versus_stores_two_linked_runs_interleaved_abba() {
 }
 
 #[test]
+fn versus_asserts_a_delta_on_the_paired_interval_and_the_rest_on_run_a() {
+    let _cpu = cpu_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    // B does two thirds of A's work per request (B vs A, A the baseline).
+    let sweep = |asserts: &[&str]| {
+        let mut extra = vec!["-c", "1", "--work-us", "150", "--versus", "specimen:scales:100", "--repeats", "2"];
+        for a in asserts {
+            extra.extend(["--assert", a]);
+        }
+        let args = sweep_args("0.4s", &extra);
+        let out = run(&store, &args);
+        if stderr(&out).contains("nothing succeeded and nothing failed") {
+            // A client starved for a whole window beside a CPU hog: not what is tested.
+            eprintln!("note: retried once, a starved window: {}", stderr(&out));
+            return run(&store, &args);
+        }
+        out
+    };
+    // One that holds whatever the noise: a ratio's interval ends above
+    // -100 % (beside a CPU hog, 4 pairs at 1 client spanned -99 % to +1987 %).
+    let out = sweep(&["delta_pct@1 > -100", "point(peak) > 0"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let delta = err.lines().find(|l| l.starts_with("PASS  delta_pct@1 > -100")).unwrap_or_else(|| panic!("{err}"));
+    assert!(delta.contains("(specimen:scales work-us=100 vs specimen:scales work-us=150) ± "), "B vs A, A the baseline: {delta}");
+    assert!(delta.ends_with(": its low bound is above -100)"), "{delta}");
+    let a = json(&store, &["show", "last", "--json"])["schedule"]["options"]["versus"]["pair"][0].clone();
+    assert!(err.contains(&format!("run {a} (A): PASS  point(peak) > 0")), "a run's figure is run A's: {err}");
+    // One that cannot hold: the whole interval would have to be above +500 %.
+    let out = sweep(&["delta_pct@1 >= 500"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let delta = err.lines().find(|l| l.starts_with("FAIL  delta_pct@1 >= 500")).unwrap_or_else(|| panic!("{err}"));
+    assert!(delta.contains(" points (") && delta.contains(" to "), "the interval is named: {delta}");
+    assert!(delta.ends_with(": its low bound is below 500)"), "{delta}");
+}
+
+#[test]
 fn repeat_options_that_cannot_work_are_refused_before_load() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
@@ -146,6 +185,8 @@ fn repeat_options_that_cannot_work_are_refused_before_load() {
         (vec!["--versus", "specimen:nope"], "--versus"),
         (vec!["--versus", "specimen:scales", "--client-net", "delay=1ms"], "--versus does not combine with --client-net"),
         (vec!["--versus", "specimen:scales", "--until-precision", "2%"], "exclude each other"),
+        (vec!["--assert", "delta_pct@1 >= -5"], "--assert: assertion `delta_pct@1 >= -5`: delta_pct compares two runs: add --versus"),
+        (vec!["--versus", "specimen:scales", "--assert", "capacity >= 1"], "`capacity` is the result of `scalelab capacity`"),
     ] {
         let args = s(&extra);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();

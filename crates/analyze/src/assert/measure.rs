@@ -104,7 +104,9 @@ pub(super) fn measure(metric: Metric, at: Option<u32>, s: &Series, c: &Curve, us
         Metric::Kappa => usl_value(|f| Some(f.kappa), "kappa"),
         Metric::R2 => usl_value(|f| f.r2, "R2 (every step has the same throughput)"),
         // With κ = 0 the optimum is at infinity: a measured value, not missing data.
-        Metric::DeltaPct => Err("delta_pct compares two runs: check it with `scalelab compare A B --assert ...`".into()),
+        Metric::DeltaPct => {
+            Err("delta_pct compares two runs: check it on `sweep --versus TARGET_B`, or with `scalelab compare A B --assert ...`".into())
+        }
         Metric::NOpt => match usl {
             Some(fit) if fit.kappa == 0.0 => Ok((f64::INFINITY, "infinite (kappa = 0: throughput never falls)".into())),
             _ => usl_value(|f| f.n_opt, "optimum"),

@@ -8,11 +8,13 @@
 //! N, latency not recorded, error counts unknown, no USL fit) fails with
 //! "no data": missing data is never read as 0, or a broken run could pass.
 //!
-//! Figures with a 95 % interval (peak, capacity, throughput, delta) are
-//! checked on their bounds: `peak >= 5000` holds only when the peak's low
-//! bound is at or above 5000, so noise cannot pass a check. The form
+//! Figures with a 95 % interval (peak, throughput, delta) are checked on
+//! their bounds: `peak >= 5000` holds only when the peak's low bound is at
+//! or above 5000, so noise cannot pass a check. The form
 //! `point(peak) >= 5000` checks the point value, named as such; a figure
-//! without an interval is checked on its point and says so.
+//! without an interval is checked on its point and says so. A capacity
+//! has none: it is a rate that held (twice), and the bracket up to the
+//! lowest rate that failed is the search's resolution, not a 95 % interval.
 
 mod measure;
 mod parse;
@@ -34,7 +36,8 @@ pub use parse::ParseError;
 pub enum Metric {
     /// Highest throughput of the run (/s).
     Peak,
-    /// A capacity run's result: the highest offered rate that held every SLO (/s).
+    /// A capacity run's result: the highest offered rate that held every
+    /// SLO (/s); read on its point (a search's bracket is no interval).
     Capacity,
     /// Concurrency of the peak.
     PeakConcurrency,
@@ -66,8 +69,9 @@ pub enum Metric {
     R2,
     /// USL optimum concurrency N*.
     NOpt,
-    /// `compare` only: the first delta column (A vs B, %) at step N, or on
-    /// the AVG row without `@N`.
+    /// `compare` and `sweep --versus` only: the first delta column (B vs A,
+    /// %, the first run named the baseline) at step N, or on the AVG row
+    /// without `@N`.
     DeltaPct,
 }
 
@@ -196,8 +200,8 @@ impl Assertion {
 
 impl Assertion {
     /// True for an assertion about a comparison of runs (`delta_pct`),
-    /// which `compare` checks once on its table; the others are checked on
-    /// each compared run.
+    /// which `compare` (and `sweep --versus`) checks once on its table; the
+    /// others are checked on each compared run (on run A after a versus sweep).
     pub fn is_about_comparison(&self) -> bool {
         matches!(self.check, Check::Compare { metric: Metric::DeltaPct, .. })
     }
@@ -261,8 +265,12 @@ enum Bounds {
     PointOnly,
 }
 
-/// The interval of a figure checked on its bounds (peak, capacity,
-/// throughput@N), or why it has none; every other metric is read on its point.
+/// The interval of a figure checked on its bounds (peak, throughput@N), or
+/// why it has none; every other metric is read on its point. A capacity is
+/// the rate a search found to hold, in a window and again in a second: the
+/// bracket above it, up to the lowest rate that failed, is as narrow as
+/// `--resolution` asked, whatever the noise, with no stated coverage, and
+/// the capacity is its low end; so it is read on its point, saying why.
 fn bounded(metric: Metric, at: Option<u32>, s: &Series, c: &Curve) -> Bounds {
     let level = |p: Option<&crate::series::Point>| match p.and_then(|p| p.throughput_ci) {
         Some(ci) => Bounds::Interval(ci),
@@ -271,7 +279,10 @@ fn bounded(metric: Metric, at: Option<u32>, s: &Series, c: &Curve) -> Bounds {
     match metric {
         Metric::Peak => c.peak_ci.map_or_else(|| level(s.point_at(c.peak_concurrency)), Bounds::Interval),
         Metric::Throughput => level(at.and_then(|n| s.point_at(n))),
-        Metric::Capacity => Bounds::NoInterval(Some("a capacity search gives none".to_string())),
+        Metric::Capacity => Bounds::NoInterval(Some(
+            "a capacity is a rate that held; the bracket up to the lowest rate that failed is the search's resolution, not an interval"
+                .to_string(),
+        )),
         _ => Bounds::PointOnly,
     }
 }

@@ -103,10 +103,8 @@ pub(super) fn parse(text: &str) -> Result<Assertion, ParseError> {
         return Err(fail(format!("unknown metric `{name}`: expected one of {}", known_metrics())));
     };
     let canonical = names[0];
-    if point && !matches!(metric, Metric::Peak | Metric::Capacity | Metric::Throughput | Metric::DeltaPct) {
-        return Err(fail(format!(
-            "`point({canonical})`: only peak, capacity, throughput and delta_pct have an interval; write `{canonical}` alone"
-        )));
+    if point && !matches!(metric, Metric::Peak | Metric::Throughput | Metric::DeltaPct) {
+        return Err(fail(format!("`point({canonical})`: only peak, throughput and delta_pct have an interval; write `{canonical}` alone")));
     }
     match (at_rule, at) {
         (At::Required, None) => return Err(fail(format!("`{canonical}` needs a step: write `{canonical}@N` (N = concurrency)"))),

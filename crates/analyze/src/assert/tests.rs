@@ -189,6 +189,24 @@ fn figures_with_an_interval_are_checked_on_their_bounds() {
 }
 
 #[test]
+fn a_capacity_is_read_on_its_point_and_says_why() {
+    let (mut s, c) = run();
+    s.capacity_per_s = Some(4400.0);
+    let eval = |t: &str| Assertion::parse(t).unwrap().evaluate(&s, &c, None);
+    let o = eval("capacity >= 4400");
+    assert!(o.passed);
+    assert_eq!(
+        o.detail,
+        "measured 4400/s (no interval: point value; a capacity is a rate that held; the bracket up to the lowest rate that failed is \
+         the search's resolution, not an interval)"
+    );
+    assert!(!eval("capacity > 4400").passed);
+    s.capacity_per_s = None;
+    let o = Assertion::parse("capacity >= 1").unwrap().evaluate(&s, &c, None);
+    assert!(!o.passed && o.measured.is_none() && o.detail.starts_with("no data: no capacity"), "{}", o.detail);
+}
+
+#[test]
 fn point_applies_to_figures_with_an_interval() {
     let a = Assertion::parse("point(peak) >= 5_000").unwrap();
     assert!(a.is_on_point());
@@ -196,7 +214,11 @@ fn point_applies_to_figures_with_an_interval() {
     assert!(Assertion::parse("point(delta_pct@50) >= -5").unwrap().is_about_comparison());
     assert_eq!(
         parse_err("point(knee) >= 4"),
-        "assertion `point(knee) >= 4`: `point(knee)`: only peak, capacity, throughput and delta_pct have an interval; write `knee` alone"
+        "assertion `point(knee) >= 4`: `point(knee)`: only peak, throughput and delta_pct have an interval; write `knee` alone"
+    );
+    assert_eq!(
+        parse_err("point(capacity) >= 4"),
+        "assertion `point(capacity) >= 4`: `point(capacity)`: only peak, throughput and delta_pct have an interval; write `capacity` alone"
     );
     assert_eq!(parse_err("point(peak >= 4"), "assertion `point(peak >= 4`: `point(` without its `)`: write `point(METRIC[@N]) OP VALUE`");
 }

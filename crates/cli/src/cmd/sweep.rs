@@ -13,6 +13,7 @@ use crate::error::bad;
 use crate::live::LiveView;
 use crate::session::{Silent, SweepOutcome};
 use crate::specimen_child::SpecimenChild;
+use scalelab_analyze::assert::{Assertion, Check, Metric};
 use scalelab_core::{escape_control, Run, RunKind};
 use scalelab_drive::http::HttpDriver;
 use scalelab_drive::SweepEnd;
@@ -25,7 +26,9 @@ use std::sync::Arc;
 pub fn run(store_path: &Path, a: SweepArgs, r: RepeatArgs) -> anyhow::Result<ExitCode> {
     let repeat = Repeat::check(&a, &r)?;
     let Some(v) = repeat.versus.clone() else {
-        return prepare(store_path, SweepPlan::from_args(a)?, Sweep { repeat, versus: None });
+        let plan = SweepPlan::from_args(a)?;
+        refuse_assertions_that_cannot_apply(&plan.assertions, false)?;
+        return prepare(store_path, plan, Sweep { repeat, versus: None });
     };
     // The second target gets the first's options; both are planned (and
     // any bad input refused) before either is started.
@@ -38,7 +41,25 @@ pub fn run(store_path: &Path, a: SweepArgs, r: RepeatArgs) -> anyhow::Result<Exi
         }
     }
     let (plan_a, plan_b) = (SweepPlan::from_args(a_args)?, SweepPlan::from_args(b_args)?);
+    refuse_assertions_that_cannot_apply(&plan_a.assertions, true)?;
     prepare(store_path, plan_a, Sweep { repeat, versus: Some(plan_b) })
+}
+
+/// An assertion that no sweep can satisfy is refused before any load
+/// (exit 2), not failed after it: `capacity` is a capacity search's result,
+/// and a delta needs the second arm of `--versus`.
+fn refuse_assertions_that_cannot_apply(assertions: &[Assertion], versus: bool) -> anyhow::Result<()> {
+    for a in assertions {
+        let why = match a.check {
+            Check::Compare { metric: Metric::Capacity, .. } => "`capacity` is the result of `scalelab capacity`; a sweep has none",
+            Check::Compare { metric: Metric::DeltaPct, .. } if !versus => {
+                "delta_pct compares two runs: add --versus TARGET_B, or check it with `scalelab compare A B --assert ...`"
+            }
+            _ => continue,
+        };
+        return Err(bad(format!("--assert: assertion `{}`: {why}", a.text)));
+    }
+    Ok(())
 }
 
 /// Runs the sweep's steps: in order, in shuffled rounds (`--repeats`),

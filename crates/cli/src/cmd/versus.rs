@@ -9,6 +9,7 @@ use super::started::{begin, Execute, Started};
 use super::windows::{Arm, Fixed, Repeat};
 use crate::live::LiveView;
 use crate::session::SweepOutcome;
+use scalelab_analyze::{Assertion, CompareOptions, Comparison};
 use scalelab_core::{Run, RunKind};
 use scalelab_drive::rounds::{abba, versus_blocks, Arm as Side};
 use scalelab_drive::{Local, SweepEnd};
@@ -101,12 +102,58 @@ impl<D1: scalelab_drive::Driver> Execute for Second<D1> {
         drop(specimen_a);
         drop(specimen_b);
         print(plan_a.output.json, plan_a.output.quiet, &runs, &stores, store_path)?;
-        let passed = super::analysis::check(&runs[0], &plan_a.assertions);
+        let passed = check(&runs, &plan_a.assertions);
         if !passed && code == 0 {
             code = 1;
         }
         Ok(ExitCode::from(code))
     }
+}
+
+/// `--assert` after a versus sweep, by the rules of a plain sweep's: a
+/// delta (`delta_pct`) on the paired comparison of the two arms, B vs A as
+/// `scalelab compare A B` gives it (A, the first target named, is the
+/// baseline), held only when its whole interval satisfies the assertion;
+/// every other assertion on run A, printed with its run. True when all held.
+fn check(runs: &[Run], assertions: &[Assertion]) -> bool {
+    let mut passed = true;
+    let mut table = None;
+    for assertion in assertions {
+        if assertion.is_about_comparison() {
+            match table.get_or_insert_with(|| paired(runs)) {
+                Ok(t) => {
+                    let o = assertion.evaluate_comparison(t);
+                    passed &= o.passed;
+                    esayln!("{}", scalelab_report::cli::assertion_line(&o));
+                }
+                Err(why) => {
+                    passed = false;
+                    esayln!("{}", scalelab_report::cli::assertion_no_data(&assertion.text, why));
+                }
+            }
+        } else {
+            eprint!("run {} (A): ", runs[0].id);
+            passed &= super::analysis::check(&runs[0], std::slice::from_ref(assertion));
+        }
+    }
+    passed
+}
+
+/// The two arms compared as `scalelab compare A B` does: one delta column,
+/// B vs A, paired window by window.
+fn paired(runs: &[Run]) -> Result<Comparison, String> {
+    let ids: Vec<(i64, &str)> = runs.iter().map(|r| (r.id, r.plan.label.as_str())).collect();
+    let mut series: Vec<_> = runs.iter().map(super::analysis::series_of).collect();
+    for (s, name) in series.iter_mut().zip(scalelab_core::display_names(&ids)) {
+        s.label = name;
+    }
+    let labelled: Vec<(&str, &Run)> = series.iter().map(|s| s.label.as_str()).zip(runs).collect();
+    let options = CompareOptions {
+        pairs: vec![(series[1].label.clone(), series[0].label.clone())],
+        paired: scalelab_analyze::compare::versus_arms(&labelled),
+        ..Default::default()
+    };
+    scalelab_analyze::compare(&series, &options).map_err(|e| e.to_string())
 }
 
 /// The two runs' tables (or JSON), then the paired comparison, then
