@@ -582,3 +582,39 @@ fn sighup_ends_a_sweep_as_interrupted_with_its_finished_steps_kept() {
     assert_eq!(shown["complete"], false);
     assert!(!steps(&shown).is_empty());
 }
+
+/// SIGHUP cleans up as SIGTERM does: the client network's namespace and
+/// the profile's capture folder are gone when the run ends.
+#[test]
+fn sighup_removes_the_client_network_and_the_profile_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let tmp = tempfile::tempdir().unwrap();
+    let child = bin()
+        .env("TMPDIR", tmp.path())
+        .arg("--store")
+        .arg(&store)
+        .args(["sweep", "-c", "1,2,3,4", "--warmup", "0.1s", "-d", "0.5s", "--pause", "0.1s", "-q", "--no-tui"])
+        .args(["--profile", "--client-net", "delay=1ms"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let netns = std::path::Path::new("/run/netns").join(format!("scalelab-{}", child.id()));
+    wait_for_steps(&store, 1);
+    assert!(netns.exists(), "the run's namespace exists while it runs");
+    let profiles = || {
+        std::fs::read_dir(tmp.path())
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().starts_with("scalelab-profile-"))
+            .count()
+    };
+    assert_eq!(profiles(), 1, "one capture folder while it runs");
+    // SAFETY: signalling our own child process by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(!netns.exists(), "namespace left behind after SIGHUP");
+    assert_eq!(profiles(), 0, "capture folder left behind after SIGHUP");
+}
