@@ -51,7 +51,10 @@ fn a_pool_smaller_than_the_clients_leaves_clients_with_nothing_and_says_so() {
     assert!(v["headline"].as_str().unwrap().starts_with("4 of 8 clients completed nothing"), "{v}");
     // The table says it under the step, never as a clean step.
     // The cause named: the pool of 4 workers (the specimen's 5 threads less its main one).
-    assert!(verdict_kinds(&run).contains(&"worker-pool".to_string()), "{:?}", verdict_kinds(&run));
+    // On 2 cores the pool's 4 busy workers fill 72-79 % of the CPU: the
+    // verdict stands there (lowered), since clients were served nothing.
+    let t = &steps(&run)[1]["telemetry"];
+    assert!(verdict_kinds(&run).contains(&"worker-pool".to_string()), "{:?}: {t}", verdict_kinds(&run));
     let v = run["verdicts"].as_array().unwrap().iter().find(|v| v["kind"] == "worker-pool").unwrap();
     assert!(v["headline"].as_str().unwrap().contains("= about 4 workers"), "{v}");
     let shown = String::from_utf8(run_ok(&store, &["show", "last"])).unwrap();
@@ -112,5 +115,16 @@ fn a_herd_of_16_is_named_and_its_fix_is_not() {
     assert!(verdict_kinds(&bad).contains(&"thundering-herd".to_string()), "{:?}, cs/request {}", verdict_kinds(&bad), cs(&bad));
     assert!(!verdict_kinds(&fixed).contains(&"thundering-herd".to_string()), "{:?}, cs/request {}", verdict_kinds(&fixed), cs(&fixed));
     assert!(cs(&bad) > 2.0 * cs(&fixed), "the herd switches more: {} vs {}", cs(&bad), cs(&fixed));
+    // The specimen's own count: wake-ups that returned from epoll_wait and
+    // found the connection taken. Only those reach it (the kernel puts most
+    // woken waiters back to sleep before they return), so their share
+    // moves with the machine's load: 6.6 to 47 % measured for the herd
+    // (13 to 18 switches per connection), 0 to 0.7 % with --fix.
+    let empty = |run: &Value| steps(run)[0]["telemetry"]["specimen"]["empty_wakeup_share_pct"].as_f64();
+    let (herd_empty, fixed_empty) = (empty(&bad).unwrap(), empty(&fixed).unwrap());
+    assert!(herd_empty >= 2.0 && fixed_empty < 2.0, "wake-ups that found nothing: {herd_empty} % vs {fixed_empty} % with --fix");
+    let v = bad["verdicts"].as_array().unwrap().iter().find(|v| v["kind"] == "thundering-herd").unwrap();
+    assert!(v["headline"].as_str().unwrap().contains("wake-ups per connection reaching its workers"), "{v}");
+    assert!(v["evidence"].as_array().unwrap().iter().any(|e| e["name"] == "of them found nothing to accept"), "{v}");
     assert_eq!(fixed["schedule"]["options"]["specimen_fix"], true);
 }

@@ -70,6 +70,14 @@ pub struct SpecimenTelemetry {
     pub spin_rounds_per_request: Option<f64>,
     /// fdatasync calls per second (`disk` mode).
     pub fsyncs_per_s: f64,
+    /// `herd` mode: epoll wake-ups of its workers per connection accepted
+    /// (None when no connection was accepted through a wake-up: other modes).
+    #[serde(default)]
+    pub wakeups_per_connection: Option<f64>,
+    /// `herd` mode: share of the wake-ups that found no connection left to
+    /// accept (another worker took it), % (None without wake-ups).
+    #[serde(default)]
+    pub empty_wakeup_share_pct: Option<f64>,
 }
 
 /// The telemetry of one step's window.

@@ -25,6 +25,11 @@ pub fn parse_stats_response(unix_ms: i64, response: &[u8]) -> Result<SpecimenSam
         spin_rounds: u64,
         fsyncs: u64,
         connections: u64,
+        // Counted by the `herd` mode; absent from an older specimen's answer.
+        #[serde(default)]
+        wakeups: u64,
+        #[serde(default)]
+        empty_wakeups: u64,
     }
     let s: Stats = serde_json::from_str(body.trim()).map_err(|e| format!("the /__stats body is not the specimen's counters: {e}"))?;
     Ok(SpecimenSample {
@@ -34,6 +39,8 @@ pub fn parse_stats_response(unix_ms: i64, response: &[u8]) -> Result<SpecimenSam
         spin_rounds: s.spin_rounds,
         fsyncs: s.fsyncs,
         connections: s.connections,
+        wakeups: s.wakeups,
+        empty_wakeups: s.empty_wakeups,
     })
 }
 
@@ -59,6 +66,10 @@ mod tests {
     fn parses_the_stats_answer_and_refuses_anything_else() {
         let s = parse_stats_response(5, OK.as_bytes()).unwrap();
         assert_eq!((s.unix_ms, s.requests, s.lock_waits, s.connections), (5, 1200, 900, 16));
+        assert_eq!((s.wakeups, s.empty_wakeups), (0, 0), "an answer without the herd's counters");
+        let herd = "HTTP/1.1 200 OK\r\n\r\n{\"requests\":10,\"lock_waits\":0,\"spin_rounds\":0,\"fsyncs\":0,\"connections\":10,\"wakeups\":160,\"empty_wakeups\":150}";
+        let s = parse_stats_response(5, herd.as_bytes()).unwrap();
+        assert_eq!((s.connections, s.wakeups, s.empty_wakeups), (10, 160, 150));
         for bad in [
             "",
             "HTTP/1.1 200 OK\r\n",

@@ -1145,3 +1145,203 @@ fn a_rate_sweep_is_judged_at_its_offered_rates_and_late_sends_make_it_client_bou
     assert!(v.headline.contains("SCHEDULE"), "{}", v.headline);
     assert!(v.evidence.iter().any(|e| e.name == "late sends" && e.value == 10.0), "{:?}", v.evidence);
 }
+
+/// `counts` completions per client at the 8-client step, every client
+/// with a request out at the window's end (the starved ones since before it).
+fn spread_at_8(mut r: Run, counts: &[u64]) -> Run {
+    let s = r.steps.iter_mut().find(|s| s.concurrency == 8).unwrap();
+    let out: Vec<f64> = counts.iter().map(|n| if *n == 0 { 11_000.0 } else { 2.0 }).collect();
+    s.clients = Some(scalelab_core::ClientSpread::of(counts, &out));
+    r
+}
+
+#[test]
+fn starved_clients_when_some_clients_served_nothing_and_not_when_all_were_served() {
+    let r = spread_at_8(run_with(|_| healthy()), &[487, 488, 487, 488, 0, 0, 0, 0]);
+    let v = only(&r, VerdictKind::StarvedClients);
+    assert_eq!((v.confidence, v.concurrency), (Confidence::High, 8));
+    assert!(
+        v.headline
+            .starts_with("4 of 8 clients completed nothing in the window; requests were still waiting at its end, the oldest for 11.0 s"),
+        "{}",
+        v.headline
+    );
+    assert!(v.headline.ends_with("come from the 4 others only"), "{}", v.headline);
+    assert_eq!(ev(&v, "clients served nothing"), 4.0);
+    assert!((ev(&v, "Jain's fairness") - 0.5).abs() < 1e-3, "half the clients served: {}", ev(&v, "Jain's fairness"));
+    // Every client served (unevenly): nothing to say.
+    let r = spread_at_8(run_with(|_| healthy()), &[300, 200, 250, 250, 240, 260, 230, 220]);
+    assert!(!kinds(&diagnose(&r).verdicts).contains(&VerdictKind::StarvedClients), "{:?}", diagnose(&r).verdicts);
+    // No client served at all is a server that stopped, not a starved half.
+    let r = spread_at_8(run_with(|_| healthy()), &[0; 8]);
+    assert!(!kinds(&diagnose(&r).verdicts).contains(&VerdictKind::StarvedClients));
+    // The starved clients had nothing out (idle, not waiting): lowered.
+    let mut r = spread_at_8(run_with(|_| healthy()), &[487, 488, 487, 488, 0, 0, 0, 0]);
+    r.steps[3].clients.as_mut().unwrap().outstanding_at_end = 2;
+    assert_eq!(only(&r, VerdictKind::StarvedClients).confidence, Confidence::Medium);
+}
+
+/// A pool of `threads` less one workers at 8 clients doing 195 req/s with
+/// `in_service` requests in service (Little's law: the mean latency is
+/// `in_service` / 195 s), `queue` connections in its listen queue.
+fn pool_run(threads: u64, in_service: f64, queue: f64, served: &[u64]) -> Run {
+    let mut r = run_with(|_| {
+        let mut t = healthy();
+        t.server_threads = Some(threads);
+        t
+    });
+    for s in &mut r.steps {
+        let mean_us = (in_service / s.throughput_per_s() * 1e6).round() as u64;
+        s.latency.record_n(std::time::Duration::from_micros(mean_us), s.requests);
+    }
+    r.steps[3].telemetry.as_mut().unwrap().listen_queue_mean = Some(queue);
+    spread_at_8(r, served)
+}
+
+const HALF_SERVED: [u64; 8] = [487, 488, 487, 488, 0, 0, 0, 0];
+
+#[test]
+fn worker_pool_names_the_workers_it_measured() {
+    // Prefork-like: a parent and 4 workers, 4 requests in service, 4
+    // clients waiting in the queue and served nothing.
+    let v = only(&pool_run(5, 4.0, 4.0, &HALF_SERVED), VerdictKind::WorkerPool);
+    assert_eq!((v.confidence, v.concurrency), (Confidence::High, 8));
+    assert!(
+        v.headline.contains(
+            "4 clients served, each holding a worker with its connection (4.0 requests in service) = about 4 workers (of its 5 threads"
+        ),
+        "{}",
+        v.headline
+    );
+    assert!(v.headline.contains("; 4 connections waiting in its listen queue; 4 of 8 clients served nothing"), "{}", v.headline);
+    assert_eq!((ev(&v, "workers (as served)"), ev(&v, "server threads less one (the bound)")), (4.0, 4.0));
+    // Apache's worker MPM: one child of 8 threads has 11 threads with the
+    // parent, its main thread and its listener. The 8 it served are the
+    // workers named, not the 10 the thread count gives.
+    let served8 = [240, 250, 245, 244, 250, 246, 241, 244, 0, 0, 0, 0, 0, 0, 0, 0];
+    let mut r = pool_run(11, 8.0, 8.0, &served8);
+    r.steps[3].concurrency = 16;
+    let v = only(&r, VerdictKind::WorkerPool);
+    assert!(v.headline.contains("8 clients served") && v.headline.contains("= about 8 workers (of its 11 threads"), "{}", v.headline);
+    assert_eq!((ev(&v, "workers (as served)"), ev(&v, "server threads less one (the bound)")), (8.0, 10.0));
+    // No client starved, the queue holding the rest: the requests in service name the pool.
+    let v = only(&pool_run(5, 3.9, 4.0, &[240; 8]), VerdictKind::WorkerPool);
+    assert!(v.headline.contains("pool is the limit: 3.9 requests in service = about 4 workers"), "{}", v.headline);
+}
+
+#[test]
+fn worker_pool_held_by_idle_keepalive_connections_says_so() {
+    // Keep-alive: each of the 4 workers holds its client's connection, 1.2
+    // requests in service (the clients think between requests), the
+    // workers asleep 80 % of their time.
+    let mut r = pool_run(5, 1.2, 4.0, &HALF_SERVED);
+    r.plan.options.insert("keepalive".into(), true.into());
+    r.steps[3].telemetry.as_mut().unwrap().thread_states_pct =
+        Some(ThreadStatesPct { running: 15.0, runnable: 5.0, futex: 0.0, io: 0.0, idle: 80.0, other: 0.0 });
+    let v = only(&r, VerdictKind::WorkerPool);
+    assert!(
+        v.headline.contains("4 clients served, each holding a worker with its connection (1.2 requests in service) = about 4 workers"),
+        "{}",
+        v.headline
+    );
+    assert!(v.headline.ends_with("its workers are 80 % asleep, mostly waiting on keep-alive connections: idle clients hold them (KeepAliveTimeout, MaxKeepAliveRequests)"), "{}", v.headline);
+    // Without keep-alive a served client holds no worker between requests,
+    // and 1.2 requests in service are not a pool of 4.
+    r.plan.options.insert("keepalive".into(), false.into());
+    let v = only(&r, VerdictKind::WorkerPool);
+    assert!(v.headline.contains("4 clients served (1.2 requests in service) = about 4 workers"), "{}", v.headline);
+    assert!(!v.headline.contains("keep-alive connections"), "{}", v.headline);
+}
+
+#[test]
+fn no_worker_pool_on_a_cpu_the_server_fills_or_with_workers_to_spare() {
+    // Every client served, 4 requests in service, 4 connections in the
+    // queue, and the server itself fills the machine (340 % of 4 cores):
+    // CPU-bound, more workers would not serve more.
+    let saturate = |r: &mut Run, server_cpu: f64| {
+        let t = r.steps[3].telemetry.as_mut().unwrap();
+        (t.cpu_busy_pct, t.cpu_user_pct, t.cpu_sys_pct, t.server_cpu_pct) = (Some(97.0), Some(70.0), Some(27.0), Some(server_cpu));
+    };
+    let mut r = pool_run(5, 4.0, 4.0, &[240; 8]);
+    assert_eq!(only(&r, VerdictKind::WorkerPool).confidence, Confidence::High, "the same step with CPU to spare");
+    saturate(&mut r, 340.0);
+    let d = diagnose(&r);
+    assert!(!kinds(&d.verdicts).contains(&VerdictKind::WorkerPool), "{:?}", d.verdicts);
+    assert!(kinds(&d.verdicts).contains(&VerdictKind::CpuBoundUser), "{:?}", kinds(&d.verdicts));
+    // Saturated by others (the server at 50 % of a core): the pool is
+    // still the limit, lowered for the CPU.
+    saturate(&mut r, 50.0);
+    assert_eq!(only(&r, VerdictKind::WorkerPool).confidence, Confidence::Medium);
+    // Clients served nothing: the pool decides who is served even on a
+    // CPU the server fills, so the verdict stands, lowered.
+    let mut r = pool_run(5, 4.0, 4.0, &HALF_SERVED);
+    saturate(&mut r, 340.0);
+    assert_eq!(only(&r, VerdictKind::WorkerPool).confidence, Confidence::Medium);
+    // 16 workers for 8 clients, all served, an empty queue: no pool verdict.
+    let d = diagnose(&pool_run(17, 7.6, 0.0, &[240; 8]));
+    assert!(
+        !kinds(&d.verdicts).contains(&VerdictKind::WorkerPool) && !kinds(&d.verdicts).contains(&VerdictKind::StarvedClients),
+        "{:?}",
+        d.verdicts
+    );
+    // Clients starved, but 4 served by a server of 64 threads: not a pool of
+    // its threads (a connection limit, say): the starved clients alone.
+    let d = diagnose(&pool_run(64, 4.0, 4.0, &HALF_SERVED));
+    assert!(!kinds(&d.verdicts).contains(&VerdictKind::WorkerPool), "{:?}", d.verdicts);
+    assert!(kinds(&d.verdicts).contains(&VerdictKind::StarvedClients));
+}
+
+/// A connection per request at every step, the server making `per_conn`
+/// context switches per new connection, its threads 85 % asleep.
+fn herd_run(per_conn: f64) -> Run {
+    let mut r = run(vec![step(1, 100.0, None), step(2, 190.0, None), step(4, 200.0, None), step(8, 195.0, None)]);
+    for s in &mut r.steps {
+        let mut t = healthy();
+        t.server_cs_per_s = Some(per_conn * s.throughput_per_s());
+        t.thread_states_pct = Some(ThreadStatesPct { running: 10.0, runnable: 5.0, futex: 5.0, io: 0.0, idle: 80.0, other: 0.0 });
+        s.telemetry = Some(t);
+        s.connect_latency.record_n(std::time::Duration::from_micros(80), s.requests);
+    }
+    r
+}
+
+#[test]
+fn thundering_herd_from_five_context_switches_per_connection() {
+    let v = only(&herd_run(17.0), VerdictKind::ThunderingHerd);
+    assert_eq!((v.confidence, v.concurrency), (Confidence::High, 8));
+    assert!(v.headline.starts_with("a thundering herd: the server made 17.0 context switches per new connection"), "{}", v.headline);
+    assert_eq!((ev(&v, "new connections"), ev(&v, "server thread-time asleep")), (195.0, 85.0));
+    assert!(v.evidence.iter().all(|e| !e.name.starts_with("specimen wake-ups")), "no specimen counters: none shown");
+    // At the threshold it fires; just below, silent.
+    assert_eq!(ev(&only(&herd_run(5.0), VerdictKind::ThunderingHerd), "server context switches"), 5.0);
+    assert!(!kinds(&diagnose(&herd_run(4.9)).verdicts).contains(&VerdictKind::ThunderingHerd));
+    // Keep-alive: 8 connections for the window's 1,950 requests. The same
+    // switches per second are not a herd on accept.
+    let mut r = herd_run(17.0);
+    for s in &mut r.steps {
+        s.connect_latency = Default::default();
+        s.connect_latency.record_n(std::time::Duration::from_micros(80), u64::from(s.concurrency));
+    }
+    assert!(!kinds(&diagnose(&r).verdicts).contains(&VerdictKind::ThunderingHerd), "{:?}", diagnose(&r).verdicts);
+}
+
+#[test]
+fn the_specimens_own_wakeups_are_shown_with_the_herd() {
+    let mut r = herd_run(17.0);
+    r.steps[3].telemetry.as_mut().unwrap().specimen = Some(scalelab_core::SpecimenTelemetry {
+        requests_per_s: 195.0,
+        lock_waits_per_s: 0.0,
+        lock_wait_share_pct: Some(0.0),
+        spin_rounds_per_request: Some(0.0),
+        fsyncs_per_s: 0.0,
+        wakeups_per_connection: Some(1.875),
+        empty_wakeup_share_pct: Some(47.25),
+    });
+    let v = only(&r, VerdictKind::ThunderingHerd);
+    assert!(
+        v.headline.contains("; the specimen counted 1.9 wake-ups per connection reaching its workers, 47 % of them with nothing to accept"),
+        "{}",
+        v.headline
+    );
+    assert_eq!((ev(&v, "specimen wake-ups (returns from epoll_wait)"), ev(&v, "of them found nothing to accept")), (1.875, 47.25));
+}

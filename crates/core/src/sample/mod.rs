@@ -210,7 +210,16 @@ mod tests {
             Sample::Process(ProcessSample { at, pid: 42, alive: true, ..Default::default() }),
             Sample::Threads(ThreadSecond { unix_ms: 7, ..Default::default() }),
             Sample::Db(Box::new(DbSample { unix_ms: 8, engine: "postgres".into(), since_unix_ms: Some(3), ..Default::default() })),
-            Sample::Specimen(SpecimenSample { unix_ms: 9, requests: 10, lock_waits: 2, spin_rounds: 0, fsyncs: 1, connections: 4 }),
+            Sample::Specimen(SpecimenSample {
+                unix_ms: 9,
+                requests: 10,
+                lock_waits: 2,
+                spin_rounds: 0,
+                fsyncs: 1,
+                connections: 4,
+                wakeups: 6,
+                empty_wakeups: 2,
+            }),
             Sample::Profile(Box::new(ProfileSample {
                 step: 2,
                 unix_ms: 10,

@@ -56,4 +56,11 @@ pub struct SpecimenSample {
     pub spin_rounds: u64,
     pub fsyncs: u64,
     pub connections: u64,
+    /// `herd` mode: times a worker woke from epoll, and of those the ones
+    /// that found no connection to accept (0 in other modes, and in
+    /// readings stored before these were counted).
+    #[serde(default)]
+    pub wakeups: u64,
+    #[serde(default)]
+    pub empty_wakeups: u64,
 }
