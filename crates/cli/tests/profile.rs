@@ -51,15 +51,17 @@ fn profiles(store: &Path) -> Vec<ProfileSample> {
     s.load_run_samples(id).unwrap().profile
 }
 
+/// The global lock's profile, read back every way, and its verdict (one
+/// sweep serves both: a profiled step costs seconds of perf in a debug build).
 #[test]
 fn global_lock_profile_names_the_function_that_takes_the_mutex() {
     let _cpu = cpu_exclusive();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
-    let err = profiled_sweep(&store, "global-lock", "300");
+    let err = profiled_sweep_at(&store, "global-lock", "1000", "1,4,16");
     assert!(err.contains("profile: perf record used"), "overhead printed: {err}");
     let p = profiles(&store);
-    assert_eq!(p.iter().map(|p| p.step).collect::<Vec<_>>(), [0, 1], "one profile per step");
+    assert_eq!(p.iter().map(|p| p.step).collect::<Vec<_>>(), [0, 1, 2], "one profile per step");
     let on = p[1].on_cpu.as_ref().expect("on-CPU stacks");
     assert!(on.total() > 10 && on.unwind == "dwarf", "{on:?}");
     let off = p[1].off_cpu.as_ref().expect("off-CPU stacks");
@@ -98,7 +100,7 @@ fn global_lock_profile_names_the_function_that_takes_the_mutex() {
     assert!(out.status.success() && text.contains("what grew from 1 client to 4 clients"), "{text}");
     // `--folded`: every stored stack, whole, as `frames value` lines that sum
     // to the profile's total (what flamegraph.pl and speedscope read).
-    let out = run(&store, &["profile", "last", "--off-cpu", "--folded"]);
+    let out = run(&store, &["profile", "last", "--off-cpu", "--folded", "--step", "4"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", stderr(&out));
     let lines: Vec<(&str, u64)> = text.lines().map(|l| l.rsplit_once(' ').map(|(s, v)| (s, v.parse().unwrap())).unwrap()).collect();
@@ -125,7 +127,8 @@ fn global_lock_profile_names_the_function_that_takes_the_mutex() {
     }
     let out = run(&store, &["profile", "last", "--step", "7"]);
     assert_eq!(out.status.code(), Some(2));
-    assert_eq!(stderr(&out).trim(), "error: run 1 has no profiled step with 7 clients; --step takes one of: 1, 4");
+    assert_eq!(stderr(&out).trim(), "error: run 1 has no profiled step with 7 clients; --step takes one of: 1, 4, 16");
+    lock_contention_verdict_names_the_lock_site(&store);
 }
 
 /// The spin specimen's busy-wait is named from its on-CPU stacks, and its
@@ -172,16 +175,19 @@ fn spin_profile_names_the_spin_loop() {
 
 /// The lock-contention verdict names the specimen function that takes the
 /// mutex, with its share of thread time; `next` points to the flame graph.
-/// Up to three sweeps: a neighbour's burst can hide contention in one window
-/// (as tests/diagnose.rs does).
-#[test]
-fn lock_contention_verdict_names_the_lock_site() {
-    let _cpu = cpu_exclusive();
+/// The sweep in `store` first, then up to two more: a neighbour's burst can
+/// hide contention in one window (as tests/diagnose.rs does).
+fn lock_contention_verdict_names_the_lock_site(store: &Path) {
     let mut last = serde_json::Value::Null;
-    for _ in 0..3 {
-        let dir = tempfile::tempdir().unwrap();
-        let store = dir.path().join("s.db");
-        profiled_sweep_at(&store, "global-lock", "1000", "1,4,16");
+    for attempt in 0..3 {
+        let again = tempfile::tempdir().unwrap();
+        let store = if attempt == 0 {
+            store.to_path_buf()
+        } else {
+            let fresh = again.path().join("s.db");
+            profiled_sweep_at(&fresh, "global-lock", "1000", "1,4,16");
+            fresh
+        };
         let d = json(&store, &["diagnose", "last", "--json"]);
         let lock = d["verdicts"].as_array().unwrap().iter().find(|v| v["kind"] == "lock-contention").cloned();
         if let Some(v) = lock {
@@ -331,10 +337,18 @@ fn profile_steps_profiles_only_the_chosen_steps() {
     let _cpu = cpu_exclusive();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
-    let err = sweep_profiling(&store, "spin", "100", "1,2,2", &["--profile-steps", "2"], &[]);
+    // On-CPU sampling for the window's first 0.5 s only (checked below).
+    let err = sweep_profiling(&store, "spin", "100", "1,2,2", &["--profile-steps", "2"], &[("SCALELAB_PROFILE_ON_CPU_S", "0.5")]);
     assert!(err.contains("in 1 window(s)"), "one window profiled: {err}");
     let p = profiles(&store);
     assert_eq!(p.iter().map(|p| p.step).collect::<Vec<_>>(), vec![1], "only step 2 is profiled");
+    // On-CPU sampling runs over the first `SCALELAB_PROFILE_ON_CPU_S`
+    // seconds of each window (it costs the server and the client while it
+    // runs), the rest of the window without it.
+    let on = p[0].on_cpu.as_ref().expect("on-CPU stacks");
+    let secs = on.duration_ns as f64 / 1e9;
+    assert!((0.45..1.2).contains(&secs), "on-CPU {secs} s, planned 0.5 s of a 1.5 s window");
+    assert!(on.total() > 5, "{on:?}");
     let shown = run(&store, &["profile", "last", "--step", "2", "--top", "3"]);
     assert!(shown.status.success(), "{}", stderr(&shown));
     let text = String::from_utf8_lossy(&shown.stdout);
@@ -352,20 +366,4 @@ fn profile_steps_profiles_only_the_chosen_steps() {
         &["capacity", "-q", "--slo", "p99<=10ms", "--profile-steps", "1"],
         "--profile-steps does not apply to capacity",
     );
-}
-
-/// On-CPU sampling runs over the first `SCALELAB_PROFILE_ON_CPU_S` seconds
-/// of each window (it costs the server and the client while it runs), the
-/// rest of the window without it.
-#[test]
-fn on_cpu_capture_stops_after_its_planned_seconds() {
-    let _cpu = cpu_exclusive();
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("s.db");
-    sweep_profiling(&store, "spin", "100", "2", &["--profile"], &[("SCALELAB_PROFILE_ON_CPU_S", "0.5")]);
-    let p = profiles(&store);
-    let on = p[0].on_cpu.as_ref().expect("on-CPU stacks");
-    let secs = on.duration_ns as f64 / 1e9;
-    assert!((0.45..1.2).contains(&secs), "on-CPU {secs} s, planned 0.5 s of a 1.5 s window");
-    assert!(on.total() > 5, "{on:?}");
 }
