@@ -27,6 +27,9 @@ fn diagnosed_as(mode: &str, work_us: &str, conc: &str, expected: impl Fn(&[Strin
     for _ in 0..3 {
         let d = diagnosed(mode, work_us, conc);
         if expected(&verdict_kinds(&d)) {
+            // Every mode here serves each connection it accepts (event
+            // loops, or a thread each): no client waits for a worker.
+            assert_no_pool_verdicts(&d, mode);
             return d;
         }
         last = d;

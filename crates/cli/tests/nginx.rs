@@ -65,6 +65,8 @@ fn keepalive_counts_match_nginx_access_log() {
         assert_eq!(s["errors_total"], 0, "{s}");
         assert_eq!(s["reconnects"], 0, "keep-alive must reuse connections: {s}");
     }
+    // An event loop serves every connection: no pool to run short of.
+    assert_no_pool_verdicts(&run, "nginx, keep-alive");
 }
 
 #[test]
@@ -78,6 +80,9 @@ fn no_keepalive_counts_match_nginx_access_log() {
     );
     check_counts(&nginx, &run);
     assert_eq!(run["schedule"]["options"]["keepalive"], false);
+    // A connection per request, accepted by nginx's one worker: a wake-up
+    // or two each, never a herd.
+    assert_no_pool_verdicts(&run, "nginx, a connection per request");
 }
 
 #[test]
@@ -178,4 +183,103 @@ fn https_with_rustls() {
     let step = &steps(&run)[0];
     assert_eq!(step["errors_total"], 0, "{step}");
     check_counts(&nginx, &run);
+    assert_no_pool_verdicts(&run, "nginx over TLS");
+}
+
+/// Runs `sweep ARGS` (with `--versus`), once more when a window beside a
+/// CPU hog finished no request at all (a starved client, not what is
+/// tested); returns the two runs, A and B, as `show --json` gives them.
+fn versus_runs(store: &std::path::Path, args: &[&str]) -> (Value, Value) {
+    let mut out = run(store, args);
+    if !out.status.success() && stderr(&out).contains("nothing succeeded and nothing failed") {
+        eprintln!("note: retried once, a starved window: {}", stderr(&out));
+        out = run(store, args);
+    }
+    assert!(out.status.success(), "{}", stderr(&out));
+    let pair = json(store, &["show", "last", "--json"])["schedule"]["options"]["versus"]["pair"].clone();
+    let id = |k: usize| pair[k].as_i64().unwrap_or_else(|| panic!("no versus pair: {pair}")).to_string();
+    (json(store, &["show", &id(0), "--json"]), json(store, &["show", &id(1), "--json"]))
+}
+
+/// The windows of a run's stored steps, in the order they ran: (clients, start, end).
+fn windows(run: &Value) -> Vec<(u64, i64, i64)> {
+    let w = |s: &Value| {
+        (s["concurrency"].as_u64().unwrap(), s["window_start_unix_ms"].as_i64().unwrap(), s["window_end_unix_ms"].as_i64().unwrap())
+    };
+    steps(run).iter().map(w).collect()
+}
+
+#[test]
+fn versus_interleaves_two_nginx_servers_abba_and_compare_pairs_them() {
+    let (nginx_a, nginx_b) = (Nginx::start(), Nginx::start());
+    let (url_a, url_b) = (nginx_a.url("/index.html"), nginx_b.url("/index.html"));
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let (a, b) = versus_runs(
+        &store,
+        &[
+            "sweep",
+            &url_a,
+            "--versus",
+            &url_b,
+            "-c",
+            "1,2",
+            "--repeats",
+            "2",
+            "--warmup",
+            "0.2s",
+            "--duration",
+            "0.5s",
+            "--pause",
+            "0.1s",
+            "--seed",
+            "7",
+            "-q",
+            "--no-tui",
+        ],
+    );
+    let pair = serde_json::json!([a["id"], b["id"]]);
+    // --repeats 2 is one block's worth, and --versus runs at least 2
+    // blocks: 4 windows per level and arm (docs/statistics.md).
+    for (run, arm, url) in [(&a, "A", &url_a), (&b, "B", &url_b)] {
+        let v = &run["schedule"]["options"]["versus"];
+        assert_eq!((&v["pair"], &v["arm"], &v["blocks"], &v["seed"]), (&pair, &arm.into(), &2.into(), &7.into()), "{v}");
+        assert_eq!(run["target"], url.as_str());
+        assert_eq!(run["complete"], true, "{}", run["outcome"]);
+        let levels: Vec<u64> = windows(run).iter().map(|w| w.0).collect();
+        for level in [1, 2] {
+            assert_eq!(levels.iter().filter(|l| **l == level).count(), 4, "{arm}: 2 blocks x 2 windows at {level}: {levels:?}");
+        }
+    }
+    // A B B A in time, at one level.
+    let (wa, wb) = (windows(&a), windows(&b));
+    assert_eq!((wa.len(), wb.len()), (8, 8));
+    for k in (0..8).step_by(2) {
+        assert_eq!(wa[k].0, wb[k].0, "the k-th windows of A and B are at one level");
+        assert!(wa[k].2 <= wb[k].1 && wb[k + 1].2 <= wa[k + 1].1, "A B B A in time: {:?} {:?}", &wa[k..k + 2], &wb[k..k + 2]);
+    }
+    // Each arm loaded its own server, and only while it ran: its nginx
+    // logged what it counted in its windows, the other nginx nothing.
+    for (arm, run, own, other) in [("A", &a, &nginx_a, &nginx_b), ("B", &b, &nginx_b, &nginx_a)] {
+        for step in steps(run) {
+            let (tol, requests) = (tolerance(step), step["requests"].as_f64().unwrap());
+            let ((mine, _, _), (theirs, _, _)) = (logged_in_window(own, step), logged_in_window(other, step));
+            assert_eq!(step["errors_total"], 0, "{arm}: {step}");
+            assert!((requests - mine as f64).abs() <= tol, "{arm}: counted {requests}, its nginx logged {mine} (tolerance {tol}): {step}");
+            assert!(theirs as f64 <= tol, "{arm}: the other nginx served {theirs} requests in this arm's window: {step}");
+        }
+    }
+    // `compare` pairs them window by window, named in either order.
+    let (ia, ib) = (a["id"].to_string(), b["id"].to_string());
+    for (x, y) in [(&ia, &ib), (&ib, &ia)] {
+        let doc = json(&store, &["compare", x, y, "--format", "json"]);
+        let rows = doc["rows"].as_array().unwrap();
+        assert_eq!(rows.iter().map(|r| r["concurrency"].as_u64().unwrap()).collect::<Vec<_>>(), vec![1, 2], "{doc}");
+        for row in rows {
+            let d = row["delta"].as_object().unwrap().values().next().unwrap();
+            assert_eq!((d["method"].as_str(), d["n"].as_u64()), (Some("paired-t"), Some(4)), "4 pairs of windows: {d}");
+            assert!(d["ci95_low_pct"].as_f64().unwrap() <= d["ci95_high_pct"].as_f64().unwrap(), "{d}");
+            assert!(["faster", "slower", "same"].contains(&d["verdict"].as_str().unwrap()), "{d}");
+        }
+    }
 }

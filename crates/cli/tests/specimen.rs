@@ -43,6 +43,10 @@ fn global_lock_caps_throughput_where_scales_rises() {
     let locked = sweep("global-lock");
     assert_matches_schema(&scales);
     assert!(steps(&scales).iter().chain(steps(&locked)).all(|s| s["errors_total"] == 0));
+    // Every connection is served (event loops; a thread each behind the
+    // lock): the lock serializes them, but no client waits for a worker.
+    assert_no_pool_verdicts(&scales, "scales");
+    assert_no_pool_verdicts(&locked, "global-lock");
     let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let scales_ratio = tput(&scales, 1) / tput(&scales, 0);
     let locked_ratio = tput(&locked, 1) / tput(&locked, 0);
@@ -160,6 +164,7 @@ fn every_mode_serves_without_errors() {
             ],
         );
         assert_eq!(run["target"], format!("specimen:{mode}"));
+        assert_no_pool_verdicts(&run, mode);
         for s in steps(&run) {
             assert!(s["requests"].as_u64().unwrap() > 5, "{mode}: {s}");
             assert_eq!(s["errors_total"], 0, "{mode}: {s}");

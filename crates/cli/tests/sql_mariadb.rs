@@ -65,6 +65,8 @@ fn prepare_and_sweep_every_workload() {
     {
         let doc = sweep(&store, &url, "1,3", "300ms", &["--workload", workload]);
         assert_eq!(doc["target"], "mysql://bench@127.0.0.1:".to_string() + &my.port.to_string() + "/bench");
+        // A thread per connection: never short of workers.
+        common::assert_no_pool_verdicts(&doc, workload);
         for s in steps(&doc) {
             let (req, q) = (s["requests"].as_u64().unwrap(), s["queries"].as_u64().unwrap());
             assert!(req > 0, "{workload}: no unit completed: {s}");
@@ -92,6 +94,7 @@ fn prepare_and_sweep_every_workload() {
     }
     let doc = sweep(&store, &url, "2", "300ms", &["--workload", "write", "--no-prepare"]);
     assert!(total(&doc, "queries") > 0 && total(&doc, "errors_total") == 0, "{doc}");
+    common::assert_no_pool_verdicts(&doc, "write --no-prepare");
     // Over the unix socket, and with MyISAM tables.
     ok(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "500", "--engine", "myisam", "--force", "-q"]);
     assert_eq!(
@@ -101,6 +104,7 @@ fn prepare_and_sweep_every_workload() {
     let sock = format!("mysql://root@localhost/bench?socket={}", my.socket().display());
     let doc = sweep(&store, &sock, "2", "300ms", &["--workload", "point-select"]);
     assert!(total(&doc, "queries") > 0 && total(&doc, "errors_total") == 0, "{doc}");
+    common::assert_no_pool_verdicts(&doc, "point-select over the socket, MyISAM");
     assert!(doc.to_string().contains("MariaDB"), "server version recorded");
 }
 
@@ -127,6 +131,7 @@ fn counted_queries_match_the_servers_counters() {
     {
         let before = statements();
         let doc = sweep(&store, &url, "1,3", "400ms", &["--workload", workload]);
+        common::assert_no_pool_verdicts(&doc, workload);
         std::thread::sleep(Duration::from_millis(200));
         let delta = statements() - before;
         let counted = total(&doc, "queries");

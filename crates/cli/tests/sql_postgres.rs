@@ -75,6 +75,8 @@ fn prepare_and_sweep_every_workload() {
     {
         let doc = sweep(&store, &url, "1,3", "300ms", &["--workload", workload]);
         assert_eq!(doc["target"], url.as_str());
+        // A server process per connection: never short of workers.
+        common::assert_no_pool_verdicts(&doc, workload);
         for s in steps(&doc) {
             let (req, q) = (s["requests"].as_u64().unwrap(), s["queries"].as_u64().unwrap());
             assert!(req > 0, "{workload}: no unit completed: {s}");
@@ -104,6 +106,7 @@ fn prepare_and_sweep_every_workload() {
     // Text queries with literals instead of prepared statements.
     let doc = sweep(&store, &url, "2", "300ms", &["--workload", "read-only", "--no-prepare"]);
     assert!(total(&doc, "queries") > 0 && total(&doc, "errors_total") == 0, "{doc}");
+    common::assert_no_pool_verdicts(&doc, "read-only --no-prepare");
     // 14 statements of each of the two tables' transactions.
     assert_eq!(steps(&doc)[0]["statements"].as_array().map(Vec::len), Some(28), "{doc}");
     common::assert_matches_schema(&doc);
@@ -139,6 +142,7 @@ fn counted_queries_match_the_servers_commits() {
         std::thread::sleep(Duration::from_millis(1100));
         let before = xacts();
         let doc = sweep(&store, &url, "1,3", "400ms", &["--workload", workload]);
+        common::assert_no_pool_verdicts(&doc, workload);
         // Backends flush their counters when they exit (clients close at the window's end).
         std::thread::sleep(Duration::from_millis(1500));
         let delta = xacts() - before;
@@ -398,4 +402,104 @@ fn passwords_by_scram_and_md5_and_a_unix_socket() {
     assert!(on_socket >= 2 && over_tcp == 0, "load clients on the unix socket: {on_socket}, over TCP: {over_tcp}");
     let s = &steps(&doc)[0];
     assert!(s["requests"].as_u64().unwrap() > 0 && s["errors_total"] == 0, "{s}");
+}
+
+/// Runs `sweep ARGS` (with `--versus`), once more when a window beside a
+/// CPU hog finished no request at all (a starved client, not what is
+/// tested); returns the two runs, A and B, as `show --json` gives them.
+fn versus_runs(store: &Path, args: &[&str]) -> (Value, Value) {
+    let mut out = run(store, args);
+    if !out.status.success() && stderr(&out).contains("nothing succeeded and nothing failed") {
+        eprintln!("note: retried once, a starved window: {}", stderr(&out));
+        out = run(store, args);
+    }
+    assert!(out.status.success(), "{}", stderr(&out));
+    let show = |id: &str| -> Value { serde_json::from_str(&ok(store, &["show", id, "--json"])).unwrap() };
+    let pair = show("last")["schedule"]["options"]["versus"]["pair"].clone();
+    let id = |k: usize| pair[k].as_i64().unwrap_or_else(|| panic!("no versus pair: {pair}")).to_string();
+    (show(&id(0)), show(&id(1)))
+}
+
+#[test]
+fn versus_interleaves_two_databases_abba_and_compare_pairs_them() {
+    let pg = Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    // B: a second database of the same server, with the same small table.
+    pg.psql("postgres", "CREATE DATABASE bench_b");
+    let (url_a, url_b) = (pg.url(), pg.url().replace("/bench", "/bench_b"));
+    for url in [&url_a, &url_b] {
+        common::prepare_sbtest(&store, url, 1000);
+    }
+    let commits =
+        |db: &str| pg.psql("postgres", &format!("SELECT xact_commit FROM pg_stat_database WHERE datname = '{db}'")).parse::<u64>().unwrap();
+    let (a0, b0) = (commits("bench"), commits("bench_b"));
+    let (a, b) = versus_runs(
+        &store,
+        &[
+            "sweep",
+            &url_a,
+            "--versus",
+            &url_b,
+            "--workload",
+            "point-select",
+            "-c",
+            "1,2",
+            "--repeats",
+            "2",
+            "--warmup",
+            "0.2s",
+            "--duration",
+            "0.5s",
+            "--pause",
+            "0.1s",
+            "--threads",
+            "2",
+            "-q",
+            "--no-tui",
+        ],
+    );
+    let pair = serde_json::json!([a["id"], b["id"]]);
+    // --repeats 2 is one block's worth, and --versus runs at least 2
+    // blocks: 4 windows per level and arm (docs/statistics.md).
+    for (run, arm, url) in [(&a, "A", &url_a), (&b, "B", &url_b)] {
+        let v = &run["schedule"]["options"]["versus"];
+        assert_eq!((&v["pair"], &v["arm"], &v["blocks"]), (&pair, &arm.into(), &2.into()), "{v}");
+        assert_eq!(run["target"], url.as_str());
+        assert_eq!(run["complete"], true, "{}", run["outcome"]);
+        let levels: Vec<u64> = steps(run).iter().map(|s| s["concurrency"].as_u64().unwrap()).collect();
+        for level in [1, 2] {
+            assert_eq!(levels.iter().filter(|l| **l == level).count(), 4, "{arm}: 2 blocks x 2 windows at {level}: {levels:?}");
+        }
+        for s in steps(run) {
+            assert!(s["requests"].as_u64().unwrap() > 0 && s["errors_total"] == 0, "{arm}: {s}");
+        }
+    }
+    // A B B A in time, at one level.
+    let window = |s: &Value| {
+        (s["concurrency"].as_u64().unwrap(), s["window_start_unix_ms"].as_i64().unwrap(), s["window_end_unix_ms"].as_i64().unwrap())
+    };
+    let (wa, wb): (Vec<_>, Vec<_>) = (steps(&a).iter().map(window).collect(), steps(&b).iter().map(window).collect());
+    assert_eq!((wa.len(), wb.len()), (8, 8));
+    for k in (0..8).step_by(2) {
+        assert_eq!(wa[k].0, wb[k].0, "the k-th windows of A and B are at one level");
+        assert!(wa[k].2 <= wb[k].1 && wb[k + 1].2 <= wa[k + 1].1, "A B B A in time: {:?} {:?}", &wa[k..k + 2], &wb[k..k + 2]);
+    }
+    // Each arm queried its own database (backends flush their counters
+    // when they exit: the clients close at each window's end).
+    std::thread::sleep(Duration::from_millis(1500));
+    let (a1, b1) = (commits("bench"), commits("bench_b"));
+    assert!(a1 - a0 >= total(&a, "requests") && b1 - b0 >= total(&b, "requests"), "bench {a0} -> {a1}, bench_b {b0} -> {b1}");
+    // `compare` pairs them window by window, named in either order.
+    let (ia, ib) = (a["id"].to_string(), b["id"].to_string());
+    for (x, y) in [(&ia, &ib), (&ib, &ia)] {
+        let doc: Value = serde_json::from_str(&ok(&store, &["compare", x, y, "--format", "json"])).unwrap();
+        let rows = doc["rows"].as_array().unwrap();
+        assert_eq!(rows.iter().map(|r| r["concurrency"].as_u64().unwrap()).collect::<Vec<_>>(), vec![1, 2], "{doc}");
+        for row in rows {
+            let d = row["delta"].as_object().unwrap().values().next().unwrap();
+            assert_eq!((d["method"].as_str(), d["n"].as_u64()), (Some("paired-t"), Some(4)), "4 pairs of windows: {d}");
+            assert!(["faster", "slower", "same"].contains(&d["verdict"].as_str().unwrap()), "{d}");
+        }
+    }
 }

@@ -135,3 +135,16 @@ pub fn wait_for_steps(store: &Path, n: usize) {
 pub fn verdict_kinds(run: &Value) -> Vec<String> {
     run["verdicts"].as_array().map(|v| v.iter().filter_map(|v| v["kind"].as_str().map(String::from)).collect()).unwrap_or_default()
 }
+
+/// The verdicts about servers that serve only some of their clients
+/// (issue 35), which a healthy server with workers to spare never earns.
+pub const POOL_VERDICTS: [&str; 3] = ["worker-pool", "starved-clients", "thundering-herd"];
+
+/// A run document (a sweep's `--json`, or `diagnose --json`) carries its
+/// diagnosis, and none of [`POOL_VERDICTS`] is in it: on a healthy server
+/// one would be a false positive. The message shows each with its figures.
+pub fn assert_no_pool_verdicts(doc: &Value, what: &str) {
+    let verdicts = doc["verdicts"].as_array().unwrap_or_else(|| panic!("{what}: no diagnosis in the document: {doc}"));
+    let found: Vec<&Value> = verdicts.iter().filter(|v| v["kind"].as_str().is_some_and(|k| POOL_VERDICTS.contains(&k))).collect();
+    assert!(found.is_empty(), "{what}: a healthy server was called short of workers (a false positive): {found:#?}");
+}
