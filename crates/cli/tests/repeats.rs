@@ -70,6 +70,9 @@ fn until_precision_stops_on_precision_and_on_its_bounds() {
     let p = &run1["schedule"]["options"]["precision"];
     assert_eq!(p["stopped"]["1"], "precision", "{p}");
     assert_eq!(p["stopped"]["2"], "precision", "{p}");
+    // The table says which bound ended each level.
+    let table = String::from_utf8_lossy(&run(&store, &["show", "last"]).stdout).into_owned();
+    assert!(table.contains("--until-precision: 1 client, 2 clients within ±50 %."), "{table}");
     let n = levels(&run1);
     for level in [1, 2] {
         let k = n.iter().filter(|l| **l == level).count();
@@ -80,6 +83,8 @@ fn until_precision_stops_on_precision_and_on_its_bounds() {
     assert!(out.status.success(), "{}", stderr(&out));
     let run2 = json(&store, &["show", "last", "--json"]);
     assert_eq!(run2["schedule"]["options"]["precision"]["stopped"]["1"], "max-repeats");
+    let table = String::from_utf8_lossy(&run(&store, &["show", "last"]).stdout).into_owned();
+    assert!(table.contains("--until-precision: 1 client at --max-repeats 4 (wider than ±0.1 %)."), "{table}");
     assert_eq!(levels(&run2).len(), 4);
     assert_eq!(run2["schedule"]["steps"].as_array().unwrap().len(), 4, "the stored plan is what ran");
     // And --max-time before that.

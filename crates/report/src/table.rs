@@ -205,10 +205,85 @@ fn open_loop_columns(rows: &mut [Vec<String>], entries: &[crate::levels::Entry])
 pub fn run_notes(run: &Run) -> String {
     let mut out = crate::levels::notes(&crate::levels::entries(run));
     out.push_str(&starved_notes(run));
+    if let Some(note) = precision_note(run) {
+        out.push_str(&note);
+    }
     if let Some(note) = open_loop_note(run) {
         out.push_str(&note);
     }
+    if let Some(note) = http_note(run) {
+        out.push_str(&note);
+    }
     out
+}
+
+/// What an HTTP run spoke, when it was chosen rather than assumed: HTTP/2
+/// (h2 by ALPN, h2c by prior knowledge) with each level's connections x
+/// streams, or HTTP/1.1 where `--http auto` found an https:// server that
+/// did not choose h2. None for HTTP/1.1 as asked, the specimen and other kinds.
+/// `--until-precision`: which bound ended each level (its precision, or
+/// `--max-repeats`, `--max-time`, an interrupt), from the stored
+/// `precision` option, levels with the same end named together.
+fn precision_note(run: &Run) -> Option<String> {
+    let p = run.plan.options.get("precision")?;
+    let target = p.get("target_pct")?.as_f64()?;
+    let stopped = p.get("stopped")?.as_object()?;
+    let open_loop = run.plan.steps.iter().any(|s| s.open_loop.is_some());
+    let mut levels: Vec<(f64, &serde_json::Value)> = stopped.iter().filter_map(|(k, v)| Some((k.parse::<f64>().ok()?, v))).collect();
+    levels.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut ends: Vec<(String, Vec<String>)> = Vec::new();
+    for (level, stop) in levels {
+        let words = if open_loop { crate::fmt::level_words(Some(level), 0) } else { crate::fmt::level_words(None, level.round() as u32) };
+        let end = match stop.as_str() {
+            Some("precision") => format!("within ±{} %", target),
+            Some("max-repeats") => {
+                format!("at --max-repeats {} (wider than ±{} %)", p.get("max_repeats").and_then(|m| m.as_u64()).unwrap_or(0), target)
+            }
+            Some("max-time") => format!("at --max-time (wider than ±{} %)", target),
+            Some("interrupted") => "interrupted".to_string(),
+            Some(other) => other.to_string(),
+            None => "not reached".to_string(),
+        };
+        match ends.iter_mut().find(|(e, _)| *e == end) {
+            Some((_, levels)) => levels.push(words),
+            None => ends.push((end, vec![words])),
+        }
+    }
+    if ends.is_empty() {
+        return None;
+    }
+    let said: Vec<String> = ends.into_iter().map(|(end, levels)| format!("{} {end}", levels.join(", "))).collect();
+    Some(format!("--until-precision: {}.\n", said.join("; ")))
+}
+
+fn http_note(run: &Run) -> Option<String> {
+    let protocol = run.plan.http_protocol()?;
+    if protocol == "http/1.1" {
+        let auto = run.plan.options.get("http").and_then(|v| v.as_str()) == Some("auto");
+        return (auto && run.plan.target.starts_with("https://"))
+            .then(|| "HTTP/1.1: the server did not choose HTTP/2 (h2) by ALPN (--http auto).\n".to_string());
+    }
+    let streams = run.plan.streams().unwrap_or(1);
+    let how = if protocol == "h2" { "h2 by ALPN over TLS" } else { "h2c, prior knowledge" };
+    let mut levels: Vec<String> = Vec::new();
+    for s in &run.steps {
+        let text = format!("{} = {} x {streams}", s.concurrency, run.plan.connections(s.concurrency));
+        if !levels.contains(&text) {
+            levels.push(text);
+        }
+    }
+    let mut out = format!(
+        "HTTP/2 ({how}): a level's concurrency is its streams in flight, connections x {streams} stream(s) each{}{}.\n",
+        if levels.is_empty() { "" } else { ": " },
+        levels.join(", ")
+    );
+    if let Some(max) = run.plan.options.get("server_max_streams").and_then(|v| v.as_u64()).filter(|m| *m < u64::from(streams)) {
+        out.push_str(&format!(
+            "note: the server allows {max} streams per connection (SETTINGS_MAX_CONCURRENT_STREAMS): the other {} of each connection's clients waited for a stream to end.\n",
+            u64::from(streams) - max
+        ));
+    }
+    Some(out)
 }
 
 /// A line per closed-loop step where some clients completed nothing: such
