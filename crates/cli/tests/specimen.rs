@@ -8,7 +8,7 @@ use serde_json::Value;
 fn sweep(mode: &str) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
-    json(
+    json_sweep(
         &store,
         &[
             "sweep",
