@@ -135,6 +135,27 @@ impl RunPlan {
         self.options.get("client_net").and_then(|v| v.as_str())
     }
 
+    /// The HTTP version the load spoke, as ALPN names it: `http/1.1`, `h2`
+    /// (over TLS) or `h2c` (cleartext) (options `http_protocol`); None for
+    /// the specimen, other kinds and runs stored before it was recorded.
+    pub fn http_protocol(&self) -> Option<&str> {
+        self.options.get("http_protocol").and_then(|v| v.as_str())
+    }
+
+    /// HTTP/2: the streams (clients) per connection (options `streams`);
+    /// a step's concurrency is its connections x this. None: one client
+    /// per connection (HTTP/1.1, SQL, Redis).
+    pub fn streams(&self) -> Option<u32> {
+        self.options.get("streams").and_then(|v| v.as_u64()).and_then(|n| u32::try_from(n).ok()).filter(|n| *n > 0)
+    }
+
+    /// The connections a step of `concurrency` clients opened: one per
+    /// client, or one per [`RunPlan::streams`] clients (the last perhaps
+    /// carrying fewer).
+    pub fn connections(&self, concurrency: u32) -> u32 {
+        concurrency.div_ceil(self.streams().unwrap_or(1))
+    }
+
     /// The client threads in words: "2", "2 bound to CPUs 0,1" when the
     /// run bound each event loop to a CPU (options `client_cpus`), and
     /// ", 100 µs slice" when they ran with a slice of their own (options
@@ -231,6 +252,10 @@ mod tests {
         assert_eq!(plan.client_threads_text(), "2 bound to CPUs 0,3");
         plan.options.insert("client_slice_us".into(), 100.into());
         assert_eq!(plan.client_threads_text(), "2 bound to CPUs 0,3, 100 µs slice");
+        assert_eq!((plan.http_protocol(), plan.streams(), plan.connections(16)), (None, None, 16));
+        plan.options.insert("http_protocol".into(), "h2c".into());
+        plan.options.insert("streams".into(), 4.into());
+        assert_eq!((plan.http_protocol(), plan.streams(), plan.connections(16), plan.connections(6)), (Some("h2c"), Some(4), 4, 2));
     }
 
     #[test]

@@ -12,6 +12,9 @@ use crate::text::redact_url;
 pub enum TargetKind {
     Http,
     Https,
+    /// `h2c://`: HTTP/2 over cleartext TCP by prior knowledge (no upgrade,
+    /// no TLS), as `http://` with `--http 2`.
+    H2c,
     /// `postgres://` or `postgresql://`.
     Postgres,
     /// `mysql://` or `mariadb://`.
@@ -33,6 +36,8 @@ pub enum TargetKind {
 pub enum OptionFamily {
     /// How an HTTP request is made and sent.
     Http,
+    /// Which HTTP version is spoken, and HTTP/2's streams per connection.
+    Http2,
     /// A named workload (SQL and Redis).
     Workload,
     /// A SQL workload of the user's own.
@@ -45,8 +50,8 @@ pub enum OptionFamily {
 
 impl OptionFamily {
     /// Every family, in the order messages and docs list them.
-    pub const ALL: [OptionFamily; 5] =
-        [OptionFamily::Http, OptionFamily::Workload, OptionFamily::Sql, OptionFamily::Redis, OptionFamily::Specimen];
+    pub const ALL: [OptionFamily; 6] =
+        [OptionFamily::Http, OptionFamily::Http2, OptionFamily::Workload, OptionFamily::Sql, OptionFamily::Redis, OptionFamily::Specimen];
 
     /// The family's options, as `sweep --help` names them.
     pub fn options(self) -> &'static [&'static str] {
@@ -54,6 +59,7 @@ impl OptionFamily {
             OptionFamily::Http => {
                 &["-H/--header", "-X/--method", "--body", "--body-file", "--no-keepalive", "--url-file", "--insecure", "--source-address"]
             }
+            OptionFamily::Http2 => &["--http", "--streams"],
             OptionFamily::Workload => &["--workload"],
             OptionFamily::Sql => &["--workload-file", "--no-prepare"],
             OptionFamily::Redis => &["--pipeline", "--keyspace", "--value-size"],
@@ -65,6 +71,7 @@ impl OptionFamily {
     pub fn for_what(self) -> &'static str {
         match self {
             OptionFamily::Http => "HTTP targets",
+            OptionFamily::Http2 => "http://, https:// and h2c:// targets",
             OptionFamily::Workload => "SQL and Redis targets",
             OptionFamily::Sql => "SQL targets",
             OptionFamily::Redis => "Redis targets",
@@ -83,7 +90,8 @@ impl OptionFamily {
 /// for its case at compile time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Driver {
-    /// HTTP/1.1 (`drive::http`); the specimen is an HTTP server too.
+    /// HTTP: HTTP/1.1 (`drive::http`) or HTTP/2 (`drive::http2`), as
+    /// `--http` and the server's ALPN choose; the specimen speaks HTTP/1.1.
     Http,
     /// PostgreSQL and MySQL wire protocols (`drive::sql`).
     Sql,
@@ -122,9 +130,10 @@ pub struct Capabilities {
 
 impl TargetKind {
     /// Every kind, in the order docs list them.
-    pub const ALL: [TargetKind; 7] = [
+    pub const ALL: [TargetKind; 8] = [
         TargetKind::Http,
         TargetKind::Https,
+        TargetKind::H2c,
         TargetKind::Postgres,
         TargetKind::Mysql,
         TargetKind::Redis,
@@ -137,7 +146,7 @@ impl TargetKind {
         const HTTP: Capabilities = Capabilities {
             noun: "an HTTP target",
             driver: Some(Driver::Http),
-            options: &[OptionFamily::Http],
+            options: &[OptionFamily::Http, OptionFamily::Http2],
             persistent_connections: false,
             prepares: false,
             db_probe: false,
@@ -159,6 +168,8 @@ impl TargetKind {
         match self {
             TargetKind::Http => HTTP,
             TargetKind::Https => Capabilities { tls: true, ..HTTP },
+            // HTTP/2 keeps its connections whatever the options: streams share them.
+            TargetKind::H2c => Capabilities { noun: "an HTTP/2 target over cleartext (h2c)", persistent_connections: true, ..HTTP },
             TargetKind::Postgres => Capabilities { process_per_connection: true, ..SQL },
             TargetKind::Mysql => SQL,
             // A session per client, a keyspace to fill, its own INFO.
@@ -186,6 +197,7 @@ impl TargetKind {
         match self {
             TargetKind::Http => "http://",
             TargetKind::Https => "https://",
+            TargetKind::H2c => "h2c://",
             TargetKind::Postgres => "postgres://, postgresql://",
             TargetKind::Mysql => "mysql://, mariadb://",
             TargetKind::Redis => "redis://, rediss://",
@@ -204,7 +216,7 @@ impl TargetKind {
     /// The port a URL of this kind means when it names none.
     pub fn default_port(self) -> Option<u16> {
         match self {
-            TargetKind::Http => Some(80),
+            TargetKind::Http | TargetKind::H2c => Some(80),
             TargetKind::Https => Some(443),
             TargetKind::Postgres => Some(5432),
             TargetKind::Mysql => Some(3306),
@@ -217,6 +229,7 @@ impl TargetKind {
         match scheme.to_ascii_lowercase().as_str() {
             "http" => Some(TargetKind::Http),
             "https" => Some(TargetKind::Https),
+            "h2c" => Some(TargetKind::H2c),
             "postgres" | "postgresql" => Some(TargetKind::Postgres),
             "mysql" | "mariadb" => Some(TargetKind::Mysql),
             "redis" | "rediss" => Some(TargetKind::Redis),
@@ -230,7 +243,7 @@ impl TargetKind {
 pub enum TargetError {
     #[error("the target is not a URL")]
     NotUrl,
-    #[error("invalid URL '{0}': scheme must be http or https (or postgres://, mysql:// for a database, redis:// for Redis)")]
+    #[error("invalid URL '{0}': scheme must be http or https (or h2c:// for HTTP/2 without TLS, postgres://, mysql:// for a database, redis:// for Redis)")]
     Scheme(String),
     #[error("invalid URL '{0}': no host")]
     NoHost(String),
@@ -413,6 +426,14 @@ mod tests {
         assert_eq!(hp("mariadb://root@db.lan/x"), (TargetKind::Mysql, "db.lan".into(), Some(3306), false));
         assert_eq!(hp("mysql://root@/db?socket=/tmp/my.sock"), (TargetKind::Mysql, "127.0.0.1".into(), Some(3306), true));
         assert_eq!(hp("http://h:/"), (TargetKind::Http, "h".into(), Some(80), false), "an empty port is the default");
+        assert_eq!(hp("h2c://127.0.0.1:8080/x"), (TargetKind::H2c, "127.0.0.1".into(), Some(8080), true));
+        assert_eq!(hp("H2C://h/"), (TargetKind::H2c, "h".into(), Some(80), false));
+        let h2c = TargetKind::H2c.capabilities();
+        assert!(h2c.driver == Some(crate::Driver::Http) && h2c.persistent_connections && !h2c.tls);
+        assert!(
+            TargetKind::Specimen.refused(&["--streams"]) == ["--streams"]
+                && TargetKind::H2c.refused(&["--streams", "-H/--header"]).is_empty()
+        );
         assert!(TargetKind::Mysql.capabilities().driver == Some(crate::Driver::Sql) && TargetKind::Https.capabilities().tls);
     }
 

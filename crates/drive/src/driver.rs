@@ -12,6 +12,22 @@ pub trait Driver: Send + Sync + 'static {
     /// opens it).
     fn client(&self, ctx: ClientCtx) -> Self::Client;
 
+    /// How many clients share one connection: 1 (each client owns its
+    /// connection) but for HTTP/2, whose connections carry `--streams`
+    /// clients at once, one stream each. The engine places the clients of
+    /// one connection on one worker thread ([`ClientCtx::connection`]).
+    fn clients_per_connection(&self) -> u32 {
+        1
+    }
+
+    /// The clients of one worker thread, made together (no I/O yet): a
+    /// protocol whose clients share a connection (HTTP/2) ties the clients
+    /// of one [`ClientCtx::connection`] together here; the others make
+    /// each on its own with [`Driver::client`].
+    fn clients(&self, ctxs: &[ClientCtx]) -> Vec<Self::Client> {
+        ctxs.iter().map(|c| self.client(*c)).collect()
+    }
+
     /// Names of the statements whose latency clients report on their own
     /// (see [`Client::statement_times`]); empty for protocols without them.
     fn statement_names(&self) -> Vec<String> {
@@ -32,13 +48,25 @@ pub struct ClientCtx {
     /// not epoll waiters; see `scalelab_wire::stream::Stream::settle`). False outside
     /// the engine's worker threads.
     pub owns_one_connection: bool,
+    /// The connection the client sends on, 0-based in the step: its own
+    /// (`id`) unless the driver shares connections
+    /// ([`Driver::clients_per_connection`]), when it is
+    /// `id / clients_per_connection`; every client of one connection is on
+    /// one worker thread.
+    pub connection: u32,
 }
 
 impl ClientCtx {
     /// Client `id` on a thread that may run other work too (a preflight, a
-    /// check, or a worker thread with several clients).
+    /// check, or a worker thread with several clients), on a connection of
+    /// its own.
     pub fn new(id: u32) -> ClientCtx {
-        ClientCtx { id, owns_one_connection: false }
+        ClientCtx { id, owns_one_connection: false, connection: id }
+    }
+
+    /// The same client, on connection `connection` (shared with others).
+    pub fn on_connection(self, connection: u32) -> ClientCtx {
+        ClientCtx { connection, ..self }
     }
 
     /// The same client, on a thread whose only connection is its own (`sole`).

@@ -16,6 +16,7 @@ pub mod cpu;
 pub mod driver;
 pub mod engine;
 pub mod http;
+pub mod http2;
 pub mod redis;
 pub mod rounds;
 pub mod sql;

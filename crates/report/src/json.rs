@@ -32,9 +32,20 @@ pub fn run_json(run: &Run) -> Value {
             "steps": run.plan.steps,
             "options": run.plan.options,
         },
-        "steps": run.steps.iter().map(|s| step_json(s, first)).collect::<Vec<_>>(),
+        "steps": run.steps.iter().map(|s| with_streams(step_json(s, first), s, run)).collect::<Vec<_>>(),
         "levels": levels_json(run),
     })
+}
+
+/// HTTP/2: a step's `connections` and `streams` (per connection) beside
+/// its `concurrency` (streams in flight, connections x streams); absent
+/// for runs with a connection per client.
+fn with_streams(mut v: Value, step: &StepResult, run: &Run) -> Value {
+    if let (Some(streams), Value::Object(m)) = (run.plan.streams(), &mut v) {
+        m.insert("connections".into(), json!(run.plan.connections(step.concurrency)));
+        m.insert("streams".into(), json!(streams));
+    }
+    v
 }
 
 /// A figure's 95 % interval as JSON (`{"low", "high", "method", "n"}`), or null.

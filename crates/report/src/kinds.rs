@@ -44,6 +44,7 @@ pub fn target_kinds_markdown() -> String {
 fn family_name(f: OptionFamily) -> &'static str {
     match f {
         OptionFamily::Http => "HTTP",
+        OptionFamily::Http2 => "HTTP version",
         OptionFamily::Workload => "workload",
         OptionFamily::Sql => "SQL",
         OptionFamily::Redis => "Redis",

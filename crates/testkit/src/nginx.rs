@@ -1,5 +1,7 @@
 //! A private nginx: one worker, 127.0.0.1 on a free port, everything (config,
-//! pid, logs, temp paths, docroot) inside a temp dir.
+//! pid, logs, temp paths, docroot) inside a temp dir; optionally HTTPS with a
+//! self-signed certificate and HTTP/2 (h2c on a port of its own, h2 by ALPN
+//! on the HTTPS port).
 
 use crate::{find_program, free_port, wait_listening};
 use std::fs;
@@ -14,17 +16,36 @@ pub struct Nginx {
     host: String,
     /// HTTPS port (self-signed certificate for `localhost`), when started with TLS.
     pub tls_port: Option<u16>,
+    /// HTTP/2 over cleartext (prior knowledge, `listen ... http2`), when
+    /// started with [`NginxOptions::http2`].
+    pub h2c_port: Option<u16>,
     dir: tempfile::TempDir,
     master_pid: i32,
 }
 
-/// One line of the access log: when the request finished, its status and URI.
+/// One line of the access log: when the request finished, its status, URI
+/// and protocol.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LogLine {
     /// Unix time in milliseconds (nginx `$msec`, ms resolution).
     pub unix_ms: f64,
     pub status: u16,
     pub uri: String,
+    /// `$server_protocol`: `HTTP/1.1`, `HTTP/2.0`.
+    pub protocol: String,
+}
+
+/// What a private nginx serves beyond HTTP/1.1 on its `port`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NginxOptions {
+    /// HTTPS on `tls_port`, with a fresh self-signed certificate.
+    pub tls: bool,
+    /// HTTP/2: h2c (prior knowledge) on `h2c_port`, and with `tls` h2
+    /// offered by ALPN on `tls_port` (beside http/1.1).
+    pub http2: bool,
+    /// nginx's `keepalive_requests` (default 1,000,000): after this many
+    /// requests a connection is closed, an HTTP/2 one with GOAWAY.
+    pub keepalive_requests: Option<u32>,
 }
 
 impl Nginx {
@@ -36,17 +57,22 @@ impl Nginx {
 
     /// Starts nginx, also serving HTTPS with a fresh self-signed certificate when `tls`.
     pub fn start_with(tls: bool) -> Nginx {
-        Self::launch(tls, None)
+        Self::launch(NginxOptions { tls, ..Default::default() }, None)
+    }
+
+    /// Starts nginx with these options (HTTPS, HTTP/2, a request limit per connection).
+    pub fn start_opts(o: NginxOptions) -> Nginx {
+        Self::launch(o, None)
     }
 
     /// Starts nginx inside the network namespace `ns`, listening on
     /// `addr:8080` there (the namespace has its own ports; its master and
     /// workers live in it, so only that namespace sees the socket).
     pub fn start_in_netns(ns: &str, addr: &str) -> Nginx {
-        Self::launch(false, Some((ns, addr)))
+        Self::launch(NginxOptions::default(), Some((ns, addr)))
     }
 
-    fn launch(tls: bool, netns: Option<(&str, &str)>) -> Nginx {
+    fn launch(o: NginxOptions, netns: Option<(&str, &str)>) -> Nginx {
         let bin = find_program("nginx").expect("nginx is not installed: run ./scripts/test.sh, which installs it");
         let dir = tempfile::Builder::new().prefix("scalelab-nginx-").tempdir().expect("temp dir");
         let d = dir.path();
@@ -63,7 +89,10 @@ impl Nginx {
             Some((_, addr)) => (addr.to_string(), 8080),
             None => ("127.0.0.1".to_string(), free_port()),
         };
-        let tls_port = tls.then(free_port);
+        let tls_port = o.tls.then(free_port);
+        let h2c_port = o.http2.then(free_port);
+        let h2 = if o.http2 { " http2" } else { "" };
+        let h2c_listen = h2c_port.map(|p| format!("listen {host}:{p} http2;")).unwrap_or_default();
         let tls_server = match tls_port {
             None => String::new(),
             Some(p) => {
@@ -77,7 +106,7 @@ impl Nginx {
                     .expect("openssl is not installed: run ./scripts/test.sh, which installs it");
                 assert!(ok.status.success(), "openssl failed: {}", String::from_utf8_lossy(&ok.stderr));
                 format!(
-                    "server {{ listen 127.0.0.1:{p} ssl; ssl_certificate {d}/cert.pem; ssl_certificate_key {d}/key.pem; root {d}/www; location / {{ }} }}",
+                    "server {{ listen 127.0.0.1:{p} ssl{h2}; ssl_certificate {d}/cert.pem; ssl_certificate_key {d}/key.pem; root {d}/www; location / {{ }} }}",
                     d = d.display()
                 )
             }
@@ -89,12 +118,12 @@ error_log {d}/logs/error.log warn;
 daemon on;
 events {{ worker_connections 4096; }}
 http {{
-    log_format timed '$msec $status $request_uri';
+    log_format timed '$msec $status $request_uri $server_protocol';
     access_log {d}/logs/access.log timed;
-    sendfile on;
+    sendfile {sendfile};
     tcp_nodelay on;
     keepalive_timeout 65;
-    keepalive_requests 1000000;
+    keepalive_requests {keepalive_requests};
     default_type application/octet-stream;
     types {{ text/html html; }}
     client_body_temp_path {d}/tmp/body;
@@ -104,6 +133,7 @@ http {{
     scgi_temp_path {d}/tmp/scgi;
     server {{
         listen {host}:{port} backlog=4096;
+        {h2c_listen}
         root {d}/www;
         location = /fail {{ return 503; }}
         location / {{ }}
@@ -111,7 +141,12 @@ http {{
     {tls_server}
 }}
 "#,
-            d = d.display()
+            d = d.display(),
+            keepalive_requests = o.keepalive_requests.unwrap_or(1_000_000),
+            // With sendfile nginx 1.22 writes an HTTP/2 response's DATA apart
+            // from its HEADERS, with Nagle on: the DATA waits for the client's
+            // delayed ACK, 40 ms a response at one stream (h2load sees the same).
+            sendfile = if o.http2 { "off" } else { "on" },
         );
         fs::write(d.join("nginx.conf"), conf).expect("nginx.conf");
         let mut cmd = match netns {
@@ -147,7 +182,10 @@ http {{
             Some(_) => crate::wait_listening_in(master_pid, port, Duration::from_secs(10)),
         };
         assert!(listening, "nginx did not listen on {host}:{port}");
-        Nginx { port, host, tls_port, dir, master_pid }
+        for p in tls_port.into_iter().chain(h2c_port).filter(|_| netns.is_none()) {
+            assert!(wait_listening(p, Duration::from_secs(10)), "nginx did not listen on {host}:{p}");
+        }
+        Nginx { port, host, tls_port, h2c_port, dir, master_pid }
     }
 
     /// `http://HOST:PORT{path}` (HOST 127.0.0.1, or the namespace's address).
@@ -174,7 +212,8 @@ http {{
                 let unix_ms = it.next()?.parse::<f64>().ok()? * 1000.0;
                 let status = it.next()?.parse().ok()?;
                 let uri = it.next().unwrap_or("").to_string();
-                Some(LogLine { unix_ms, status, uri })
+                let protocol = it.next().unwrap_or("").to_string();
+                Some(LogLine { unix_ms, status, uri, protocol })
             })
             .collect()
     }

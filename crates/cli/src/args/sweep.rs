@@ -46,7 +46,7 @@ pub struct RepeatArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct SweepArgs {
-    /// Target URL: http:// or https://, postgres:// or postgresql://, mysql:// or mariadb://
+    /// Target URL: http:// or https://, h2c:// (HTTP/2 without TLS), postgres:// or postgresql://, mysql:// or mariadb://
     /// (docs/workloads.md). Omit to sweep the built-in specimen.
     pub target: Option<String>,
     /// Concurrency levels (virtual clients), in order [default: 1,2,5,10,20,35,50].
@@ -128,6 +128,14 @@ pub struct SweepArgs {
     /// Accept any TLS certificate (self-signed test servers).
     #[arg(long)]
     pub insecure: bool,
+    /// HTTP version: 1.1, 2 (h2c by prior knowledge on http://, h2 by ALPN on https://) or auto (h2 where an
+    /// https:// server offers it, HTTP/1.1 otherwise) [default: auto; h2c:// is 2].
+    #[arg(long, value_name = "1.1|2|auto")]
+    pub http: Option<String>,
+    /// HTTP/2: concurrent streams per connection (h2load's -m); -c then counts connections, and a step's
+    /// concurrency is connections x streams [default: 1].
+    #[arg(long, value_name = "N")]
+    pub streams: Option<u32>,
     /// HTTP: make connections from these local addresses in turn (comma list,
     /// e.g. 127.0.0.1,127.0.0.2): one source address has ~28k ports toward
     /// one server address, so more connections need more sources.

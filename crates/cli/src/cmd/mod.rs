@@ -7,6 +7,7 @@ mod capacity;
 mod client_net;
 mod compare;
 mod fd_limit;
+mod http2_sweep;
 mod install;
 mod levels;
 mod micro;

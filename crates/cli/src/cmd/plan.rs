@@ -9,8 +9,9 @@ use super::levels::{load_levels, profile_steps};
 use crate::args::{AgentLoss, SweepArgs};
 use crate::error::bad;
 use scalelab_analyze::Assertion;
-use scalelab_core::{parse_duration, Driver, OptionFamily, StepPlan, Target, TargetKind};
+use scalelab_core::{parse_duration, Driver, OptionFamily, StepPlan, Target, TargetKind, MAX_CONCURRENCY};
 use scalelab_drive::http::{parse_url_file, HttpConfig, RequestSpec, StatusMatch};
+use scalelab_drive::http2::{HttpVersion, MAX_STREAMS};
 use scalelab_drive::redis::{RedisConfig, RedisWorkload};
 use scalelab_drive::sql::workload::{parse_workload_file, Workload};
 use scalelab_drive::sql::SqlUrl;
@@ -67,6 +68,14 @@ pub enum LoadPlan {
         config: HttpConfig,
         /// `--expect-status` as given, for messages.
         expect_status: String,
+        /// `--http` (auto when not given; an h2c:// target is HTTP/2, and
+        /// auto is HTTP/1.1 with --no-keepalive or --agent, which HTTP/2
+        /// does not serve): `cmd/http2_sweep.rs` settles it, asking an
+        /// https:// server by ALPN under auto.
+        version: HttpVersion,
+        /// `--streams`: clients (HTTP/2 streams) per connection, 1 for
+        /// HTTP/1.1; the steps' concurrency is already connections x streams.
+        streams: u32,
     },
     Sql(SqlPlan),
     Redis(RedisConfig),
@@ -160,6 +169,7 @@ impl SweepPlan {
             Some(Err(_)) => TargetKind::Http,
         };
         refuse_options_that_do_not_apply(&a, kind)?;
+        let (version, streams) = http_version(&a, kind)?;
         let agents = agent_plan(&a)?;
         let client_net = super::client_net::check(&a)?;
         if let Some(t) = &a.target {
@@ -179,10 +189,15 @@ impl SweepPlan {
         if a.client_slice_us != 0 && !(100..=100_000).contains(&a.client_slice_us) {
             return Err(bad("--client-slice-us must be 0 (the kernel's default) or 100 to 100000"));
         }
+        // HTTP/2: -c counts connections, each with `streams` clients (an
+        // open loop's --max-in-flight is already requests in flight).
+        if levels.iter().any(|&(c, open)| open.is_none() && u64::from(c) * u64::from(streams) > u64::from(MAX_CONCURRENCY)) {
+            return Err(bad(format!("-c x --streams must stay at most {MAX_CONCURRENCY} streams in flight per step")));
+        }
         let steps = levels
             .iter()
             .map(|&(c, open_loop)| StepPlan {
-                concurrency: c,
+                concurrency: if open_loop.is_none() { c * streams } else { c },
                 warmup_s: warmup.as_secs_f64(),
                 window_s: window.as_secs_f64(),
                 pause_s: pause.as_secs_f64(),
@@ -206,8 +221,16 @@ impl SweepPlan {
             }
             (target, mode) => {
                 // The specimen's URL is known once it has started: a placeholder checks the options.
-                let config = http_config(&a, a.target.as_deref().unwrap_or("http://127.0.0.1/"))?;
-                let load = LoadPlan::Http { config, expect_status: a.expect_status.clone() };
+                let mut config = http_config(&a, a.target.as_deref().unwrap_or("http://127.0.0.1/"))?;
+                if kind == TargetKind::H2c {
+                    // h2c:// is http:// spoken as HTTP/2 from the first byte.
+                    for r in &mut config.requests {
+                        if r.url.get(..6).is_some_and(|s| s.eq_ignore_ascii_case("h2c://")) {
+                            r.url = format!("http://{}", &r.url[6..]);
+                        }
+                    }
+                }
+                let load = LoadPlan::Http { config, expect_status: a.expect_status.clone(), version, streams };
                 match (target, mode) {
                     (Some(parsed), _) => (parsed.map_err(|e| bad(e.to_string()))?, None, load),
                     (None, mode) => {
@@ -316,6 +339,49 @@ fn sampling(a: &SweepArgs) -> anyhow::Result<Duration> {
         return Err(bad("--sample-interval must be at least 100ms and --thread-sample-hz between 0 and 1000"));
     }
     Ok(sample_interval)
+}
+
+/// `--http` and `--streams`, checked against the target and the other
+/// options: the HTTP version asked (an h2c:// target's is 2; auto is 1.1
+/// where HTTP/2 cannot serve: --no-keepalive, --agent) and the streams
+/// per connection (1 without HTTP/2).
+fn http_version(a: &SweepArgs, kind: TargetKind) -> anyhow::Result<(HttpVersion, u32)> {
+    let given = a.http.as_deref().map(HttpVersion::parse).transpose().map_err(bad)?;
+    let agents = agents_wanted(a);
+    let version = match (kind, given) {
+        (TargetKind::H2c, Some(HttpVersion::Http11)) => {
+            return Err(bad("--http 1.1 does not apply to an h2c:// target (HTTP/2 by prior knowledge): give its http:// URL"))
+        }
+        (TargetKind::H2c, _) => HttpVersion::Http2,
+        (_, Some(v)) => v,
+        (_, None) if a.no_keepalive || agents => HttpVersion::Http11,
+        (_, None) => HttpVersion::Auto,
+    };
+    let streams = a.streams.unwrap_or(1);
+    if !(1..=MAX_STREAMS).contains(&streams) {
+        return Err(bad(format!("--streams must be 1 to {MAX_STREAMS} streams per connection")));
+    }
+    if version == HttpVersion::Http2 && a.no_keepalive {
+        return Err(bad(
+            "--no-keepalive does not apply to HTTP/2 (its connections stay open and carry the streams): drop it, or give --http 1.1",
+        ));
+    }
+    if agents && (version == HttpVersion::Http2 || streams > 1) {
+        return Err(bad("load agents (--agent) send HTTP/1.1 only: drop --agent, or drop --http 2, --streams and h2c://"));
+    }
+    let h2_possible = match version {
+        HttpVersion::Http2 => true,
+        HttpVersion::Http11 => false,
+        HttpVersion::Auto => kind == TargetKind::Https,
+    };
+    if streams > 1 && !h2_possible {
+        return Err(bad(match (version, a.no_keepalive) {
+            (_, true) => "--streams needs HTTP/2, whose connections stay open: drop --streams or --no-keepalive",
+            (HttpVersion::Http11, _) if given.is_some() => "--streams needs HTTP/2: drop it, or drop --http 1.1",
+            _ => "--streams needs HTTP/2, which an http:// target speaks only when asked: give --http 2 (h2c, prior knowledge) or an h2c:// URL",
+        }));
+    }
+    Ok((version, streams))
 }
 
 /// The HTTP request set: one URL (or `--url-file`'s), headers, body, timeout.
@@ -446,7 +512,7 @@ pub fn specimen_work_us(a: &SweepArgs) -> u64 {
 
 /// Every option that acts on some kinds of target only, and whether the
 /// user gave it; the kinds' [`OptionFamily`] tables say which apply where.
-fn kind_options(a: &SweepArgs) -> [(&'static str, bool); 18] {
+fn kind_options(a: &SweepArgs) -> [(&'static str, bool); 20] {
     [
         ("-H/--header", !a.headers.is_empty()),
         ("-X/--method", a.method.is_some()),
@@ -456,6 +522,8 @@ fn kind_options(a: &SweepArgs) -> [(&'static str, bool); 18] {
         ("--url-file", a.url_file.is_some()),
         ("--insecure", a.insecure),
         ("--source-address", !a.source_address.is_empty()),
+        ("--http", a.http.is_some()),
+        ("--streams", a.streams.is_some()),
         ("--workload", a.workload.is_some()),
         ("--workload-file", a.workload_file.is_some()),
         ("--no-prepare", a.no_prepare),
@@ -587,6 +655,57 @@ mod tests {
         assert_eq!(err.to_string(), "--pipeline must be 1 to 10000 commands per round trip");
         let err = SweepPlan::from_args(sweep_args(&["postgres://u@127.0.0.1:1/db"])).err().unwrap();
         assert!(err.to_string().starts_with("a SQL target needs --workload NAME"), "{err}");
+    }
+
+    #[test]
+    fn the_http_version_and_streams_are_planned_and_checked_once() {
+        use scalelab_drive::http2::HttpVersion;
+        let plan = |args: &[&str]| SweepPlan::from_args(sweep_args(args));
+        let err = |args: &[&str]| plan(args).err().expect("refused").to_string();
+        let p = plan(&["h2c://127.0.0.1:1/x?y", "-c", "1,4", "--streams", "4"]).unwrap();
+        let super::LoadPlan::Http { config, version, streams, .. } = &p.load else { panic!("an HTTP load") };
+        assert_eq!((*version, *streams, config.requests[0].url.as_str()), (HttpVersion::Http2, 4, "http://127.0.0.1:1/x?y"));
+        assert_eq!(p.steps.iter().map(|s| s.concurrency).collect::<Vec<_>>(), [4, 16], "connections x streams");
+        // An open loop's in-flight bound is requests already: not multiplied.
+        let p = plan(&["http://127.0.0.1:1/", "--http", "2", "--streams", "8", "--rate", "100", "--max-in-flight", "16"]).unwrap();
+        assert_eq!((p.steps[0].concurrency, p.steps[0].open_loop.unwrap().max_in_flight), (16, 16));
+        let version_of = |args: &[&str]| match plan(args).unwrap().load {
+            super::LoadPlan::Http { version, .. } => version,
+            _ => panic!("an HTTP load"),
+        };
+        assert_eq!(version_of(&["https://127.0.0.1:1/"]), HttpVersion::Auto);
+        assert_eq!(version_of(&["https://127.0.0.1:1/", "--no-keepalive"]), HttpVersion::Http11, "a connection per request is HTTP/1.1");
+        assert_eq!(version_of(&["http://127.0.0.1:1/", "--http", "1.1", "--streams", "1"]), HttpVersion::Http11);
+        assert_eq!(
+            err(&["http://127.0.0.1:1/", "--streams", "4"]),
+            "--streams needs HTTP/2, which an http:// target speaks only when asked: give --http 2 (h2c, prior knowledge) or an h2c:// URL"
+        );
+        assert_eq!(
+            err(&["https://127.0.0.1:1/", "--http", "1.1", "--streams", "2"]),
+            "--streams needs HTTP/2: drop it, or drop --http 1.1"
+        );
+        assert_eq!(
+            err(&["h2c://127.0.0.1:1/", "--http", "1.1"]),
+            "--http 1.1 does not apply to an h2c:// target (HTTP/2 by prior knowledge): give its http:// URL"
+        );
+        assert_eq!(err(&["http://127.0.0.1:1/", "--http", "3"]), "--http '3': give 1.1, 2 or auto");
+        assert_eq!(err(&["http://127.0.0.1:1/", "--http", "2", "--streams", "0"]), "--streams must be 1 to 1000 streams per connection");
+        assert_eq!(
+            err(&["h2c://127.0.0.1:1/", "--no-keepalive"]),
+            "--no-keepalive does not apply to HTTP/2 (its connections stay open and carry the streams): drop it, or give --http 1.1"
+        );
+        assert_eq!(
+            err(&["h2c://127.0.0.1:1/", "-c", "1000", "--streams", "1000"]),
+            "-c x --streams must stay at most 100000 streams in flight per step"
+        );
+        assert_eq!(
+            err(&["--streams", "2"]),
+            "--streams does not apply to the specimen (no target) (it is for http://, https:// and h2c:// targets): drop it"
+        );
+        assert_eq!(
+            err(&["redis://127.0.0.1:1/", "--http", "2"]),
+            "--http does not apply to a Redis target (it is for http://, https:// and h2c:// targets): drop it"
+        );
     }
 
     #[test]

@@ -97,6 +97,13 @@ fn server_version(target: &Target) -> Reading<String> {
         return Ok(format!("scalelab-specimen {}", scalelab_core::VERSION));
     }
     match target.kind().capabilities().driver {
+        Some(Driver::Http) if target.kind() == TargetKind::H2c => {
+            // h2c:// is http:// spoken as HTTP/2 from the first byte.
+            let url = format!("http://{}", target.as_given().split_once("://").map_or("", |(_, rest)| rest));
+            let driver = scalelab_drive::http2::H2Driver::new(&HttpConfig::get(&url, timeout), 1).map_err(|e| e.to_string())?;
+            let p = driver.preflight().map_err(|f| format!("cannot reach {}: {}", target.redacted(), f.message))?;
+            p.answer.server.ok_or_else(|| format!("{} sent no server header", target.redacted()))
+        }
         Some(Driver::Http) => {
             // Any certificate: this only asks the server what it is.
             let config = HttpConfig { insecure: true, ..HttpConfig::get(target.as_given(), timeout) };

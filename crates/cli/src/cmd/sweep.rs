@@ -94,8 +94,19 @@ fn prepare<X: Execute>(store_path: &Path, plan: SweepPlan, x: X) -> anyhow::Resu
             let setup = set_up(&plan, &prepared, Load::Redis(prepared.driver.config()))?;
             x.execute(Store::open(store_path)?, store_path, plan, setup, prepared)
         }
-        LoadPlan::Http { config, expect_status } => {
-            let prepared = prepare_http(&plan, config, expect_status)?;
+        LoadPlan::Http { config, expect_status, version, streams } => {
+            if super::http2_sweep::speaks_h2(&plan, config, *version, *streams)? {
+                let prepared = super::http2_sweep::prepare_h2(&plan, config, expect_status, *version, *streams)?;
+                let setup = set_up(&plan, &prepared, Load::Http(config))?;
+                return x.execute(Store::open(store_path)?, store_path, plan, setup, prepared);
+            }
+            let mut prepared = prepare_http(&plan, config, expect_status)?;
+            if plan.specimen.is_none() {
+                // What was asked, and what is spoken: HTTP/1.1 (asked, the
+                // server's ALPN choice, or auto's where HTTP/2 cannot serve).
+                prepared.options.insert("http".into(), version.name().into());
+                prepared.options.insert("http_protocol".into(), "http/1.1".into());
+            }
             let setup = set_up(&plan, &prepared, Load::Http(config))?;
             x.execute(Store::open(store_path)?, store_path, plan, setup, prepared)
         }

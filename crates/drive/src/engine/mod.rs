@@ -156,7 +156,8 @@ fn step<D: Driver>(
     live: &mut dyn FnMut(&LiveTick),
 ) -> Result<StepResult, EngineError> {
     let schedule = Schedule::from_plan(plan);
-    let threads = schedule.threads(opts.threads);
+    let per_connection = driver.clients_per_connection().max(1);
+    let threads = schedule.threads(opts.threads, per_connection);
     let n_seconds = plan.window_s.ceil().max(1.0) as usize;
     let shared = Arc::new(Shared::new());
     let gates = Arc::new(Gates::new(threads));
@@ -165,7 +166,8 @@ fn step<D: Driver>(
     let mut handles = Vec::new();
     for t in 0..threads {
         let work = WorkerPlan {
-            ids: schedule.clients_of(t, threads),
+            ids: schedule.clients_of(t, threads, per_connection),
+            per_connection,
             thread: t,
             threads,
             schedule: schedule.clone(),

@@ -62,15 +62,19 @@ impl Schedule {
     }
 
     /// Worker threads to run: the threads asked for, at least one and no
-    /// more than there are clients.
-    pub fn threads(&self, asked: u32) -> u32 {
-        asked.clamp(1, self.clients().max(1))
+    /// more than there are connections (`per_connection` clients share
+    /// one, the last perhaps fewer).
+    pub fn threads(&self, asked: u32, per_connection: u32) -> u32 {
+        asked.clamp(1, self.clients().div_ceil(per_connection.max(1)).max(1))
     }
 
-    /// The ids of the clients that worker `thread` of `threads` runs:
-    /// round-robin, client c on thread c % threads.
-    pub fn clients_of(&self, thread: u32, threads: u32) -> Vec<u32> {
-        (0..self.clients()).filter(|c| c % threads == thread).collect()
+    /// The ids of the clients that worker `thread` of `threads` runs, with
+    /// `per_connection` clients on each connection: connections round-robin
+    /// (client c on connection c / per_connection, on thread connection %
+    /// threads), so the clients of one connection share its thread.
+    pub fn clients_of(&self, thread: u32, threads: u32, per_connection: u32) -> Vec<u32> {
+        let per = per_connection.max(1);
+        (0..self.clients()).filter(|c| (c / per) % threads == thread).collect()
     }
 
     /// How long a client waits after a successful request before sending
@@ -168,8 +172,12 @@ mod tests {
         let plan = StepPlan { concurrency: 5, warmup_s: 0.0, window_s: 1.0, pause_s: 0.0, think_time_s: 0.25, open_loop: None };
         let s = Schedule::from_plan(&plan);
         assert_eq!(s, Schedule::ClosedLoop { concurrency: 5, think: Duration::from_millis(250) });
-        assert_eq!((s.threads(2), s.threads(8), s.threads(0)), (2, 5, 1));
-        assert_eq!((s.clients_of(0, 2), s.clients_of(1, 2)), (vec![0, 2, 4], vec![1, 3]));
+        assert_eq!((s.threads(2, 1), s.threads(8, 1), s.threads(0, 1)), (2, 5, 1));
+        assert_eq!((s.clients_of(0, 2, 1), s.clients_of(1, 2, 1)), (vec![0, 2, 4], vec![1, 3]));
+        // HTTP/2, two streams per connection: 3 connections (the last with one
+        // client), each connection's clients on one thread.
+        assert_eq!((s.threads(8, 2), s.threads(2, 2)), (3, 2));
+        assert_eq!((s.clients_of(0, 2, 2), s.clients_of(1, 2, 2)), (vec![0, 1, 4], vec![2, 3]));
         assert_eq!(s.pause_after_reply(), Duration::from_millis(250));
         assert!(s.arrivals_of(0, 2).is_none() && s.offered_rate_per_s().is_none());
     }
@@ -179,7 +187,7 @@ mod tests {
         let open = OpenLoopPlan { rate_per_s: 1000.0, arrival: Arrival::Constant, max_in_flight: 6, latency_budget_s: 0.5 };
         let plan = StepPlan { concurrency: 1, warmup_s: 0.0, window_s: 1.0, pause_s: 0.0, think_time_s: 0.0, open_loop: Some(open) };
         let s = Schedule::from_plan(&plan);
-        assert_eq!((s.clients(), s.threads(8), s.offered_rate_per_s()), (6, 6, Some(1000.0)));
+        assert_eq!((s.clients(), s.threads(8, 1), s.offered_rate_per_s()), (6, 6, Some(1000.0)));
         assert_eq!(s.latency_budget(), Duration::from_millis(500));
         let ms = |t| -> Vec<f64> { s.arrivals_of(t, 2).unwrap().take(3).map(|d| (d.as_secs_f64() * 1e4).round() / 10.0).collect() };
         assert_eq!((ms(0), ms(1)), (vec![0.0, 2.0, 4.0], vec![1.0, 3.0, 5.0]));

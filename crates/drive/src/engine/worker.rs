@@ -24,6 +24,8 @@ use std::time::{Duration, Instant};
 pub(super) struct WorkerPlan {
     /// The ids of this thread's clients.
     pub(super) ids: Vec<u32>,
+    /// Clients per connection (HTTP/2's streams; 1: a connection each).
+    pub(super) per_connection: u32,
     /// This thread's number, and how many worker threads the step runs.
     pub(super) thread: u32,
     pub(super) threads: u32,
@@ -73,7 +75,10 @@ pub(super) fn worker<D: Driver>(
     // open loop, whose dispatcher must run while requests are out.
     let arrivals = plan.schedule.arrivals_of(plan.thread, plan.threads);
     let sole = plan.ids.len() == 1 && arrivals.is_none();
-    let mut clients: Vec<D::Client> = plan.ids.iter().map(|&id| driver.client(ClientCtx::new(id).with_sole_connection(sole))).collect();
+    let ctxs: Vec<ClientCtx> =
+        plan.ids.iter().map(|&id| ClientCtx::new(id).with_sole_connection(sole).on_connection(id / plan.per_connection.max(1))).collect();
+    let mut clients: Vec<D::Client> = driver.clients(&ctxs);
+    assert_eq!(clients.len(), ctxs.len(), "the driver made a client for each context");
     // Open every connection before the window.
     rt.block_on(async {
         let set = tokio::task::LocalSet::new();

@@ -241,7 +241,7 @@ pub fn check_method(method: &str) -> Result<(), HttpConfigError> {
     Ok(())
 }
 
-pub(super) fn parse_url(text: &str) -> Result<Url, HttpConfigError> {
+pub(crate) fn parse_url(text: &str) -> Result<Url, HttpConfigError> {
     let err = |why: String| HttpConfigError::Url { url: redact_url(text), why };
     let url = Url::parse(text).map_err(|e| err(e.to_string()))?;
     if url.scheme() != "http" && url.scheme() != "https" {
@@ -255,7 +255,7 @@ pub(super) fn parse_url(text: &str) -> Result<Url, HttpConfigError> {
 
 /// `Authorization: Basic …` from the URL's `user:password@` (percent-decoded),
 /// as curl sends it; None without credentials in the URL.
-fn basic_auth(url: &Url) -> Option<String> {
+pub(crate) fn basic_auth(url: &Url) -> Option<String> {
     use base64::Engine as _;
     if url.username().is_empty() && url.password().is_none() {
         return None;

@@ -10,10 +10,11 @@ mod config;
 mod response;
 pub(crate) mod tls;
 
+use config::serialize_request;
+pub(crate) use config::{basic_auth, parse_url};
 pub use config::{
     check_headers, check_method, check_request_headers, parse_url_file, HttpConfig, HttpConfigError, RequestSpec, StatusMatch, StatusRule,
 };
-use config::{parse_url, serialize_request};
 pub use response::{read_response, ReadError, ResponseHead};
 
 use crate::driver::{Client, ClientCtx, Driver};
@@ -200,11 +201,18 @@ impl AsyncWrite for Conn {
 
 /// A TCP connection to the target, from the next source address when some were given.
 async fn tcp_connect(inner: &Inner) -> io::Result<TcpStream> {
-    if inner.source_addrs.is_empty() {
-        return TcpStream::connect(inner.addr).await;
-    }
-    let i = inner.next_source.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % inner.source_addrs.len();
-    let source = SocketAddr::new(inner.source_addrs[i], 0);
+    let source = (!inner.source_addrs.is_empty()).then(|| {
+        let i = inner.next_source.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % inner.source_addrs.len();
+        inner.source_addrs[i]
+    });
+    tcp_connect_from(inner.addr, source).await
+}
+
+/// A TCP connection to `addr` from `source` (None: the kernel's choice of
+/// address); shared with the HTTP/2 driver.
+pub(crate) async fn tcp_connect_from(addr: SocketAddr, source: Option<std::net::IpAddr>) -> io::Result<TcpStream> {
+    let Some(source) = source else { return TcpStream::connect(addr).await };
+    let source = SocketAddr::new(source, 0);
     let socket = if source.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
     // The port is chosen at connect time, per destination, not at bind
     // (IP_BIND_ADDRESS_NO_PORT), so one source address serves every
@@ -224,21 +232,25 @@ async fn tcp_connect(inner: &Inner) -> io::Result<TcpStream> {
         }
     }
     socket.bind(source)?;
-    socket.connect(inner.addr).await
+    socket.connect(addr).await
+}
+
+/// A TCP connect that failed or timed out (`None`), by class.
+pub(crate) fn connect_failure(addr: SocketAddr, e: Option<&io::Error>) -> Failure {
+    let Some(e) = e else { return Failure::new(ErrorClass::ConnectTimeout, format!("connect to {addr} timed out")) };
+    let class = match e.kind() {
+        _ if crate::cpu::is_fd_limit(e) => ErrorClass::FdLimit,
+        io::ErrorKind::ConnectionRefused => ErrorClass::ConnectRefused,
+        io::ErrorKind::TimedOut => ErrorClass::ConnectTimeout,
+        _ => ErrorClass::Other,
+    };
+    Failure::new(class, format!("connect to {addr}: {e}"))
 }
 
 async fn connect(inner: &Inner) -> Result<Conn, Failure> {
     let tcp = match tokio::time::timeout(inner.connect_timeout, tcp_connect(inner)).await {
-        Err(_) => return Err(Failure::new(ErrorClass::ConnectTimeout, format!("connect to {} timed out", inner.addr))),
-        Ok(Err(e)) => {
-            let class = match e.kind() {
-                _ if crate::cpu::is_fd_limit(&e) => ErrorClass::FdLimit,
-                io::ErrorKind::ConnectionRefused => ErrorClass::ConnectRefused,
-                io::ErrorKind::TimedOut => ErrorClass::ConnectTimeout,
-                _ => ErrorClass::Other,
-            };
-            return Err(Failure::new(class, format!("connect to {}: {e}", inner.addr)));
-        }
+        Err(_) => return Err(connect_failure(inner.addr, None)),
+        Ok(Err(e)) => return Err(connect_failure(inner.addr, Some(&e))),
         Ok(Ok(s)) => s,
     };
     let _ = tcp.set_nodelay(true);
