@@ -138,26 +138,29 @@ impl Client for SlowClient {
     }
 }
 
-fn slow_step(delay_ms: u64, answered: u64) -> StepResult {
+fn slow_step(delay_ms: u64, answered: u64, window_s: f64) -> StepResult {
     let driver = Arc::new(SlowDriver { delay: Duration::from_millis(delay_ms), answered });
-    let plan = StepPlan { concurrency: 3, warmup_s: 0.0, window_s: 1.0, pause_s: 0.0, think_time_s: 0.0, open_loop: None };
+    let plan = StepPlan { concurrency: 3, warmup_s: 0.0, window_s, pause_s: 0.0, think_time_s: 0.0, open_loop: None };
     let opts = EngineOptions::new(2);
     run_step(&driver, &plan, &opts, &mut |_| {}).expect("the step ran")
 }
 
 #[test]
 fn requests_left_waiting_at_the_end_of_the_window_are_unfinished_only_when_hung() {
-    // Hung from the start: every client's request is unfinished, in the last second.
-    let r = slow_step(1, 0);
+    // Hung from the start: every client's request is unfinished, in the last
+    // second. 2 s windows: a request is unfinished once it has waited 1 s (or
+    // 3/4 of a shorter window), and beside a CPU hog a client's first call
+    // began more than a quarter of a 1 s window late (2 of 3 counted).
+    let r = slow_step(1, 0, 2.0);
     assert_eq!((r.requests, r.errors.get(ErrorClass::Unfinished)), (0, 3));
     assert_eq!(r.seconds.last().unwrap().errors, 3);
     // Hung after 20 answers each (about 0.2 s): completions, then 3 unfinished.
-    let r = slow_step(10, 20);
+    let r = slow_step(10, 20, 2.0);
     assert!(r.requests > 0);
     assert_eq!(r.errors.get(ErrorClass::Unfinished), 3);
     // Slow but answering (150 ms a call): the requests the window's end
     // catches mid-flight are not errors.
-    let r = slow_step(150, u64::MAX);
+    let r = slow_step(150, u64::MAX, 1.0);
     assert!(r.requests > 0);
     assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
 }
