@@ -84,9 +84,10 @@ fn h2c_by_prior_knowledge_counts_match_nginx_access_log() {
     assert_connections_x_streams(&run, "h2c");
     assert_eq!(run["target"], url.as_str());
     check_counts(&nginx, &run, "HTTP/2.0");
-    // `show` says what was spoken and how a level is made.
+    // `show` says what was spoken, how a level is made and what waited on flow control.
     let text = String::from_utf8(run_cmd(&store, &["show", "last"]).stdout).unwrap();
     assert!(text.contains("HTTP/2 (h2c, prior knowledge)") && text.contains("16 = 4 x 4"), "{text}");
+    assert!(text.contains("flow control: no request waited for the server's send window."), "{text}");
     // --http 2 on http:// is the same h2c.
     let plain = format!("http://127.0.0.1:{}/index.html", nginx.h2c_port.unwrap());
     let run = sweep(&store, &plain, &["-c", "2", "--http", "2"]);
@@ -123,11 +124,38 @@ fn an_open_loop_spreads_its_in_flight_requests_over_streams() {
     assert_matches_schema(&run);
     for step in steps(&run) {
         assert_eq!((step["concurrency"].as_u64(), step["connections"].as_u64()), (Some(8), Some(2)), "8 in flight on 2 connections");
-        assert_eq!(step["errors_total"], 0, "{step}");
+        // Beside a CPU hog the client itself may fall behind its schedule
+        // (a request or two `dropped`, said so): nothing the server failed.
+        let dropped = step["errors"]["dropped"].as_u64().unwrap_or(0);
+        assert_eq!(step["errors_total"].as_u64(), Some(dropped), "{step}");
+        assert!(dropped * 20 <= step["requests"].as_u64().unwrap(), "{step}");
         let achieved = step["achieved_pct"].as_f64().unwrap();
         assert!(achieved > 80.0, "an idle nginx keeps up with {}/s: {achieved}%", step["offered_rate_per_s"]);
     }
     check_counts(&nginx, &run, "HTTP/2.0");
+}
+
+#[test]
+fn connections_nginx_ends_with_goaway_are_counted_by_class_and_the_run_goes_on() {
+    // nginx sends GOAWAY at a connection's 20th request and leaves the
+    // streams sent after it unprocessed (unlogged).
+    let nginx = Nginx::start_opts(NginxOptions { http2: true, keepalive_requests: Some(20), ..Default::default() });
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let url = format!("h2c://127.0.0.1:{}/index.html", nginx.h2c_port.unwrap());
+    let run = sweep(&store, &url, &["-c", "2", "--streams", "4"]);
+    assert_matches_schema(&run);
+    assert_eq!(run["complete"], true);
+    let step = &steps(&run)[0];
+    let goaway = step["errors"]["goaway"].as_u64().unwrap_or(0);
+    assert!(goaway > 0, "streams past a GOAWAY's last stream: {step}");
+    assert_eq!(step["errors_total"].as_u64(), Some(goaway), "no other class: {}", step["errors"]);
+    assert!(step["error_messages"]["goaway"].as_str().unwrap().starts_with("GOAWAY from the server (NO_ERROR (0x0))"), "{step}");
+    let requests = step["requests"].as_u64().unwrap();
+    assert!(step["reconnects"].as_u64().unwrap() >= requests / 20 / 2, "each connection replaced after its 20: {step}");
+    // What was refused is not in the log; what succeeded is.
+    check_counts(&nginx, &run, "HTTP/2.0");
+    assert!(step["flow_stalls"] == 0 && step["flow_stall_ms"] == 0.0, "GETs have no body to hold back: {step}");
 }
 
 #[test]

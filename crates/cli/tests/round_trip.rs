@@ -49,6 +49,8 @@ fn full() -> StepResult {
         dropped: Some(5),
         late_sends: Some(2),
         clients: Some(ClientSpread::of(&[40, 41, 0, 0, 0, 0, 0, 0], &[1500.0])),
+        flow_stalls: Some(6),
+        flow_stall_ms: Some(12.5),
     }
 }
 
@@ -83,11 +85,13 @@ fn fingerprint(s: &StepResult) -> String {
         dropped,
         late_sends,
         clients,
+        flow_stalls,
+        flow_stall_ms,
     } = s;
     let h = |h: &LatencyHistogram| (h.count(), [0.0, 0.5, 0.9, 0.99, 1.0].map(|q| h.quantile_ms(q)));
     let secs: Vec<_> = seconds.iter().map(|x| (x.second, x.requests, x.errors, h(&x.latency), h(&x.service))).collect();
     format!(
-        "{concurrency} {window_s} {window_start_unix_ms} {window_end_unix_ms} {requests} {queries} {errors:?} {:?} {secs:?} {client_cpu_s} {client_cores} {reconnects} {connect_ms:?} {:?} {client_lag_ms:?} {client_runq_wait_pct:?} {partial} {statements:?} {offered_rate_per_s:?} {:?} {dropped:?} {late_sends:?} {clients:?}",
+        "{concurrency} {window_s} {window_start_unix_ms} {window_end_unix_ms} {requests} {queries} {errors:?} {:?} {secs:?} {client_cpu_s} {client_cores} {reconnects} {connect_ms:?} {:?} {client_lag_ms:?} {client_runq_wait_pct:?} {partial} {statements:?} {offered_rate_per_s:?} {:?} {dropped:?} {late_sends:?} {clients:?} {flow_stalls:?} {flow_stall_ms:?}",
         h(latency),
         h(connect_latency),
         service.as_ref().map(h)

@@ -22,6 +22,15 @@ pub enum ErrorClass {
     ConnectTimeout,
     /// The peer reset or closed the connection mid-request.
     Reset,
+    /// HTTP/2: the server reset the request's stream (RST_STREAM; the
+    /// message names its error code, e.g. REFUSED_STREAM) while the
+    /// connection stayed up.
+    StreamReset,
+    /// HTTP/2: the server sent GOAWAY and did not process the request
+    /// (its stream was above the GOAWAY's last stream id): the connection
+    /// was closing (a request limit such as nginx's `keepalive_requests`, a
+    /// reload, an error; the message names the code).
+    GoAway,
     /// No (complete) response within the request timeout.
     ReadTimeout,
     /// HTTP status 400..=499 (or another status the user did not expect).
@@ -65,10 +74,12 @@ pub enum ErrorClass {
 
 impl ErrorClass {
     /// Every class, in display order.
-    pub const ALL: [ErrorClass; 19] = [
+    pub const ALL: [ErrorClass; 21] = [
         ErrorClass::ConnectRefused,
         ErrorClass::ConnectTimeout,
         ErrorClass::Reset,
+        ErrorClass::StreamReset,
+        ErrorClass::GoAway,
         ErrorClass::ReadTimeout,
         ErrorClass::Http4xx,
         ErrorClass::Http5xx,
@@ -93,6 +104,8 @@ impl ErrorClass {
             ErrorClass::ConnectRefused => "connect_refused",
             ErrorClass::ConnectTimeout => "connect_timeout",
             ErrorClass::Reset => "reset",
+            ErrorClass::StreamReset => "stream_reset",
+            ErrorClass::GoAway => "goaway",
             ErrorClass::ReadTimeout => "read_timeout",
             ErrorClass::Http4xx => "http_4xx",
             ErrorClass::Http5xx => "http_5xx",
@@ -288,6 +301,12 @@ pub struct StepResult {
     /// an open loop's over its connections), and what was still out at
     /// its end. None: not recorded (imported series, runs stored before).
     pub clients: Option<ClientSpread>,
+    /// HTTP/2: requests of the window that waited on flow control before
+    /// they were all sent (the server's send window for their body). None:
+    /// a protocol without flow control of its own, nothing measured.
+    pub flow_stalls: Option<u64>,
+    /// HTTP/2: the time those requests waited, in all, ms (None as `flow_stalls`).
+    pub flow_stall_ms: Option<f64>,
 }
 
 /// Open loop: the share of requests sent late (in %) from which the
@@ -345,6 +364,8 @@ impl StepResult {
                 dropped,
                 late_sends,
                 clients,
+                flow_stalls,
+                flow_stall_ms,
             } = p;
             m.window_s = m.window_s.max(*window_s);
             start = Some(start.map_or(*window_start_unix_ms, |s| s.min(*window_start_unix_ms)));
@@ -381,6 +402,8 @@ impl StepResult {
             if let Some(c) = clients {
                 m.clients.get_or_insert_with(Default::default).merge(c);
             }
+            m.flow_stalls = add_opt(m.flow_stalls, *flow_stalls);
+            m.flow_stall_ms = add_opt(m.flow_stall_ms, *flow_stall_ms);
             if busiest.is_none_or(|b| p.client_cpu_pct().unwrap_or(0.0) > b.client_cpu_pct().unwrap_or(0.0)) {
                 busiest = Some(p);
             }

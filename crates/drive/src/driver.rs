@@ -97,6 +97,14 @@ pub trait Client: 'static {
         None
     }
 
+    /// How long the last [`Client::call`] waited on flow control before
+    /// its request was all sent (HTTP/2: the send window for its body), and
+    /// clears it: zero when it did not wait. None: the protocol has no flow
+    /// control of its own, nothing measured.
+    fn take_flow_wait(&mut self) -> Option<std::time::Duration> {
+        None
+    }
+
     /// Latencies of the statements of the last [`Client::call`], as (index
     /// into [`Driver::statement_names`], latency); the engine records them
     /// when the unit counted and clears the list. None: not measured.

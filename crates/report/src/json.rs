@@ -153,6 +153,11 @@ fn step_json(step: &StepResult, first: Option<&StepResult>) -> Value {
     if let (Some(c), Value::Object(m)) = (connect_json(step), &mut v) {
         m.insert("connect_latency_ms".into(), c);
     }
+    // HTTP/2 only: requests that waited for the server's send window.
+    if let (Some(n), Value::Object(m)) = (step.flow_stalls, &mut v) {
+        m.insert("flow_stalls".into(), json!(n));
+        m.insert("flow_stall_ms".into(), json!(step.flow_stall_ms));
+    }
     // Every client accounted for: how the completions spread over them.
     if let (Some(c), Value::Object(m)) = (&step.clients, &mut v) {
         m.insert(

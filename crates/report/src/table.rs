@@ -277,6 +277,18 @@ fn http_note(run: &Run) -> Option<String> {
         if levels.is_empty() { "" } else { ": " },
         levels.join(", ")
     );
+    // Flow control: the requests whose body waited for the server's window.
+    let stalled: Vec<String> = run
+        .steps
+        .iter()
+        .filter_map(|s| Some((s, s.flow_stalls.filter(|n| *n > 0)?)))
+        .map(|(s, n)| format!("{} at {} ({} ms in all)", thousands(n as f64), s.concurrency, crate::fmt::ms(s.flow_stall_ms)))
+        .collect();
+    if !stalled.is_empty() {
+        out.push_str(&format!("flow control: requests waited for the server's send window: {}.\n", stalled.join(", ")));
+    } else if run.steps.iter().any(|s| s.flow_stalls.is_some()) {
+        out.push_str("flow control: no request waited for the server's send window.\n");
+    }
     if let Some(max) = run.plan.options.get("server_max_streams").and_then(|v| v.as_u64()).filter(|m| *m < u64::from(streams)) {
         out.push_str(&format!(
             "note: the server allows {max} streams per connection (SETTINGS_MAX_CONCURRENT_STREAMS): the other {} of each connection's clients waited for a stream to end.\n",

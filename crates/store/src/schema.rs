@@ -18,6 +18,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0009_connect_latency.sql"),
     include_str!("migrations/0010_second_service.sql"),
     include_str!("migrations/0011_client_spread.sql"),
+    include_str!("migrations/0012_flow_control.sql"),
 ];
 
 /// The schema version this build writes.

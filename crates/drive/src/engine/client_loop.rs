@@ -115,6 +115,13 @@ pub(super) fn record<C: Client>(
         }
         times.clear();
     }
+    if let Some(wait) = client.take_flow_wait() {
+        let flow = l.stats.flow.get_or_insert((0, Duration::ZERO));
+        if recorded && !wait.is_zero() {
+            flow.0 += 1;
+            flow.1 += wait;
+        }
+    }
     let r = client.reconnects();
     if recorded {
         l.stats.reconnects += r - *reconnects;

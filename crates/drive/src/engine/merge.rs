@@ -56,6 +56,7 @@ impl Merge {
                 connect_latency,
                 completions,
                 outstanding_ms,
+                flow,
             } = w;
             connect_total += thread_connect_total;
             connects += thread_connects;
@@ -105,6 +106,8 @@ impl Merge {
                 dropped: offered.map(|_| dropped),
                 late_sends: offered.map(|_| late_sends),
                 clients: (!completions.is_empty()).then(|| ClientSpread::of(&completions, &outstanding_ms)),
+                flow_stalls: flow.map(|(n, _)| n),
+                flow_stall_ms: flow.map(|(_, wait)| wait.as_secs_f64() * 1e3),
             });
         }
         let mut result = StepResult::merge(concurrency, &parts, window.partial);

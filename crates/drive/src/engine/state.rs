@@ -185,6 +185,9 @@ pub(super) struct WorkerStats {
     pub(super) completions: Vec<u64>,
     /// Ages of the requests still out when the window ended, ms.
     pub(super) outstanding_ms: Vec<f64>,
+    /// The clients report flow-control waits (HTTP/2): the window's
+    /// requests that waited, and their wait in all. None: not measured.
+    pub(super) flow: Option<(u64, Duration)>,
 }
 
 impl WorkerStats {
@@ -205,6 +208,7 @@ impl WorkerStats {
             connect_latency: LatencyHistogram::new(),
             completions: vec![0; clients],
             outstanding_ms: Vec::new(),
+            flow: None,
         }
     }
 }

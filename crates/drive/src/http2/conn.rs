@@ -165,8 +165,14 @@ impl Attempt {
 }
 
 /// One request on a connection: its status and `server` header once the
-/// whole body has arrived.
-pub(crate) async fn request(inner: &Inner, send: &h2::client::SendRequest<Bytes>, p: &Prepared) -> Result<Answer, Attempt> {
+/// whole response has arrived; the time its body waited for the server's
+/// send window is added to `flow_wait`.
+pub(crate) async fn request(
+    inner: &Inner,
+    send: &h2::client::SendRequest<Bytes>,
+    p: &Prepared,
+    flow_wait: &mut std::time::Duration,
+) -> Result<Answer, Attempt> {
     let mut send = send.clone().ready().await.map_err(|e| Attempt::NotSent(h2_failure(&e)))?;
     let mut req = http::Request::builder().method(p.method.clone()).uri(p.uri.clone());
     for (k, v) in &inner.headers {
@@ -177,8 +183,10 @@ pub(crate) async fn request(inner: &Inner, send: &h2::client::SendRequest<Bytes>
     }
     let req = req.body(()).map_err(|e| Attempt::NotSent(Failure::new(ErrorClass::Other, e.to_string())))?;
     let (response, mut stream) = send.send_request(req, inner.body.is_none()).map_err(|e| Attempt::NotSent(h2_failure(&e)))?;
+    // A server may answer (and end the stream) before it reads the whole
+    // body: the response decides, and a stream that failed fails it too.
     if let Some(body) = &inner.body {
-        stream.send_data(body.clone(), true).map_err(|e| Attempt::Failed(h2_failure(&e)))?;
+        let _ = send_body(&mut stream, body.clone(), flow_wait).await;
     }
     let response = response.await.map_err(|e| Attempt::Failed(h2_failure(&e)))?;
     let status = response.status().as_u16();
@@ -192,8 +200,39 @@ pub(crate) async fn request(inner: &Inner, send: &h2::client::SendRequest<Bytes>
     Ok(Answer { status, server })
 }
 
-/// An HTTP/2 error by class: the connection lost, a stream reset or a
-/// GOAWAY from the server (with its reason), or a protocol error.
+/// Sends a request body as the server's window allows (HTTP/2 flow
+/// control: the stream's and the connection's send windows), adding the
+/// time spent waiting for window to `wait`. Ends early, without error,
+/// when the stream closes first (the server answered without reading it).
+async fn send_body(stream: &mut h2::SendStream<Bytes>, mut body: Bytes, wait: &mut std::time::Duration) -> Result<(), h2::Error> {
+    while !body.is_empty() {
+        stream.reserve_capacity(body.len());
+        let mut room = stream.capacity();
+        if room == 0 {
+            let t0 = std::time::Instant::now();
+            room = match std::future::poll_fn(|cx| stream.poll_capacity(cx)).await {
+                Some(r) => r?,
+                None => return Ok(()),
+            };
+            *wait += t0.elapsed();
+        }
+        if room > 0 {
+            let chunk = body.split_to(room.min(body.len()));
+            stream.send_data(chunk, body.is_empty())?;
+        }
+    }
+    Ok(())
+}
+
+/// An h2 error code as the RFC names it, and its number: `REFUSED_STREAM (0x7)`.
+fn code(reason: h2::Reason) -> String {
+    format!("{reason:?} (0x{:x})", u32::from(reason))
+}
+
+/// An HTTP/2 error by class: the connection lost (`reset`), the request's
+/// stream reset by the server (`stream_reset`, with its code), the request
+/// left unprocessed by the server's GOAWAY (`goaway`, with its code), or a
+/// protocol error (`other`).
 pub(crate) fn h2_failure(e: &h2::Error) -> Failure {
     if let Some(io) = e.get_io() {
         let class = match io.kind() {
@@ -203,9 +242,11 @@ pub(crate) fn h2_failure(e: &h2::Error) -> Failure {
         return Failure::new(class, format!("HTTP/2 connection: {io}"));
     }
     match e.reason() {
-        Some(reason) if e.is_go_away() && e.is_remote() => Failure::new(ErrorClass::Reset, format!("GOAWAY from the server ({reason:?})")),
+        Some(reason) if e.is_go_away() && e.is_remote() => {
+            Failure::new(ErrorClass::GoAway, format!("GOAWAY from the server ({}): the request was not processed", code(reason)))
+        }
         Some(reason) if e.is_reset() && e.is_remote() => {
-            Failure::new(ErrorClass::Reset, format!("stream reset by the server ({reason:?})"))
+            Failure::new(ErrorClass::StreamReset, format!("stream reset by the server: {}", code(reason)))
         }
         _ => Failure::new(ErrorClass::Other, format!("HTTP/2: {e}")),
     }

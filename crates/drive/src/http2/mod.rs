@@ -201,7 +201,8 @@ impl H2Driver {
             let inner = &self.inner;
             let work = async {
                 let conn = conn::open(inner).await?;
-                let answer = conn::request(inner, &conn.send, &inner.prepared[0]).await.map_err(Attempt::failure)?;
+                let mut waited = Duration::ZERO;
+                let answer = conn::request(inner, &conn.send, &inner.prepared[0], &mut waited).await.map_err(Attempt::failure)?;
                 // The server's SETTINGS came before its first response.
                 let max = conn.send.current_max_send_streams();
                 Ok((answer, max))
@@ -287,6 +288,7 @@ impl H2Driver {
             rng: 0x9E37_79B9_7F4A_7C15 ^ (u64::from(ctx.id) + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9),
             reopened: 0,
             connect_times: Vec::new(),
+            flow_wait: Duration::ZERO,
         }
     }
 }
@@ -300,6 +302,8 @@ pub struct H2Client {
     reopened: u64,
     /// Connect times of the connections the current call opened.
     connect_times: Vec<Duration>,
+    /// How long the current call's body waited for the server's send window.
+    flow_wait: Duration,
 }
 
 impl H2Client {
@@ -345,7 +349,7 @@ impl H2Client {
         let mut replaced = false;
         loop {
             let c = self.conn().await?;
-            match conn::request(&inner, &c.send, &inner.prepared[idx]).await {
+            match conn::request(&inner, &c.send, &inner.prepared[idx], &mut self.flow_wait).await {
                 Ok(answer) => return Ok(answer),
                 Err(Attempt::NotSent(f)) => {
                     c.retire();
@@ -354,7 +358,13 @@ impl H2Client {
                     }
                     replaced = true;
                 }
-                Err(Attempt::Failed(f)) => return Err(f),
+                Err(Attempt::Failed(f)) => {
+                    // Requests after a GOAWAY go on a new connection.
+                    if f.class == ErrorClass::GoAway {
+                        c.retire();
+                    }
+                    return Err(f);
+                }
             }
         }
     }
@@ -391,5 +401,9 @@ impl Client for H2Client {
 
     fn connect_times(&mut self) -> Option<&mut Vec<Duration>> {
         Some(&mut self.connect_times)
+    }
+
+    fn take_flow_wait(&mut self) -> Option<Duration> {
+        Some(std::mem::take(&mut self.flow_wait))
     }
 }

@@ -22,6 +22,11 @@ struct Served {
 struct Behaviour {
     /// SETTINGS_MAX_CONCURRENT_STREAMS it announces.
     max_streams: Option<u32>,
+    /// Resets every n-th stream of a connection (REFUSED_STREAM) instead of answering.
+    reset_every: Option<u64>,
+    /// SETTINGS_INITIAL_WINDOW_SIZE it announces; a request body is then
+    /// read 1 KiB every 2 ms, its window given back as it is read.
+    window: Option<u32>,
 }
 
 /// Starts the server on its own thread (it stops by itself after 30 s);
@@ -54,13 +59,27 @@ async fn connection(sock: tokio::net::TcpStream, b: Behaviour, served: Arc<Serve
     if let Some(m) = b.max_streams {
         builder.max_concurrent_streams(m);
     }
+    if let Some(w) = b.window {
+        builder.initial_window_size(w);
+    }
     let Ok(mut conn) = builder.handshake::<_, Bytes>(sock).await else { return };
     let open = Arc::new(AtomicU64::new(0));
-    while let Some(Ok((_req, mut respond))) = conn.accept().await {
+    let mut accepted = 0u64;
+    while let Some(Ok((req, mut respond))) = conn.accept().await {
+        accepted += 1;
+        if b.reset_every.is_some_and(|n| accepted.is_multiple_of(n)) {
+            respond.send_reset(h2::Reason::REFUSED_STREAM);
+            continue;
+        }
         let (open, served) = (open.clone(), served.clone());
         let now = open.fetch_add(1, Ordering::Relaxed) + 1;
         served.max_open.fetch_max(now, Ordering::Relaxed);
-        tokio::spawn(async move {
+        let reply = async move {
+            let mut body = req.into_body();
+            while let Some(Ok(chunk)) = body.data().await {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                let _ = body.flow_control().release_capacity(chunk.len());
+            }
             tokio::time::sleep(Duration::from_millis(1)).await;
             served.requests.fetch_add(1, Ordering::Relaxed);
             open.fetch_sub(1, Ordering::Relaxed);
@@ -68,8 +87,82 @@ async fn connection(sock: tokio::net::TcpStream, b: Behaviour, served: Arc<Serve
             if let Ok(mut body) = respond.send_response(response, false) {
                 let _ = body.send_data(Bytes::from_static(b"ok"), true);
             }
-        });
+        };
+        tokio::spawn(reply);
     }
+}
+
+/// A server of raw frames that answers the first `after` requests of each
+/// connection, then sends GOAWAY (NO_ERROR, last stream: the last one it
+/// answered) and reads on without processing, as nginx does at its
+/// `keepalive_requests`; closes 100 ms later. (The `h2` crate's server
+/// names in its GOAWAY every stream it has read, answered or not.)
+fn goaway_server(after: u32) -> (SocketAddr, Arc<Served>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let served = Arc::new(Served::default());
+    let s = served.clone();
+    let frame = |kind: u8, flags: u8, stream: u32, payload: &[u8]| {
+        let mut f = (payload.len() as u32).to_be_bytes()[1..].to_vec();
+        f.extend([kind, flags]);
+        f.extend(stream.to_be_bytes());
+        f.extend(payload);
+        f
+    };
+    std::thread::spawn(move || {
+        let until = std::time::Instant::now() + Duration::from_secs(30);
+        for sock in listener.incoming().take(1000) {
+            let (Ok(mut sock), true) = (sock, std::time::Instant::now() < until) else { break };
+            s.connections.fetch_add(1, Ordering::Relaxed);
+            let served = s.clone();
+            std::thread::spawn(move || {
+                let _ = sock.set_read_timeout(Some(Duration::from_secs(2)));
+                let mut preface = [0u8; 24];
+                if sock.read_exact(&mut preface).is_err() || sock.write_all(&frame(4, 0, 0, &[])).is_err() {
+                    return;
+                }
+                let (mut answered, mut closing) = (0u32, None::<std::time::Instant>);
+                loop {
+                    if closing.is_some_and(|t| t.elapsed() > Duration::from_millis(100)) {
+                        return;
+                    }
+                    let mut head = [0u8; 9];
+                    if sock.read_exact(&mut head).is_err() {
+                        return;
+                    }
+                    let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+                    let mut payload = vec![0u8; len];
+                    if sock.read_exact(&mut payload).is_err() {
+                        return;
+                    }
+                    let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
+                    let mut out = Vec::new();
+                    match head[3] {
+                        // SETTINGS (not an ack): acknowledged.
+                        4 if head[4] & 1 == 0 => out = frame(4, 1, 0, &[]),
+                        // HEADERS of a request: `:status: 200` (HPACK index 8), no body.
+                        1 if closing.is_none() => {
+                            out = frame(1, 0x5, stream, &[0x88]);
+                            answered += 1;
+                            served.requests.fetch_add(1, Ordering::Relaxed);
+                            if answered == after {
+                                let mut goaway = stream.to_be_bytes().to_vec();
+                                goaway.extend(0u32.to_be_bytes());
+                                out.extend(frame(7, 0, 0, &goaway));
+                                closing = Some(std::time::Instant::now());
+                            }
+                        }
+                        _ => {}
+                    }
+                    if !out.is_empty() && sock.write_all(&out).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, served)
 }
 
 fn plan(concurrency: u32, window_s: f64) -> StepPlan {
@@ -90,11 +183,54 @@ fn streams_share_connections_and_a_connections_clients_share_a_thread() {
     assert_eq!(served.max_open.load(Ordering::Relaxed), 2, "two streams at once on a connection, never more");
     assert!(served.requests.load(Ordering::Relaxed) >= r.requests);
     assert_eq!((r.reconnects, r.concurrency), (0, 5));
+    // GETs have no body to hold back: flow control measured, nothing waited.
+    assert_eq!((r.flow_stalls, r.flow_stall_ms), (Some(0), Some(0.0)));
+}
+
+#[test]
+fn a_stream_the_server_resets_is_a_stream_reset_with_its_code_and_the_connection_goes_on() {
+    let (addr, served) = serve(Behaviour { reset_every: Some(3), ..Default::default() });
+    let config = HttpConfig::get(&format!("http://{addr}/"), Duration::from_secs(5));
+    let driver = Arc::new(H2Driver::new(&config, 2).unwrap());
+    let r = run_step(&driver, &plan(2, 0.3), &EngineOptions::new(1), &mut |_| {}).unwrap();
+    let resets = r.errors.get(ErrorClass::StreamReset);
+    assert_eq!(r.errors.total(), resets, "{:?}", r.errors);
+    assert!(resets > 5 && r.requests > 2 * resets - 6, "one in three reset: {} ok, {resets} reset", r.requests);
+    assert_eq!(r.errors.first_message[&ErrorClass::StreamReset], "stream reset by the server: REFUSED_STREAM (0x7)");
+    assert_eq!((served.connections.load(Ordering::Relaxed), r.reconnects), (1, 0), "a reset stream leaves its connection up");
+}
+
+#[test]
+fn requests_a_goaway_left_unprocessed_are_counted_and_the_load_goes_on_new_connections() {
+    let (addr, served) = goaway_server(10);
+    let config = HttpConfig::get(&format!("http://{addr}/"), Duration::from_secs(5));
+    let driver = Arc::new(H2Driver::new(&config, 4).unwrap());
+    let r = run_step(&driver, &plan(4, 0.4), &EngineOptions::new(1), &mut |_| {}).unwrap();
+    let goaway = r.errors.get(ErrorClass::GoAway);
+    assert!(goaway > 0, "streams past the GOAWAY's last id: {:?}", r.errors);
+    assert!(r.errors.first_message[&ErrorClass::GoAway].starts_with("GOAWAY from the server (NO_ERROR (0x0))"), "{:?}", r.errors);
+    assert!(r.reconnects > 3 && r.requests > 30, "the load went on over new connections: {} ok, {} reconnects", r.requests, r.reconnects);
+    assert!(served.connections.load(Ordering::Relaxed) > 4);
+    // Each connection served its 10, and every one was counted once.
+    assert!(r.requests <= served.requests.load(Ordering::Relaxed));
+}
+
+#[test]
+fn a_body_held_back_by_the_servers_window_is_a_flow_control_stall() {
+    let (addr, _) = serve(Behaviour { window: Some(1024), ..Default::default() });
+    let config = HttpConfig { body: Some(vec![b'x'; 8 * 1024]), ..HttpConfig::get(&format!("http://{addr}/"), Duration::from_secs(5)) };
+    let driver = Arc::new(H2Driver::new(&config, 1).unwrap());
+    let r = run_step(&driver, &plan(1, 0.3), &EngineOptions::new(1), &mut |_| {}).unwrap();
+    assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
+    // 8 KiB through a 1 KiB window read 1 KiB per 2 ms: every request waits ~14 ms.
+    let (stalls, ms) = (r.flow_stalls.unwrap(), r.flow_stall_ms.unwrap());
+    assert!(r.requests > 2 && stalls == r.requests, "every request waited: {stalls} of {}", r.requests);
+    assert!(ms > 5.0 * stalls as f64, "{ms} ms for {stalls} requests");
 }
 
 #[test]
 fn the_preflight_reads_the_servers_stream_limit() {
-    let (addr, _) = serve(Behaviour { max_streams: Some(7) });
+    let (addr, _) = serve(Behaviour { max_streams: Some(7), ..Default::default() });
     let config = HttpConfig::get(&format!("http://{addr}/x?y=1"), Duration::from_secs(5));
     let p = H2Driver::new(&config, 4).unwrap().preflight().unwrap();
     assert_eq!((p.answer.status, p.answer.server.as_deref(), p.answer.accepted, p.max_streams), (200, Some("h2-test"), true, Some(7)));

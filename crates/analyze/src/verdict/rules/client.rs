@@ -95,6 +95,12 @@ pub(super) fn errors(ctx: &Ctx) -> Option<Verdict> {
         ErrorClass::Reset | ErrorClass::ConnectionLost => {
             "the server closes connections mid-request: read its error log, its connection and keep-alive limits, and dmesg for OOM kills"
         }
+        ErrorClass::StreamReset => {
+            "the server resets HTTP/2 streams: the first message names the code (REFUSED_STREAM: more streams than its SETTINGS_MAX_CONCURRENT_STREAMS, use fewer --streams; others: read its error log)"
+        }
+        ErrorClass::GoAway => {
+            "the server closes HTTP/2 connections with GOAWAY while requests are out: raise its per-connection request limit (nginx `keepalive_requests`, `http2_max_requests` before 1.19.7) or look for reloads and errors in its log"
+        }
         ErrorClass::ReadTimeout => {
             "responses time out: the server queues beyond the timeout; look at its worker/pool limits and the latency histogram of this step"
         }
