@@ -176,6 +176,17 @@ pub fn read_user_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
+/// The most a published table (`import`, `micro --beside`) may hold: an
+/// import refuses more than 10,000 rows, and 10,000 rows of a dozen series
+/// fit in well under a MiB.
+pub const MAX_TABLE_BYTES: u64 = 8 << 20;
+
+/// A user's text file (a published table): [`read_user_file`] as UTF-8.
+pub fn read_user_text(path: &Path, max_bytes: u64) -> Result<String, String> {
+    let bytes = read_user_file(path, max_bytes)?;
+    String::from_utf8(bytes).map_err(|_| "not UTF-8 text: give a CSV file".to_string())
+}
+
 #[cfg(test)]
 mod user_file_tests {
     use super::*;

@@ -10,20 +10,9 @@ use scalelab_store::{RunSelector, Store};
 use std::path::Path;
 use std::process::ExitCode;
 
-/// The most a published table may hold: an import refuses more than 10,000
-/// rows, and 10,000 rows of a dozen series fit in well under a MiB.
-const MAX_TABLE_BYTES: u64 = 8 << 20;
-
-/// A published table (`import`, `micro --beside`): a regular file under
-/// [`MAX_TABLE_BYTES`], as UTF-8. `/dev/zero` or a fifo is refused, not read
-/// until memory runs out or forever.
-pub(crate) fn read_table(path: &Path) -> Result<String, String> {
-    let bytes = scalelab_probe::read::read_user_file(path, MAX_TABLE_BYTES)?;
-    String::from_utf8(bytes).map_err(|_| "not UTF-8 text: give a CSV file".to_string())
-}
-
 pub fn import(store_path: &Path, a: &ImportArgs) -> anyhow::Result<ExitCode> {
-    let text = read_table(&a.file).map_err(|e| bad(format!("cannot read {}: {e}", a.file.display())))?;
+    let text = scalelab_probe::read::read_user_text(&a.file, scalelab_probe::read::MAX_TABLE_BYTES)
+        .map_err(|e| bad(format!("cannot read {}: {e}", a.file.display())))?;
     let series = scalelab_analyze::parse_import_csv(&text).map_err(|e| bad(format!("{}: {e}", a.file.display())))?;
     let mut store = Store::open(store_path)?;
     let source = a.file.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();

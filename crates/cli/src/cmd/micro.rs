@@ -20,7 +20,8 @@ pub fn run(store_path: &Path, a: &MicroArgs) -> anyhow::Result<ExitCode> {
     }
     let mut beside = Vec::new();
     for f in &a.beside {
-        let text = super::compare::read_table(f).map_err(|e| bad(format!("--beside {}: {e}", f.display())))?;
+        let text = scalelab_probe::read::read_user_text(f, scalelab_probe::read::MAX_TABLE_BYTES)
+            .map_err(|e| bad(format!("--beside {}: {e}", f.display())))?;
         let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         beside
             .extend(scalelab_analyze::micro::parse_published_csv(&name, &text).map_err(|e| bad(format!("--beside {}: {e}", f.display())))?);
