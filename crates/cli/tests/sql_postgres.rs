@@ -19,8 +19,7 @@ fn ok(store: &Path, args: &[&str]) -> String {
 fn sweep(store: &Path, url: &str, conc: &str, window: &str, extra: &[&str]) -> Value {
     let mut args = vec!["sweep", url, "-c", conc, "--warmup", "0", "--pause", "0", "-d", window, "--json", "-q", "--threads", "2"];
     args.extend_from_slice(extra);
-    let out = ok(store, &args);
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
+    common::json_sweep(store, &args)
 }
 
 /// A sweep whose point is its errors: exit 0, or exit 1 when errors
@@ -98,7 +97,13 @@ fn prepare_and_sweep_every_workload() {
                 let real = s["errors"]["deadlock"].as_u64().unwrap_or(0) + s["errors"]["sql_error"].as_u64().unwrap_or(0);
                 assert!(errors == real && errors * 20 <= req, "{workload}: {s}");
             } else {
-                assert_eq!(s["errors_total"], 0, "{workload}: {s}");
+                // No error but one the window's end may catch: in a 0.3 s
+                // window a request out for 3/4 of it is `unfinished`, and
+                // beside a CPU hog a read-only transaction of a starved client
+                // was (245 ms, the client waiting for a CPU 53 % of the window).
+                let unfinished = s["errors"]["unfinished"].as_u64().unwrap_or(0);
+                assert_eq!(s["errors_total"].as_u64(), Some(unfinished), "{workload}: {s}");
+                assert!(unfinished <= s["concurrency"].as_u64().unwrap(), "{workload}: {s}");
             }
         }
     }

@@ -1179,6 +1179,14 @@ fn starved_clients_when_some_clients_served_nothing_and_not_when_all_were_served
     let mut r = spread_at_8(run_with(|_| healthy()), &[487, 488, 487, 488, 0, 0, 0, 0]);
     r.steps[3].clients.as_mut().unwrap().outstanding_at_end = 2;
     assert_eq!(only(&r, VerdictKind::StarvedClients).confidence, Confidence::Medium);
+    // The load generator waited for a CPU half the window (a neighbour on
+    // its cores): the starved clients may be its own, lowered and said.
+    let mut r = spread_at_8(run_with(|_| healthy()), &[487, 488, 487, 488, 0, 0, 0, 0]);
+    r.steps[3].client_runq_wait_pct = Some(53.0);
+    let v = only(&r, VerdictKind::StarvedClients);
+    assert!(v.confidence < Confidence::High, "{:?}", v.confidence);
+    assert!(v.headline.contains("the load generator itself waited for a CPU"), "{}", v.headline);
+    assert_eq!(ev(&v, "load generator waiting for a CPU"), 53.0);
 }
 
 /// A pool of `threads` less one workers at 8 clients doing 195 req/s with

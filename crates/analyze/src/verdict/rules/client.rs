@@ -172,6 +172,18 @@ pub(super) fn starved_clients(ctx: &Ctx) -> Option<Verdict> {
     // Corroboration: the starved clients were waiting (a request out), not
     // idle or failing.
     d.check(Some(c.outstanding_at_end >= c.served_nothing), String::new);
+    // And the load generator ran: a client thread that waited for a CPU
+    // much of the window (a neighbour on its cores) may have starved its
+    // own clients. Beside `stress-ng --cpu 2` one of 3 PostgreSQL clients
+    // got nothing in a 0.3 s window while the client waited 53 % of it.
+    let runq = s.client_runq_wait_pct;
+    d.ev("load generator waiting for a CPU", runq, "% of the window");
+    if runq.is_some_and(|w| w >= CLIENT_RUNQ_WAIT_PCT) {
+        d.v.headline.push_str(" (but the load generator itself waited for a CPU much of the window: some clients may have starved on it)");
+    }
+    if let Some(w) = runq {
+        d.check(Some(w < CLIENT_RUNQ_WAIT_PCT), String::new);
+    }
     Some(d.done())
 }
 
