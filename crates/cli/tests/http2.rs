@@ -159,6 +159,24 @@ fn connections_nginx_ends_with_goaway_are_counted_by_class_and_the_run_goes_on()
 }
 
 #[test]
+fn more_streams_than_the_server_allows_are_warned_of_and_wait_without_errors() {
+    let nginx = Nginx::start_opts(NginxOptions { http2: true, max_concurrent_streams: Some(2), ..Default::default() });
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let url = format!("h2c://127.0.0.1:{}/index.html", nginx.h2c_port.unwrap());
+    let out = run_cmd(&store, &["sweep", &url, "-c", "1", "--streams", "4", "--warmup", "0.2s", "--duration", "0.5s", "--json", "-q"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("allows 2 concurrent streams per connection (SETTINGS_MAX_CONCURRENT_STREAMS)"), "{}", stderr(&out));
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(run["schedule"]["options"]["server_max_streams"], 2);
+    // The streams past the limit wait their turn: no error, nothing reset.
+    assert_eq!(steps(&run)[0]["errors_total"], 0, "{}", steps(&run)[0]);
+    check_counts(&nginx, &run, "HTTP/2.0");
+    let text = String::from_utf8(run_cmd(&store, &["show", "last"]).stdout).unwrap();
+    assert!(text.contains("the server allows 2 streams per connection"), "{text}");
+}
+
+#[test]
 fn http2_options_that_cannot_act_are_refused_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");

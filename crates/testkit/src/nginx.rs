@@ -46,6 +46,9 @@ pub struct NginxOptions {
     /// nginx's `keepalive_requests` (default 1,000,000): after this many
     /// requests a connection is closed, an HTTP/2 one with GOAWAY.
     pub keepalive_requests: Option<u32>,
+    /// nginx's `http2_max_concurrent_streams` (default 128), announced as
+    /// SETTINGS_MAX_CONCURRENT_STREAMS.
+    pub max_concurrent_streams: Option<u32>,
 }
 
 impl Nginx {
@@ -124,6 +127,7 @@ http {{
     tcp_nodelay on;
     keepalive_timeout 65;
     keepalive_requests {keepalive_requests};
+    http2_max_concurrent_streams {max_streams};
     default_type application/octet-stream;
     types {{ text/html html; }}
     client_body_temp_path {d}/tmp/body;
@@ -143,6 +147,7 @@ http {{
 "#,
             d = d.display(),
             keepalive_requests = o.keepalive_requests.unwrap_or(1_000_000),
+            max_streams = o.max_concurrent_streams.unwrap_or(128),
             // With sendfile nginx 1.22 writes an HTTP/2 response's DATA apart
             // from its HEADERS, with Nagle on: the DATA waits for the client's
             // delayed ACK, 40 ms a response at one stream (h2load sees the same).
