@@ -56,10 +56,12 @@ fn keepalive_counts_match_nginx_access_log() {
     assert_matches_schema(&run);
     assert_eq!(run["complete"], true);
     assert!(run["environment"]["server"].as_str().unwrap().starts_with("nginx"), "{}", run["environment"]);
-    // Warm-up requests were served but not counted: the log holds more than the windows.
+    // Warm-up requests were served but not counted: the log holds more than
+    // the windows (about 13 % more quiet; 8 % beside a CPU hog that starved
+    // a warm-up). The windows' own counts are checked exactly below.
     let total_logged = nginx.access_log().len() as f64;
     let counted: f64 = steps(&run).iter().map(|s| s["requests"].as_f64().unwrap()).sum();
-    assert!(total_logged > counted * 1.1, "warm-up traffic missing from the log? logged {total_logged}, counted {counted}");
+    assert!(total_logged > counted * 1.02, "warm-up traffic missing from the log? logged {total_logged}, counted {counted}");
     check_counts(&nginx, &run);
     for s in steps(&run) {
         assert_eq!(s["errors_total"], 0, "{s}");
