@@ -38,16 +38,9 @@ fn hot_row(store: &Path, url: &str) -> Value {
 /// The built-in hot-row on PostgreSQL at 1, 8 and 16 clients, as JSON; each step's DB figures printed.
 fn pg_hot_row(store: &Path, url: &str, clients: &str) -> Value {
     let args = ["sweep", url, "-c", clients, "--warmup", "0.3s", "-d", "2s", "--pause", "0.6s", "--json", "-q", "--workload", "hot-row"];
-    let mut out = run(store, &args);
     // A machine starved by its neighbours can leave one 2 s window without a
-    // finished request (the run then fails, rightly): measure once more, and
-    // fail on anything else or on a second such window.
-    if !out.status.success() && stderr(&out).contains("nothing succeeded and nothing failed") {
-        eprintln!("note: a window finished no request ({}); measured again", stderr(&out).trim());
-        out = run(store, &args);
-    }
-    assert!(out.status.success(), "scalelab {args:?} failed ({:?}): {}", out.status.code(), stderr(&out));
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // finished request (the run then fails, rightly): measured once more.
+    let doc = common::json_sweep(store, &args);
     assert_matches_schema(&doc);
     for st in steps(&doc) {
         eprintln!("{} clients: {}", st["concurrency"], db(st));

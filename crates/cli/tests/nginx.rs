@@ -188,21 +188,6 @@ fn https_with_rustls() {
     assert_no_pool_verdicts(&run, "nginx over TLS");
 }
 
-/// Runs `sweep ARGS` (with `--versus`), once more when a window beside a
-/// CPU hog finished no request at all (a starved client, not what is
-/// tested); returns the two runs, A and B, as `show --json` gives them.
-fn versus_runs(store: &std::path::Path, args: &[&str]) -> (Value, Value) {
-    let mut out = run(store, args);
-    if !out.status.success() && stderr(&out).contains("nothing succeeded and nothing failed") {
-        eprintln!("note: retried once, a starved window: {}", stderr(&out));
-        out = run(store, args);
-    }
-    assert!(out.status.success(), "{}", stderr(&out));
-    let pair = json(store, &["show", "last", "--json"])["schedule"]["options"]["versus"]["pair"].clone();
-    let id = |k: usize| pair[k].as_i64().unwrap_or_else(|| panic!("no versus pair: {pair}")).to_string();
-    (json(store, &["show", &id(0), "--json"]), json(store, &["show", &id(1), "--json"]))
-}
-
 /// The windows of a run's stored steps, in the order they ran: (clients, start, end).
 fn windows(run: &Value) -> Vec<(u64, i64, i64)> {
     let w = |s: &Value| {
@@ -254,12 +239,7 @@ fn versus_interleaves_two_nginx_servers_abba_and_compare_pairs_them() {
         }
     }
     // A B B A in time, at one level.
-    let (wa, wb) = (windows(&a), windows(&b));
-    assert_eq!((wa.len(), wb.len()), (8, 8));
-    for k in (0..8).step_by(2) {
-        assert_eq!(wa[k].0, wb[k].0, "the k-th windows of A and B are at one level");
-        assert!(wa[k].2 <= wb[k].1 && wb[k + 1].2 <= wa[k + 1].1, "A B B A in time: {:?} {:?}", &wa[k..k + 2], &wb[k..k + 2]);
-    }
+    assert_abba(&a, &b, 8);
     // Each arm loaded its own server, and only while it ran: its nginx
     // logged what it counted in its windows, the other nginx nothing.
     for (arm, run, own, other) in [("A", &a, &nginx_a, &nginx_b), ("B", &b, &nginx_b, &nginx_a)] {
@@ -274,14 +254,6 @@ fn versus_interleaves_two_nginx_servers_abba_and_compare_pairs_them() {
     // `compare` pairs them window by window, named in either order.
     let (ia, ib) = (a["id"].to_string(), b["id"].to_string());
     for (x, y) in [(&ia, &ib), (&ib, &ia)] {
-        let doc = json(&store, &["compare", x, y, "--format", "json"]);
-        let rows = doc["rows"].as_array().unwrap();
-        assert_eq!(rows.iter().map(|r| r["concurrency"].as_u64().unwrap()).collect::<Vec<_>>(), vec![1, 2], "{doc}");
-        for row in rows {
-            let d = row["delta"].as_object().unwrap().values().next().unwrap();
-            assert_eq!((d["method"].as_str(), d["n"].as_u64()), (Some("paired-t"), Some(4)), "4 pairs of windows: {d}");
-            assert!(d["ci95_low_pct"].as_f64().unwrap() <= d["ci95_high_pct"].as_f64().unwrap(), "{d}");
-            assert!(["faster", "slower", "same"].contains(&d["verdict"].as_str().unwrap()), "{d}");
-        }
+        assert_compare_pairs(&store, x, y, &[1, 2], 4);
     }
 }

@@ -378,16 +378,8 @@ fn versus_runs_both_arms_open_loop_at_the_same_rates_interleaved() {
         "-q",
         "--no-tui",
     ];
-    let mut out = run(&store, &args);
-    if !out.status.success() && stderr(&out).contains("nothing succeeded and nothing failed") {
-        // A window beside a CPU hog that finished no request: not what is tested.
-        eprintln!("note: retried once, a starved window: {}", stderr(&out));
-        out = run(&store, &args);
-    }
-    assert!(out.status.success(), "{}", stderr(&out));
-    let pair = json(&store, &["show", "last", "--json"])["schedule"]["options"]["versus"]["pair"].clone();
-    let (ia, ib) = (pair[0].to_string(), pair[1].to_string());
-    let (a, b) = (json(&store, &["show", &ia, "--json"]), json(&store, &["show", &ib, "--json"]));
+    let (a, b) = versus_runs(&store, &args);
+    let (ia, ib) = (a["id"].to_string(), b["id"].to_string());
     for (run, arm, work) in [(&a, "A", 50), (&b, "B", 100)] {
         let v = &run["schedule"]["options"]["versus"];
         assert_eq!((&v["pair"], &v["arm"], &v["blocks"]), (&serde_json::json!([a["id"], b["id"]]), &arm.into(), &2.into()), "{v}");
@@ -417,21 +409,7 @@ fn versus_runs_both_arms_open_loop_at_the_same_rates_interleaved() {
         }
     }
     // A B B A in time, at one rate.
-    let window = |s: &Value| {
-        (s["offered_rate_per_s"].as_f64().unwrap(), s["window_start_unix_ms"].as_i64().unwrap(), s["window_end_unix_ms"].as_i64().unwrap())
-    };
-    let (wa, wb): (Vec<_>, Vec<_>) = (steps(&a).iter().map(window).collect(), steps(&b).iter().map(window).collect());
-    assert_eq!(wa.len(), 8);
-    for k in (0..8).step_by(2) {
-        assert_eq!(wa[k].0, wb[k].0, "the k-th windows of A and B are at one rate");
-        assert!(wa[k].2 <= wb[k].1 && wb[k + 1].2 <= wa[k + 1].1, "A B B A in time: {:?} {:?}", &wa[k..k + 2], &wb[k..k + 2]);
-    }
+    assert_abba(&a, &b, 8);
     // `compare` pairs them window by window, at each offered rate.
-    let doc = json(&store, &["compare", &ia, &ib, "--format", "json"]);
-    let rows = doc["rows"].as_array().unwrap();
-    assert_eq!(rows.iter().map(|r| r["concurrency"].as_u64().unwrap()).collect::<Vec<_>>(), vec![200, 400], "{doc}");
-    for row in rows {
-        let d = row["delta"].as_object().unwrap().values().next().unwrap();
-        assert_eq!((d["method"].as_str(), d["n"].as_u64()), (Some("paired-t"), Some(4)), "4 pairs of windows: {d}");
-    }
+    assert_compare_pairs(&store, &ia, &ib, &[200, 400], 4);
 }

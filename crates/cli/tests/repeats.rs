@@ -141,14 +141,7 @@ fn versus_asserts_a_delta_on_the_paired_interval_and_the_rest_on_run_a() {
         for a in asserts {
             extra.extend(["--assert", a]);
         }
-        let args = sweep_args("0.4s", &extra);
-        let out = run(&store, &args);
-        if stderr(&out).contains("nothing succeeded and nothing failed") {
-            // A client starved for a whole window beside a CPU hog: not what is tested.
-            eprintln!("note: retried once, a starved window: {}", stderr(&out));
-            return run(&store, &args);
-        }
-        out
+        run_sweep(&store, &sweep_args("0.4s", &extra))
     };
     // One that holds whatever the noise: a ratio's interval ends above
     // -100 % (beside a CPU hog, 4 pairs at 1 client spanned -99 % to +1987 %).
@@ -225,13 +218,7 @@ fn judged(store: &std::path::Path, a: &str, b: &str) -> Vec<(u64, f64, f64, f64,
 fn versus(store: &std::path::Path, work_a: &str, work_b: &str, conc: &str, window: &str, repeats: &str) -> (String, String) {
     let b = format!("specimen:scales:{work_b}");
     let args = sweep_args(window, &["-c", conc, "--work-us", work_a, "--versus", &b, "--repeats", repeats]);
-    let mut out = run(store, &args);
-    if !out.status.success() && stderr(&out).contains("nothing succeeded and nothing failed") {
-        // A client starved for a whole window beside a CPU hog (load 6.6 on
-        // 2 cores): once more, it is not what is tested.
-        eprintln!("note: retried once, a starved window: {}", stderr(&out));
-        out = run(store, &args);
-    }
+    let out = run_sweep(store, &args);
     assert!(out.status.success(), "{}", stderr(&out));
     let shown = json(store, &["show", "last", "--json"]);
     let pair = shown["schedule"]["options"]["versus"]["pair"].as_array().unwrap().clone();

@@ -411,22 +411,6 @@ fn passwords_by_scram_and_md5_and_a_unix_socket() {
     assert!(s["requests"].as_u64().unwrap() > 0 && s["errors_total"] == 0, "{s}");
 }
 
-/// Runs `sweep ARGS` (with `--versus`), once more when a window beside a
-/// CPU hog finished no request at all (a starved client, not what is
-/// tested); returns the two runs, A and B, as `show --json` gives them.
-fn versus_runs(store: &Path, args: &[&str]) -> (Value, Value) {
-    let mut out = run(store, args);
-    if !out.status.success() && stderr(&out).contains("nothing succeeded and nothing failed") {
-        eprintln!("note: retried once, a starved window: {}", stderr(&out));
-        out = run(store, args);
-    }
-    assert!(out.status.success(), "{}", stderr(&out));
-    let show = |id: &str| -> Value { serde_json::from_str(&ok(store, &["show", id, "--json"])).unwrap() };
-    let pair = show("last")["schedule"]["options"]["versus"]["pair"].clone();
-    let id = |k: usize| pair[k].as_i64().unwrap_or_else(|| panic!("no versus pair: {pair}")).to_string();
-    (show(&id(0)), show(&id(1)))
-}
-
 #[test]
 fn versus_interleaves_two_databases_abba_and_compare_pairs_them() {
     let pg = Postgres::start();
@@ -441,7 +425,7 @@ fn versus_interleaves_two_databases_abba_and_compare_pairs_them() {
     let commits =
         |db: &str| pg.psql("postgres", &format!("SELECT xact_commit FROM pg_stat_database WHERE datname = '{db}'")).parse::<u64>().unwrap();
     let (a0, b0) = (commits("bench"), commits("bench_b"));
-    let (a, b) = versus_runs(
+    let (a, b) = common::versus_runs(
         &store,
         &[
             "sweep",
@@ -483,15 +467,7 @@ fn versus_interleaves_two_databases_abba_and_compare_pairs_them() {
         }
     }
     // A B B A in time, at one level.
-    let window = |s: &Value| {
-        (s["concurrency"].as_u64().unwrap(), s["window_start_unix_ms"].as_i64().unwrap(), s["window_end_unix_ms"].as_i64().unwrap())
-    };
-    let (wa, wb): (Vec<_>, Vec<_>) = (steps(&a).iter().map(window).collect(), steps(&b).iter().map(window).collect());
-    assert_eq!((wa.len(), wb.len()), (8, 8));
-    for k in (0..8).step_by(2) {
-        assert_eq!(wa[k].0, wb[k].0, "the k-th windows of A and B are at one level");
-        assert!(wa[k].2 <= wb[k].1 && wb[k + 1].2 <= wa[k + 1].1, "A B B A in time: {:?} {:?}", &wa[k..k + 2], &wb[k..k + 2]);
-    }
+    common::assert_abba(&a, &b, 8);
     // Each arm queried its own database (backends flush their counters
     // when they exit: the clients close at each window's end).
     std::thread::sleep(Duration::from_millis(1500));
@@ -500,13 +476,6 @@ fn versus_interleaves_two_databases_abba_and_compare_pairs_them() {
     // `compare` pairs them window by window, named in either order.
     let (ia, ib) = (a["id"].to_string(), b["id"].to_string());
     for (x, y) in [(&ia, &ib), (&ib, &ia)] {
-        let doc: Value = serde_json::from_str(&ok(&store, &["compare", x, y, "--format", "json"])).unwrap();
-        let rows = doc["rows"].as_array().unwrap();
-        assert_eq!(rows.iter().map(|r| r["concurrency"].as_u64().unwrap()).collect::<Vec<_>>(), vec![1, 2], "{doc}");
-        for row in rows {
-            let d = row["delta"].as_object().unwrap().values().next().unwrap();
-            assert_eq!((d["method"].as_str(), d["n"].as_u64()), (Some("paired-t"), Some(4)), "4 pairs of windows: {d}");
-            assert!(["faster", "slower", "same"].contains(&d["verdict"].as_str().unwrap()), "{d}");
-        }
+        common::assert_compare_pairs(&store, x, y, &[1, 2], 4);
     }
 }

@@ -86,19 +86,66 @@ pub fn cpu_exclusive() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// `json(store, args)` for a sweep, run once more when a window finished
+/// `scalelab ARGS` for a sweep, run once more when a window finished
 /// nothing: beside a CPU hog (load 8 on 2 cores) a client or the server can
 /// be starved for a whole short window, and the sweep rightly ends "nothing
 /// succeeded and nothing failed"; that is not what these tests measure. A
 /// second starved window in a row fails the test.
-pub fn json_sweep(store: &Path, args: &[&str]) -> Value {
+pub fn run_sweep(store: &Path, args: &[&str]) -> Output {
     let out = run(store, args);
     if !out.status.success() && stderr(&out).contains("nothing succeeded and nothing failed") {
         eprintln!("note: retried once, a starved window: {}", stderr(&out));
-        return json(store, args);
+        return run(store, args);
     }
+    out
+}
+
+/// [`run_sweep`], which must succeed, its stdout as JSON.
+pub fn json_sweep(store: &Path, args: &[&str]) -> Value {
+    let out = run_sweep(store, args);
     assert!(out.status.success(), "scalelab {args:?} failed ({:?}): {}", out.status.code(), stderr(&out));
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+/// Runs a `sweep ... --versus B` ([`run_sweep`]) and returns its two runs,
+/// A and B, as `show --json` gives them.
+pub fn versus_runs(store: &Path, args: &[&str]) -> (Value, Value) {
+    let out = run_sweep(store, args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let pair = json(store, &["show", "last", "--json"])["schedule"]["options"]["versus"]["pair"].clone();
+    let id = |k: usize| pair[k].as_i64().unwrap_or_else(|| panic!("no versus pair: {pair}")).to_string();
+    (json(store, &["show", &id(0), "--json"]), json(store, &["show", &id(1), "--json"]))
+}
+
+/// The two runs of a `--versus` sweep ran `windows` windows each, A B B A
+/// in time: the k-th windows of A and B at one level (clients, or offered
+/// rate), B's pair inside A's.
+pub fn assert_abba(a: &Value, b: &Value, windows: usize) {
+    let window = |s: &Value| {
+        let level = s["offered_rate_per_s"].as_f64().unwrap_or_else(|| s["concurrency"].as_f64().unwrap());
+        (level, s["window_start_unix_ms"].as_i64().unwrap(), s["window_end_unix_ms"].as_i64().unwrap())
+    };
+    let (wa, wb): (Vec<_>, Vec<_>) = (steps(a).iter().map(window).collect(), steps(b).iter().map(window).collect());
+    assert_eq!((wa.len(), wb.len()), (windows, windows));
+    for k in (0..windows).step_by(2) {
+        assert_eq!(wa[k].0, wb[k].0, "the k-th windows of A and B are at one level");
+        assert!(wa[k].2 <= wb[k].1 && wb[k + 1].2 <= wa[k + 1].1, "A B B A in time: {:?} {:?}", &wa[k..k + 2], &wb[k..k + 2]);
+    }
+}
+
+/// `compare X Y --format json` pairs a `--versus` pair's windows: a row per
+/// level of `levels`, each delta paired-t over `pairs` pairs, with its
+/// interval and a word.
+pub fn assert_compare_pairs(store: &Path, x: &str, y: &str, levels: &[u64], pairs: u64) {
+    let doc = json(store, &["compare", x, y, "--format", "json"]);
+    let rows = doc["rows"].as_array().unwrap();
+    assert_eq!(rows.iter().map(|r| r["concurrency"].as_u64().unwrap()).collect::<Vec<_>>(), levels, "{doc}");
+    for row in rows {
+        let d = row["delta"].as_object().unwrap().values().next().unwrap();
+        assert_eq!((d["method"].as_str(), d["n"].as_u64()), (Some("paired-t"), Some(pairs)), "{pairs} pairs of windows: {d}");
+        assert!(d["ci95_low_pct"].as_f64().unwrap() <= d["ci95_high_pct"].as_f64().unwrap(), "{d}");
+        assert!(["faster", "slower", "same"].contains(&d["verdict"].as_str().unwrap()), "{d}");
+    }
 }
 
 /// A JSON sweep of the specimen in `mode` with the short schedule the
