@@ -71,14 +71,7 @@ pub fn prepare_h2(
             _ => u,
         }
     };
-    let urls = config
-        .requests
-        .iter()
-        .map(|r| {
-            format!("{} {}{}", r.method, shown(&r.url), if config.requests.len() > 1 { format!(" x{}", r.weight) } else { String::new() })
-        })
-        .collect::<Vec<_>>()
-        .join(", ");
+    let urls = config.workload_text(shown);
     let per = if streams == 1 { "1 stream per connection".to_string() } else { format!("{streams} streams per connection") };
     let workload = format!("{urls} ({}, {per})", driver.protocol());
     let mut options = serde_json::Map::new();

@@ -155,14 +155,7 @@ fn prepare_http(plan: &SweepPlan, config: &scalelab_drive::http::HttpConfig, exp
         Some(s) => u.replacen(&format!("http://{}", s.addr), "", 1),
         None => scalelab_core::redact_url(u),
     };
-    let workload = config
-        .requests
-        .iter()
-        .map(|r| {
-            format!("{} {}{}", r.method, shown(&r.url), if config.requests.len() > 1 { format!(" x{}", r.weight) } else { String::new() })
-        })
-        .collect::<Vec<_>>()
-        .join(", ");
+    let workload = config.workload_text(shown);
     let mut options = serde_json::Map::new();
     options.insert("keepalive".into(), config.keepalive.into());
     options.insert("timeout_s".into(), config.timeout.as_secs_f64().into());

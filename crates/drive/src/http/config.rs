@@ -63,6 +63,18 @@ pub struct HttpConfig {
 }
 
 impl HttpConfig {
+    /// The requests as a run's workload text: `GET URL`, each with its
+    /// weight when there are several, URLs as `shown` writes them (redacted,
+    /// or without the specimen's per-run port).
+    pub fn workload_text(&self, shown: impl Fn(&str) -> String) -> String {
+        let weights = self.requests.len() > 1;
+        self.requests
+            .iter()
+            .map(|r| format!("{} {}{}", r.method, shown(&r.url), if weights { format!(" x{}", r.weight) } else { String::new() }))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// GET of one URL with keep-alive, 2xx as success and `timeout` for the
     /// request and the connect: the plain request a probe or a test sends.
     pub fn get(url: &str, timeout: Duration) -> HttpConfig {
