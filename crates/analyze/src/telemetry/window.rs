@@ -5,9 +5,35 @@ use super::rates::{process_rates, system_rates, SystemRates};
 use scalelab_core::sample::{ProcessSample, StateTimes, SystemSample, ThreadSecond};
 use scalelab_core::{HotThread, SoftirqCpu, StepTelemetry, ThreadStatesPct};
 
+/// How far outside a window a sample may lie and still stand for its edge.
+const EDGE_SLACK_MS: i64 = 500;
+
+/// The samples that describe the window `[start_ms, end_ms]`, oldest first:
+/// those inside it when there are two or more, for a rate between the
+/// first and the last covers only time under load. With fewer (a window
+/// shorter than two sample intervals) the nearest sample up to half a
+/// second outside each edge is added, the closer one first: a wider reach
+/// would mix the pause or a profiler's hold between steps, where no load
+/// runs, into the step's CPU (a spin lock at 4 clients read 78 % busy
+/// instead of 99 %).
 pub(crate) fn within<T>(items: &[T], at: impl Fn(&T) -> i64, start_ms: i64, end_ms: i64) -> Vec<&T> {
-    // Samples taken up to half a second outside the window still describe it.
-    items.iter().filter(|s| at(s) >= start_ms - 500 && at(s) <= end_ms + 500).collect()
+    let mut inside: Vec<&T> = items.iter().filter(|s| at(s) >= start_ms && at(s) <= end_ms).collect();
+    if inside.len() >= 2 {
+        return inside;
+    }
+    let before = items.iter().filter(|s| at(s) < start_ms && at(s) >= start_ms - EDGE_SLACK_MS).max_by_key(|s| at(s));
+    let after = items.iter().filter(|s| at(s) > end_ms && at(s) <= end_ms + EDGE_SLACK_MS).min_by_key(|s| at(s));
+    let mut edges: Vec<(i64, &T)> =
+        before.map(|s| (start_ms - at(s), s)).into_iter().chain(after.map(|s| (at(s) - end_ms, s))).collect();
+    edges.sort_by_key(|e| e.0);
+    for (_, s) in edges {
+        if inside.len() >= 2 {
+            break;
+        }
+        inside.push(s);
+    }
+    inside.sort_by_key(|s| at(s));
+    inside
 }
 
 /// The CPU with the largest softirq share over the interval, beside the
@@ -148,4 +174,26 @@ pub fn summarize_window(
         });
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::within;
+
+    /// Two or more samples inside: only those, so the idle pause after a
+    /// step does not dilute its CPU. Fewer: the nearer edge sample first,
+    /// never one beyond half a second.
+    #[test]
+    fn a_window_takes_its_own_samples_and_reaches_out_only_when_short() {
+        let at = |s: &i64| *s;
+        let xs = [400, 1_000, 2_000, 3_000, 3_300, 4_000];
+        assert_eq!(within(&xs, at, 1_000, 3_000), vec![&1_000, &2_000, &3_000]);
+        // One inside: the nearer edge, whichever side it is on.
+        assert_eq!(within(&xs, at, 1_900, 2_900), vec![&2_000, &3_000]);
+        assert_eq!(within(&xs, at, 1_100, 2_200), vec![&1_000, &2_000]);
+        // None inside: an edge sample on each side within half a second.
+        assert_eq!(within(&xs, at, 3_050, 3_200), vec![&3_000, &3_300]);
+        assert_eq!(within(&xs, at, 3_350, 3_900), vec![&3_300, &4_000]);
+        assert!(within(&xs, at, 5_000, 6_000).is_empty());
+    }
 }
