@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian machine with a Rust toolchain:
-# installs what the tests need (only what is missing), then runs every test.
+# installs what the tests need (only what is missing), then runs every test
+# (under cargo-nextest; .config/nextest.toml).
 # Tests start their own servers (nginx, ...) in temp dirs on free loopback
 # ports; nothing already running on the machine is used.
 set -euo pipefail
@@ -37,5 +38,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   done
 fi
 
-# --no-fail-fast: one failing test binary must not hide the others' results.
-cargo test --workspace --all-targets --no-fail-fast "$@"
+# The runner: cargo-nextest, one process per test and four at a time
+# (.config/nextest.toml says why), so a 20-minute suite of mostly waiting
+# runs in well under 15. Installed from crates.io when missing.
+if ! cargo nextest --version >/dev/null 2>&1; then
+  echo "installing: cargo-nextest (crates.io)" >&2
+  cargo install --locked cargo-nextest
+fi
+# --no-fail-fast: one failing test must not hide the others' results.
+# Arguments pass through: ./scripts/test.sh -p scalelab --test profile
+cargo nextest run --workspace --all-targets --no-fail-fast "$@"

@@ -14,9 +14,8 @@ use std::time::{Duration, Instant};
 
 /// One namespace test at a time: they watch /run/netns, and each removes
 /// the namespaces of killed runs.
-fn exclusive() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+fn exclusive() -> common::MachineLock {
+    common::machine_lock("netns")
 }
 
 fn netns_of(pid: u32) -> std::path::PathBuf {

@@ -23,8 +23,7 @@ pub(crate) fn within<T>(items: &[T], at: impl Fn(&T) -> i64, start_ms: i64, end_
     }
     let before = items.iter().filter(|s| at(s) < start_ms && at(s) >= start_ms - EDGE_SLACK_MS).max_by_key(|s| at(s));
     let after = items.iter().filter(|s| at(s) > end_ms && at(s) <= end_ms + EDGE_SLACK_MS).min_by_key(|s| at(s));
-    let mut edges: Vec<(i64, &T)> =
-        before.map(|s| (start_ms - at(s), s)).into_iter().chain(after.map(|s| (at(s) - end_ms, s))).collect();
+    let mut edges: Vec<(i64, &T)> = before.map(|s| (start_ms - at(s), s)).into_iter().chain(after.map(|s| (at(s) - end_ms, s))).collect();
     edges.sort_by_key(|e| e.0);
     for (_, s) in edges {
         if inside.len() >= 2 {

@@ -79,11 +79,32 @@ pub fn assert_matches_schema(doc: &Value) {
     assert!(errors.is_empty(), "run JSON does not match docs/run.schema.json:\n{}", errors.join("\n"));
 }
 
+/// A lock held by one test process of the workspace at a time, released
+/// when dropped (or when the process dies). A file lock in cargo's
+/// per-workspace temp dir, so it holds across test binaries: the suite
+/// runs under cargo-nextest, one process per test and several at once.
+pub struct MachineLock(#[allow(dead_code)] std::fs::File);
+
+/// Takes the workspace-wide lock `name`, waiting for it.
+pub fn machine_lock(name: &str) -> MachineLock {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}.lock"));
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    file.lock().unwrap_or_else(|e| panic!("lock {}: {e}", path.display()));
+    MachineLock(file)
+}
+
 /// Tests whose assertions are about CPU shape take this, so they do not
-/// share the machine's cores with each other inside one test binary.
-pub fn cpu_exclusive() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+/// share the machine's cores with each other, in any test binary.
+pub fn cpu_exclusive() -> MachineLock {
+    machine_lock("cpu")
 }
 
 /// `scalelab ARGS` for a sweep, run once more when a window finished
