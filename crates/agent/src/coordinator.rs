@@ -28,8 +28,9 @@ pub enum Loss {
 /// What an agent is for in this run.
 #[derive(Clone, Debug)]
 pub enum Role {
-    /// Sends load to `target` as `http` says.
-    Load { target: String, http: scalelab_drive::http::HttpConfig, threads: Option<u32>, no_pin: bool },
+    /// Sends load to `target` as `http` says; `http2`: as HTTP/2 with that
+    /// many streams per connection.
+    Load { target: String, http: scalelab_drive::http::HttpConfig, http2: Option<u32>, threads: Option<u32>, no_pin: bool },
     /// Sends SQL load to the database `target` as `sql` says.
     LoadSql { target: String, sql: crate::proto::SqlSpec, threads: Option<u32>, no_pin: bool },
     /// Redis load: the workload as the coordinator checked it.
@@ -109,6 +110,9 @@ pub struct Coordinator {
     records: Arc<Mutex<Vec<Record>>>,
     steps_run: usize,
     watch: Arc<ServerWatch>,
+    /// HTTP/2 streams per connection of the load (1 otherwise): steps are
+    /// split among the agents in whole connections.
+    streams: u32,
 }
 
 /// Index of the server agent in events.
@@ -117,7 +121,7 @@ const SERVER: usize = usize::MAX;
 async fn setup(addr: AgentAddr, reach: Reach, role: Role) -> Result<(Opened, Option<String>, u32), String> {
     let mut o = open_agent(&addr, &reach).await?;
     let first = match role {
-        Role::Load { target, http, threads, no_pin } => ToAgent::Load { target, http, threads, no_pin },
+        Role::Load { target, http, http2, threads, no_pin } => ToAgent::Load { target, http, http2, threads, no_pin },
         Role::LoadSql { target, sql, threads, no_pin } => ToAgent::LoadSql { target, sql, threads, no_pin },
         Role::LoadRedis { target, redis, threads, no_pin } => ToAgent::LoadRedis { target, redis, threads, no_pin },
         Role::Probe { server_pid, port, interval_ms, thread_hz, db } => ToAgent::Probe { server_pid, port, interval_ms, thread_hz, db },
@@ -157,7 +161,20 @@ impl Coordinator {
             links.push(Self::run_link(&rt, (idx, name.clone()), o, (server, cores), ev_tx.clone(), records.clone(), w));
         }
         let server = (links.len() > load.len()).then(|| links.pop()).flatten();
-        Ok(Coordinator { rt, load: links, server, events, loss, shares: Arc::default(), lost: Vec::new(), records, steps_run: 0, watch })
+        let streams = load.iter().find_map(|(_, r)| if let Role::Load { http2, .. } = r { *http2 } else { None }).unwrap_or(1);
+        Ok(Coordinator {
+            rt,
+            load: links,
+            server,
+            events,
+            loss,
+            shares: Arc::default(),
+            lost: Vec::new(),
+            records,
+            steps_run: 0,
+            watch,
+            streams,
+        })
     }
 
     fn run_link(
@@ -278,7 +295,7 @@ impl Coordinator {
         }
         self.step_started(index);
         let alive: Vec<usize> = (0..self.load.len()).filter(|&i| self.load[i].alive).collect();
-        let plans = split(plan, alive.len());
+        let plans = split(plan, alive.len(), self.streams);
         let max_rtt = alive.iter().map(|&i| self.load[i].rtt_us).max().unwrap_or(0);
         let start = unix_us() + 300_000 + 2 * max_rtt;
         let mut pending: BTreeMap<usize, u32> = BTreeMap::new();

@@ -8,15 +8,21 @@ use scalelab_core::StepPlan;
 use serde::{Deserialize, Serialize};
 
 /// Each agent's share of `plan` (None: nothing for that agent this step).
-/// Concurrency is split evenly with the remainder to the first agents
-/// (10 over 2 → 5 + 5, 11 over 2 → 6 + 5); an open loop's rate evenly, its
-/// connections as concurrency.
-pub fn split(plan: &StepPlan, agents: usize) -> Vec<Option<StepPlan>> {
+/// Concurrency is split in whole connections of `streams` clients (HTTP/2;
+/// 1 otherwise) evenly, the remainder to the first agents (10 over 2 → 5 +
+/// 5, 11 over 2 → 6 + 5; 16 clients as 4 connections of 4 → 8 + 8), so
+/// the agents open as many connections as one client would; a short last
+/// connection is the last agent's. An open loop's rate follows the clients.
+pub fn split(plan: &StepPlan, agents: usize, streams: u32) -> Vec<Option<StepPlan>> {
     let n = agents.max(1) as u32;
-    let (base, rem) = (plan.concurrency / n, plan.concurrency % n);
+    let streams = streams.max(1);
+    let conns = plan.concurrency.div_ceil(streams);
+    let (base, rem) = (conns / n, conns % n);
+    let mut left = plan.concurrency;
     (0..n)
         .map(|i| {
-            let c = base + u32::from(i < rem);
+            let c = ((base + u32::from(i < rem)) * streams).min(left);
+            left -= c;
             if c == 0 {
                 return None;
             }
@@ -142,10 +148,17 @@ mod tests {
     #[test]
     fn concurrency_split_gives_the_remainder_to_the_first() {
         let plan = StepPlan { concurrency: 11, warmup_s: 0.0, window_s: 1.0, pause_s: 0.0, think_time_s: 0.0, open_loop: None };
-        let c: Vec<_> = split(&plan, 2).into_iter().map(|p| p.map(|p| p.concurrency)).collect();
-        assert_eq!(c, vec![Some(6), Some(5)]);
-        let one = StepPlan { concurrency: 1, ..plan };
-        let c: Vec<_> = split(&one, 3).into_iter().map(|p| p.map(|p| p.concurrency)).collect();
-        assert_eq!(c, vec![Some(1), None, None]);
+        let shares = |concurrency: u32, agents: usize, streams: u32| -> Vec<Option<u32>> {
+            let p = StepPlan { concurrency, ..plan.clone() };
+            split(&p, agents, streams).into_iter().map(|p| p.map(|p| p.concurrency)).collect()
+        };
+        assert_eq!(shares(11, 2, 1), vec![Some(6), Some(5)]);
+        assert_eq!(shares(1, 3, 1), vec![Some(1), None, None]);
+        // HTTP/2: whole connections of 4 streams; the short last one (2
+        // clients) is one agent's, so 3 connections in all, as one client opens.
+        assert_eq!(shares(16, 2, 4), vec![Some(8), Some(8)]);
+        assert_eq!(shares(10, 2, 4), vec![Some(8), Some(2)]);
+        assert_eq!(shares(5, 3, 4), vec![Some(4), Some(1), None]);
+        assert_eq!(shares(3, 2, 4), vec![Some(3), None]);
     }
 }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// This build's protocol number: bump it on any change of the frames.
-pub const PROTOCOL: u32 = 2;
+pub const PROTOCOL: u32 = 3;
 
 /// A frame larger than this is refused (a step with 10 minutes of
 /// per-second histograms is well under a megabyte).
@@ -40,8 +40,10 @@ pub enum ToAgent {
     Auth { proof: String },
     /// A clock probe; answered by `pong` with the agent's clock.
     Ping { seq: u32 },
-    /// The session: the one target this agent may send load to, and how.
-    Load { target: String, http: HttpConfig, threads: Option<u32>, no_pin: bool },
+    /// The session: the one target this agent may send load to, and how;
+    /// `http2`: spoken as HTTP/2 with that many streams per connection
+    /// (h2c on `http://`, h2 by ALPN on `https://`), else HTTP/1.1.
+    Load { target: String, http: HttpConfig, http2: Option<u32>, threads: Option<u32>, no_pin: bool },
     /// Sends SQL load to `target` (a database URL): the workload as the
     /// coordinator built it (it prepared the dataset and checked the
     /// statements; the agent only runs the workload).

@@ -9,6 +9,7 @@ use crate::auth;
 use crate::proto::{mismatch, read_frame, read_frame_max, write_frame, FromAgent, SqlSpec, ToAgent, MAX_HANDSHAKE_FRAME};
 use crate::records;
 use scalelab_drive::http::{HttpConfig, HttpDriver};
+use scalelab_drive::http2::H2Driver;
 use scalelab_drive::sql::{SqlConfig, SqlDriver, SqlUrl};
 use scalelab_drive::{run_step, EngineOptions};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,8 +49,9 @@ fn origin(url: &str) -> Option<String> {
     scalelab_core::Target::parse(url).ok().map(|t| t.origin())
 }
 
-/// The driver for the session's target; every request must go to that target.
-fn driver(target: &str, config: &HttpConfig) -> Result<(HttpDriver, Option<String>), String> {
+/// Checks that every request of `config` goes to the session's target and
+/// that nothing in it belongs to the coordinator's host.
+fn only_the_target(target: &str, config: &HttpConfig) -> Result<(), String> {
     let want = origin(target).ok_or_else(|| format!("the target '{target}' is not a URL"))?;
     for r in &config.requests {
         if origin(&r.url).as_deref() != Some(want.as_str()) {
@@ -60,9 +62,24 @@ fn driver(target: &str, config: &HttpConfig) -> Result<(HttpDriver, Option<Strin
     if !config.source_addrs.is_empty() {
         return Err("refused: source addresses belong to the coordinator's host, not to an agent".into());
     }
+    Ok(())
+}
+
+/// The driver for the session's target; every request must go to that target.
+fn driver(target: &str, config: &HttpConfig) -> Result<(HttpDriver, Option<String>), String> {
+    only_the_target(target, config)?;
     let d = HttpDriver::new(config).map_err(|e| e.to_string())?;
     let p = d.preflight().map_err(|f| format!("cannot reach {}: {}", scalelab_core::redact_url(target), f.message))?;
     Ok((d, p.server))
+}
+
+/// The HTTP/2 driver for the session's target, `streams` per connection;
+/// its first request checks this host reaches the target over HTTP/2.
+fn h2_driver(target: &str, config: &HttpConfig, streams: u32) -> Result<(H2Driver, Option<String>), String> {
+    only_the_target(target, config)?;
+    let d = H2Driver::new(config, streams).map_err(|e| e.to_string())?;
+    let p = d.preflight().map_err(|f| format!("cannot reach {} over HTTP/2: {}", scalelab_core::redact_url(target), f.message))?;
+    Ok((d, p.answer.server))
 }
 
 /// The SQL driver for the session's target (a database URL): the workload
@@ -94,6 +111,7 @@ fn redis_driver(
 #[derive(Clone)]
 enum Loaded {
     Http(Arc<HttpDriver>),
+    H2(Arc<H2Driver>),
     Sql(Arc<SqlDriver>),
     Redis(Arc<scalelab_drive::redis::RedisDriver>),
 }
@@ -165,10 +183,14 @@ pub async fn serve(mut r: Reader, mut w: Writer, proof: Option<Proof>, protocol:
             ToAgent::Ping { seq } => {
                 let _ = tx.send(FromAgent::Pong { seq, agent_unix_us: unix_us() });
             }
-            ToAgent::Load { target, http, threads, no_pin } => {
+            ToAgent::Load { target, http, http2, threads, no_pin } => {
                 let (done_tx, done_rx) = tokio::sync::oneshot::channel();
                 std::thread::spawn(move || {
-                    let _ = done_tx.send(driver(&target, &http).map(|(d, s)| (Loaded::Http(Arc::new(d)), s)));
+                    let built = match http2 {
+                        Some(streams) => h2_driver(&target, &http, streams).map(|(d, s)| (Loaded::H2(Arc::new(d)), s)),
+                        None => driver(&target, &http).map(|(d, s)| (Loaded::Http(Arc::new(d)), s)),
+                    };
+                    let _ = done_tx.send(built);
                 });
                 load = loaded(done_rx.await, threads, no_pin, &tx);
             }
@@ -233,6 +255,7 @@ pub async fn serve(mut r: Reader, mut w: Writer, proof: Option<Proof>, protocol:
                     };
                     let result = match &d {
                         Loaded::Http(d) => run_step(d, &plan, &opts, &mut tick),
+                        Loaded::H2(d) => run_step(d, &plan, &opts, &mut tick),
                         Loaded::Sql(d) => run_step(d, &plan, &opts, &mut tick),
                         Loaded::Redis(d) => run_step(d, &plan, &opts, &mut tick),
                     };
@@ -305,7 +328,7 @@ mod tests {
         let err = driver(target, &config).err().unwrap();
         assert_eq!(err, "refused: source addresses belong to the coordinator's host, not to an agent");
         // Through the frame, the config arrives whole.
-        let frame = crate::proto::ToAgent::Load { target: target.into(), http: config, threads: None, no_pin: false };
+        let frame = crate::proto::ToAgent::Load { target: target.into(), http: config, http2: None, threads: None, no_pin: false };
         let back: crate::proto::ToAgent = serde_json::from_str(&serde_json::to_string(&frame).unwrap()).unwrap();
         let crate::proto::ToAgent::Load { http, .. } = back else { panic!() };
         assert_eq!(

@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use scalelab_testkit::nginx::Nginx;
+use scalelab_testkit::nginx::{Nginx, NginxOptions};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -589,4 +589,68 @@ fn redis_load_through_two_agents_is_the_commands_the_server_ran() {
     // The server ran what was counted, and at most a round trip per client more.
     let (ran, counted) = (redis.calls("incr"), step["queries"].as_u64().unwrap());
     assert!(ran >= counted && ran - counted <= 2 * 4, "server ran {ran} INCRs, counted {counted}");
+}
+
+/// HTTP/2 through two agents: each agent opens whole connections of
+/// `--streams` streams (8 clients as 2 connections of 4 split 4 + 4, 12 as
+/// 3 split 8 + 4), the run records h2c and connections x streams, and every
+/// success counted is an HTTP/2 request in nginx's log.
+#[test]
+fn http2_load_through_two_agents_splits_whole_connections_and_is_what_nginx_served() {
+    let nginx = Nginx::start_opts(NginxOptions { http2: true, ..Default::default() });
+    let dir = tempfile::tempdir().unwrap();
+    let tok = token(dir.path(), TOKEN);
+    let (a, b) = (Agent::start(&tok, &[]), Agent::start(&tok, &[]));
+    let store = dir.path().join("s.db");
+    let url = format!("h2c://127.0.0.1:{}/index.html", nginx.h2c_port.unwrap());
+    let run = json(
+        &store,
+        &[
+            "sweep",
+            &url,
+            "-c",
+            "2,3",
+            "--streams",
+            "4",
+            "--warmup",
+            "0.3s",
+            "--duration",
+            "1s",
+            "--pause",
+            "0.2s",
+            "--json",
+            "-q",
+            "--agent",
+            &a.url(),
+            "--agent",
+            &b.url(),
+            "--agent-token-file",
+            tok.to_str().unwrap(),
+        ],
+    );
+    assert_matches_schema(&run);
+    assert_eq!(run["complete"], true, "{}", run["outcome"]);
+    assert_eq!(run["schedule"]["options"]["http_protocol"], "h2c");
+    let shape: Vec<(u64, u64)> =
+        steps(&run).iter().map(|s| (s["concurrency"].as_u64().unwrap(), s["connections"].as_u64().unwrap())).collect();
+    assert_eq!(shape, [(8, 2), (12, 3)]);
+    for ((step, share), want) in steps(&run).iter().zip(&agent_steps(&run)).zip([[4, 4], [8, 4]]) {
+        let parts = share["agents"].as_array().unwrap();
+        let conc: Vec<u64> = parts.iter().map(|p| p["concurrency"].as_u64().unwrap()).collect();
+        assert_eq!(conc, want, "whole connections per agent: {share}");
+        let sum: u64 = parts.iter().map(|p| p["requests"].as_u64().unwrap()).sum();
+        assert!(parts.iter().all(|p| p["requests"].as_u64().unwrap() > 20), "both agents loaded: {share}");
+        assert_eq!(step["requests"].as_u64().unwrap(), sum, "{share}");
+        assert_eq!(step["errors_total"], 0, "{step}");
+        let (start, end) = (step["window_start_unix_ms"].as_f64().unwrap(), step["window_end_unix_ms"].as_f64().unwrap());
+        let lines: Vec<_> = nginx.access_log().into_iter().filter(|l| l.unix_ms >= start && l.unix_ms < end).collect();
+        assert!(lines.iter().all(|l| l.protocol == "HTTP/2.0"), "only HTTP/2 requests in the window");
+        let c = step["concurrency"].as_f64().unwrap();
+        let tol = 2.0 * c + step["throughput_per_s"].as_f64().unwrap() * 0.01 + 2.0;
+        assert!(
+            (lines.len() as f64 - sum as f64).abs() <= tol,
+            "nginx logged {} in the window, agents counted {sum} (±{tol})",
+            lines.len()
+        );
+    }
 }

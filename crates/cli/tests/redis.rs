@@ -150,3 +150,72 @@ fn a_killed_redis_is_errors_with_the_finished_steps_kept() {
     let lost = e["connection_lost"].as_u64().unwrap_or(0) + e["connect_refused"].as_u64().unwrap_or(0);
     assert!(lost > 0, "{}", s[1]);
 }
+
+/// `--rate` against Redis: each step offers its rate, achieves about it on
+/// an idle server, and every INCR counted is one the server ran (the hot
+/// key's counter holds them all, those in flight at the edges aside).
+#[test]
+fn an_open_loop_offers_its_rate_to_redis_and_the_server_ran_what_was_counted() {
+    let redis = Redis::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let args =
+        ["sweep", &redis.url(), "--workload", "hot-key", "--rate", "300,600", "--warmup", "0", "--pause", "0", "-d", "1s", "--json", "-q"];
+    let doc = json(&store, &args);
+    common::assert_matches_schema(&doc);
+    assert_eq!(doc["complete"], true, "{}", doc["outcome"]);
+    for (s, rate) in steps(&doc).iter().zip([300.0, 600.0]) {
+        assert_eq!(s["offered_rate_per_s"].as_f64(), Some(rate), "{s}");
+        let achieved = s["throughput_per_s"].as_f64().unwrap();
+        // A window of 1 s holds about `rate` arrivals; a busy machine may
+        // delay some past its end.
+        assert!((0.5 * rate..=1.1 * rate).contains(&achieved), "{achieved}/s of {rate} offered: {s}");
+        assert_eq!(s["errors_total"], 0, "{s}");
+        assert!(s["service_ms"]["p50"].as_f64().is_some(), "{s}");
+    }
+    let counted = total(&doc, "queries");
+    let hot = redis.command("GET scalelab:hot");
+    let held: u64 = hot.lines().nth(1).unwrap_or("0").parse().unwrap();
+    // Outside the windows nothing is sent but what was in flight when one
+    // ended (at most the few requests a rate of 600/s has out at once).
+    assert!(held >= counted && held - counted <= 50, "the hot key holds {held} INCRs, scalelab counted {counted}");
+}
+
+/// `?protocol=3`: every connection says `HELLO 3` and the load runs on
+/// RESP3's replies; a slow command run beside the load (a Lua loop) is
+/// the `command` latency event of the step it fell in, read from
+/// `LATENCY LATEST` once the server's latency monitor is on.
+#[test]
+fn resp3_loads_and_a_latency_spike_is_named_in_its_step() {
+    let redis = Redis::start();
+    assert_eq!(redis.command("CONFIG SET latency-monitor-threshold 5").trim(), "+OK");
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let url = format!("{}?protocol=3", redis.url());
+    let doc = std::thread::scope(|s| {
+        let sweep =
+            s.spawn(|| json(&store, &["sweep", &url, "--workload", "incr", "-c", "2", "--warmup", "0", "-d", "3s", "--json", "-q"]));
+        // Inside the window (the sweep starts it within a second): about
+        // 50 ms of one command, which stalls the clients' INCRs too.
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        let out = redis.command("EVAL \"local i=0 while i<5000000 do i=i+1 end return i\" 0");
+        assert!(out.contains("5000000"), "{out}");
+        sweep.join().unwrap()
+    });
+    common::assert_matches_schema(&doc);
+    assert!(doc["workload"].as_str().unwrap().ends_with("(RESP3)"), "{}", doc["workload"]);
+    let s = &steps(&doc)[0];
+    assert!(s["requests"].as_u64().unwrap() > 20 && s["errors_total"] == 0, "{s}");
+    // The 2 clients and the probe said HELLO 3 (and the sweep's first look at the server).
+    assert!(redis.calls("hello") >= 3, "{}", redis.command("INFO commandstats"));
+    let r = &s["telemetry"]["db"]["redis"];
+    assert_eq!(r["latency_threshold_ms"], 5, "{r}");
+    let spike = r["latency_spikes"].as_array().unwrap().iter().find(|x| x["event"] == "command");
+    assert!(spike.is_some_and(|x| x["latest_ms"].as_u64().unwrap() >= 5), "no command spike in the step: {r}");
+    let table = String::from_utf8(run(&store, &["show", "last"]).stdout).unwrap();
+    assert!(table.contains("latency spike command "), "{table}");
+    // RESP3 where the server has none is refused at once, in one line.
+    let out = run(&store, &["sweep", &format!("{}?protocol=4", redis.url()), "-c", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("RESP is 2 or 3"), "{}", stderr(&out));
+}

@@ -40,8 +40,8 @@ pub use sample::{Record, RunSamples, Sample, SampleKind};
 pub use source::Source;
 pub use target::{Capabilities, Driver, OptionFamily, Target, TargetError, TargetKind};
 pub use telemetry::{
-    DbTelemetry, DbWait, HotThread, PerfSchemaWait, RedisCommandRate, RedisTelemetry, SoftirqCpu, SpecimenTelemetry, StepTelemetry,
-    ThreadStatesPct,
+    DbTelemetry, DbWait, HotThread, PerfSchemaWait, RedisCommandRate, RedisLatencySpike, RedisTelemetry, SoftirqCpu, SpecimenTelemetry,
+    StepTelemetry, ThreadStatesPct,
 };
 pub use text::{escape_control, escape_control_lines, escape_markup, redact_url, thousands};
 

@@ -268,6 +268,24 @@ pub struct RedisTelemetry {
     pub slowlog_added: Option<u64>,
     /// The commands that took the most server time in the window, most first (at most 5).
     pub top_commands: Vec<RedisCommandRate>,
+    /// `latency-monitor-threshold`, ms: 0 while the latency monitor is off
+    /// (then `latency_spikes` is always empty); None: not readable.
+    #[serde(default)]
+    pub latency_threshold_ms: Option<u64>,
+    /// `LATENCY LATEST`'s events whose latest spike fell in the window
+    /// (to the second), longest first; empty when none did or the monitor
+    /// is off.
+    #[serde(default)]
+    pub latency_spikes: Vec<RedisLatencySpike>,
+}
+
+/// A latency event the server recorded in a step's window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RedisLatencySpike {
+    /// Redis's name for it: `command`, `fast-command`, `fork`, `aof-fsync-always`, ...
+    pub event: String,
+    /// Its latest spike, ms.
+    pub latest_ms: u64,
 }
 
 /// One command over a window: its rate and the server's time per call.

@@ -95,11 +95,9 @@ impl RedisConfig {
             RedisWorkload::LpushLpop => format!("LPUSH + LPOP of {} lists, {} B values", self.keyspace, self.value_size),
             RedisWorkload::HotKey => "INCR of one key by every client".to_string(),
         };
-        if self.pipeline > 1 {
-            format!("redis {}: {what}, {} commands per round trip", self.workload.name(), self.pipeline)
-        } else {
-            format!("redis {}: {what}", self.workload.name())
-        }
+        let pipelined = if self.pipeline > 1 { format!(", {} commands per round trip", self.pipeline) } else { String::new() };
+        let resp3 = if self.url.resp3 { " (RESP3)" } else { "" };
+        format!("redis {}: {what}{pipelined}{resp3}", self.workload.name())
     }
 }
 

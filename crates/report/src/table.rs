@@ -416,10 +416,13 @@ pub fn db_summary(d: &DbTelemetry) -> String {
         add("memory", r.used_memory_mb, " MB");
         add("evicted", r.evicted_per_s, "/s");
         for c in &r.top_commands {
-            parts.push(format!("{} {}/s at {:.1} µs", c.command, rate(c.calls_per_s), c.usec_per_call));
+            parts.push(format!("{} {}/s at {:.1} µs", scalelab_core::escape_control(&c.command), rate(c.calls_per_s), c.usec_per_call));
         }
         if r.slowlog_added.is_some_and(|n| n > 0) {
             parts.push(format!("slow log +{}", r.slowlog_added.unwrap_or(0)));
+        }
+        for s in &r.latency_spikes {
+            parts.push(format!("latency spike {} {} ms", scalelab_core::escape_control(&s.event), s.latest_ms));
         }
     }
     if let Some(w) = d.waits.first() {

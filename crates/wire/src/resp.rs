@@ -1,5 +1,5 @@
-//! RESP, Redis's protocol (RESP2, which every Redis and Valkey speaks):
-//! a `redis://` URL, a connection on [`Stream`] with [`Inbox`] (the same
+//! RESP, Redis's protocol (RESP2, which every Redis and Valkey speaks, or
+//! RESP3 after `HELLO 3` when the URL says `?protocol=3`): a `redis://` URL, a connection on [`Stream`] with [`Inbox`] (the same
 //! reused buffer as the SQL clients), commands encoded into one reused
 //! output buffer, and replies framed and skipped without allocating.
 //! Pipelining is writing N commands in one buffer and reading N replies;
@@ -18,7 +18,8 @@ use std::time::Duration;
 /// A parsed `redis://[user[:password]@]host[:port][/db]`, or `rediss://`
 /// for TLS: the certificate checked against the Mozilla roots or the PEM
 /// file `?cacert=PATH`, and the host name checked; `?insecure=true`
-/// encrypts without checking (as `redis-cli --insecure`).
+/// encrypts without checking (as `redis-cli --insecure`). `?protocol=3`
+/// speaks RESP3 (`HELLO 3`, as `redis-cli -3`), the default 2 RESP2.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RedisUrl {
     pub host: String,
@@ -29,6 +30,9 @@ pub struct RedisUrl {
     pub db: u32,
     /// `rediss://`: how TLS is checked (None: plain TCP).
     pub tls: Option<crate::url::SqlTls>,
+    /// `?protocol=3`: RESP3, asked for with `HELLO 3` on connecting.
+    #[serde(default)]
+    pub resp3: bool,
     /// The URL without its password, safe to show.
     pub redacted: String,
 }
@@ -43,13 +47,20 @@ impl RedisUrl {
             _ => return Err(format!("{redacted}: not a redis:// URL")),
         };
         let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
-        let (mut cacert, mut insecure) = (None, false);
+        let (mut cacert, mut insecure, mut resp3) = (None, false, false);
         for kv in query.split('&').filter(|kv| !kv.is_empty()) {
             match kv.split_once('=').unwrap_or((kv, "")) {
                 ("cacert", path) if !path.is_empty() => cacert = Some(decode(path)),
                 ("insecure", "true" | "1") => insecure = true,
                 ("insecure", "false" | "0") => insecure = false,
-                (k, _) => return Err(format!("{redacted}: unknown option '{k}' (rediss:// takes cacert=PATH and insecure=true)")),
+                ("protocol", "2") => resp3 = false,
+                ("protocol", "3") => resp3 = true,
+                ("protocol", p) => return Err(format!("{redacted}: protocol={p}: RESP is 2 or 3")),
+                (k, _) => {
+                    return Err(format!(
+                        "{redacted}: unknown option '{k}' (redis:// takes protocol=2|3; rediss:// also cacert=PATH and insecure=true)"
+                    ))
+                }
             }
         }
         if !tls && (cacert.is_some() || insecure) {
@@ -83,7 +94,7 @@ impl RedisUrl {
             "" => 0,
             d => d.parse::<u32>().map_err(|_| format!("{redacted}: the path is the database number (redis://host:6379/0), not '{d}'"))?,
         };
-        Ok(RedisUrl { host: host.to_string(), port, user, password, db, tls, redacted })
+        Ok(RedisUrl { host: host.to_string(), port, user, password, db, tls, resp3, redacted })
     }
 }
 
@@ -185,17 +196,21 @@ pub struct RespConn {
 }
 
 impl RespConn {
-    /// Connects to `url` within `timeout`, authenticates (`AUTH`) and
-    /// selects its database; `sole` as for [`Stream::settle`].
+    /// Connects to `url` within `timeout`, authenticates (`AUTH`, or with
+    /// RESP3 `HELLO 3 AUTH ...`) and selects its database; `sole` as for
+    /// [`Stream::settle`]. A server that cannot speak RESP3 fails here.
     pub async fn connect(url: &RedisUrl, timeout: Duration, sole: bool) -> Result<RespConn, Failure> {
         let mut stream = Stream::tcp(&url.host, url.port, timeout).await?;
         if let Some(mode) = &url.tls {
             stream = stream.into_tls(mode, &url.host, timeout).await?;
         }
         let mut c = RespConn { stream, inbox: Inbox::new(), out: Vec::with_capacity(4096), queued: 0 };
-        match (&url.user, &url.password) {
-            (Some(u), Some(p)) => c.command(&[b"AUTH", u.as_bytes(), p.as_bytes()]),
-            (None, Some(p)) => c.command(&[b"AUTH", p.as_bytes()]),
+        match (&url.user, &url.password, url.resp3) {
+            // HELLO authenticates in the same command; a password alone is the default user's.
+            (u, Some(p), true) => c.command(&[b"HELLO", b"3", b"AUTH", u.as_deref().unwrap_or("default").as_bytes(), p.as_bytes()]),
+            (_, None, true) => c.command(&[b"HELLO", b"3"]),
+            (Some(u), Some(p), false) => c.command(&[b"AUTH", u.as_bytes(), p.as_bytes()]),
+            (None, Some(p), false) => c.command(&[b"AUTH", p.as_bytes()]),
             _ => {}
         }
         if url.db != 0 {
@@ -204,7 +219,10 @@ impl RespConn {
         if c.queued > 0 {
             let at = format!("{} ({}:{})", url.redacted, url.host, url.port);
             match tokio::time::timeout(timeout, c.round_trip()).await {
-                Err(_) => return Err(Failure::new(ErrorClass::ConnectTimeout, format!("{at}: no answer to AUTH/SELECT"))),
+                Err(_) => return Err(Failure::new(ErrorClass::ConnectTimeout, format!("{at}: no answer to HELLO/AUTH/SELECT"))),
+                Ok(Err(f)) if url.resp3 && f.message.starts_with("NOPROTO") => {
+                    return Err(Failure::new(f.class, format!("{at}: the server cannot speak RESP3 ({}): drop ?protocol=3", f.message)))
+                }
                 Ok(Err(f)) => return Err(Failure::new(f.class, format!("{at}: {}", f.message))),
                 Ok(Ok(())) => {}
             }
@@ -263,6 +281,21 @@ impl RespConn {
         result
     }
 
+    /// Sends one command and returns its reply as a [`Reply`] (for the
+    /// probe's structured commands, `LATENCY LATEST`; not the load path).
+    pub async fn query(&mut self, args: &[&[u8]]) -> Result<Reply, Failure> {
+        self.command(args);
+        let n = self.send().await?;
+        debug_assert_eq!(n, 1);
+        let (len, _) = self.next_reply().await?;
+        let result = Reply::parse(&self.inbox.data()[..len]).map_err(|why| Failure::new(ErrorClass::Other, why));
+        self.inbox.consume(len);
+        match result? {
+            Reply::Error(e) => Err(error_failure(e.as_bytes())),
+            r => Ok(r),
+        }
+    }
+
     /// Writes the queued commands in one write; how many they were.
     async fn send(&mut self) -> Result<u32, Failure> {
         let n = std::mem::take(&mut self.queued);
@@ -288,6 +321,77 @@ impl RespConn {
     }
 }
 
+/// A whole reply as a value: RESP2's and RESP3's types folded into five
+/// (a map is its keys and values in turn, a double or big number its text).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reply {
+    Nil,
+    Int(i64),
+    Text(String),
+    Error(String),
+    List(Vec<Reply>),
+}
+
+/// Aggregates nested deeper than this are refused (a server's reply to
+/// the probe's commands nests two levels).
+const MAX_DEPTH: usize = 16;
+
+impl Reply {
+    /// Parses one reply that [`frame`] found complete at `buf`'s start.
+    pub fn parse(buf: &[u8]) -> Result<Reply, String> {
+        Self::at(buf, &mut 0, 0)
+    }
+
+    fn at(buf: &[u8], pos: &mut usize, depth: usize) -> Result<Reply, String> {
+        let short = || "a truncated RESP reply".to_string();
+        let kind = *buf.get(*pos).ok_or_else(short)?;
+        let end = buf[*pos..].windows(2).position(|w| w == b"\r\n").map(|p| *pos + p).ok_or_else(short)?;
+        let head = String::from_utf8_lossy(&buf[*pos + 1..end]).into_owned();
+        *pos = end + 2;
+        let number = |s: &str| s.parse::<i64>().map_err(|_| format!("a RESP number '{s}' is not one"));
+        Ok(match kind {
+            b'+' | b',' | b'(' => Reply::Text(head),
+            b'-' => Reply::Error(head),
+            b':' => Reply::Int(number(&head)?),
+            b'#' => Reply::Int(i64::from(head == "t")),
+            b'_' => Reply::Nil,
+            b'$' | b'=' | b'!' => {
+                let n = number(&head)?;
+                if n < 0 {
+                    return Ok(Reply::Nil);
+                }
+                let n = usize::try_from(n).map_err(|_| "a RESP length out of range".to_string())?;
+                let body = buf.get(*pos..*pos + n).ok_or_else(short)?;
+                *pos += n + 2;
+                let body = if kind == b'=' && body.get(3) == Some(&b':') { &body[4..] } else { body };
+                let text = String::from_utf8_lossy(body).into_owned();
+                if kind == b'!' {
+                    Reply::Error(text)
+                } else {
+                    Reply::Text(text)
+                }
+            }
+            b'*' | b'~' | b'>' | b'%' | b'|' => {
+                let n = number(&head)?;
+                if n < 0 {
+                    return Ok(Reply::Nil);
+                }
+                if depth >= MAX_DEPTH {
+                    return Err(format!("a RESP reply nested over {MAX_DEPTH} levels"));
+                }
+                let items = usize::try_from(n).map_err(|_| "a RESP length out of range".to_string())?
+                    * if matches!(kind, b'%' | b'|') { 2 } else { 1 };
+                let mut list = Vec::with_capacity(items.min(1024));
+                for _ in 0..items {
+                    list.push(Self::at(buf, pos, depth + 1)?);
+                }
+                Reply::List(list)
+            }
+            other => return Err(format!("not a RESP reply (byte 0x{other:02x})")),
+        })
+    }
+}
+
 /// A read or write that failed: the connection is gone.
 fn lost(e: std::io::Error) -> Failure {
     Failure::new(crate::io_class::connect_io_class(&e), format!("connection lost: {e}"))
@@ -304,7 +408,13 @@ fn text_of(reply: &[u8]) -> String {
         Some(b'+') => &reply[1..reply.len().saturating_sub(2)],
         Some(b'$') | Some(b'=') => {
             let start = reply.windows(2).position(|w| w == b"\r\n").map_or(reply.len(), |p| p + 2);
-            &reply[start.min(reply.len())..reply.len().saturating_sub(2).max(start.min(reply.len()))]
+            let body = &reply[start.min(reply.len())..reply.len().saturating_sub(2).max(start.min(reply.len()))];
+            // RESP3's verbatim string (`INFO`'s reply) starts with its format: `txt:`.
+            if reply[0] == b'=' && body.get(3) == Some(&b':') {
+                &body[4..]
+            } else {
+                body
+            }
         }
         _ => reply,
     };
@@ -314,6 +424,42 @@ fn text_of(reply: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_protocol_is_resp2_unless_the_url_asks_for_3() {
+        assert!(!RedisUrl::parse("redis://127.0.0.1:6379").unwrap().resp3);
+        assert!(RedisUrl::parse("redis://127.0.0.1:6379/1?protocol=3").unwrap().resp3);
+        assert!(!RedisUrl::parse("redis://127.0.0.1:6379?protocol=2").unwrap().resp3);
+        assert_eq!(RedisUrl::parse("redis://h?protocol=4").unwrap_err(), "redis://h?protocol=4: protocol=4: RESP is 2 or 3");
+        assert!(RedisUrl::parse("redis://h?proto=3").unwrap_err().contains("takes protocol=2|3"));
+    }
+
+    #[test]
+    fn replies_parse_into_values_resp2_and_resp3() {
+        let latest = b"*2\r\n*4\r\n$7\r\ncommand\r\n:1700000000\r\n:250\r\n:1000\r\n*4\r\n$4\r\nfork\r\n:1700000001\r\n:12\r\n:12\r\n";
+        let r = Reply::parse(latest).unwrap();
+        let Reply::List(events) = r else { panic!("{r:?}") };
+        assert_eq!(
+            events[0],
+            Reply::List(vec![Reply::Text("command".into()), Reply::Int(1_700_000_000), Reply::Int(250), Reply::Int(1000)])
+        );
+        assert_eq!(events.len(), 2);
+        // RESP3: a map in pairs, null, booleans, doubles, a verbatim string without its format.
+        let r = Reply::parse(b"%2\r\n+proto\r\n:3\r\n+ok\r\n#t\r\n").unwrap();
+        assert_eq!(r, Reply::List(vec![Reply::Text("proto".into()), Reply::Int(3), Reply::Text("ok".into()), Reply::Int(1)]));
+        assert_eq!(Reply::parse(b"_\r\n").unwrap(), Reply::Nil);
+        assert_eq!(Reply::parse(b"$-1\r\n").unwrap(), Reply::Nil);
+        assert_eq!(Reply::parse(b",1.5\r\n").unwrap(), Reply::Text("1.5".into()));
+        assert_eq!(Reply::parse(b"=8\r\ntxt:a:bc\r\n").unwrap(), Reply::Text("a:bc".into()));
+        assert_eq!(Reply::parse(b"-ERR no\r\n").unwrap(), Reply::Error("ERR no".into()));
+        assert_eq!(Reply::parse(b"!3\r\nBAD\r\n").unwrap(), Reply::Error("BAD".into()));
+        assert_eq!(text_of(b"=8\r\ntxt:a:bc\r\n"), "a:bc");
+        // Truncated, garbage and too deep: errors, never a panic.
+        assert!(Reply::parse(b"*2\r\n:1\r\n").is_err());
+        assert!(Reply::parse(b"$5\r\nab").is_err());
+        assert!(Reply::parse(b"?x\r\n").is_err());
+        assert!(Reply::parse(&b"*1\r\n".repeat(40)).is_err());
+    }
 
     #[test]
     fn urls_parse_with_credentials_database_and_defaults() {

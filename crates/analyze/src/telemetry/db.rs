@@ -101,7 +101,7 @@ pub fn summarize_db(samples: &[DbSample], start_ms: i64, end_ms: i64) -> Result<
         }
         t.checkpoints = a.pg_checkpoints.zip(b.pg_checkpoints).and_then(|(x, y)| y.total()?.checked_sub(x.total()?));
     }
-    t.redis = redis_window(&near);
+    t.redis = redis_window(&near, start_ms, end_ms);
     if let Some(p) = near.iter().rev().find_map(|s| s.perf_schema.as_ref()) {
         t.perf_schema_instrumented = Some(p.instrumented.clone());
     }
@@ -124,8 +124,10 @@ pub fn summarize_db(samples: &[DbSample], start_ms: i64, end_ms: i64) -> Result<
 }
 
 /// A Redis window from its first and last `INFO` readings (gauges averaged
-/// or maxed over all of them); None without two readings.
-fn redis_window(near: &[&DbSample]) -> Option<scalelab_core::RedisTelemetry> {
+/// or maxed over all of them), and the latency events whose latest spike
+/// (stamped to the second) fell in `[start_ms, end_ms]`; None without two
+/// readings.
+fn redis_window(near: &[&DbSample], start_ms: i64, end_ms: i64) -> Option<scalelab_core::RedisTelemetry> {
     let all: Vec<(i64, &scalelab_core::sample::RedisInfo)> = near.iter().filter_map(|s| Some((s.unix_ms, s.redis.as_ref()?))).collect();
     let (&(t0, a), &(t1, b)) = (all.first()?, all.last()?);
     let secs = (t1 - t0) as f64 / 1000.0;
@@ -153,6 +155,20 @@ fn redis_window(near: &[&DbSample]) -> Option<scalelab_core::RedisTelemetry> {
         .collect();
     timed.sort_by_key(|x| std::cmp::Reverse(x.0));
     let top: Vec<scalelab_core::RedisCommandRate> = timed.into_iter().take(5).map(|(_, r)| r).collect();
+    // Each event's latest spike seen in a reading, kept when its second
+    // overlaps the window; the longest of an event's spikes so seen.
+    let mut spikes: Vec<scalelab_core::RedisLatencySpike> = Vec::new();
+    let (first_s, last_s) = (start_ms.div_euclid(1000), end_ms.div_euclid(1000));
+    for e in all.iter().filter_map(|(_, r)| r.latency_latest.as_ref()).flatten() {
+        if e.latest_unix_s < first_s || e.latest_unix_s > last_s {
+            continue;
+        }
+        match spikes.iter_mut().find(|s| s.event == e.event) {
+            Some(s) => s.latest_ms = s.latest_ms.max(e.latest_ms),
+            None => spikes.push(scalelab_core::RedisLatencySpike { event: e.event.clone(), latest_ms: e.latest_ms }),
+        }
+    }
+    spikes.sort_by_key(|s| std::cmp::Reverse(s.latest_ms));
     Some(scalelab_core::RedisTelemetry {
         commands_per_s: per_s(a.total_commands_processed, b.total_commands_processed),
         hit_pct: hits.zip(misses).and_then(|(h, m)| (h + m > 0).then(|| 100.0 * h as f64 / (h + m) as f64)),
@@ -164,6 +180,8 @@ fn redis_window(near: &[&DbSample]) -> Option<scalelab_core::RedisTelemetry> {
         io_threads_active: b.io_threads_active,
         slowlog_added: delta(a.slowlog_len, b.slowlog_len),
         top_commands: top,
+        latency_threshold_ms: b.latency_threshold_ms,
+        latency_spikes: spikes,
     })
 }
 
@@ -179,6 +197,34 @@ mod tests {
             ("Threads_running", running.to_string().as_str()),
         ]);
         DbSample { unix_ms: at, engine: "mysql".into(), status: Some(st), ..Default::default() }
+    }
+
+    #[test]
+    fn redis_latency_spikes_are_those_stamped_inside_the_window() {
+        use scalelab_core::sample::{RedisInfo, RedisLatencyEvent};
+        let ev = |event: &str, at: i64, ms: u64| RedisLatencyEvent { event: event.into(), latest_unix_s: at, latest_ms: ms, max_ms: 900 };
+        let reading = |at_ms: i64, commands: u64, latest: Vec<RedisLatencyEvent>| DbSample {
+            unix_ms: at_ms,
+            engine: "redis".into(),
+            redis: Some(RedisInfo {
+                total_commands_processed: Some(commands),
+                latency_threshold_ms: Some(10),
+                latency_latest: Some(latest),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        // The window is 100.0 s to 102.0 s. `fork` last spiked long before
+        // it (at 50 s); `command` spiked at 101 s (40 ms), then at 102 s (25 ms).
+        let s = [
+            reading(100_000, 0, vec![ev("fork", 50, 300)]),
+            reading(101_000, 1_000, vec![ev("fork", 50, 300), ev("command", 101, 40)]),
+            reading(102_000, 3_000, vec![ev("fork", 50, 300), ev("command", 102, 25)]),
+        ];
+        let r = summarize_db(&s, 100_000, 102_000).unwrap().redis.unwrap();
+        assert_eq!(r.commands_per_s, Some(1_500.0));
+        assert_eq!(r.latency_threshold_ms, Some(10));
+        assert_eq!(r.latency_spikes, vec![scalelab_core::RedisLatencySpike { event: "command".into(), latest_ms: 40 }]);
     }
 
     #[test]

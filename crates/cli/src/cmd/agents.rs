@@ -13,11 +13,12 @@ use scalelab_drive::http::HttpConfig;
 use scalelab_drive::sql::SqlConfig;
 use scalelab_drive::{EngineError, EngineOptions, LiveTick, StepRunner};
 
-/// What the load agents send: the HTTP workload, or the SQL one the
-/// coordinator built and checked.
+/// What the load agents send: the HTTP workload (as HTTP/2 with that many
+/// streams per connection, or HTTP/1.1), or the SQL one the coordinator
+/// built and checked.
 #[derive(Clone, Copy)]
 pub enum Load<'a> {
-    Http(&'a HttpConfig),
+    Http(&'a HttpConfig, Option<u32>),
     Sql(&'a SqlConfig),
     Redis(&'a scalelab_drive::redis::RedisConfig),
 }
@@ -29,7 +30,7 @@ pub fn connect(plan: &SweepPlan, config: Load<'_>) -> anyhow::Result<Option<Coor
     let target = &plan.target;
     let (threads, no_pin, to) = (plan.placement.threads_given, plan.placement.no_pin, target.as_given().to_string());
     let role = match config {
-        Load::Http(config) => Role::Load { target: to, http: config.clone(), threads, no_pin },
+        Load::Http(config, http2) => Role::Load { target: to, http: config.clone(), http2, threads, no_pin },
         Load::Sql(c) => {
             let sql =
                 SqlSpec { workload: c.workload.clone(), prepare: c.prepare, connect_timeout_ms: c.connect_timeout.as_millis() as u64 };

@@ -69,8 +69,7 @@ pub enum LoadPlan {
         /// `--expect-status` as given, for messages.
         expect_status: String,
         /// `--http` (auto when not given; an h2c:// target is HTTP/2, and
-        /// auto is HTTP/1.1 with --no-keepalive or --agent, which HTTP/2
-        /// does not serve): `cmd/http2_sweep.rs` settles it, asking an
+        /// auto is HTTP/1.1 with --no-keepalive, which HTTP/2 does not serve): `cmd/http2_sweep.rs` settles it, asking an
         /// https:// server by ALPN under auto.
         version: HttpVersion,
         /// `--streams`: clients (HTTP/2 streams) per connection, 1 for
@@ -343,18 +342,17 @@ fn sampling(a: &SweepArgs) -> anyhow::Result<Duration> {
 
 /// `--http` and `--streams`, checked against the target and the other
 /// options: the HTTP version asked (an h2c:// target's is 2; auto is 1.1
-/// where HTTP/2 cannot serve: --no-keepalive, --agent) and the streams
-/// per connection (1 without HTTP/2).
+/// where HTTP/2 cannot serve: --no-keepalive) and the streams per
+/// connection (1 without HTTP/2). Load agents speak either.
 fn http_version(a: &SweepArgs, kind: TargetKind) -> anyhow::Result<(HttpVersion, u32)> {
     let given = a.http.as_deref().map(HttpVersion::parse).transpose().map_err(bad)?;
-    let agents = agents_wanted(a);
     let version = match (kind, given) {
         (TargetKind::H2c, Some(HttpVersion::Http11)) => {
             return Err(bad("--http 1.1 does not apply to an h2c:// target (HTTP/2 by prior knowledge): give its http:// URL"))
         }
         (TargetKind::H2c, _) => HttpVersion::Http2,
         (_, Some(v)) => v,
-        (_, None) if a.no_keepalive || agents => HttpVersion::Http11,
+        (_, None) if a.no_keepalive => HttpVersion::Http11,
         (_, None) => HttpVersion::Auto,
     };
     let streams = a.streams.unwrap_or(1);
@@ -365,9 +363,6 @@ fn http_version(a: &SweepArgs, kind: TargetKind) -> anyhow::Result<(HttpVersion,
         return Err(bad(
             "--no-keepalive does not apply to HTTP/2 (its connections stay open and carry the streams): drop it, or give --http 1.1",
         ));
-    }
-    if agents && (version == HttpVersion::Http2 || streams > 1) {
-        return Err(bad("load agents (--agent) send HTTP/1.1 only: drop --agent, or drop --http 2, --streams and h2c://"));
     }
     let h2_possible = match version {
         HttpVersion::Http2 => true,

@@ -97,7 +97,7 @@ fn prepare<X: Execute>(store_path: &Path, plan: SweepPlan, x: X) -> anyhow::Resu
         LoadPlan::Http { config, expect_status, version, streams } => {
             if super::http2_sweep::speaks_h2(&plan, config, *version, *streams)? {
                 let prepared = super::http2_sweep::prepare_h2(&plan, config, expect_status, *version, *streams)?;
-                let setup = set_up(&plan, &prepared, Load::Http(config))?;
+                let setup = set_up(&plan, &prepared, Load::Http(config, Some(*streams)))?;
                 return x.execute(Store::open(store_path)?, store_path, plan, setup, prepared);
             }
             let mut prepared = prepare_http(&plan, config, expect_status)?;
@@ -107,7 +107,7 @@ fn prepare<X: Execute>(store_path: &Path, plan: SweepPlan, x: X) -> anyhow::Resu
                 prepared.options.insert("http".into(), version.name().into());
                 prepared.options.insert("http_protocol".into(), "http/1.1".into());
             }
-            let setup = set_up(&plan, &prepared, Load::Http(config))?;
+            let setup = set_up(&plan, &prepared, Load::Http(config, None))?;
             x.execute(Store::open(store_path)?, store_path, plan, setup, prepared)
         }
     }

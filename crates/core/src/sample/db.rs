@@ -436,8 +436,8 @@ pub struct DbSample {
 }
 
 /// Redis: the counters of one `INFO` (sections stats, clients, memory,
-/// threads, commandstats) and `SLOWLOG LEN`; cumulative ones are rated
-/// per step. A field Redis did not report is `None`.
+/// threads, commandstats), `SLOWLOG LEN` and `LATENCY LATEST`; cumulative
+/// ones are rated per step. A field Redis did not report is `None`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RedisInfo {
     pub total_commands_processed: Option<u64>,
@@ -453,6 +453,25 @@ pub struct RedisInfo {
     pub slowlog_len: Option<u64>,
     /// `commandstats`: each command's calls and microseconds, cumulative.
     pub commands: Vec<RedisCommandStat>,
+    /// `CONFIG GET latency-monitor-threshold`, ms (0: the latency monitor
+    /// is off and `LATENCY LATEST` stays empty); None: not readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_threshold_ms: Option<u64>,
+    /// `LATENCY LATEST`: each event's latest spike; None: not readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_latest: Option<Vec<RedisLatencyEvent>>,
+}
+
+/// One line of `LATENCY LATEST`: an event (`command`, `fast-command`,
+/// `fork`, `expire-cycle`, ...) that took at least the threshold.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RedisLatencyEvent {
+    pub event: String,
+    /// When its latest spike happened, Unix seconds (the server's clock).
+    pub latest_unix_s: i64,
+    pub latest_ms: u64,
+    /// The longest since the server started or `LATENCY RESET`.
+    pub max_ms: u64,
 }
 
 /// One command's line of `INFO commandstats`.

@@ -28,7 +28,8 @@ pub mod threads;
 
 pub use db::{
     ActivityRow, DbSample, GlobalStatus, HandlerCounters, InnodbSemaphores, PerfSchemaWaits, PgCheckpoints, PgDatabaseStats,
-    RedisCommandStat, RedisInfo, SemaphoreFormat, SpinCounters, WaitCounter, WaitProfile, WaitShare, COND_PREFIX, CPU, WAIT_CHUNK_MS,
+    RedisCommandStat, RedisInfo, RedisLatencyEvent, SemaphoreFormat, SpinCounters, WaitCounter, WaitProfile, WaitShare, COND_PREFIX, CPU,
+    WAIT_CHUNK_MS,
 };
 pub use kernel::{CpuStat, CpuTicks, DiskStat, Interrupts, LoadAvg, Memory, NetDev, PerCpuTicks, Pressure, Psi, PsiLine, Softirqs};
 pub use net::{FileHandles, ListenQueue, PortUsage, SockStat, TcpMemLimits, TcpMib, TcpStates};
