@@ -53,6 +53,11 @@ fn origin(url: &str) -> Option<String> {
 /// that nothing in it belongs to the coordinator's host.
 fn only_the_target(target: &str, config: &HttpConfig) -> Result<(), String> {
     let want = origin(target).ok_or_else(|| format!("the target '{target}' is not a URL"))?;
+    // An h2c:// target's requests are planned as http:// (HTTP/2 by prior knowledge on it).
+    let want = match want.strip_prefix("h2c://") {
+        Some(rest) => format!("http://{rest}"),
+        None => want,
+    };
     for r in &config.requests {
         if origin(&r.url).as_deref() != Some(want.as_str()) {
             return Err(format!("refused: a request goes to {} but the session's target is {want}", scalelab_core::redact_url(&r.url)));
@@ -323,6 +328,9 @@ mod tests {
         let mut config = HttpConfig::get("http://127.0.0.1:2/", Duration::from_millis(100));
         let err = driver(target, &config).err().unwrap();
         assert!(err.starts_with("refused: a request goes to http://127.0.0.1:2/"), "{err}");
+        // An h2c:// target's requests are http:// on the same host and port.
+        assert_eq!(super::only_the_target("h2c://127.0.0.1:2", &config), Ok(()));
+        assert!(super::only_the_target("h2c://127.0.0.1:3", &config).unwrap_err().starts_with("refused: a request goes to"));
         config.requests[0].url = target.into();
         config.source_addrs = vec!["127.0.0.2".parse().unwrap()];
         let err = driver(target, &config).err().unwrap();

@@ -188,11 +188,11 @@ fn a_protocol_mismatch_is_one_clear_line_on_both_sides() {
     let nginx = Nginx::start();
     let dir = tempfile::tempdir().unwrap();
     let tok = token(dir.path(), TOKEN);
-    let agent = Agent::start(&tok, &["--protocol-version", "3"]);
+    let agent = Agent::start(&tok, &["--protocol-version", "4"]);
     let store = dir.path().join("s.db");
     let url = agent.url();
     let args = ["sweep", &nginx.url("/"), "-c", "1", "-d", "0.2s", "--agent", &url, "--agent-token-file", tok.to_str().unwrap()];
-    let says = "agent speaks protocol 3, coordinator 2: use the same scalelab version on both";
+    let says = "agent speaks protocol 4, coordinator 3: use the same scalelab version on both";
     assert_bad_input(&store, &args, says);
     std::thread::sleep(Duration::from_millis(200));
     assert!(agent.log().contains(says), "{}", agent.log());

@@ -112,11 +112,19 @@ impl Figures {
 /// waits per second (`row locks 120/s`), table-lock waits or InnoDB OS waits
 /// when those dominate. "-" when nothing was measured.
 pub fn db_waits_cell(d: &DbTelemetry) -> String {
-    // Redis has no waits: what it executed, and its costliest command.
+    // Redis has no waits: what it executed, its costliest command, and
+    // the longest latency event its monitor recorded in the step.
     if let Some(r) = &d.redis {
+        let spike = r
+            .latency_spikes
+            .first()
+            .map(|s| format!(", latency spike {} {} ms", scalelab_core::escape_control(&s.event), s.latest_ms))
+            .unwrap_or_default();
         return match (r.commands_per_s, r.top_commands.first()) {
-            (Some(c), Some(top)) => format!("{} cmd/s, {} {:.1}µs", rate(c), top.command, top.usec_per_call),
-            (Some(c), None) => format!("{} cmd/s", rate(c)),
+            (Some(c), Some(top)) => {
+                format!("{} cmd/s, {} {:.1}µs{spike}", rate(c), scalelab_core::escape_control(&top.command), top.usec_per_call)
+            }
+            (Some(c), None) => format!("{} cmd/s{spike}", rate(c)),
             _ => "-".into(),
         };
     }
