@@ -73,6 +73,18 @@ fn token(dir: &Path, text: &str) -> PathBuf {
     p
 }
 
+/// nginx's access-log lines inside a step's window.
+fn in_window(nginx: &Nginx, step: &Value) -> Vec<scalelab_testkit::nginx::LogLine> {
+    let (start, end) = (step["window_start_unix_ms"].as_f64().unwrap(), step["window_end_unix_ms"].as_f64().unwrap());
+    nginx.access_log().into_iter().filter(|l| l.unix_ms >= start && l.unix_ms < end).collect()
+}
+
+/// How far nginx's count of a window may stray from the agents': two
+/// requests in flight per client at the edges, 1 % for clock alignment, 2.
+fn edge_tolerance(step: &Value) -> f64 {
+    2.0 * step["concurrency"].as_f64().unwrap() + step["throughput_per_s"].as_f64().unwrap() * 0.01 + 2.0
+}
+
 /// The agents' shares of each step, as the run recorded them.
 fn agent_steps(run: &Value) -> Vec<Value> {
     run["schedule"]["options"]["agent_steps"].as_array().cloned().unwrap_or_default()
@@ -129,9 +141,8 @@ fn two_tcp_agents_make_one_run_whose_counts_are_their_sum() {
         let starts: Vec<i64> = parts.iter().map(|p| p["window_start_unix_ms"].as_i64().unwrap()).collect();
         assert!((starts[0] - starts[1]).abs() <= 25, "windows start together: {starts:?}");
         // What nginx served inside the window matches (in-flight requests at the edges aside).
-        let (start, end) = (step["window_start_unix_ms"].as_f64().unwrap(), step["window_end_unix_ms"].as_f64().unwrap());
-        let logged = nginx.access_log().into_iter().filter(|l| l.unix_ms >= start && l.unix_ms < end).count() as f64;
-        let tol = 2.0 * c as f64 + step["throughput_per_s"].as_f64().unwrap() * 0.01 + 2.0;
+        let logged = in_window(&nginx, step).len() as f64;
+        let tol = edge_tolerance(step);
         assert!((logged - sum as f64).abs() <= tol, "nginx logged {logged} in the window, agents counted {sum} (±{tol})");
     }
     // `show` has the per-agent breakdown: one row per step and agent.
@@ -642,11 +653,9 @@ fn http2_load_through_two_agents_splits_whole_connections_and_is_what_nginx_serv
         assert!(parts.iter().all(|p| p["requests"].as_u64().unwrap() > 20), "both agents loaded: {share}");
         assert_eq!(step["requests"].as_u64().unwrap(), sum, "{share}");
         assert_eq!(step["errors_total"], 0, "{step}");
-        let (start, end) = (step["window_start_unix_ms"].as_f64().unwrap(), step["window_end_unix_ms"].as_f64().unwrap());
-        let lines: Vec<_> = nginx.access_log().into_iter().filter(|l| l.unix_ms >= start && l.unix_ms < end).collect();
+        let lines = in_window(&nginx, step);
         assert!(lines.iter().all(|l| l.protocol == "HTTP/2.0"), "only HTTP/2 requests in the window");
-        let c = step["concurrency"].as_f64().unwrap();
-        let tol = 2.0 * c + step["throughput_per_s"].as_f64().unwrap() * 0.01 + 2.0;
+        let tol = edge_tolerance(step);
         assert!(
             (lines.len() as f64 - sum as f64).abs() <= tol,
             "nginx logged {} in the window, agents counted {sum} (±{tol})",
