@@ -363,7 +363,7 @@ impl Reply {
                 let n = usize::try_from(n).map_err(|_| "a RESP length out of range".to_string())?;
                 let body = buf.get(*pos..*pos + n).ok_or_else(short)?;
                 *pos += n + 2;
-                let body = if kind == b'=' && body.get(3) == Some(&b':') { &body[4..] } else { body };
+                let body = verbatim(kind, body);
                 let text = String::from_utf8_lossy(body).into_owned();
                 if kind == b'!' {
                     Reply::Error(text)
@@ -403,18 +403,23 @@ fn error_failure(message: &[u8]) -> Failure {
 }
 
 /// The text of a simple or bulk string reply (anything else as it came).
+/// A bulk string's text: RESP3's verbatim string (`=`, `INFO`'s reply)
+/// starts with its format (`txt:`), which is not text.
+fn verbatim(kind: u8, body: &[u8]) -> &[u8] {
+    if kind == b'=' && body.get(3) == Some(&b':') {
+        &body[4..]
+    } else {
+        body
+    }
+}
+
 fn text_of(reply: &[u8]) -> String {
     let body = match reply.first() {
         Some(b'+') => &reply[1..reply.len().saturating_sub(2)],
         Some(b'$') | Some(b'=') => {
             let start = reply.windows(2).position(|w| w == b"\r\n").map_or(reply.len(), |p| p + 2);
             let body = &reply[start.min(reply.len())..reply.len().saturating_sub(2).max(start.min(reply.len()))];
-            // RESP3's verbatim string (`INFO`'s reply) starts with its format: `txt:`.
-            if reply[0] == b'=' && body.get(3) == Some(&b':') {
-                &body[4..]
-            } else {
-                body
-            }
+            verbatim(reply[0], body)
         }
         _ => reply,
     };
