@@ -11,7 +11,9 @@
 //!
 //! Each second's counters become one [`DbSample`] record (kind `db`); the
 //! PostgreSQL wait profile goes in records of its own every 250 ms, so a
-//! step's profile holds only the polls made inside its window. A connection
+//! step's profile holds only the polls made inside its window. When stopped
+//! the probe takes one closing reading (and closes its wait chunk), so the
+//! last step has a reading at its end however short it was. A connection
 //! that cannot be opened, or is lost (server killed), is one
 //! `unavailable` note ([`Source::Db`]) and the probe ends; the sweep goes on.
 
@@ -130,9 +132,8 @@ impl Probe {
         };
         let mut next = Instant::now();
         loop {
-            if !Self::wait(stop, next) {
-                return None;
-            }
+            // A stop ends the loop after one closing reading, the last step's end.
+            let last = !Self::wait(stop, next);
             next += Duration::from_secs(1);
             if next < Instant::now() {
                 next = Instant::now() + Duration::from_secs(1);
@@ -193,6 +194,9 @@ impl Probe {
                 }
             }
             self.send(sample);
+            if last {
+                return None;
+            }
         }
     }
 
@@ -252,9 +256,8 @@ impl Probe {
         let mut next_chunk = Instant::now() + chunk;
         let mut next_second = Instant::now();
         loop {
-            if !Self::wait(stop, next_poll) {
-                return None;
-            }
+            // A stop ends the loop after one closing reading, the last step's end.
+            let last = !Self::wait(stop, next_poll);
             next_poll += tick;
             if next_poll < Instant::now() {
                 next_poll = Instant::now() + tick;
@@ -263,7 +266,7 @@ impl Probe {
                 Ok(rows) => profile.add_poll(activity_rows(&rows).iter().copied()),
                 Err(f) => return Some(lost(&f.message)),
             }
-            if Instant::now() >= next_chunk {
+            if last || Instant::now() >= next_chunk {
                 next_chunk = Instant::now() + chunk;
                 let at = unix_ms();
                 let waits = std::mem::take(&mut profile);
@@ -276,7 +279,7 @@ impl Probe {
                 });
                 since = at;
             }
-            if Instant::now() < next_second {
+            if !last && Instant::now() < next_second {
                 continue;
             }
             next_second += Duration::from_secs(1);
@@ -322,6 +325,9 @@ impl Probe {
                 }
             }
             self.send(sample);
+            if last {
+                return None;
+            }
         }
     }
 }

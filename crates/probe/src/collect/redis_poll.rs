@@ -1,7 +1,8 @@
 //! The Redis poller of a `Collector`: its own thread and connection (never
 //! one of the load clients) reads `INFO`, `SLOWLOG LEN` and `LATENCY
-//! LATEST` every second (and the latency monitor's threshold once)
-//! into a [`DbSample`] of engine `redis`. A connection that cannot be
+//! LATEST` every second, and once more when stopped so that the last
+//! step has a reading at its end (and the latency monitor's threshold
+//! once), into a [`DbSample`] of engine `redis`. A connection that cannot be
 //! opened, or is lost, is one `unavailable` note ([`Source::Db`]) and the
 //! probe ends; the sweep goes on.
 
@@ -32,7 +33,8 @@ pub fn start(url: RedisUrl, tx: Sender<Record>, stop: Arc<AtomicBool>) -> JoinHa
         .expect("spawning the Redis probe thread")
 }
 
-/// One reading a second until `stop`; the error says why it ended early.
+/// One reading a second until `stop`, then a closing one; the error says
+/// why it ended early.
 async fn poll(url: &RedisUrl, tx: &Sender<Record>, stop: &AtomicBool) -> Result<(), String> {
     let in_time = |what: &'static str| move |_| format!("{}: {what} took over {} s", url.redacted, TIMEOUT.as_secs());
     let mut c = tokio::time::timeout(TIMEOUT, RespConn::connect(url, TIMEOUT, false))
@@ -46,7 +48,9 @@ async fn poll(url: &RedisUrl, tx: &Sender<Record>, stop: &AtomicBool) -> Result<
         _ => None,
     };
     let mut next = Instant::now();
-    while !stop.load(Ordering::Relaxed) {
+    loop {
+        // Seen before the reading: a stop ends the loop after one closing reading.
+        let last = stop.load(Ordering::Relaxed);
         let lost = |f: scalelab_core::Failure| format!("{}: {}", url.redacted, f.message);
         let text = tokio::time::timeout(TIMEOUT, c.query_text(&[b"INFO", b"all"])).await.map_err(in_time("INFO"))?.map_err(lost)?;
         let mut info = parse_redis_info(&text);
@@ -57,7 +61,7 @@ async fn poll(url: &RedisUrl, tx: &Sender<Record>, stop: &AtomicBool) -> Result<
         info.latency_latest = latest.ok().and_then(|r| latency_events(&r));
         info.latency_threshold_ms = latency_threshold_ms;
         let sample = DbSample { unix_ms: unix_ms(), engine: "redis".into(), redis: Some(info), ..Default::default() };
-        if tx.send(Record::Sample(Sample::Db(Box::new(sample)))).is_err() {
+        if tx.send(Record::Sample(Sample::Db(Box::new(sample)))).is_err() || last {
             return Ok(());
         }
         next += Duration::from_secs(1);
@@ -66,7 +70,6 @@ async fn poll(url: &RedisUrl, tx: &Sender<Record>, stop: &AtomicBool) -> Result<
             tokio::time::sleep(Duration::from_millis(50).min(next.saturating_duration_since(Instant::now()))).await;
         }
     }
-    Ok(())
 }
 
 /// The value of a `CONFIG GET name` reply (`[name, value]`, or a RESP3 map).
