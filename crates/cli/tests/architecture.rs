@@ -316,7 +316,8 @@ fn nextest_groups_name_exactly_the_tests_that_take_a_machine_lock() {
     let mut listed: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     for section in config.split("[[profile.default.overrides]]").skip(1) {
         let group = section.split("test-group = \"").nth(1).and_then(|g| g.split('"').next()).expect("a test-group");
-        let names = section.split("^(").nth(1).and_then(|n| n.split(")$").next()).expect("a name list");
+        // (A whole binary put in a group, the micro-benchmarks, names no test.)
+        let Some(names) = section.split("^(").nth(1).and_then(|n| n.split(")$").next()) else { continue };
         listed.entry(group).or_default().extend(names.split('|').map(|n| n.trim().to_string()));
     }
     assert_eq!(listed.len(), 2, "two groups: {listed:?}");

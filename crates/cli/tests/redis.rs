@@ -170,7 +170,13 @@ fn an_open_loop_offers_its_rate_to_redis_and_the_server_ran_what_was_counted() {
         // A window of 1 s holds about `rate` arrivals; a busy machine may
         // delay some past its end.
         assert!((0.5 * rate..=1.1 * rate).contains(&achieved), "{achieved}/s of {rate} offered: {s}");
-        assert_eq!(s["errors_total"], 0, "{s}");
+        // Requests the client could not send in time are dropped, and then
+        // the step says the client was the limit (beside a CPU hog its
+        // threads waited 49 % of the window for a CPU: 16 dropped of 600,
+        // measured); nothing else fails.
+        let dropped = s["errors"]["dropped"].as_u64().unwrap_or(0);
+        assert_eq!(s["errors_total"].as_u64(), Some(dropped), "only drops: {s}");
+        assert!(dropped == 0 || s["client_saturated"] == true, "drops are the client's, and it says so: {s}");
         assert!(s["service_ms"]["p50"].as_f64().is_some(), "{s}");
     }
     let counted = total(&doc, "queries");

@@ -30,14 +30,11 @@ pub fn fmt_throughput(x: f64) -> String {
     }
 }
 
-/// Throughput for the terminal, as `show` prints it: from 1,000 up, whole
-/// and with thousands separators (60,006); below, as [`fmt_throughput`].
+/// Throughput for the terminal and the page, as `show` prints it: whole,
+/// with thousands separators (60,006; 777, where this once printed 776.7
+/// below a thousand and `show` 777).
 pub fn fmt_throughput_text(x: f64) -> String {
-    if x.abs() < 1000.0 {
-        fmt_throughput(x)
-    } else {
-        crate::diagnosis::num(x)
-    }
+    crate::fmt::thousands(x)
 }
 
 fn fmt_scaling(p: Option<i64>) -> String {
