@@ -61,7 +61,9 @@ fn single_thread_is_a_single_hot_thread() {
     let hot = evidence(v, "hottest thread").unwrap();
     let waiting = evidence(v, "hottest thread waiting for a CPU").unwrap();
     let server = evidence(v, "server CPU").unwrap();
-    assert!(hot + waiting >= 85.0 && server <= 150.0 && hot >= 0.8 * server, "{v}");
+    // (Beside a CPU hog the server got 22 % of a core, 16 % of it the hot
+    // thread's: the other threads' share is bounded in cores, not as a ratio.)
+    assert!(hot + waiting >= 85.0 && server <= 150.0 && (hot >= 0.8 * server || server - hot <= 10.0), "{v}");
 }
 
 fn evidence(v: &Value, name: &str) -> Option<f64> {
