@@ -17,6 +17,7 @@ have psql || missing+=(postgresql-client)
 have mariadbd || missing+=(mariadb-server)
 have mariadb || missing+=(mariadb-client)
 have redis-server || missing+=(redis-server)       # Redis targets (tests start their own)
+have prometheus || missing+=(prometheus)           # --metrics-listen / --remote-write (promtool comes with it)
 [ -x /usr/bin/chromium ] || missing+=(chromium)   # the HTML report is loaded in headless Chromium
 have perf || missing+=(linux-perf)                 # sweep --profile (docs/profiles.md)
 have cc || missing+=(gcc)                          # the profile tests build a small C server
@@ -33,7 +34,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   # Debian starts the packaged services; the tests never use them.
   if have nginx && [ -f /run/nginx.pid ]; then $sudo nginx -s quit 2>/dev/null || true; fi
-  for svc in postgresql mariadb redis-server ssh; do
+  for svc in postgresql mariadb redis-server prometheus ssh; do
     if command -v service >/dev/null 2>&1; then $sudo service "$svc" stop >/dev/null 2>&1 || true; fi
   done
 fi

@@ -357,6 +357,8 @@ impl Coordinator {
                     p50_ms: None,
                     // The live view's p99 is the worst agent's; the stored step's is the merged histogram's.
                     p99_ms: ticks.values().filter_map(|t| t.p99_ms).reduce(f64::max),
+                    completed: ticks.values().map(|t| t.completed).sum(),
+                    window_completed: ticks.values().map(|t| t.window_completed).sum(),
                 });
                 last_live = Instant::now();
             }

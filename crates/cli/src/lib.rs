@@ -12,6 +12,7 @@ mod term;
 pub mod args;
 pub mod cmd;
 pub mod error;
+pub mod exporter;
 mod live;
 mod progress;
 pub mod session;

@@ -117,6 +117,9 @@ pub struct Session {
     run_id: Option<i64>,
     plan: RunPlan,
     telemetry: Option<Collector>,
+    /// What the collector samples: started anew on another server process
+    /// when a watched server restarts ([`Session::watch`]).
+    collect: scalelab_probe::CollectorConfig,
     profile: Profiling,
     /// Records from elsewhere (a server agent's probes), drained with the collector's.
     remote: Option<Arc<std::sync::Mutex<Vec<Record>>>>,
@@ -272,16 +275,27 @@ impl Session {
             store.add_probe_note(run_id, Source::Process.name(), &format!("server process not found: {why}"))?;
         }
         let profile = Profiling::start(&probes, plan.steps.first().map(|s| s.window_s));
-        let telemetry = probes.remote.is_none().then(|| Collector::start(probes.collect));
-        Ok(Session { store: Some(store), run_id: Some(run_id), plan, telemetry, profile, remote: probes.remote, lost: Default::default() })
+        let telemetry = probes.remote.is_none().then(|| Collector::start(probes.collect.clone()));
+        let collect = probes.collect;
+        Ok(Session {
+            store: Some(store),
+            run_id: Some(run_id),
+            plan,
+            telemetry,
+            collect,
+            profile,
+            remote: probes.remote,
+            lost: Default::default(),
+        })
     }
 
     /// A session that stores nothing (a `watch` without `--record`): the
     /// probes run and the observer sees their records.
     pub fn unrecorded(plan: RunPlan, probes: Probes) -> Session {
         let profile = Profiling::start(&probes, None);
-        let telemetry = probes.remote.is_none().then(|| Collector::start(probes.collect));
-        Session { store: None, run_id: None, plan, telemetry, profile, remote: probes.remote, lost: Default::default() }
+        let telemetry = probes.remote.is_none().then(|| Collector::start(probes.collect.clone()));
+        let collect = probes.collect;
+        Session { store: None, run_id: None, plan, telemetry, collect, profile, remote: probes.remote, lost: Default::default() }
     }
 
     /// The run's id in the store, when it is recorded.
@@ -485,12 +499,46 @@ impl Session {
 
     /// No load: the probes only, until `stop` is raised or `duration` has
     /// passed; the observer sees each record as it is stored.
-    pub fn watch(&mut self, stop: &AtomicBool, duration: Option<Duration>, observer: &mut dyn Observer) {
+    ///
+    /// When the server process exits and `refind` is given (a watch by
+    /// port or target), it is asked once a second for the process that now
+    /// owns the port; the probes then follow that one, and a note says so.
+    pub fn watch(
+        &mut self,
+        stop: &AtomicBool,
+        duration: Option<Duration>,
+        observer: &mut dyn Observer,
+        mut refind: Option<&mut dyn FnMut() -> Option<u32>>,
+    ) {
         let start = Instant::now();
+        let mut last_look = Instant::now();
         while !stop.load(Ordering::Relaxed) && duration.is_none_or(|d| start.elapsed() < d) {
             std::thread::sleep(Duration::from_millis(100));
             self.profile.watch_tick();
             self.drain(observer);
+            let gone = self.collect.server_pid.is_some_and(|p| !std::path::Path::new(&format!("/proc/{p}")).exists());
+            if let (true, Some(find)) = (gone && last_look.elapsed() >= Duration::from_secs(1), refind.as_mut()) {
+                last_look = Instant::now();
+                if let Some(pid) = find().filter(|p| Some(*p) != self.collect.server_pid) {
+                    self.follow(pid, observer);
+                }
+            }
+        }
+    }
+
+    /// Samples the server process `pid` from now on (the one before exited):
+    /// the collector is started anew, and a note records the change.
+    fn follow(&mut self, pid: u32, observer: &mut dyn Observer) {
+        let before = self.collect.server_pid;
+        self.collect.server_pid = Some(pid);
+        if let Some(old) = self.telemetry.take() {
+            let mut records = old.stop();
+            records.push(Record::Unavailable(
+                Source::Process,
+                format!("the server restarted: pid {} exited, now pid {pid}", before.map_or("-".into(), |p| p.to_string())),
+            ));
+            self.keep(records, observer);
+            self.telemetry = Some(Collector::start(self.collect.clone()));
         }
     }
 

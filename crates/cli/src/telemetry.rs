@@ -40,6 +40,67 @@ pub fn store_records(store: &mut scalelab_store::Store, run_id: i64, records: Ve
     }
 }
 
+/// The latest per-second figures from a stream of probe records: each new
+/// system sample closes an [`Interval`](scalelab_analyze::telemetry::Interval)
+/// since the one before, with the server's two latest process samples, its
+/// latest thread second and the database's last second of readings. `watch`
+/// prints them; the metrics exporter serves them.
+pub struct Intervals {
+    origin_ms: i64,
+    last_sys: Option<scalelab_probe::SystemSample>,
+    prev_proc: Option<scalelab_probe::ProcessSample>,
+    cur_proc: Option<scalelab_probe::ProcessSample>,
+    last_threads: Option<scalelab_core::sample::ThreadSecond>,
+    /// The last two seconds of database readings.
+    db_recent: Vec<scalelab_probe::db::DbSample>,
+}
+
+impl Intervals {
+    /// A tracker whose intervals count their time from `origin_ms`.
+    pub fn new(origin_ms: i64) -> Intervals {
+        Intervals { origin_ms, last_sys: None, prev_proc: None, cur_proc: None, last_threads: None, db_recent: Vec::new() }
+    }
+
+    /// Takes `records` in; the interval the newest system sample among them
+    /// closes, if any, and the probe notes (`source: why`) among them.
+    pub fn push(&mut self, records: &[Record]) -> (Option<scalelab_analyze::telemetry::Interval>, Vec<String>) {
+        use scalelab_probe::Sample;
+        let mut new_sys = None;
+        let mut notes = Vec::new();
+        for r in records {
+            match r {
+                Record::Sample(Sample::System(s)) => new_sys = Some((**s).clone()),
+                // A restarted server is another process: its rates start anew.
+                Record::Sample(Sample::Process(p)) if self.cur_proc.as_ref().is_some_and(|c| c.pid != p.pid) => {
+                    self.prev_proc = None;
+                    self.cur_proc = Some(p.clone());
+                }
+                // A restarted server is another process: its rates start anew.
+                Record::Sample(Sample::Process(p)) if self.cur_proc.as_ref().is_some_and(|c| c.pid != p.pid) => {
+                    self.prev_proc = None;
+                    self.cur_proc = Some(p.clone());
+                }
+                Record::Sample(Sample::Process(p)) => self.prev_proc = self.cur_proc.replace(p.clone()),
+                Record::Sample(Sample::Threads(t)) => self.last_threads = Some(t.clone()),
+                Record::Sample(Sample::Db(d)) => {
+                    let newest = d.unix_ms;
+                    self.db_recent.push((**d).clone());
+                    self.db_recent.retain(|s| s.unix_ms >= newest - 2000);
+                }
+                Record::Unavailable(src, why) => notes.push(format!("{}: {why}", src.name())),
+                Record::Sample(Sample::Specimen(_) | Sample::Profile(_)) => {}
+            }
+        }
+        let Some(sys) = new_sys else { return (None, notes) };
+        let Some(prev) = self.last_sys.replace(sys.clone()) else { return (None, notes) };
+        let db_last = self.db_recent.last().map(|l| l.unix_ms);
+        let db_second: Vec<_> = self.db_recent.iter().filter(|d| db_last.is_some_and(|l| d.unix_ms >= l - 1000)).cloned().collect();
+        let procs = (self.prev_proc.as_ref(), self.cur_proc.as_ref());
+        let iv = scalelab_analyze::telemetry::Interval::of(self.origin_ms, &prev, &sys, procs, self.last_threads.as_ref(), &db_second);
+        (Some(iv), notes)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -58,8 +58,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("report", &["core", "analyze", "micro"]),
     ("testkit", &["core"]),
     ("netem", &[]),
+    ("metrics", &[]),
     ("agent", &["core", "wire", "drive", "probe"]),
-    ("cli", &["core", "wire", "specimen", "store", "probe", "drive", "micro", "analyze", "report", "netem", "agent"]),
+    ("cli", &["core", "wire", "specimen", "store", "probe", "drive", "micro", "analyze", "report", "netem", "metrics", "agent"]),
 ];
 
 #[test]

@@ -146,6 +146,25 @@ impl LatencyHistogram {
         }
     }
 
+    /// Values recorded at or below `ns` nanoseconds (to HDR's 3 significant
+    /// figures): a cumulative bucket of an exported histogram.
+    pub fn count_at_or_below_ns(&self, ns: u64) -> u64 {
+        if self.is_empty() {
+            return 0;
+        }
+        self.view().count_between(0, ns)
+    }
+
+    /// The sum of the recorded values in seconds (mean × count, to HDR's
+    /// resolution): an exported histogram's `_sum`.
+    pub fn sum_s(&self) -> f64 {
+        if self.is_empty() {
+            return 0.0;
+        }
+        let h = self.view();
+        h.mean() * h.len() as f64 / 1e9
+    }
+
     /// True when nothing was recorded.
     pub fn is_empty(&self) -> bool {
         self.count() == 0
@@ -254,6 +273,21 @@ mod tests {
         assert!((s.p99 - 99.0).abs() < 0.1, "{s:?}");
         assert!((s.max - 100.0).abs() < 0.1, "{s:?}");
         assert!((s.mean - 50.5).abs() < 0.1, "{s:?}");
+    }
+
+    #[test]
+    fn cumulative_counts_and_the_sum_read_as_exported_buckets() {
+        let mut h = LatencyHistogram::new();
+        assert_eq!((h.count_at_or_below_ns(u64::MAX), h.sum_s()), (0, 0.0), "empty: nothing, not a panic");
+        for ms in 1..=100u64 {
+            h.record(Duration::from_millis(ms));
+        }
+        assert_eq!(h.count_at_or_below_ns(10_000_000), 10);
+        assert_eq!(h.count_at_or_below_ns(500_000), 0);
+        assert_eq!(h.count_at_or_below_ns(u64::MAX), 100);
+        assert!((h.sum_s() - 5.05).abs() < 0.01, "{}", h.sum_s());
+        h.pack();
+        assert_eq!(h.count_at_or_below_ns(50_000_000), 50, "packed reads the same");
     }
 
     #[test]

@@ -570,4 +570,11 @@ pub struct LiveTick {
     pub p50_ms: Option<f64>,
     /// p99 latency of the last completed window second, ms.
     pub p99_ms: Option<f64>,
+    /// Completions so far in this step, warm-up included (agents before
+    /// protocol 4 do not send it: 0).
+    #[serde(default)]
+    pub completed: u64,
+    /// Completions so far inside the window (0 while warming up).
+    #[serde(default)]
+    pub window_completed: u64,
 }

@@ -360,7 +360,16 @@ mod tests {
         s.step_started(1);
         s.tick(
             1,
-            &LiveTick { elapsed_s: 2.5, warming_up: false, throughput_per_s: 12_345.0, errors: 0, p50_ms: Some(0.21), p99_ms: Some(1.5) },
+            &LiveTick {
+                elapsed_s: 2.5,
+                warming_up: false,
+                throughput_per_s: 12_345.0,
+                errors: 0,
+                p50_ms: Some(0.21),
+                p99_ms: Some(1.5),
+                completed: 30_000,
+                window_completed: 18_000,
+            },
         );
         s.finished.push(("1".into(), 8_000.0));
         let text = screen_text(&s);
@@ -425,6 +434,8 @@ mod tests {
                 errors: 12_345,
                 p50_ms: Some(0.21),
                 p99_ms: Some(12.75),
+                completed: 61_000,
+                window_completed: 0,
             },
         );
         s.warn("client saturated at 50 clients: the result may be the client's limit".into());

@@ -7,6 +7,8 @@
 //! - [`nginx`]: a private nginx with an access log that records the time of
 //!   every request, so tests can count what the server really served.
 //! - [`apache`]: a private Apache httpd, prefork or worker MPM.
+//! - [`prometheus`]: a private Prometheus scraping given targets each
+//!   second, its remote-write receiver on; PromQL queries read it back.
 //! - [`redis`]: a private Redis (no persistence) whose command counts tests read.
 //! - [`postgres`], [`mariadb`]: private database servers (initdb /
 //!   mariadb-install-db into temp dirs) with a `bench` database.
@@ -16,6 +18,7 @@ pub mod mariadb;
 pub mod netns;
 pub mod nginx;
 pub mod postgres;
+pub mod prometheus;
 pub mod redis;
 
 pub use nginx::children_of;

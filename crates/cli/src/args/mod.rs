@@ -429,10 +429,26 @@ pub struct WatchArgs {
     /// `scalelab profile RUN` shows the whole watch or one window (docs/profiles.md).
     #[arg(long)]
     pub profile: bool,
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 }
 
 /// The specimen's modes as the values of `--specimen` and `specimen --mode`:
 /// listed in `--help`, the man pages and the shell completions.
+/// Exporting a run's figures to Prometheus while it runs (docs/metrics.md).
+#[derive(Args, Debug, Clone, Default)]
+pub struct MetricsArgs {
+    /// Serve the figures for Prometheus to scrape at http://ADDRESS:PORT/metrics (OpenMetrics); a port alone binds 127.0.0.1.
+    #[arg(long, value_name = "[ADDRESS:]PORT")]
+    pub metrics_listen: Option<String>,
+    /// Push the figures each second by Prometheus remote write to URL (e.g. http://127.0.0.1:9090/api/v1/write).
+    #[arg(long, value_name = "URL")]
+    pub remote_write: Option<String>,
+    /// After the run, how long --metrics-listen waits for one last scrape.
+    #[arg(long, value_name = "DURATION", default_value = "5s")]
+    pub metrics_linger: String,
+}
+
 pub fn specimen_modes() -> clap::builder::PossibleValuesParser {
     clap::builder::PossibleValuesParser::new(scalelab_specimen::Mode::ALL.map(|m| m.name()))
 }

@@ -170,6 +170,8 @@ pub struct SweepArgs {
     /// Plain progress lines instead of the full-screen live view on a terminal.
     #[arg(long)]
     pub no_tui: bool,
+    #[command(flatten)]
+    pub metrics: super::MetricsArgs,
     /// The server process to observe (default: the owner of the target's port on loopback, or the specimen).
     #[arg(long)]
     pub server_pid: Option<u32>,

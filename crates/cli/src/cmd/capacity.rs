@@ -98,9 +98,19 @@ impl Execute for Capacity {
         prepared.options.insert("slo".into(), self.slo_text.clone().into());
         prepared.options.insert("capacity_resolution".into(), self.settings.resolution.into());
         prepared.options.insert("capacity_max_rate_per_s".into(), self.settings.max_per_s.into());
+        // Bound before the run is stored: an address in use is bad input.
+        let exporter = crate::exporter::Exporter::start(&plan.metrics, "capacity")?;
         let Started { mut session, driver, specimen, engine, run_id, label, workload, stop, client_net, .. } =
             begin(store, &plan, setup, prepared, RunKind::Capacity)?;
         let a = &plan.output;
+        if let Some(x) = &exporter {
+            x.set_run(&run_id.to_string(), &label, &session.plan().target);
+            if let (Some(addr), false) = (x.listening(), a.quiet || a.json) {
+                esayln!("metrics: http://{addr}{}", crate::exporter::METRICS_PATH);
+            }
+        }
+        let mut silent = Silent;
+        let mut exported = exporter.as_ref().map(|x| x.observe(&mut silent));
         let max_failed = plan.max_failed_steps;
         if !a.json && !a.quiet {
             sayln!("run {run_id}: capacity of {label} ({workload}), store {}", store_path.display());
@@ -131,7 +141,11 @@ impl Execute for Capacity {
                 ..template.clone()
             };
             let index = search.trials().len();
-            let result = match session.step(index, &driver, &plan, &engine, &mut Silent) {
+            let observer: &mut dyn crate::session::Observer = match exported.as_mut() {
+                Some(x) => x,
+                None => &mut Silent,
+            };
+            let result = match session.step(index, &driver, &plan, &engine, observer) {
                 Ok(r) => r,
                 Err(StepError::Store(e)) => {
                     store_error = Some(e);
@@ -189,6 +203,10 @@ impl Execute for Capacity {
         let complete = !interrupted && target_failed.is_none();
         let (store, _) = session.finish(complete, &outcome)?.expect("a capacity run is recorded");
         let mut run = super::show::load_run(&store, run_id)?;
+        if let Some(line) = exporter.and_then(crate::exporter::Exporter::finish) {
+            esayln!("{line}");
+            let _ = store.add_probe_note(run_id, "metrics", &line);
+        }
         // A capacity whose first failing rate measured the client is no
         // result: stored as such (no capacity_per_s for --assert or runs).
         let mut outcome = outcome;

@@ -42,6 +42,8 @@ pub struct SweepPlan {
     /// `--client-net`.
     pub client_net: Option<NetSpec>,
     pub output: Output,
+    /// `--metrics-listen`, `--remote-write`.
+    pub metrics: crate::exporter::MetricsPlan,
     pub assertions: Vec<Assertion>,
     /// `--strict`: a preflight warning refuses the run.
     pub strict: bool,
@@ -240,6 +242,7 @@ impl SweepPlan {
                 }
             }
         };
+        let metrics = crate::exporter::MetricsPlan::parse(&a.metrics).map_err(bad)?;
         Ok(SweepPlan {
             target,
             specimen,
@@ -252,6 +255,7 @@ impl SweepPlan {
             agents,
             client_net,
             output: Output { json: a.json, quiet: a.quiet, no_tui: a.no_tui, label: a.label },
+            metrics,
             assertions,
             strict: a.strict,
             max_failed_steps: a.max_failed_steps,

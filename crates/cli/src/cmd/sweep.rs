@@ -42,6 +42,11 @@ pub fn run(store_path: &Path, a: SweepArgs, r: RepeatArgs) -> anyhow::Result<Exi
     }
     let (plan_a, plan_b) = (SweepPlan::from_args(a_args)?, SweepPlan::from_args(b_args)?);
     refuse_assertions_that_cannot_apply(&plan_a.assertions, true)?;
+    if plan_a.metrics.wanted() {
+        return Err(bad(
+            "--metrics-listen and --remote-write export one run; --versus alternates two: sweep each target on its own to export it",
+        ));
+    }
     prepare(store_path, plan_a, Sweep { repeat, versus: Some(plan_b) })
 }
 
@@ -235,9 +240,17 @@ impl Execute for Sweep {
         if repeat.repeats > 1 {
             plan.steps = scalelab_drive::rounds::rounds(&levels, repeat.repeats, repeat.seed);
         }
+        // Bound before the run is stored: an address in use is bad input.
+        let exporter = crate::exporter::Exporter::start(&plan.metrics, "sweep")?;
         let Started { mut session, driver, specimen, engine: opts, run_id, label, workload, stop, client_net, mut agents } =
             begin(store, &plan, setup, prepared, RunKind::Sweep)?;
         let out = &plan.output;
+        if let Some(x) = &exporter {
+            x.set_run(&run_id.to_string(), &label, &session.plan().target);
+            if let (Some(addr), false) = (x.listening(), out.quiet || out.json) {
+                esayln!("metrics: http://{addr}{}", crate::exporter::METRICS_PATH);
+            }
+        }
         if let Some(c) = &agents {
             session.set_option("agents", super::agents::describe(c))?;
             // A lost server agent ends the run as a lost load agent does (--agent-loss).
@@ -266,11 +279,19 @@ impl Execute for Sweep {
             esayln!("{n}");
         }
         let mut view = LiveView::start(out.quiet, out.no_tui, label, &steps, stop.clone());
+        let mut exported;
+        let observer: &mut dyn crate::session::Observer = match &exporter {
+            Some(x) => {
+                exported = x.observe(&mut view);
+                &mut exported
+            }
+            None => &mut view,
+        };
         let swept = match (agents.as_mut(), precision.as_mut()) {
             (_, Some(order)) => {
                 let mut local = scalelab_drive::Local(&driver);
                 let mut arms = [super::windows::Arm::new(&mut session, &mut local, &opts)];
-                let swept = super::windows::run(&mut arms, order, &stop, plan.max_failed_steps, &mut view);
+                let swept = super::windows::run(&mut arms, order, &stop, plan.max_failed_steps, observer);
                 let p = repeat.precision.as_ref().expect("an order for --until-precision");
                 let mut record = serde_json::Map::new();
                 record.insert("target_pct".into(), p.target_pct.into());
@@ -286,13 +307,13 @@ impl Execute for Sweep {
             (Some(c), None) if plan.agents.as_ref().is_some_and(|g| !g.load.is_empty()) => {
                 let shares = c.shares.clone();
                 let mut note = || Some(("agent_steps".to_string(), serde_json::Value::Array(shares.lock().expect("not poisoned").clone())));
-                session.sweep_with(&mut super::agents::Remote(c), &opts, plan.max_failed_steps, &mut view, &mut note)
+                session.sweep_with(&mut super::agents::Remote(c), &opts, plan.max_failed_steps, observer, &mut note)
             }
             (Some(c), None) => {
                 let mut local = super::agents::Observed(scalelab_drive::Local(&driver), c);
-                session.sweep_with(&mut local, &opts, plan.max_failed_steps, &mut view, &mut || None)
+                session.sweep_with(&mut local, &opts, plan.max_failed_steps, observer, &mut || None)
             }
-            _ => session.sweep(&driver, &opts, plan.max_failed_steps, &mut view),
+            _ => session.sweep(&driver, &opts, plan.max_failed_steps, observer),
         };
         view.finish();
         if let Some(c) = agents.as_ref() {
@@ -335,6 +356,17 @@ impl Execute for Sweep {
         let code = ExitCode::from(code);
         let SweepOutcome { end, failed_step, .. } = swept;
         let run: Run = super::show::load_run(&store, run_id)?;
+        if let Some(x) = exporter {
+            let d = scalelab_analyze::diagnose(&run);
+            x.set_verdicts(
+                d.verdicts.iter().map(|v| (v.concurrency, v.kind.name().to_string(), v.confidence.name().to_string())).collect(),
+            );
+            // Remote write's failures are the run's to tell, never fatal to it.
+            if let Some(line) = x.finish() {
+                esayln!("{line}");
+                let _ = store.add_probe_note(run_id, "metrics", &line);
+            }
+        }
         if out.json {
             println!("{}", serde_json::to_string_pretty(&super::analysis::run_json_with_diagnosis(&run))?);
             if let Some(line) = &profile_cost {

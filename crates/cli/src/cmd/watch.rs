@@ -4,13 +4,9 @@
 use crate::args::WatchArgs;
 use crate::error::bad;
 use crate::session::{Observer, Probes, Session};
-use crate::telemetry::Record;
-use scalelab_analyze::telemetry::Interval;
-use scalelab_core::sample::ThreadSecond;
+use crate::telemetry::{Intervals, Record};
 use scalelab_core::{RunKind, RunPlan};
-use scalelab_probe::db::DbSample;
 use scalelab_probe::CollectorConfig;
-use scalelab_probe::{ProcessSample, Sample, SystemSample};
 use scalelab_store::Store;
 use std::path::Path;
 use std::process::ExitCode;
@@ -23,7 +19,8 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
     }
     let duration = a.duration.as_deref().map(scalelab_core::parse_duration).transpose().map_err(|e| bad(format!("--duration: {e}")))?;
     // Parsed once; a target that does not parse matters only where it is used.
-    let target = a.target.as_deref().map(scalelab_core::Target::parse_any);
+    let target_parsed = a.target.as_deref().map(scalelab_core::Target::parse_any);
+    let target = &target_parsed;
     let pid = match (a.pid, a.port, &target) {
         (Some(p), _, _) => {
             if !Path::new(&format!("/proc/{p}")).exists() {
@@ -49,6 +46,7 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
     }
     let db_url = scalelab_probe::collect::for_target(target.as_ref().and_then(|t| t.as_ref().ok()), a.db_probe.as_deref()).map_err(bad)?;
     let redis = target.as_ref().and_then(|t| t.as_ref().ok()).and_then(redis_of);
+    let metrics = crate::exporter::MetricsPlan::parse(&a.metrics).map_err(bad)?;
     let store = if a.record { Some(Store::open(store_path)?) } else { None };
     let stop = super::stop_on_signals()?;
     let target = a.target.as_deref().map(scalelab_core::redact_url).unwrap_or_else(|| pid.map_or("this machine".into(), named));
@@ -77,6 +75,8 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         profile_steps: None,
         remote: None,
     };
+    // Bound before the run is stored: an address in use is bad input.
+    let exporter = crate::exporter::Exporter::start(&metrics, "watch")?;
     let mut session = match store {
         Some(store) => {
             let env = scalelab_probe::capture_environment(&Default::default(), None, scalelab_drive::cpu::open_files_limit());
@@ -92,13 +92,46 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
     for n in session.profile_notices() {
         esayln!("{n}");
     }
-    let mut lines = Lines::new(now_unix_ms(), applies);
-    session.watch(&stop, duration, &mut lines);
-    session.stop_probes(&mut lines);
+    let started_ms = now_unix_ms();
+    if let Some(x) = &exporter {
+        // Unrecorded, the run is named by its start (a new watch, a new series).
+        let run = session.run_id().map_or_else(|| format!("watch-{started_ms}"), |id| id.to_string());
+        x.set_run(&run, &session.plan().label, &target);
+        if let Some(addr) = x.listening() {
+            sayln!("metrics: http://{addr}{}", crate::exporter::METRICS_PATH);
+        }
+    }
+    let mut lines = Lines::new(started_ms, applies);
+    // Watched by port (or target), a restarted server is found again by its port.
+    let parsed = target_parsed.as_ref().and_then(|t| t.as_ref().ok());
+    let mut refind = || match (a.port, parsed) {
+        (Some(port), _) => scalelab_probe::find_by_port(&Default::default(), port).ok().map(|f| f.pid),
+        (None, Some(t)) => scalelab_probe::server_pid(Some(t), None, None).ok(),
+        (None, None) => None,
+    };
+    let refind: Option<&mut dyn FnMut() -> Option<u32>> = if a.pid.is_none() && pid.is_some() { Some(&mut refind) } else { None };
+    match &exporter {
+        Some(x) => {
+            let mut exported = x.observe(&mut lines);
+            session.watch(&stop, duration, &mut exported, refind);
+            session.stop_probes(&mut exported);
+        }
+        None => {
+            session.watch(&stop, duration, &mut lines, refind);
+            session.stop_probes(&mut lines);
+        }
+    }
+    let metrics_note = exporter.and_then(crate::exporter::Exporter::finish);
+    if let Some(line) = &metrics_note {
+        esayln!("{line}");
+    }
     if let Some(cost) = session.profile_overhead().map(|o| o.summary()) {
         esayln!("{cost}");
     }
-    if let Some((_, id)) = session.finish(true, "recorded")? {
+    if let Some((store, id)) = session.finish(true, "recorded")? {
+        if let Some(line) = &metrics_note {
+            let _ = store.add_probe_note(id, "metrics", line);
+        }
         sayln!("recorded as run {id} in {}", store_path.display());
     }
     Ok(ExitCode::SUCCESS)
@@ -107,13 +140,7 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
 /// The live lines of `watch`: one row per system sample (a header every 20
 /// rows), probe notes on stderr as they come.
 struct Lines {
-    start_ms: i64,
-    last_sys: Option<SystemSample>,
-    prev_proc: Option<ProcessSample>,
-    cur_proc: Option<ProcessSample>,
-    last_threads: Option<ThreadSecond>,
-    /// The last two seconds of database readings: the "DB waits" column is their last second.
-    db_recent: Vec<DbSample>,
+    intervals: Intervals,
     printed: usize,
     /// Which optional columns the rows have (database, server).
     applies: scalelab_report::columns::Applies,
@@ -121,44 +148,22 @@ struct Lines {
 
 impl Lines {
     fn new(start_ms: i64, applies: scalelab_report::columns::Applies) -> Lines {
-        Lines { start_ms, last_sys: None, prev_proc: None, cur_proc: None, last_threads: None, db_recent: Vec::new(), printed: 0, applies }
+        Lines { intervals: Intervals::new(start_ms), printed: 0, applies }
     }
 }
 
 impl Observer for Lines {
     fn telemetry(&mut self, records: &[Record]) {
-        let mut new_sys = None;
-        let mut notes = Vec::new();
-        for r in records {
-            match r {
-                Record::Sample(Sample::System(s)) => new_sys = Some((**s).clone()),
-                Record::Sample(Sample::Process(p)) => self.prev_proc = self.cur_proc.replace(p.clone()),
-                Record::Sample(Sample::Threads(t)) => self.last_threads = Some(t.clone()),
-                Record::Sample(Sample::Db(d)) => {
-                    let newest = d.unix_ms;
-                    self.db_recent.push((**d).clone());
-                    self.db_recent.retain(|s| s.unix_ms >= newest - 2000);
-                }
-                Record::Unavailable(src, why) => notes.push(format!("{}: {why}", src.name())),
-                Record::Sample(Sample::Specimen(_) | Sample::Profile(_)) => {}
-            }
-        }
+        let (iv, notes) = self.intervals.push(records);
         for n in notes {
             esayln!("unavailable: {n}");
         }
-        let Some(sys) = new_sys else { return };
-        if let Some(prev) = self.last_sys.replace(sys.clone()) {
-            let db_last = self.db_recent.last().map(|l| l.unix_ms);
-            let db_second: Vec<DbSample> =
-                self.db_recent.iter().filter(|d| db_last.is_some_and(|l| d.unix_ms >= l - 1000)).cloned().collect();
-            let procs = (self.prev_proc.as_ref(), self.cur_proc.as_ref());
-            let iv = Interval::of(self.start_ms, &prev, &sys, procs, self.last_threads.as_ref(), &db_second);
-            if self.printed.is_multiple_of(20) {
-                sayln!("{}", scalelab_report::watch::header(self.applies));
-            }
-            sayln!("{}", scalelab_report::watch::row(&iv, self.applies));
-            self.printed += 1;
+        let Some(iv) = iv else { return };
+        if self.printed.is_multiple_of(20) {
+            sayln!("{}", scalelab_report::watch::header(self.applies));
         }
+        sayln!("{}", scalelab_report::watch::row(&iv, self.applies));
+        self.printed += 1;
     }
 }
 

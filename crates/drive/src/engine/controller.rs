@@ -55,6 +55,8 @@ pub(super) fn control(
     let mut cpu_start = None;
     let mut window_start_wall = None;
     let mut last_count = 0u64;
+    // Completions when the window began: the window's own count is above it.
+    let mut window_base = 0u64;
     let mut last_tick = Instant::now();
     let (mut last_p50, mut last_p99) = (None, None);
     let mut stopped_at = None;
@@ -79,6 +81,7 @@ pub(super) fn control(
             shared.set_window_end(warm_end + window);
         }
         if cpu_start.is_none() && now >= warm_end {
+            window_base = shared.completions.load(Ordering::Relaxed);
             cpu_start = Some(cpu::process_cpu_s());
             window_start_wall = Some(unix_ms_at(warm_end));
         }
@@ -109,6 +112,8 @@ pub(super) fn control(
                 errors: shared.errors.load(Ordering::Relaxed),
                 p50_ms: last_p50,
                 p99_ms: last_p99,
+                completed: count,
+                window_completed: if cpu_start.is_some() { count - window_base } else { 0 },
             });
             last_count = count;
             last_tick = now;
