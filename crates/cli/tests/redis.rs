@@ -119,7 +119,8 @@ fn rediss_checks_the_certificate_unless_told_not_to() {
     let trusted = format!("rediss://127.0.0.1:{}?cacert={cert}", redis.port);
     let doc = sweep(&store, &trusted, "2", "300ms", &[]);
     assert!(steps(&doc)[0]["requests"].as_u64().unwrap() > 10 && steps(&doc)[0]["errors_total"] == 0, "{doc}");
-    assert_eq!(steps(&doc)[0]["telemetry"]["db"]["engine"], "redis", "the probe reads INFO over TLS too");
+    let s = &steps(&doc)[0];
+    assert_eq!(s["telemetry"]["db"]["engine"], "redis", "the probe reads INFO over TLS too: {}", s["telemetry"]);
     // A self-signed certificate is refused against the Mozilla roots, before any load.
     let plain = format!("rediss://127.0.0.1:{}", redis.port);
     let out = run(&dir.path().join("no.db"), &["sweep", &plain, "-c", "1", "-d", "0.2s", "-q"]);

@@ -6,6 +6,10 @@ use super::rates::opt_per_second;
 use scalelab_core::sample::{DbSample, PerfSchemaWaits, WaitProfile, CPU};
 use scalelab_core::{DbTelemetry, DbWait, PerfSchemaWait};
 
+/// How far before or after a window a reading may stand for it when none
+/// lies within half a second (the probe reads once a second).
+pub const BRACKET_MS: i64 = 1500;
+
 /// Wait events kept per step in [`DbTelemetry::waits`].
 pub const TOP_WAITS: usize = 5;
 
@@ -19,10 +23,19 @@ fn label(ty: &str, ev: Option<&str>) -> String {
 /// Summarizes the readings around the window `[start_ms, end_ms]`: counter
 /// rates between the first and the last reading within half a second of the
 /// window, gauges averaged, and the wait-profile chunks that lie inside the
-/// window (50 ms of slack) merged. `Err` says why nothing could be summarized.
+/// window (50 ms of slack) merged. A window shorter than the probe's second
+/// may have no reading that near: then the readings just before and just
+/// after it (within [`BRACKET_MS`]) stand for it. `Err` says why nothing
+/// could be summarized.
 pub fn summarize_db(samples: &[DbSample], start_ms: i64, end_ms: i64) -> Result<DbTelemetry, String> {
-    let near: Vec<&DbSample> =
-        samples.iter().filter(|s| s.has_counters() && s.unix_ms >= start_ms - 500 && s.unix_ms <= end_ms + 500).collect();
+    let counted = || samples.iter().filter(|s| s.has_counters());
+    let mut near: Vec<&DbSample> = counted().filter(|s| s.unix_ms >= start_ms - 500 && s.unix_ms <= end_ms + 500).collect();
+    if near.is_empty() {
+        // (A 300 ms step on a loaded machine fell between two readings 1 s apart.)
+        let before = counted().filter(|s| s.unix_ms < start_ms && s.unix_ms >= start_ms - BRACKET_MS).max_by_key(|s| s.unix_ms);
+        let after = counted().filter(|s| s.unix_ms > end_ms && s.unix_ms <= end_ms + BRACKET_MS).min_by_key(|s| s.unix_ms);
+        near = before.into_iter().chain(after).collect();
+    }
     let chunks: Vec<&WaitProfile> = samples
         .iter()
         .filter(|s| s.since_unix_ms.is_some_and(|from| from >= start_ms - 50) && s.unix_ms <= end_ms + 50)
@@ -237,6 +250,12 @@ mod tests {
         assert_eq!(t.threads_running_avg, Some(3.0));
         assert_eq!(t.xact_commit_per_s, None);
         assert!(summarize_db(&s, 20_000, 21_000).is_err());
+        // A 200 ms window between readings 1.4 s apart, none within half a
+        // second of it: the two around it stand for it.
+        let gap = [my(0, 0, 0, 1), my(1400, 140, 14, 3)];
+        let t = summarize_db(&gap, 600, 800).unwrap();
+        assert_eq!((t.samples, t.questions_per_s), (2, Some(100.0)));
+        assert!(summarize_db(&gap[..1], 1600, 1900).is_err(), "a reading 1.6 s before is too far");
         // One reading: gauges, but no rate (never 0).
         let t = summarize_db(&s[..1], 0, 100).unwrap();
         assert_eq!((t.questions_per_s, t.threads_running_avg), (None, Some(1.0)));
