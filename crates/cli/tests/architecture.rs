@@ -1,7 +1,6 @@
 //! The layout docs/architecture.md describes, kept true: which crate may
 //! depend on which, no import circle between the files of a crate, and no
-//! source file over the size a reader can hold (tests excepted), and the
-//! test runner's groups naming the tests that take a machine-wide lock.
+//! source file over the size a reader can hold (tests excepted).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -277,56 +276,4 @@ fn nothing_below_the_binary_prints() {
         }
     }
     assert!(offenders.is_empty(), "printing below the binary (return it, or take a log callback):\n{}", offenders.join("\n"));
-}
-
-/// The `#[test]` functions of `src` whose body calls `lock` (`cpu_exclusive()`).
-fn tests_calling(src: &str, lock: &str) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    let mut rest = src;
-    while let Some(i) = rest.find("#[test]") {
-        rest = &rest[i + 7..];
-        let Some(f) = rest.find("fn ") else { break };
-        let name: String = rest[f + 3..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-        let end = rest.find("\n}\n").unwrap_or(rest.len());
-        if rest[..end].contains(lock) {
-            out.insert(name);
-        }
-    }
-    out
-}
-
-/// Nextest runs the tests that take a machine-wide lock as groups of one
-/// test at a time (.config/nextest.toml), so a test's time limit never runs
-/// while it waits for the lock: the groups must name exactly those tests.
-#[test]
-fn nextest_groups_name_exactly_the_tests_that_take_a_machine_lock() {
-    let root = workspace();
-    let mut taking: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
-    for e in std::fs::read_dir(root.join("crates/cli/tests")).unwrap() {
-        let path = e.unwrap().path();
-        // (This file names the locks without taking them.)
-        if path.extension().is_some_and(|x| x == "rs") && !path.ends_with("architecture.rs") {
-            let src = std::fs::read_to_string(&path).unwrap();
-            taking.entry("cpu").or_default().extend(tests_calling(&src, "cpu_exclusive()"));
-            if path.ends_with("client_net.rs") {
-                taking.entry("netns").or_default().extend(tests_calling(&src, " exclusive()"));
-            }
-        }
-    }
-    let config = std::fs::read_to_string(root.join(".config/nextest.toml")).unwrap();
-    let mut listed: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
-    for section in config.split("[[profile.default.overrides]]").skip(1) {
-        let group = section.split("test-group = \"").nth(1).and_then(|g| g.split('"').next()).expect("a test-group");
-        // (A whole binary put in a group, the micro-benchmarks, names no test.)
-        let Some(names) = section.split("^(").nth(1).and_then(|n| n.split(")$").next()) else { continue };
-        listed.entry(group).or_default().extend(names.split('|').map(|n| n.trim().to_string()));
-    }
-    assert_eq!(listed.len(), 2, "two groups: {listed:?}");
-    for (group, tests) in &taking {
-        assert!(tests.len() > 5, "{group}: the scan found the tests that take the lock: {tests:?}");
-        let names = &listed[group];
-        let missing: Vec<_> = tests.difference(names).collect();
-        let stale: Vec<_> = names.difference(tests).collect();
-        assert!(missing.is_empty() && stale.is_empty(), "group {group} in .config/nextest.toml: add {missing:?}, remove {stale:?}");
-    }
 }

@@ -61,13 +61,14 @@ fn futex_share(p: &Prometheus, run: &str) -> Option<f64> {
 }
 
 /// The global lock's futex share as Prometheus holds it (its highest
-/// second) is at least the step's stored mean, and that is well above a
-/// lock-free server's (quiet: 50-60 %; beside the suite's other tests the
-/// lock holder is preempted and waiters show as runnable: 20-40 %, measured).
+/// second) is at least the step's stored mean, and that is above a
+/// lock-free server's (under 10 %: telemetry.rs). Quiet it is 50-60 %;
+/// beside the suite's other tests the lock holder is preempted and the
+/// waiters show as runnable: 14.5-40 %, measured.
 fn assert_futex(p: &Prometheus, run: &str, doc: &Value) {
     let stored = steps(doc)[0]["telemetry"]["thread_states_pct"]["futex"].as_f64().expect("stored thread states") / 100.0;
     let got = futex_share(p, run).expect("thread states in Prometheus");
-    assert!(stored > 0.15, "the global lock blocks threads on futexes: {stored}");
+    assert!(stored > 0.1, "the global lock blocks threads on futexes: {stored}");
     assert!(got >= 0.9 * stored, "Prometheus's highest second {got}, the step's mean {stored}");
 }
 
