@@ -516,12 +516,12 @@ impl Session {
             std::thread::sleep(Duration::from_millis(100));
             self.profile.watch_tick();
             self.drain(observer);
+            // Looked at once a second, not at every drain.
+            let Some(find) = refind.as_mut().filter(|_| last_look.elapsed() >= Duration::from_secs(1)) else { continue };
+            last_look = Instant::now();
             let gone = self.collect.server_pid.is_some_and(|p| !std::path::Path::new(&format!("/proc/{p}")).exists());
-            if let (true, Some(find)) = (gone && last_look.elapsed() >= Duration::from_secs(1), refind.as_mut()) {
-                last_look = Instant::now();
-                if let Some(pid) = find().filter(|p| Some(*p) != self.collect.server_pid) {
-                    self.follow(pid, observer);
-                }
+            if let Some(pid) = gone.then(find).flatten().filter(|p| Some(*p) != self.collect.server_pid) {
+                self.follow(pid, observer);
             }
         }
     }
