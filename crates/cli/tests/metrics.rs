@@ -10,7 +10,7 @@ use common::*;
 use scalelab_testkit::free_port;
 use scalelab_testkit::prometheus::Prometheus;
 use serde_json::Value;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 /// The one value of an instant query's vector result (None: empty).
@@ -114,14 +114,10 @@ fn remote_write_sends_the_same_figures_to_prometheus() {
     assert!(stderr(&out).contains("remote write: 0 batch(es) sent"), "{}", stderr(&out));
 }
 
-/// GETs `/metrics` from `port` as Prometheus 0.0.4 text.
+/// GETs `/metrics` from `port` as Prometheus 0.0.4 text (its body).
 fn scrape(port: u16) -> Option<String> {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    out.split_once("\r\n\r\n").map(|(_, b)| b.to_string())
+    let answer = scalelab_testkit::http_get(port, "/metrics")?;
+    answer.split_once("\r\n\r\n").map(|(_, b)| b.to_string())
 }
 
 #[test]

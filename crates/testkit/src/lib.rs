@@ -27,6 +27,18 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// `GET path` of 127.0.0.1:`port` over HTTP/1.1 with `Connection: close`:
+/// the whole response, head and body (None: nothing listens there).
+pub fn http_get(port: u16, path: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").as_bytes()).ok()?;
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    Some(String::from_utf8_lossy(&out).into_owned())
+}
+
 /// A loopback port that was free a moment ago (bind :0, read it back, close).
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1:0").local_addr().expect("local addr").port()

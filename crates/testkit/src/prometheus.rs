@@ -4,7 +4,6 @@
 //! read back what it stored.
 
 use crate::{find_program, free_port, wait_listening};
-use std::io::{Read, Write};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -77,12 +76,7 @@ impl Prometheus {
     }
 
     fn get(&self, path: &str) -> String {
-        let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", self.port)) else { return String::new() };
-        let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
-        let _ = s.write_all(format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").as_bytes());
-        let mut out = Vec::new();
-        let _ = s.read_to_end(&mut out);
-        String::from_utf8_lossy(&out).into_owned()
+        crate::http_get(self.port, path).unwrap_or_default()
     }
 }
 
