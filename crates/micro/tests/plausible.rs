@@ -155,7 +155,24 @@ fn context_switches_and_local_latencies_are_plausible() {
         }
     }
     // A TCP connect is more work than a round trip on the same connection.
-    assert!(med("tcp_connect_same_cpu") > med("tcp_latency_same_cpu") * 0.5);
+    // As with the process costs, the fastest repetitions judge the order: one
+    // of 3 quick round trips beside a CPU hog can wait out a whole time slice
+    // (CI once saw the median round trip above twice the median connect).
+    // When even the quick fastest disagree, the latency group alone, 11
+    // repetitions, judges.
+    if min("tcp_connect_same_cpu") <= min("tcp_latency_same_cpu") * 0.5 {
+        let opts = SuiteOptions { only: Some(vec![scalelab_micro::Group::Latency]), repeats: Some(11), ..SuiteOptions::default() };
+        let again = run_suite(&opts, &mut |_| {}).expect("the latency group runs");
+        let m = |id: &str| again.get(id).and_then(|r| r.min).unwrap_or_else(|| panic!("{id} has no min"));
+        assert!(
+            m("tcp_connect_same_cpu") > m("tcp_latency_same_cpu") * 0.5,
+            "tcp_connect_same_cpu {} vs tcp_latency_same_cpu {} (quick: {} vs {})",
+            m("tcp_connect_same_cpu"),
+            m("tcp_latency_same_cpu"),
+            min("tcp_connect_same_cpu"),
+            min("tcp_latency_same_cpu")
+        );
+    }
 }
 
 #[test]
