@@ -37,6 +37,7 @@ pub mod profile;
 pub mod series;
 pub mod stats;
 pub mod telemetry;
+pub mod trigger;
 pub mod usl;
 pub mod verdict;
 

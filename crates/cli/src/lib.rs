@@ -18,6 +18,7 @@ mod progress;
 pub mod session;
 mod specimen_child;
 pub mod telemetry;
+pub mod trigger;
 
 use clap::Parser;
 use std::process::ExitCode;

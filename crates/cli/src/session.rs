@@ -125,6 +125,8 @@ pub struct Session {
     remote: Option<Arc<std::sync::Mutex<Vec<Record>>>>,
     /// Telemetry (and run options) that could not be stored: said in the outcome.
     lost: crate::telemetry::Lost,
+    /// `--trigger`: the conditions watched each second and their captures.
+    capturing: Option<crate::trigger::Capturing>,
 }
 
 /// `--profile`'s state in a session.
@@ -146,6 +148,10 @@ struct Profiling {
     hold: Arc<AtomicBool>,
     /// The steps profiled (`--profile-steps`); None: every one.
     only: Option<std::collections::BTreeSet<usize>>,
+    /// A watch with triggers: a window only when a trigger asks for one.
+    on_demand: bool,
+    /// The next on-demand window's index.
+    next_window: usize,
 }
 
 /// The warning of a run that asked for `--profile` and will have none.
@@ -237,6 +243,7 @@ impl Profiling {
         let Some(p) = self.profiler.as_mut() else { return };
         p.tick();
         match self.window {
+            None if self.on_demand => {}
             None => {
                 p.prepare_step(0);
                 self.window = Some((0, None));
@@ -250,11 +257,33 @@ impl Profiling {
             Some((i, Some(at))) if at.elapsed() >= p.watch_window() => {
                 p.end_step();
                 self.pending.extend(p.fold_ended());
-                p.prepare_step(i + 1);
-                self.window = Some((i + 1, None));
+                if self.on_demand {
+                    self.window = None;
+                } else {
+                    p.prepare_step(i + 1);
+                    self.window = Some((i + 1, None));
+                }
             }
             Some(_) => {}
         }
+    }
+
+    /// A trigger fired: in a watch with triggers, a profile window is
+    /// started for it (its index), unless one is still open. Elsewhere
+    /// (no `--profile`, or a sweep, which profiles its steps) none.
+    fn window_on_demand(&mut self) -> Result<Option<usize>, String> {
+        if !self.on_demand {
+            return Ok(None);
+        }
+        let Some(p) = self.profiler.as_mut() else { return Err("perf could not be started".into()) };
+        if let Some((i, _)) = self.window {
+            return Err(format!("window {i}, of an earlier capture, was still being taken"));
+        }
+        let i = self.next_window;
+        p.prepare_step(i);
+        self.window = Some((i, None));
+        self.next_window += 1;
+        Ok(Some(i))
     }
 
     /// The step ended: its window's capture is closed.
@@ -286,6 +315,7 @@ impl Session {
             profile,
             remote: probes.remote,
             lost: Default::default(),
+            capturing: None,
         })
     }
 
@@ -295,7 +325,17 @@ impl Session {
         let profile = Profiling::start(&probes, None);
         let telemetry = probes.remote.is_none().then(|| Collector::start(probes.collect.clone()));
         let collect = probes.collect;
-        Session { store: None, run_id: None, plan, telemetry, collect, profile, remote: probes.remote, lost: Default::default() }
+        Session {
+            store: None,
+            run_id: None,
+            plan,
+            telemetry,
+            collect,
+            profile,
+            remote: probes.remote,
+            lost: Default::default(),
+            capturing: None,
+        }
     }
 
     /// The run's id in the store, when it is recorded.
@@ -321,7 +361,13 @@ impl Session {
 
     /// Hands what the probes took since the last call to the observer, then
     /// to the store. A failure to store telemetry never stops the run.
-    fn keep(&mut self, records: Vec<Record>, observer: &mut dyn Observer) {
+    fn keep(&mut self, mut records: Vec<Record>, observer: &mut dyn Observer) {
+        if let Some(c) = self.capturing.as_mut() {
+            if let Some(fired) = c.see(&records) {
+                c.start(fired, self.profile.window_on_demand());
+            }
+            records.extend(c.finished(false));
+        }
         observer.telemetry(&records);
         if let (Some(store), Some(id)) = (self.store.as_mut(), self.run_id) {
             store_records(store, id, records, &mut self.lost);
@@ -335,6 +381,28 @@ impl Session {
             records.append(&mut r.lock().expect("not poisoned"));
         }
         self.keep(records, observer);
+    }
+
+    /// A tick of step `index`: the profiler's, the triggers' load second,
+    /// and what the probes took since the last one.
+    fn on_tick(&mut self, index: usize, plan: &StepPlan, tick: &LiveTick, observer: &mut dyn Observer) {
+        self.profile.tick(index, plan, tick);
+        if let Some(c) = self.capturing.as_mut() {
+            c.tick(tick);
+        }
+        self.drain(observer);
+    }
+
+    /// Watches `--trigger` conditions from now on; in a watch with
+    /// `--profile`, windows are then taken only for captures.
+    pub fn set_capturing(&mut self, capturing: crate::trigger::Capturing, watch: bool) {
+        self.profile.on_demand = watch && self.profile.profiler.is_some();
+        self.capturing = Some(capturing);
+    }
+
+    /// What the triggers did (None: no trigger, or none held).
+    pub fn capture_summary(&self) -> Option<String> {
+        self.capturing.as_ref().and_then(crate::trigger::Capturing::summary)
     }
 
     /// Stores records handed over at the end (a server agent's last ones).
@@ -379,8 +447,7 @@ impl Session {
                 observer.step_started(index, plan);
             }
             SweepEvent::Tick { index, tick } => {
-                self.profile.tick(index, &steps[index], tick);
-                self.drain(observer);
+                self.on_tick(index, &steps[index], tick, observer);
                 observer.tick(index, &steps[index], tick);
             }
             SweepEvent::StepFinished { index, result } => {
@@ -423,8 +490,7 @@ impl Session {
         self.profile.step_started(index);
         let engine = &self.profile.engine(engine);
         let result = run_step(driver, plan, engine, &mut |tick| {
-            self.profile.tick(index, plan, tick);
-            self.drain(observer);
+            self.on_tick(index, plan, tick, observer);
             observer.tick(index, plan, tick);
         });
         self.profile.end_step();
@@ -474,8 +540,7 @@ impl Session {
         self.profile.step_started(index);
         let engine = &self.profile.engine(engine);
         let result = runner.run_step(index, &plan, engine, &mut |tick| {
-            self.profile.tick(index, &plan, tick);
-            self.drain(observer);
+            self.on_tick(index, &plan, tick, observer);
             observer.tick(shown, &plan, tick);
         });
         self.profile.end_step();
@@ -531,6 +596,9 @@ impl Session {
     fn follow(&mut self, pid: u32, observer: &mut dyn Observer) {
         let before = self.collect.server_pid;
         self.collect.server_pid = Some(pid);
+        if let Some(c) = self.capturing.as_mut() {
+            c.follow(pid);
+        }
         if let Some(old) = self.telemetry.take() {
             let mut records = old.stop();
             records.push(Record::Unavailable(
@@ -548,6 +616,9 @@ impl Session {
         if let Some(t) = self.telemetry.take() {
             let mut records = std::mem::take(&mut self.profile.pending);
             records.extend(t.stop());
+            self.keep(records, observer);
+        }
+        if let Some(records) = self.capturing.as_mut().map(|c| c.finished(true)) {
             self.keep(records, observer);
         }
         // Folded now, with the load off, while the server still runs.

@@ -75,11 +75,6 @@ impl Intervals {
                     self.prev_proc = None;
                     self.cur_proc = Some(p.clone());
                 }
-                // A restarted server is another process: its rates start anew.
-                Record::Sample(Sample::Process(p)) if self.cur_proc.as_ref().is_some_and(|c| c.pid != p.pid) => {
-                    self.prev_proc = None;
-                    self.cur_proc = Some(p.clone());
-                }
                 Record::Sample(Sample::Process(p)) => self.prev_proc = self.cur_proc.replace(p.clone()),
                 Record::Sample(Sample::Threads(t)) => self.last_threads = Some(t.clone()),
                 Record::Sample(Sample::Db(d)) => {
@@ -88,7 +83,7 @@ impl Intervals {
                     self.db_recent.retain(|s| s.unix_ms >= newest - 2000);
                 }
                 Record::Unavailable(src, why) => notes.push(format!("{}: {why}", src.name())),
-                Record::Sample(Sample::Specimen(_) | Sample::Profile(_)) => {}
+                Record::Sample(Sample::Specimen(_) | Sample::Profile(_) | Sample::Capture(_)) => {}
             }
         }
         let Some(sys) = new_sys else { return (None, notes) };

@@ -39,6 +39,7 @@
 //! - [`env`](mod@env): the benchmark configuration (host, kernel, CPU, memory, sysctls).
 //! - [`time`], [`unavailable`]: timestamps; "unavailable: why" bookkeeping.
 
+pub mod capture;
 pub mod collect;
 pub mod db;
 pub mod disk;

@@ -130,7 +130,7 @@ impl ViewState {
                 }
             }
             Sample::Threads(t) => self.threads = Some(t.clone()),
-            Sample::Db(_) | Sample::Specimen(_) | Sample::Profile(_) => {}
+            Sample::Db(_) | Sample::Specimen(_) | Sample::Profile(_) | Sample::Capture(_) => {}
         }
     }
 

@@ -106,6 +106,7 @@ pub fn show_text(run: &Run) -> String {
     for (k, why) in &t.unavailable {
         out.push_str(&format!("unavailable: {}: {}\n", escape_control(k), escape_control(why)));
     }
+    out.push_str(&captures_text(run));
     let series = intervals(samples, run.started_unix_ms);
     if !series.is_empty() {
         let server = series.iter().any(|iv| iv.server_cpu_pct.is_some() || iv.threads_running_pct.is_some());
@@ -126,6 +127,68 @@ pub fn show_text(run: &Run) -> String {
         }
         for line in crate::columns::legend(run.environment.logical_cores, Source::Interval) {
             out.push_str(&format!("  {line}\n"));
+        }
+    }
+    out
+}
+
+/// What `--trigger` captured: each marked interval (seconds from the
+/// run's start), the figure that held, the largest thread groups by
+/// kernel stack, the database's lock waits, and the profile window.
+pub fn captures_text(run: &Run) -> String {
+    let caps = &run.samples.captures;
+    if caps.is_empty() {
+        return String::new();
+    }
+    let at = |ms: i64| (ms - run.started_unix_ms) as f64 / 1000.0;
+    let mut out = format!("captures ({}; `scalelab show {} --json` has every thread group):\n", caps.len(), run.id);
+    for c in caps {
+        out.push_str(&format!(
+            "  {}: {} held from +{:.0}s to +{:.0}s ({:.1}{} at the end)\n",
+            c.index,
+            escape_control(&c.trigger),
+            at(c.from_unix_ms),
+            at(c.unix_ms),
+            c.value,
+            escape_control(&c.unit)
+        ));
+        let total = c.threads.iter().map(|g| g.threads).sum::<u32>().max(1);
+        if !c.threads.is_empty() {
+            out.push_str(&format!("     threads over {} look(s), 100 ms apart (share of thread-looks):\n", c.looks.max(1)));
+        }
+        for g in c.threads.iter().take(3) {
+            let stack = if g.stack.is_empty() { "-".to_string() } else { g.stack.iter().take(4).cloned().collect::<Vec<_>>().join(" < ") };
+            out.push_str(&format!(
+                "     {:>4.0}% {} {}: {} [{}]\n",
+                100.0 * g.threads as f64 / total as f64,
+                escape_control(&g.state),
+                if g.wchan.is_empty() { "(on a CPU or waiting for one)".into() } else { format!("in {}", escape_control(&g.wchan)) },
+                escape_control(&stack),
+                escape_control(&g.names.join(", "))
+            ));
+        }
+        match &c.db_locks {
+            Some(rows) if rows.is_empty() => out.push_str("     database: no session waited on a lock\n"),
+            Some(rows) => {
+                for r in rows.iter().take(3) {
+                    let longest = r.longest_s.map_or(String::new(), |s| format!(", longest {s:.1}s"));
+                    let mode = if r.mode.is_empty() { String::new() } else { format!(" ({})", escape_control(&r.mode)) };
+                    out.push_str(&format!(
+                        "     database: {} waiting on {}{mode}, {} blocker(s){longest}\n",
+                        r.waiting,
+                        escape_control(&r.wait),
+                        r.blockers
+                    ));
+                }
+            }
+            None => {}
+        }
+        if let Some(w) = c.profile_window {
+            // Windows are numbered from 1 where `profile` shows them.
+            out.push_str(&format!("     profile: `scalelab profile {} --step {}`\n", run.id, w + 1));
+        }
+        for why in &c.unavailable {
+            out.push_str(&format!("     unavailable: {}\n", escape_control(why)));
         }
     }
     out
@@ -187,6 +250,7 @@ pub fn json(run: &Run) -> serde_json::Value {
     if let serde_json::Value::Object(m) = &mut doc {
         m.insert("summary".into(), serde_json::to_value(summary).expect("telemetry serializes"));
         m.insert("samples".into(), rows.into());
+        m.insert("captures".into(), serde_json::to_value(&samples.captures).expect("captures serialize"));
     }
     doc
 }

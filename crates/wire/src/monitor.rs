@@ -68,6 +68,18 @@ impl Monitor {
         Ok(Monitor { rt, conn, timeout, database: url.database.clone() })
     }
 
+    /// Opens the connection to the target URL's own database (PostgreSQL:
+    /// not the maintenance one), where its relation names resolve: for a
+    /// one-off look at its locks (`watch --trigger`).
+    pub fn connect_target(url: &SqlUrl, timeout: Duration) -> Result<Monitor, Failure> {
+        if url.engine == Engine::Mysql {
+            return Monitor::connect(url, timeout);
+        }
+        let rt = crate::runtime();
+        let conn = rt.block_on(pg::connect_as(url, timeout, PROBE_APPLICATION_NAME)).map(Conn::Pg)?;
+        Ok(Monitor { rt, conn, timeout, database: url.database.clone() })
+    }
+
     /// The server protocol.
     pub fn engine(&self) -> Engine {
         match self.conn {

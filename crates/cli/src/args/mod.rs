@@ -431,6 +431,22 @@ pub struct WatchArgs {
     pub profile: bool,
     #[command(flatten)]
     pub metrics: MetricsArgs,
+    #[command(flatten)]
+    pub triggers: TriggerArgs,
+}
+
+/// Captures when a condition holds (docs/metrics.md, "Triggers").
+#[derive(Args, Debug, Clone, Default)]
+pub struct TriggerArgs {
+    /// Capture when a per-second figure holds: 'FIGURE>=VALUE[UNIT] [for DURATION]' (default for 5s),
+    /// e.g. 'futex>=50% for 5s'; FIGURE: futex, runnable, running, io, idle, server_cpu, cpu, iowait,
+    /// server_cs, listen_drops, time_wait, db_waits. A capture stores the server's threads by kernel
+    /// stack, the database's lock views and, with --profile, a profile window (repeatable).
+    #[arg(long = "trigger", value_name = "EXPR")]
+    pub triggers: Vec<String>,
+    /// At most this many captures in any hour.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub max_captures: u32,
 }
 
 /// The specimen's modes as the values of `--specimen` and `specimen --mode`:

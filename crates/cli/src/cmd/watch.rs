@@ -44,8 +44,15 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
     if a.profile && !a.record {
         return Err(bad("--profile stores a profile per window: add --record"));
     }
+    let triggers = crate::trigger::parse(&a.triggers.triggers, a.triggers.max_captures, false, pid.is_some()).map_err(bad)?;
+    if !triggers.is_empty() && !a.record {
+        return Err(bad("--trigger stores what it captures: add --record"));
+    }
     let db_url = scalelab_probe::collect::for_target(target.as_ref().and_then(|t| t.as_ref().ok()), a.db_probe.as_deref()).map_err(bad)?;
     let redis = target.as_ref().and_then(|t| t.as_ref().ok()).and_then(redis_of);
+    if triggers.iter().any(|t| t.figure == scalelab_analyze::trigger::Figure::DbWaits) && db_url.is_none() {
+        return Err(bad("--trigger db_waits needs a database: give its URL as the target or --db-probe"));
+    }
     let metrics = crate::exporter::MetricsPlan::parse(&a.metrics).map_err(bad)?;
     let store = if a.record { Some(Store::open(store_path)?) } else { None };
     let stop = super::stop_on_signals()?;
@@ -59,6 +66,7 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         options: Default::default(),
     };
     // Columns that cannot apply are left out: DB waits without a database (or Redis), the server's without one.
+    let db_for_captures = db_url.clone();
     let applies = scalelab_report::columns::Applies { db: db_url.is_some() || redis.is_some(), server: pid.is_some() };
     let probes = Probes {
         collect: CollectorConfig {
@@ -93,6 +101,12 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
         esayln!("{n}");
     }
     let started_ms = now_unix_ms();
+    if !triggers.is_empty() {
+        let said: Vec<String> = triggers.iter().map(ToString::to_string).collect();
+        sayln!("triggers: {} (at most {} capture(s) an hour)", said.join("; "), a.triggers.max_captures);
+        let capturing = crate::trigger::Capturing::new(triggers, a.triggers.max_captures, started_ms, pid, db_for_captures);
+        session.set_capturing(capturing, true);
+    }
     if let Some(x) = &exporter {
         // Unrecorded, the run is named by its start (a new watch, a new series).
         let run = session.run_id().map_or_else(|| format!("watch-{started_ms}"), |id| id.to_string());
@@ -125,6 +139,9 @@ pub fn run(store_path: &Path, a: &WatchArgs) -> anyhow::Result<ExitCode> {
     if let Some(line) = &metrics_note {
         esayln!("{line}");
     }
+    if let Some(line) = session.capture_summary() {
+        sayln!("{line}");
+    }
     if let Some(cost) = session.profile_overhead().map(|o| o.summary()) {
         esayln!("{cost}");
     }
@@ -154,6 +171,11 @@ impl Lines {
 
 impl Observer for Lines {
     fn telemetry(&mut self, records: &[Record]) {
+        for r in records {
+            if let Record::Sample(scalelab_core::Sample::Capture(c)) = r {
+                esayln!("{}", crate::trigger::line(c));
+            }
+        }
         let (iv, notes) = self.intervals.push(records);
         for n in notes {
             esayln!("unavailable: {n}");

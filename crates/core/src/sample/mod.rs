@@ -12,12 +12,14 @@
 //! - [`threads`]: [`ThreadState`], [`ThreadInterval`] and its parts, [`ThreadSecond`] (as stored).
 //! - [`db`]: [`DbSample`] and the database readings it carries.
 //! - [`profile`]: [`ProfileSample`], a step's on-CPU and off-CPU folded stacks.
+//! - [`capture`]: [`CaptureSample`], what a trigger captured when its condition held.
 //!
 //! JSON happens only at the store boundary: [`Sample::to_json`] writes the
 //! reading alone (the stored row's `json`, byte for byte what earlier
 //! versions stored) and [`SampleKind::name`] the row's `kind`;
 //! [`Sample::from_json`] reads them back.
 
+pub mod capture;
 pub mod db;
 pub mod kernel;
 pub mod net;
@@ -26,6 +28,7 @@ pub mod profile;
 pub mod system;
 pub mod threads;
 
+pub use capture::{CaptureSample, DbLockRow, ThreadGroup};
 pub use db::{
     ActivityRow, DbSample, GlobalStatus, HandlerCounters, InnodbSemaphores, PerfSchemaWaits, PgCheckpoints, PgDatabaseStats,
     RedisCommandStat, RedisInfo, RedisLatencyEvent, SemaphoreFormat, SpinCounters, WaitCounter, WaitProfile, WaitShare, COND_PREFIX, CPU,
@@ -48,12 +51,20 @@ pub enum SampleKind {
     Db,
     Specimen,
     Profile,
+    Capture,
 }
 
 impl SampleKind {
     /// Every kind.
-    pub const ALL: [SampleKind; 6] =
-        [SampleKind::System, SampleKind::Process, SampleKind::Threads, SampleKind::Db, SampleKind::Specimen, SampleKind::Profile];
+    pub const ALL: [SampleKind; 7] = [
+        SampleKind::System,
+        SampleKind::Process,
+        SampleKind::Threads,
+        SampleKind::Db,
+        SampleKind::Specimen,
+        SampleKind::Profile,
+        SampleKind::Capture,
+    ];
 
     /// The stored `kind` (never change one: stores hold them).
     pub fn name(self) -> &'static str {
@@ -64,6 +75,7 @@ impl SampleKind {
             SampleKind::Db => "db",
             SampleKind::Specimen => "specimen",
             SampleKind::Profile => "profile",
+            SampleKind::Capture => "capture",
         }
     }
 
@@ -89,6 +101,8 @@ pub enum Sample {
     Specimen(SpecimenSample),
     /// A step's on-CPU and off-CPU stacks (`--profile`).
     Profile(Box<ProfileSample>),
+    /// What a trigger captured when its condition held (`watch --trigger`).
+    Capture(Box<CaptureSample>),
 }
 
 impl Sample {
@@ -101,6 +115,7 @@ impl Sample {
             Sample::Db(_) => SampleKind::Db,
             Sample::Specimen(_) => SampleKind::Specimen,
             Sample::Profile(_) => SampleKind::Profile,
+            Sample::Capture(_) => SampleKind::Capture,
         }
     }
 
@@ -113,6 +128,7 @@ impl Sample {
             Sample::Db(s) => s.unix_ms,
             Sample::Specimen(s) => s.unix_ms,
             Sample::Profile(s) => s.unix_ms,
+            Sample::Capture(s) => s.unix_ms,
         }
     }
 
@@ -136,6 +152,10 @@ impl Sample {
             }
             Sample::Specimen(s) => back(&mut s.unix_ms),
             Sample::Profile(s) => back(&mut s.unix_ms),
+            Sample::Capture(s) => {
+                back(&mut s.unix_ms);
+                back(&mut s.from_unix_ms);
+            }
         }
     }
 
@@ -148,6 +168,7 @@ impl Sample {
             Sample::Db(s) => serde_json::to_string(s),
             Sample::Specimen(s) => serde_json::to_string(s),
             Sample::Profile(s) => serde_json::to_string(s),
+            Sample::Capture(s) => serde_json::to_string(s),
         }
     }
 
@@ -160,6 +181,7 @@ impl Sample {
             SampleKind::Db => Sample::Db(Box::new(serde_json::from_str(json)?)),
             SampleKind::Specimen => Sample::Specimen(serde_json::from_str(json)?),
             SampleKind::Profile => Sample::Profile(Box::new(serde_json::from_str(json)?)),
+            SampleKind::Capture => Sample::Capture(Box::new(serde_json::from_str(json)?)),
         })
     }
 }
@@ -175,6 +197,8 @@ pub struct RunSamples {
     pub specimen: Vec<SpecimenSample>,
     /// Per-step profiles (`--profile`).
     pub profile: Vec<ProfileSample>,
+    /// What triggers captured (`watch --trigger`).
+    pub captures: Vec<CaptureSample>,
 }
 
 impl RunSamples {
@@ -187,6 +211,7 @@ impl RunSamples {
             Sample::Db(s) => self.db.push(*s),
             Sample::Specimen(s) => self.specimen.push(s),
             Sample::Profile(s) => self.profile.push(*s),
+            Sample::Capture(s) => self.captures.push(*s),
         }
     }
 }
@@ -198,7 +223,7 @@ mod tests {
     #[test]
     fn kind_names_are_the_stored_ones() {
         let names: Vec<&str> = SampleKind::ALL.iter().map(|k| k.name()).collect();
-        assert_eq!(names, ["system", "process", "threads", "db", "specimen", "profile"]);
+        assert_eq!(names, ["system", "process", "threads", "db", "specimen", "profile", "capture"]);
         assert!(SampleKind::ALL.iter().all(|k| SampleKind::from_name(k.name()) == Some(*k)));
         assert_eq!(SampleKind::from_name("System"), None);
     }
@@ -236,6 +261,31 @@ mod tests {
                 off_cpu: None,
                 perf_cpu_s: 0.01,
             })),
+            Sample::Capture(Box::new(CaptureSample {
+                index: 1,
+                from_unix_ms: 6,
+                unix_ms: 11,
+                trigger: "futex>=50% for 5s".into(),
+                value: 62.5,
+                unit: "%".into(),
+                threads: vec![ThreadGroup {
+                    threads: 4,
+                    state: "S".into(),
+                    wchan: "futex_wait_queue".into(),
+                    stack: vec!["futex_wait_queue".into(), "futex_wait".into()],
+                    names: vec!["worker".into()],
+                }],
+                looks: 10,
+                db_locks: Some(vec![DbLockRow {
+                    wait: "Lock:tuple".into(),
+                    mode: "ExclusiveLock".into(),
+                    waiting: 3,
+                    blockers: 1,
+                    longest_s: Some(0.5),
+                }]),
+                profile_window: Some(0),
+                unavailable: vec![],
+            })),
         ];
         for s in samples {
             let json = s.to_json().unwrap();
@@ -247,6 +297,7 @@ mod tests {
                 Sample::Db(x) => serde_json::to_string(&**x),
                 Sample::Specimen(x) => serde_json::to_string(x),
                 Sample::Profile(x) => serde_json::to_string(&**x),
+                Sample::Capture(x) => serde_json::to_string(&**x),
             }
             .unwrap();
             assert_eq!(json, old);
@@ -254,9 +305,17 @@ mod tests {
             let mut all = RunSamples::default();
             all.push(s.clone());
             assert_eq!(
-                [all.system.len(), all.process.len(), all.threads.len(), all.db.len(), all.specimen.len(), all.profile.len()]
-                    .iter()
-                    .sum::<usize>(),
+                [
+                    all.system.len(),
+                    all.process.len(),
+                    all.threads.len(),
+                    all.db.len(),
+                    all.specimen.len(),
+                    all.profile.len(),
+                    all.captures.len()
+                ]
+                .iter()
+                .sum::<usize>(),
                 1
             );
         }
