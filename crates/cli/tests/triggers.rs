@@ -143,6 +143,8 @@ fn triggers_that_cannot_hold_or_cannot_be_kept_are_bad_input() {
         full.extend(args);
         assert_bad_input(&store, &full, says);
     }
+    // A sweep checks its triggers before any load too.
+    assert_bad_input(&store, &["sweep", "--specimen", "scales", "-c", "1", "--trigger", "p99>=5%"], "p99 is in 'ms', not '%'");
     let _ = server.kill();
     let _ = server.wait();
     assert!(!store.exists(), "nothing recorded for bad input");
@@ -182,4 +184,34 @@ fn mariadb_sessions_queued_on_a_row_are_named_from_innodb_s_lock_views() {
     assert!(row["wait"].as_str().unwrap().contains("hot") && row["wait"].as_str().unwrap().contains("PRIMARY"), "{row}");
     assert_eq!(row["mode"], "X", "{row}");
     assert!(row["longest_s"].as_f64().unwrap() > 0.5, "{row}");
+}
+
+/// A sweep's triggers: the server's futex share and the load's own p99 each
+/// hold in its window and each starts its capture, stored with the run, in
+/// its JSON (schema-valid) and listed by `show`.
+#[test]
+fn a_sweep_captures_on_the_server_s_figures_and_on_its_own_latency() {
+    let _cpu = cpu_exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    #[rustfmt::skip]
+    let doc = json(&store, &[
+        "sweep", "--specimen", "global-lock", "--work-us", "300", "-c", "4", "--warmup", "0.5s", "-d", "6s", "--pause", "0",
+        "--json", "-q", "--trigger", "futex>=1% for 1s", "--trigger", "p99>=0.001ms for 3s",
+    ]);
+    assert_matches_schema(&doc);
+    let caps = doc["captures"].as_array().unwrap_or_else(|| panic!("captures in the run's JSON: {doc}"));
+    let mut said: Vec<&str> = caps.iter().map(|c| c["trigger"].as_str().unwrap()).collect();
+    said.sort();
+    assert_eq!(said, ["futex>=1% for 1s", "p99>=0.001ms for 3s"], "{caps:?}");
+    let step = &steps(&doc)[0];
+    let window_from = step["window_start_unix_ms"].as_i64().expect("the window's start");
+    for c in caps {
+        assert!(c["value"].as_f64().unwrap() > 0.0, "{c}");
+        assert!(c["from_unix_ms"].as_i64().unwrap() >= window_from - 1500, "held in the window, from {window_from}: {c}");
+        assert!(!c["threads"].as_array().unwrap().is_empty(), "the specimen's threads: {c}");
+        assert!(c["profile_window"].is_null(), "a sweep profiles its steps, not its captures: {c}");
+    }
+    let shown = String::from_utf8_lossy(&run(&store, &["show", "last"]).stdout).into_owned();
+    assert!(shown.contains("captures (2;") && shown.contains("p99>=0.001ms for 3s held from +"), "{shown}");
 }

@@ -440,8 +440,9 @@ pub struct WatchArgs {
 pub struct TriggerArgs {
     /// Capture when a per-second figure holds: 'FIGURE>=VALUE[UNIT] [for DURATION]' (default for 5s),
     /// e.g. 'futex>=50% for 5s'; FIGURE: futex, runnable, running, io, idle, server_cpu, cpu, iowait,
-    /// server_cs, listen_drops, time_wait, db_waits. A capture stores the server's threads by kernel
-    /// stack, the database's lock views and, with --profile, a profile window (repeatable).
+    /// server_cs, listen_drops, time_wait, db_waits, and in a sweep p50, p99 (ms), throughput (/s).
+    /// A capture stores the server's threads by kernel stack, the database's lock views and, in a
+    /// watch with --profile, a profile window (repeatable).
     #[arg(long = "trigger", value_name = "EXPR")]
     pub triggers: Vec<String>,
     /// At most this many captures in any hour.

@@ -172,6 +172,8 @@ pub struct SweepArgs {
     pub no_tui: bool,
     #[command(flatten)]
     pub metrics: super::MetricsArgs,
+    #[command(flatten)]
+    pub triggers: super::TriggerArgs,
     /// The server process to observe (default: the owner of the target's port on loopback, or the specimen).
     #[arg(long)]
     pub server_pid: Option<u32>,

@@ -21,6 +21,10 @@ pub fn run_json_with_diagnosis(run: &Run) -> serde_json::Value {
     let d = scalelab_analyze::verdict::to_json(&scalelab_analyze::diagnose(run));
     if let (serde_json::Value::Object(m), serde_json::Value::Object(extra)) = (&mut doc, d) {
         m.extend(extra);
+        // `--trigger`'s captures (docs/metrics.md), when there are any.
+        if !run.samples.captures.is_empty() {
+            m.insert("captures".into(), serde_json::to_value(&run.samples.captures).expect("captures serialize"));
+        }
     }
     doc
 }

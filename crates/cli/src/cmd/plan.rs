@@ -44,6 +44,9 @@ pub struct SweepPlan {
     pub output: Output,
     /// `--metrics-listen`, `--remote-write`.
     pub metrics: crate::exporter::MetricsPlan,
+    /// `--trigger` and `--max-captures`.
+    pub triggers: Vec<scalelab_analyze::trigger::Trigger>,
+    pub max_captures: u32,
     pub assertions: Vec<Assertion>,
     /// `--strict`: a preflight warning refuses the run.
     pub strict: bool,
@@ -243,6 +246,8 @@ impl SweepPlan {
             }
         };
         let metrics = crate::exporter::MetricsPlan::parse(&a.metrics).map_err(bad)?;
+        // Whether the server's process is found is known only at the start: its figures are checked then.
+        let triggers = crate::trigger::parse(&a.triggers.triggers, a.triggers.max_captures, true, true).map_err(bad)?;
         Ok(SweepPlan {
             target,
             specimen,
@@ -256,6 +261,8 @@ impl SweepPlan {
             client_net,
             output: Output { json: a.json, quiet: a.quiet, no_tui: a.no_tui, label: a.label },
             metrics,
+            triggers,
+            max_captures: a.triggers.max_captures,
             assertions,
             strict: a.strict,
             max_failed_steps: a.max_failed_steps,

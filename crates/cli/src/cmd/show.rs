@@ -49,6 +49,7 @@ pub fn show(path: &Path, a: &ShowArgs) -> anyhow::Result<ExitCode> {
         return Ok(if super::analysis::check(&run, &parsed) { ExitCode::SUCCESS } else { ExitCode::from(1) });
     }
     say!("{}", scalelab_report::cli::show_text(&run, crate::term::width()));
+    say!("{}", scalelab_report::watch::captures_text(&run));
     let parsed = super::analysis::parse_assertions(&a.asserts)?;
     Ok(if super::analysis::check(&run, &parsed) { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

@@ -113,7 +113,17 @@ pub fn begin<D>(store: Store, plan: &SweepPlan, mut setup: Setup, prepared: Prep
     };
     let label = scalelab_core::escape_control(&run_plan.label).into_owned();
     let workload = scalelab_core::escape_control(&run_plan.workload).into_owned();
-    let session = Session::begin(store, kind, run_plan, &env, probes)?;
+    let captured_pid = probes.collect.server_pid;
+    let captured_db = probes.collect.db.clone();
+    let mut session = Session::begin(store, kind, run_plan, &env, probes)?;
+    if !plan.triggers.is_empty() {
+        if captured_pid.is_none() && plan.triggers.iter().any(|t| t.figure.needs_server()) && !out.quiet && !out.json {
+            esayln!("warning: --trigger: the server's process is not sampled here: its figures (thread states, CPU) cannot hold");
+        }
+        let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+        let capturing = crate::trigger::Capturing::new(plan.triggers.clone(), plan.max_captures, now_ms, captured_pid, captured_db);
+        session.set_capturing(capturing, false);
+    }
     let run_id = session.run_id().expect("a sweep is recorded");
     let netns = setup.client_net.as_ref().map(|n| n.netns_path());
     let engine = EngineOptions { threads: placement.threads, pin_cpus, slice_us, stop: stop.clone(), netns, hold_warmup: None };

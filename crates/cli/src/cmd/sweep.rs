@@ -337,6 +337,9 @@ impl Execute for Sweep {
         }
         session.stop_probes(&mut Silent);
         let profile_cost = session.profile_overhead().map(|o| o.summary());
+        if let Some(line) = session.capture_summary() {
+            esayln!("{line}: `scalelab show {run_id}` lists them");
+        }
         // The clients' namespace goes first, then the specimen it led to.
         drop(client_net);
         drop(specimen);
