@@ -45,6 +45,14 @@ fn sweep_profiling(store: &Path, mode: &str, work_us: &str, conc: &str, profilin
     stderr(&out)
 }
 
+/// Profile windows stored so far by a run still being written (0 while
+/// the store or the run is not there yet, or busy).
+fn stored_windows(store: &Path) -> usize {
+    let Ok(s) = scalelab_store::Store::open(store) else { return 0 };
+    let Ok(id) = s.resolve(&scalelab_store::RunSelector::parse("last")) else { return 0 };
+    s.load_samples(id, "profile").map_or(0, |rows| rows.len())
+}
+
 fn profiles(store: &Path) -> Vec<ProfileSample> {
     let s = scalelab_store::Store::open(store).unwrap();
     let id = s.resolve(&scalelab_store::RunSelector::parse("last")).unwrap();
@@ -260,9 +268,11 @@ fn background_load(addr: &str, clients: usize, stop: &std::sync::Arc<std::sync::
 
 /// `watch --profile --record` profiles a server under its own traffic in
 /// windows (here 2 s, each opened once its perf has started: a second or
-/// two under this load, 3 to 4 s beside a compiler and more beside a CPU
-/// hog on both cores, so the watch runs 20 s for two windows at least), each stored as it ends; `scalelab profile` shows the
-/// whole watch (the lock site named) or one window; the report draws it.
+/// two under this load, 3 to 4 s beside a compiler, more beside a CPU hog
+/// on both cores, where folding a window takes seconds too: 20 s gave one
+/// window there). The watch is stopped with Ctrl-C once two windows are
+/// stored (at most 90 s), each stored as it ends; `scalelab profile` shows
+/// the whole watch (the lock site named) or one window; the report draws it.
 #[test]
 fn watch_profiles_a_server_under_its_own_traffic_per_window() {
     let _cpu = cpu_exclusive();
@@ -279,11 +289,20 @@ fn watch_profiles_a_server_under_its_own_traffic_per_window() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
     let pid = specimen.id().to_string();
-    let out = bin()
+    let watch = bin()
         .env("SCALELAB_PROFILE_WATCH_WINDOW_S", "2")
-        .args(["--store", store.to_str().unwrap(), "watch", "--pid", &pid, "--duration", "20s", "--profile", "--record"])
-        .output()
+        .args(["--store", store.to_str().unwrap(), "watch", "--pid", &pid, "--duration", "90s", "--profile", "--record"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    let started = std::time::Instant::now();
+    while stored_windows(&store) < 2 && started.elapsed() < std::time::Duration::from_secs(85) {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    // Ctrl-C: the watch ends as it does on a terminal, the open window stored.
+    unsafe { libc::kill(watch.id() as i32, libc::SIGINT) };
+    let out = watch.wait_with_output().unwrap();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let served: u64 = load.into_iter().map(|h| h.join().unwrap()).sum();
     // A profile nobody keeps, or of no server, is refused before anything starts.
