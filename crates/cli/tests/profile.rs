@@ -301,6 +301,7 @@ fn watch_profiles_a_server_under_its_own_traffic_per_window() {
         std::thread::sleep(std::time::Duration::from_millis(300));
     }
     // Ctrl-C: the watch ends as it does on a terminal, the open window stored.
+    // SAFETY: kill(2) on our own child's pid (not yet reaped: it is waited below) has no memory effects.
     unsafe { libc::kill(watch.id() as i32, libc::SIGINT) };
     let out = watch.wait_with_output().unwrap();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
