@@ -147,10 +147,12 @@ fn global_lock_profile_names_the_function_that_takes_the_mutex() {
 fn spin_profile_names_the_spin_loop() {
     let _cpu = cpu_exclusive();
     let mut last = serde_json::Value::Null;
-    for _ in 0..3 {
+    for attempt in 0..3 {
         let dir = tempfile::tempdir().unwrap();
         let store = dir.path().join("s.db");
-        profiled_sweep(&store, "spin", "50");
+        // A retry runs 8 clients: more waiters, more chances that one spins
+        // while the holder runs (a full busy suite once saw none in three 4-client windows).
+        profiled_sweep_at(&store, "spin", "50", if attempt == 0 { "1,4" } else { "1,8" });
         let p = profiles(&store);
         let on = p[1].on_cpu.as_ref().expect("on-CPU stacks");
         let spin = spin_sites(on, 3);
