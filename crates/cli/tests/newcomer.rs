@@ -26,7 +26,10 @@ fn piped_sweep_prints_the_step_table_once_and_progress_on_stderr() {
     let steps_table = stdout.split("telemetry (").next().unwrap();
     let rows_of_1 = steps_table.lines().filter(|l| l.split_whitespace().next() == Some("1")).count();
     assert_eq!(rows_of_1, 1, "the 1-client row once:\n{stdout}");
-    assert!(stdout.contains("telemetry (") && stdout.contains("peak "), "telemetry and diagnosis follow:\n{stdout}");
+    // Windows of 0.3 s: beside a CPU hog they may hold no probe sample, and
+    // then the table says so rather than vanish.
+    let telemetry = stdout.contains("telemetry (") || stdout.contains("telemetry: none for any step");
+    assert!(telemetry && stdout.contains("peak "), "telemetry and diagnosis follow:\n{stdout}");
     let err = stderr(&out);
     assert!(err.contains("step 1/2: 1 client\n") && err.contains("step 2/2 c=2 done: "), "progress on stderr:\n{err}");
 }

@@ -445,8 +445,18 @@ pub fn telemetry_table(run: &Run) -> Option<String> {
 }
 
 /// [`telemetry_table`] no wider than `width` columns (see [`run_table_width`]).
+/// A measured run none of whose steps has telemetry says so in one line
+/// (missing is shown as missing): its windows held no probe samples.
 pub fn telemetry_table_width(run: &Run, width: Option<usize>) -> Option<String> {
-    telemetry_table_at(run, width).map(|t| crate::fmt::wrap(&t, width))
+    match telemetry_table_at(run, width) {
+        Some(t) => Some(crate::fmt::wrap(&t, width)),
+        None if run.kind != scalelab_core::RunKind::Imported && !run.steps.is_empty() => Some(crate::fmt::wrap(
+            "telemetry: none for any step: no probe samples around their windows (the probes sample about once a second, \
+             later on a busy machine): lengthen --duration\n",
+            width,
+        )),
+        None => None,
+    }
 }
 
 fn telemetry_table_at(run: &Run, width: Option<usize>) -> Option<String> {
