@@ -23,6 +23,19 @@ fn profiled_sweep_at(store: &Path, mode: &str, work_us: &str, conc: &str) -> Str
 /// A short sweep of the specimen (1.5 s windows) profiled as `profiling`
 /// says (`--profile`, `--profile-steps N`), with the environment `env`; its stderr.
 fn sweep_profiling(store: &Path, mode: &str, work_us: &str, conc: &str, profiling: &[&str], env: &[(&str, &str)]) -> String {
+    sweep_profiling_for(store, mode, work_us, conc, "1.5s", profiling, env)
+}
+
+/// The same with windows of `window`.
+fn sweep_profiling_for(
+    store: &Path,
+    mode: &str,
+    work_us: &str,
+    conc: &str,
+    window: &str,
+    profiling: &[&str],
+    env: &[(&str, &str)],
+) -> String {
     let schedule = [
         "sweep",
         "--specimen",
@@ -34,7 +47,7 @@ fn sweep_profiling(store: &Path, mode: &str, work_us: &str, conc: &str, profilin
         "--warmup",
         "0.3s",
         "--duration",
-        "1.5s",
+        window,
         "--pause",
         "0.2s",
         "--json",
@@ -150,9 +163,14 @@ fn spin_profile_names_the_spin_loop() {
     for attempt in 0..3 {
         let dir = tempfile::tempdir().unwrap();
         let store = dir.path().join("s.db");
-        // A retry runs 8 clients: more waiters, more chances that one spins
-        // while the holder runs (a full busy suite once saw none in three 4-client windows).
-        profiled_sweep_at(&store, "spin", "50", if attempt == 0 { "1,4" } else { "1,8" });
+        // A retry runs 8 clients for 4 s: more waiters and more samples,
+        // more chances that one spins while the holder runs. A full suite
+        // beside a CPU hog once saw no spin frame in three 1.5 s windows of
+        // 118 samples each (the spinner's own loop had 8 of them).
+        match attempt {
+            0 => drop(profiled_sweep_at(&store, "spin", "50", "1,4")),
+            _ => drop(sweep_profiling_for(&store, "spin", "50", "1,8", "4s", &["--profile"], &[])),
+        }
         let p = profiles(&store);
         let on = p[1].on_cpu.as_ref().expect("on-CPU stacks");
         let spin = spin_sites(on, 3);
