@@ -306,10 +306,17 @@ fn too_many_connections_and_a_killed_server() {
     assert!(msg.contains("57P01") || msg.contains("closed"), "{s}");
     assert_eq!(s["reconnects"], 2, "{s}");
 
-    // Kill the server in the middle of a window.
+    // Kill the server in the middle of a window: once both clients are
+    // connected and have run a while (a fixed second after the spawn came
+    // before the sweep had connected beside a CPU hog: nothing served).
     let child =
         common::spawn(&store, &["sweep", &url, "-c", "2", "--warmup", "0", "-d", "2s", "--json", "-q", "--workload", "point-select"]);
-    std::thread::sleep(Duration::from_millis(1000));
+    let t0 = std::time::Instant::now();
+    while pg.psql("postgres", "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'scalelab'").trim() != "2" {
+        assert!(t0.elapsed() < Duration::from_secs(30), "the sweep's 2 clients never connected");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
     pg.kill();
     let out = child.wait_with_output().unwrap();
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
