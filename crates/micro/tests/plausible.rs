@@ -183,7 +183,11 @@ fn bandwidth_memory_and_fpu_are_plausible() {
         let v = med(id);
         assert!(v > 5.0 && v < 1_000_000.0, "{id} = {v} MB/s");
     }
-    let (l1, l2, llc, main) = (med("mem_lat_l1"), med("mem_lat_l2"), med("mem_lat_llc"), med("mem_lat_main"));
+    // The fastest repetitions, as the process costs' orders: beside a CPU
+    // hog and the suite a median of 3 can land on preempted chases (L1 at
+    // 62 ns, and the main-memory vs L1 order, each failed once there and
+    // passed when rerun).
+    let (l1, l2, llc, main) = (min("mem_lat_l1"), min("mem_lat_l2"), min("mem_lat_llc"), min("mem_lat_main"));
     assert!(l1 > 0.2 && l1 < 50.0, "L1 {l1} ns");
     assert!(main > l1 * 3.0, "main {main} ns vs L1 {l1} ns");
     assert!(main > l2 && llc > l1, "{l1} {l2} {llc} {main}");
