@@ -5,10 +5,13 @@
 //! [`Observer`]: the full-screen live view and the plain progress lines do,
 //! and so can a test, which gets the steps and the samples typed.
 
+mod profiling;
+
 use crate::telemetry::{store_records, Record};
+use profiling::Profiling;
 use scalelab_core::{Environment, RunKind, RunPlan, Source, StepPlan, StepResult};
 use scalelab_drive::{run_step, run_sweep_with, Driver, EngineError, EngineOptions, LiveTick, Local, StepRunner, SweepEnd, SweepEvent};
-use scalelab_probe::profile::{Overhead, ProfileConfig, Profiler};
+use scalelab_probe::profile::Overhead;
 use scalelab_probe::{Collector, CollectorConfig};
 use scalelab_store::{Store, StoreError};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -129,172 +132,6 @@ pub struct Session {
     capturing: Option<crate::trigger::Capturing>,
 }
 
-/// `--profile`'s state in a session.
-#[derive(Default)]
-struct Profiling {
-    profiler: Option<Profiler>,
-    /// Records to store before the first drain (why profiling is unavailable).
-    pending: Vec<Record>,
-    /// What was done to make profiling work, for the user.
-    notices: Vec<String>,
-    /// The step whose captures are started, and the one whose window is being profiled.
-    prepared: Option<usize>,
-    open: Option<usize>,
-    overhead: Option<Overhead>,
-    /// A watch's profiled window: its index and when it opened (None:
-    /// its captures are starting).
-    window: Option<(usize, Option<Instant>)>,
-    /// Holds a step's warm-up until perf is started ([`EngineOptions::hold_warmup`]).
-    hold: Arc<AtomicBool>,
-    /// The steps profiled (`--profile-steps`); None: every one.
-    only: Option<std::collections::BTreeSet<usize>>,
-    /// A watch with triggers: a window only when a trigger asks for one.
-    on_demand: bool,
-    /// The next on-demand window's index.
-    next_window: usize,
-}
-
-/// The warning of a run that asked for `--profile` and will have none.
-fn unprofiled(why: &str) -> String {
-    format!("warning: --profile: no profiles will be taken: {}", scalelab_core::escape_control(why))
-}
-
-impl Profiling {
-    /// Starts profiling when asked; `window_s` is the steps' window (a
-    /// sweep), which sets how long off-CPU is captured in each.
-    fn start(p: &Probes, window_s: Option<f64>) -> Profiling {
-        if !p.profile {
-            return Profiling::default();
-        }
-        let Some(pid) = p.collect.server_pid else {
-            let why =
-                format!("no server process to profile ({}); fix: pass --server-pid", p.why_no_server.as_deref().unwrap_or("none found"));
-            let notices = vec![unprofiled(&why)];
-            return Profiling { pending: vec![Record::Unavailable(Source::Profile, why)], notices, ..Default::default() };
-        };
-        let config = ProfileConfig { window_s, ..ProfileConfig::new(pid) };
-        let (profiler, pending, mut notices) = Profiler::start(config);
-        if profiler.is_none() {
-            // Said at the start, not only stored: a run asked for profiles gets none.
-            let why = pending.iter().find_map(|r| match r {
-                Record::Unavailable(Source::Profile, why) => Some(why.as_str()),
-                _ => None,
-            });
-            notices.push(unprofiled(why.unwrap_or("perf cannot profile the server")));
-        }
-        Profiling { profiler, pending, notices, only: p.profile_steps.clone(), ..Default::default() }
-    }
-
-    /// Whether step `index` is profiled (a profiler runs, and the step is
-    /// one `--profile-steps` chose).
-    fn profiles(&self, index: usize) -> bool {
-        self.profiler.is_some() && self.only.as_ref().is_none_or(|only| only.contains(&index))
-    }
-
-    /// The engine's options for a profiled run: its warm-ups may be held
-    /// until perf is started, so perf's start is not paid in the window.
-    fn engine(&self, engine: &EngineOptions) -> EngineOptions {
-        let hold_warmup = if self.profiler.is_some() { Some(self.hold.clone()) } else { engine.hold_warmup.clone() };
-        EngineOptions { hold_warmup, ..engine.clone() }
-    }
-
-    /// Step begins: its warm-up is held from the start (perf starts at
-    /// the first tick, which may come after a short warm-up's end).
-    fn step_started(&mut self, index: usize) {
-        if self.profiles(index) {
-            self.hold.store(true, Ordering::Release);
-        }
-    }
-
-    /// A tick of step `index`. perf starts (disabled) at the step's first
-    /// warm-up tick, when the clients are connected and their server threads
-    /// exist (perf attaches to the threads there are), and holds the
-    /// warm-up past its planned end until it is started; it is enabled
-    /// then, and the hold released (the window opens within 250 ms). An
-    /// engine that does not hold (a coordinator's agents) opens the window
-    /// on time, and perf is enabled then, counting from when it answers.
-    fn tick(&mut self, index: usize, plan: &StepPlan, tick: &LiveTick) {
-        if !self.profiles(index) {
-            return;
-        }
-        let Some(p) = self.profiler.as_mut() else { return };
-        if self.prepared != Some(index) {
-            self.hold.store(true, Ordering::Release);
-            p.prepare_step(index);
-            self.prepared = Some(index);
-        }
-        p.tick();
-        let planned_over = !tick.warming_up || tick.elapsed_s >= plan.warmup_s;
-        if self.open != Some(index) && planned_over && (!tick.warming_up || p.ready()) {
-            p.open_window();
-            if tick.warming_up {
-                p.held_warmup((tick.elapsed_s - plan.warmup_s).max(0.0));
-            }
-            self.open = Some(index);
-            self.hold.store(false, Ordering::Release);
-        }
-    }
-
-    /// A watch's tick: its windows follow one another, each folded and
-    /// stored as a step's profile as soon as it ends (docs/profiles.md).
-    /// A window opens once its captures are started (perf answers), so
-    /// perf's start is not counted in it.
-    fn watch_tick(&mut self) {
-        let Some(p) = self.profiler.as_mut() else { return };
-        p.tick();
-        match self.window {
-            None if self.on_demand => {}
-            None => {
-                p.prepare_step(0);
-                self.window = Some((0, None));
-            }
-            Some((i, None)) => {
-                if p.ready() {
-                    p.open_window();
-                    self.window = Some((i, Some(Instant::now())));
-                }
-            }
-            Some((i, Some(at))) if at.elapsed() >= p.watch_window() => {
-                p.end_step();
-                self.pending.extend(p.fold_ended());
-                if self.on_demand {
-                    self.window = None;
-                } else {
-                    p.prepare_step(i + 1);
-                    self.window = Some((i + 1, None));
-                }
-            }
-            Some(_) => {}
-        }
-    }
-
-    /// A trigger fired: in a watch with triggers, a profile window is
-    /// started for it (its index), unless one is still open. Elsewhere
-    /// (no `--profile`, or a sweep, which profiles its steps) none.
-    fn window_on_demand(&mut self) -> Result<Option<usize>, String> {
-        if !self.on_demand {
-            return Ok(None);
-        }
-        let Some(p) = self.profiler.as_mut() else { return Err("perf could not be started".into()) };
-        if let Some((i, _)) = self.window {
-            return Err(format!("window {i}, of an earlier capture, was still being taken"));
-        }
-        let i = self.next_window;
-        p.prepare_step(i);
-        self.window = Some((i, None));
-        self.next_window += 1;
-        Ok(Some(i))
-    }
-
-    /// The step ended: its window's capture is closed.
-    fn end_step(&mut self) {
-        self.hold.store(false, Ordering::Release);
-        if let (Some(p), Some(_)) = (self.profiler.as_mut(), self.open.take()) {
-            p.end_step();
-        }
-    }
-}
-
 impl Session {
     /// Records the run's start in `store` (its plan, the environment, and a
     /// note when the server process was not found) and starts the probes.
@@ -303,34 +140,27 @@ impl Session {
         if let Some(why) = &probes.why_no_server {
             store.add_probe_note(run_id, Source::Process.name(), &format!("server process not found: {why}"))?;
         }
-        let profile = Profiling::start(&probes, plan.steps.first().map(|s| s.window_s));
-        let telemetry = probes.remote.is_none().then(|| Collector::start(probes.collect.clone()));
-        let collect = probes.collect;
-        Ok(Session {
-            store: Some(store),
-            run_id: Some(run_id),
-            plan,
-            telemetry,
-            collect,
-            profile,
-            remote: probes.remote,
-            lost: Default::default(),
-            capturing: None,
-        })
+        let window_s = plan.steps.first().map(|s| s.window_s);
+        Ok(Session::start(Some((store, run_id)), plan, probes, window_s))
     }
 
     /// A session that stores nothing (a `watch` without `--record`): the
     /// probes run and the observer sees their records.
     pub fn unrecorded(plan: RunPlan, probes: Probes) -> Session {
-        let profile = Profiling::start(&probes, None);
+        Session::start(None, plan, probes, None)
+    }
+
+    /// Starts profiling (`window_s`: the steps' window) and the probes.
+    fn start(recorded: Option<(Store, i64)>, plan: RunPlan, probes: Probes, window_s: Option<f64>) -> Session {
+        let profile = Profiling::start(&probes, window_s);
         let telemetry = probes.remote.is_none().then(|| Collector::start(probes.collect.clone()));
-        let collect = probes.collect;
+        let (store, run_id) = recorded.map_or((None, None), |(s, id)| (Some(s), Some(id)));
         Session {
-            store: None,
-            run_id: None,
+            store,
+            run_id,
             plan,
             telemetry,
-            collect,
+            collect: probes.collect,
             profile,
             remote: probes.remote,
             lost: Default::default(),
