@@ -6,16 +6,10 @@ mod common;
 
 use common::*;
 use scalelab_testkit::postgres::Postgres;
-use std::io::BufRead;
 use std::time::{Duration, Instant};
 
 fn specimen(mode: &str) -> (std::process::Child, String) {
-    let mut child =
-        bin().args(["specimen", "--port", "0", "--mode", mode, "--work-us", "100"]).stdout(std::process::Stdio::piped()).spawn().unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let addr = line.split_whitespace().nth(2).unwrap().to_string();
-    (child, addr)
+    start_specimen(mode, "100")
 }
 
 fn unix_ms() -> i64 {

@@ -3,19 +3,10 @@
 mod common;
 
 use common::*;
-use std::io::BufRead;
 
 /// A specimen of its own on a free loopback port, and its address.
 fn specimen() -> (std::process::Child, String) {
-    let mut child = bin()
-        .args(["specimen", "--port", "0", "--mode", "scales", "--work-us", "10"])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let addr = line.split_whitespace().nth(2).unwrap().to_string();
-    (child, addr)
+    start_specimen("scales", "10")
 }
 
 #[test]

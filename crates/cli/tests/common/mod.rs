@@ -235,3 +235,17 @@ pub fn assert_no_pool_verdicts(doc: &Value, what: &str) {
         verdicts.iter().filter(|v| v["kind"].as_str().is_some_and(|k| POOL_VERDICTS.contains(&k)) && v["confidence"] == "high").collect();
     assert!(found.is_empty(), "{what}: a healthy server was called short of workers (a false positive): {found:#?}");
 }
+
+/// A specimen of its own (`specimen --port 0`) in `mode` with `work_us` of
+/// work per request, and the address it printed.
+pub fn start_specimen(mode: &str, work_us: &str) -> (std::process::Child, String) {
+    let mut child = bin()
+        .args(["specimen", "--port", "0", "--mode", mode, "--work-us", work_us])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("starting the specimen");
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+    let addr = line.split_whitespace().nth(2).unwrap_or_else(|| panic!("no address in {line:?}")).to_string();
+    (child, addr)
+}
