@@ -134,7 +134,22 @@ fn a_client_squeezed_onto_a_busy_cpu_is_client_bound() {
     let run: Value = serde_json::from_slice(&out.stdout).unwrap();
     drop(_busy);
     let first = &run["verdicts"][0];
-    assert_eq!(first["kind"], "client-bound", "client-bound comes first: {:#}", run["verdicts"]);
     let wait = run["steps"][1]["client_runq_wait_pct"].as_f64().unwrap();
     assert!(wait > 20.0, "the client waited for its CPU {wait}% of the window");
+    if first["kind"] == "cpu-busy-elsewhere" {
+        // Beside other work (a build, the rest of the suite on a busy
+        // machine) nginx's worker queues for a CPU too, and a client and a
+        // server that both queue are a machine busy with others, not a
+        // starved client (the unit test
+        // a_starved_client_is_client_bound_only_when_the_server_is_not_queued_too).
+        // Held to that rule: the server queued at least half as much as the client.
+        let step = run["steps"].as_array().unwrap().iter().find(|s| s["concurrency"] == first["concurrency"]).unwrap();
+        let runnable = step["telemetry"]["thread_states_pct"]["runnable"].as_f64().unwrap();
+        let wait = step["client_runq_wait_pct"].as_f64().unwrap();
+        assert!(runnable >= wait / 2.0, "server runnable {runnable}% against the client's wait {wait}%: {:#}", run["verdicts"]);
+        let ev = |name: &str| first["evidence"].as_array().unwrap().iter().find(|e| e["name"] == name).unwrap()["value"].as_f64().unwrap();
+        assert!(ev("other processes CPU") > ev("server CPU"), "{first:#}");
+    } else {
+        assert_eq!(first["kind"], "client-bound", "client-bound comes first: {:#}", run["verdicts"]);
+    }
 }

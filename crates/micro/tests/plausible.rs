@@ -187,10 +187,23 @@ fn bandwidth_memory_and_fpu_are_plausible() {
     // hog and the suite a median of 3 can land on preempted chases (L1 at
     // 62 ns, and the main-memory vs L1 order, each failed once there and
     // passed when rerun).
-    let (l1, l2, llc, main) = (min("mem_lat_l1"), min("mem_lat_l2"), min("mem_lat_llc"), min("mem_lat_main"));
-    assert!(l1 > 0.2 && l1 < 50.0, "L1 {l1} ns");
-    assert!(main > l1 * 3.0, "main {main} ns vs L1 {l1} ns");
-    assert!(main > l2 && llc > l1, "{l1} {l2} {llc} {main}");
+    // Beside a parallel cargo build even the fastest of 3 L1 chases once
+    // took 50.6 ns (every repetition preempted): when the quick ones are
+    // out of range or out of order, the memory group alone, 11
+    // repetitions, judges.
+    let quick = (min("mem_lat_l1"), min("mem_lat_l2"), min("mem_lat_llc"), min("mem_lat_main"));
+    let plausible = |(l1, l2, llc, main): (f64, f64, f64, f64)| l1 > 0.2 && l1 < 50.0 && main > l1 * 3.0 && main > l2 && llc > l1;
+    let (l1, l2, llc, main) = if plausible(quick) {
+        quick
+    } else {
+        let opts = SuiteOptions { only: Some(vec![scalelab_micro::Group::Memory]), repeats: Some(11), ..SuiteOptions::default() };
+        let again = run_suite(&opts, &mut |_| {}).expect("the memory group runs");
+        let m = |id: &str| again.get(id).and_then(|r| r.min).unwrap_or_else(|| panic!("{id} has no min"));
+        (m("mem_lat_l1"), m("mem_lat_l2"), m("mem_lat_llc"), m("mem_lat_main"))
+    };
+    assert!(l1 > 0.2 && l1 < 50.0, "L1 {l1} ns (quick: {quick:?})");
+    assert!(main > l1 * 3.0, "main {main} ns vs L1 {l1} ns (quick: {quick:?})");
+    assert!(main > l2 && llc > l1, "{l1} {l2} {llc} {main} (quick: {quick:?})");
     let avg = med("flops_avg");
     assert!(avg > 10.0 && avg < 1_000_000.0, "{avg} MFLOPS");
     let kernels: Vec<f64> = (1..=8).map(|k| med(&format!("flops_{k}"))).collect();
