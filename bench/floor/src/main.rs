@@ -93,7 +93,7 @@ fn epoll(socks: &[TcpStream], request: &[u8], size: usize, deadline: Instant) ->
                     libc::send(fd, request.as_ptr().cast(), request.len(), 0);
                 }
             }
-            if n % 64 == 0 && Instant::now() >= deadline {
+            if n.is_multiple_of(64) && Instant::now() >= deadline {
                 return n;
             }
         }
