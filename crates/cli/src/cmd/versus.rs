@@ -180,7 +180,13 @@ fn print(json: bool, quiet: bool, runs: &[Run], ends: &[(Store, SweepOutcome, St
     }
     for (run, (_, swept, _)) in runs.iter().zip(ends) {
         match &swept.end {
-            SweepEnd::TargetFailed { step } => esayln!("error: run {}: target failed at step {step}", run.id),
+            // Why, as a sweep says it: the first step that measured no working server.
+            SweepEnd::TargetFailed { step } => match &swept.failed_step {
+                Some(why) => {
+                    esayln!("error: run {}: target failed at step {step} (nothing succeeded, steps in a row; first {why})", run.id)
+                }
+                None => esayln!("error: run {}: target failed at step {step}", run.id),
+            },
             SweepEnd::EngineFailed { step, error } => esayln!("error: run {} failed at step {step}: {error}", run.id),
             SweepEnd::Interrupted => esayln!("interrupted: run {} kept {} finished step(s), marked incomplete", run.id, run.steps.len()),
             SweepEnd::Completed => {
