@@ -1,7 +1,7 @@
 //! The diagnosis of one run: curve, USL fit and verdicts together, and its
 //! JSON (`diagnose --json`); `scalelab_report::diagnosis` draws it as text.
 
-use super::{verdicts, Verdict};
+use super::{verdicts, Verdict, VerdictKind};
 use crate::curve::Curve;
 use crate::series::Series;
 use crate::usl::{self, UslFit};
@@ -61,8 +61,11 @@ pub fn diagnose(run: &Run) -> Diagnosis {
         Err(e) => (None, Some(e.to_string())),
     };
     let mut verdicts = curve.as_ref().map(|c| verdicts(run, c)).unwrap_or_default();
-    // Stable: within a step the rules' order (most important first) stays.
-    verdicts.sort_by_key(|v| v.concurrency);
+    // By step, but a client-bound verdict first whatever its step: it says
+    // the whole run measured the client (beside a CPU hog it was once
+    // listed after a busy-elsewhere verdict of an earlier step). Stable:
+    // within a step the rules' order (most important first) stays.
+    verdicts.sort_by_key(|v| (v.kind != VerdictKind::ClientBound, v.concurrency));
     Diagnosis { curve: curve.ok(), usl, usl_error, verdicts, unit: run.plan.throughput_unit().to_string(), rate_sweep, usl_from }
 }
 

@@ -808,6 +808,17 @@ fn client_bound_comes_first_and_lowers_the_server_verdicts() {
 }
 
 #[test]
+fn client_bound_at_a_later_step_still_comes_first() {
+    // Lock contention judged at 4 clients, the client saturated only at 8:
+    // listed by step, the client's verdict would come second.
+    let mut r = run_with(|n| if n == 4 { locked(n) } else { healthy() });
+    r.steps[3].client_cpu_s = 19.0;
+    let d = diagnose(&r);
+    assert_eq!(kinds(&d.verdicts), vec![VerdictKind::ClientBound, VerdictKind::LockContention]);
+    assert_eq!((d.verdicts[0].concurrency, d.verdicts[1].concurrency), (8, 4));
+}
+
+#[test]
 fn only_steps_at_and_beyond_the_knee_and_not_partial_ones() {
     // The lock signature only below the knee (at 1 client): no verdict.
     let mut r = run_with(|_| healthy());
