@@ -519,6 +519,22 @@ fn disk_bound_beside_a_cpu_hog_by_the_servers_threads() {
     assert_eq!(v.confidence, Confidence::Medium);
     assert_eq!(ev(&v, "server threads in disk wait"), 37.0);
     assert!(v.headline.contains("hidden"), "{}", v.headline);
+    // Queued for a CPU most of the time, the threads' disk wait is a small
+    // share of all their time but most of the rest: 10 % of 100, 10 of 25.
+    let queued = |io: f64| {
+        run_with(move |_| {
+            let mut t = healthy();
+            t.cpu_busy_pct = Some(100.0);
+            t.cpu_iowait_pct = Some(0.0);
+            t.server_cpu_pct = Some(5.0);
+            t.disk_iops = Some(500.0);
+            t.thread_states_pct = Some(ThreadStatesPct { running: 5.0, runnable: 75.0, futex: 0.0, io, idle: 20.0 - io, other: 0.0 });
+            t
+        })
+    };
+    let v = only(&queued(10.0), VerdictKind::DiskBound);
+    assert_eq!(ev(&v, "server threads in disk wait, of their time not queued for a CPU"), 40.0);
+    assert!(!kinds(&diagnose(&queued(4.0)).verdicts).contains(&VerdictKind::DiskBound), "4 of 25 is 16 %: below the threshold");
     // With idle CPUs and no iowait, threads in disk wait alone do not fire.
     let r = run_with(|_| {
         let mut t = healthy();
