@@ -149,8 +149,7 @@ fn a_client_squeezed_onto_a_busy_cpu_is_client_bound() {
         let runnable = step["telemetry"]["thread_states_pct"]["runnable"].as_f64().unwrap();
         let wait = step["client_runq_wait_pct"].as_f64().unwrap();
         assert!(runnable >= wait / 2.0, "server runnable {runnable}% against the client's wait {wait}%: {:#}", run["verdicts"]);
-        let ev = |name: &str| first["evidence"].as_array().unwrap().iter().find(|e| e["name"] == name).unwrap()["value"].as_f64().unwrap();
-        assert!(ev("other processes CPU") > ev("server CPU"), "{first:#}");
+        assert!(evidence(first, "other processes CPU").unwrap() > evidence(first, "server CPU").unwrap(), "{first:#}");
     } else {
         assert_eq!(first["kind"], "client-bound", "client-bound comes first: {:#}", run["verdicts"]);
     }

@@ -125,6 +125,11 @@ fn prepare_and_sweep_every_workload() {
     assert_eq!(pg.psql("bench", "SELECT count(*) FROM information_schema.tables WHERE table_name LIKE 'sbtest%'"), "0");
 }
 
+/// Transactions the server ran in `bench`, committed or rolled back.
+fn transactions(pg: &Postgres) -> u64 {
+    pg.psql("postgres", "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = 'bench'").parse::<u64>().unwrap()
+}
+
 #[test]
 fn counted_queries_match_the_servers_commits() {
     let pg = Postgres::start();
@@ -136,10 +141,7 @@ fn counted_queries_match_the_servers_commits() {
     ok(&store, &["prepare", &url, "--dataset", "news", "--scale", "1", "--rows", "200", "-q"]);
     // Commits plus rollbacks: every unit (a statement or a BEGIN ... COMMIT) is
     // one server transaction, committed or, after an error, rolled back.
-    let xacts = || {
-        let r = pg.psql("postgres", "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = 'bench'");
-        r.parse::<u64>().unwrap()
-    };
+    let xacts = || transactions(&pg);
     // (workload, statements prepared per connection: the unit's statements + BEGIN + COMMIT)
     for (workload, prepared) in
         [("point-select", 3), ("read-only", 16), ("hot-row", 3), ("write", 6), ("pgbench-select", 3), ("pgbench-tpcb", 7), ("news-read", 8)]
@@ -175,8 +177,7 @@ fn counted_queries_match_the_servers_commits_at_50_clients() {
     let store = dir.path().join("s.db");
     let url = pg.url();
     ok(&store, &["prepare", &url, "--dataset", "sbtest", "--scale", "1", "--rows", "2000", "-q"]);
-    let xacts =
-        || pg.psql("postgres", "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = 'bench'").parse::<u64>().unwrap();
+    let xacts = || transactions(&pg);
     std::thread::sleep(Duration::from_millis(1100));
     let before = xacts();
     let doc = sweep(&store, &url, "50", "1s", &["--workload", "point-select"]);
