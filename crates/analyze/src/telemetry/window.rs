@@ -35,6 +35,22 @@ pub(crate) fn within<T>(items: &[T], at: impl Fn(&T) -> i64, start_ms: i64, end_
     inside
 }
 
+/// The thread-state intervals that describe the window `[start_ms, end_ms]`:
+/// each covers the `wall_ns` before its time, so it stands for the window
+/// when at least half of it lies inside; with none, the one that overlaps
+/// the window most. (The interval that ends just after a step's start is
+/// mostly the pause and the previous step's end: a single-threaded server
+/// busy all the step read 88 % of a core with it, 99 % without.)
+pub(crate) fn intervals_within(threads: &[ThreadSecond], start_ms: i64, end_ms: i64) -> Vec<&ThreadSecond> {
+    let span = |s: &ThreadSecond| (s.wall_ns / 1_000_000) as i64;
+    let overlap = |s: &ThreadSecond| s.unix_ms.min(end_ms) - (s.unix_ms - span(s)).max(start_ms);
+    let inside: Vec<&ThreadSecond> = threads.iter().filter(|s| overlap(s) >= 0 && 2 * overlap(s) >= span(s)).collect();
+    if !inside.is_empty() {
+        return inside;
+    }
+    threads.iter().filter(|s| overlap(s) > 0).max_by_key(|s| overlap(s)).into_iter().collect()
+}
+
 /// The CPU with the largest softirq share over the interval, beside the
 /// other CPUs' mean and its share of NET_RX; `None` with one CPU or no
 /// per-CPU figures.
@@ -138,27 +154,29 @@ pub fn summarize_window(
         }
         _ => missing(&mut t, "server", "no server process samples in the window"),
     }
-    let ths = within(threads, |s| s.unix_ms, start_ms + 500, end_ms);
+    let ths = intervals_within(threads, start_ms, end_ms);
     if ths.is_empty() {
         missing(&mut t, "thread_states", "no thread-state samples in the window");
     } else {
         let mut time = StateTimes::default();
         let mut hottest: Vec<HotThread> = Vec::new();
+        // Shares weighted by each interval's length (a run's first interval
+        // may be a few milliseconds long); a thread absent from an interval
+        // used none of it.
+        let wall: f64 = ths.iter().map(|s| s.wall_ns.max(1) as f64).sum();
         for s in &ths {
             time.merge(&s.time);
+            let w = s.wall_ns.max(1) as f64 / wall;
             for h in &s.hottest {
+                let (cpu, runnable) = (h.cpu_pct * w, h.runnable_pct.map(|r| r * w));
                 match hottest.iter_mut().find(|x| x.tid == h.tid) {
                     Some(x) => {
-                        x.cpu_pct += h.cpu_pct;
-                        x.runnable_pct = x.runnable_pct.zip(h.runnable_pct).map(|(a, b)| a + b);
+                        x.cpu_pct += cpu;
+                        x.runnable_pct = x.runnable_pct.zip(runnable).map(|(a, b)| a + b);
                     }
-                    None => hottest.push(h.clone()),
+                    None => hottest.push(HotThread { cpu_pct: cpu, runnable_pct: runnable, ..h.clone() }),
                 }
             }
-        }
-        for h in &mut hottest {
-            h.cpu_pct /= ths.len() as f64;
-            h.runnable_pct = h.runnable_pct.map(|r| r / ths.len() as f64);
         }
         hottest.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct));
         hottest.truncate(3);
@@ -177,7 +195,30 @@ pub fn summarize_window(
 
 #[cfg(test)]
 mod tests {
-    use super::within;
+    use super::{intervals_within, within};
+    use scalelab_core::sample::{StateTimes, ThreadSecond};
+
+    fn second(unix_ms: i64, wall_ms: u64) -> ThreadSecond {
+        ThreadSecond { unix_ms, wall_ns: wall_ms * 1_000_000, time: StateTimes::default(), hottest: Vec::new() }
+    }
+
+    /// An interval stands for a window when half of it or more lies inside;
+    /// with none, the one that overlaps most; none that does not overlap.
+    #[test]
+    fn thread_intervals_count_where_most_of_their_time_lies() {
+        let xs = [second(12_137, 1_000), second(13_137, 1_000), second(14_137, 1_000), second(15_137, 1_000)];
+        let at = |v: Vec<&ThreadSecond>| v.iter().map(|s| s.unix_ms).collect::<Vec<_>>();
+        // The step of the single-thread test: 12,887..15,087.
+        assert_eq!(at(intervals_within(&xs, 12_887, 15_087)), vec![14_137, 15_137]);
+        assert_eq!(at(intervals_within(&xs, 12_500, 15_087)), vec![13_137, 14_137, 15_137]);
+        // A window shorter than an interval: the one it overlaps most.
+        assert_eq!(at(intervals_within(&xs, 13_300, 13_500)), vec![14_137]);
+        assert_eq!(at(intervals_within(&xs, 13_000, 13_200)), vec![13_137]);
+        assert!(intervals_within(&xs, 16_000, 17_000).is_empty());
+        // A run's first interval, a few milliseconds long, counts when inside.
+        let first = [second(1_002, 2), second(2_002, 1_000)];
+        assert_eq!(at(intervals_within(&first, 1_000, 2_500)), vec![1_002, 2_002]);
+    }
 
     /// Two or more samples inside: only those, so the idle pause after a
     /// step does not dilute its CPU. Fewer: the nearer edge sample first,
