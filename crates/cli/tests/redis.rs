@@ -174,10 +174,16 @@ fn an_open_loop_offers_its_rate_to_redis_and_the_server_ran_what_was_counted() {
         // Requests the client could not send in time are dropped, and then
         // the step says the client was the limit (beside a CPU hog its
         // threads waited 49 % of the window for a CPU: 16 dropped of 600,
-        // measured); nothing else fails.
+        // measured), or, for a few due as the window closed while the
+        // client woke late (1 of 600 beside stress-ng, 2 % of sends late),
+        // names the client's schedule as their cause; nothing else fails.
         let dropped = s["errors"]["dropped"].as_u64().unwrap_or(0);
         assert_eq!(s["errors_total"].as_u64(), Some(dropped), "only drops: {s}");
-        assert!(dropped == 0 || s["client_saturated"] == true, "drops are the client's, and it says so: {s}");
+        let behind = s["error_messages"]["dropped"].as_str().is_some_and(|m| m.contains("the client fell behind its own schedule"));
+        assert!(
+            dropped == 0 || s["client_saturated"] == true || (behind && dropped as f64 <= 0.01 * rate),
+            "drops are the client's, and it says so: {s}"
+        );
         assert!(s["service_ms"]["p50"].as_f64().is_some(), "{s}");
     }
     let counted = total(&doc, "queries");

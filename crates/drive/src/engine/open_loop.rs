@@ -136,7 +136,10 @@ pub(super) fn never_sent(l: &mut Local, shared: &Shared) {
     if n == 0 {
         return;
     }
-    let message = "due in the window but never sent: the client fell behind its own schedule (the offered rate is beyond this client; give it more cores or lower --rate)";
+    // A few, due in the last moments of a window the dispatcher woke late
+    // for, are a busy machine's edge; many are a rate beyond the client
+    // (then its late sends flag it too).
+    let message = "due in the window but never sent: the client fell behind its own schedule by the window's end (when many, the offered rate is beyond this client: give it more cores or lower --rate)";
     count_dropped(l, shared, sec, message, n);
 }
 
