@@ -247,7 +247,10 @@ fn bad_input_is_refused_before_any_connection() {
     let with = |k: &str, v: &str| HttpConfig { headers: vec![(k.into(), v.into())], ..config.clone() };
     // Connection-specific headers are dropped (HTTP/2 has none), a Host becomes the authority.
     let d = H2Driver::new(&with("Connection", "close"), 1).unwrap();
-    assert!(d.inner.headers.iter().all(|(k, _)| k != "connection") && d.inner.headers.iter().any(|(k, _)| k == "user-agent"));
+    let fields = d.inner.prepared[0].fields();
+    assert!(fields.iter().all(|(k, _)| k != "connection") && fields.iter().any(|(k, _)| k == "user-agent"), "{fields:?}");
+    let names: Vec<&str> = fields.iter().map(|(k, _)| k.as_str()).take(4).collect();
+    assert_eq!(names, [":method", ":scheme", ":authority", ":path"]);
     let d = H2Driver::new(&with("Host", "example.org"), 1).unwrap();
     assert_eq!(d.inner.prepared[0].uri.to_string(), "http://example.org/");
     let creds = HttpConfig {
@@ -256,7 +259,8 @@ fn bad_input_is_refused_before_any_connection() {
     };
     let d = H2Driver::new(&creds, 1).unwrap();
     assert_eq!(d.inner.prepared[0].uri.to_string(), "http://127.0.0.1:1/a?b", "no credentials in :authority");
-    assert_eq!(d.inner.prepared[0].auth.as_ref().unwrap(), "Basic dTpwQHNz");
+    assert_eq!(d.inner.prepared[0].auth.as_deref(), Some("Basic dTpwQHNz"));
+    assert!(d.inner.prepared[0].fields().contains(&("authorization".into(), "Basic dTpwQHNz".into())));
     assert_eq!(HttpVersion::parse("2"), Ok(HttpVersion::Http2));
     assert_eq!(HttpVersion::parse(" 1.1"), Ok(HttpVersion::Http11));
     assert_eq!(HttpVersion::parse("3").unwrap_err(), "--http '3': give 1.1, 2 or auto");
