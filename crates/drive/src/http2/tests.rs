@@ -27,6 +27,8 @@ struct Behaviour {
     /// SETTINGS_INITIAL_WINDOW_SIZE it announces; a request body is then
     /// read 1 KiB every 2 ms, its window given back as it is read.
     window: Option<u32>,
+    /// Bytes of each response's body (2 when 0: `ok`).
+    body_bytes: usize,
 }
 
 /// Starts the server on its own thread (it stops by itself after 30 s);
@@ -85,7 +87,9 @@ async fn connection(sock: tokio::net::TcpStream, b: Behaviour, served: Arc<Serve
             open.fetch_sub(1, Ordering::Relaxed);
             let response = http::Response::builder().status(200).header("server", "h2-test").body(()).unwrap();
             if let Ok(mut body) = respond.send_response(response, false) {
-                let _ = body.send_data(Bytes::from_static(b"ok"), true);
+                // The h2 server sends no more than the client's windows allow.
+                let data = if b.body_bytes == 0 { Bytes::from_static(b"ok") } else { Bytes::from(vec![b'x'; b.body_bytes]) };
+                let _ = body.send_data(data, true);
             }
         };
         tokio::spawn(reply);
@@ -264,4 +268,36 @@ fn bad_input_is_refused_before_any_connection() {
     assert_eq!(HttpVersion::parse("2"), Ok(HttpVersion::Http2));
     assert_eq!(HttpVersion::parse(" 1.1"), Ok(HttpVersion::Http11));
     assert_eq!(HttpVersion::parse("3").unwrap_err(), "--http '3': give 1.1, 2 or auto");
+}
+
+#[test]
+fn responses_larger_than_the_windows_are_read_whole_as_the_client_gives_its_windows_back() {
+    // 3 MiB a response: three times a stream's window (1 MiB), and the
+    // connection's (16 MiB) passed after six: without WINDOW_UPDATEs the
+    // server would stop sending and the requests time out.
+    let (addr, served) = serve(Behaviour { body_bytes: 3 << 20, ..Default::default() });
+    let config = HttpConfig::get(&format!("http://{addr}/"), Duration::from_secs(5));
+    let driver = Arc::new(H2Driver::new(&config, 2).unwrap());
+    let r = run_step(&driver, &plan(2, 1.0), &EngineOptions::new(1), &mut |_| {}).unwrap();
+    assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
+    assert!(r.requests >= 8, "{} responses of 3 MiB", r.requests);
+    assert_eq!(served.connections.load(Ordering::Relaxed), 1);
+}
+
+#[test]
+fn a_server_that_does_not_speak_http2_is_said_so_in_one_line() {
+    // An HTTP/1.1 server meets the h2c preface: its answer is not frames.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        if let Ok((mut sock, _)) = listener.accept() {
+            let mut buf = [0u8; 1024];
+            let _ = sock.read(&mut buf);
+            let _ = sock.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        }
+    });
+    let config = HttpConfig::get(&format!("http://{addr}/"), Duration::from_secs(5));
+    let e = H2Driver::new(&config, 1).unwrap().preflight().unwrap_err();
+    assert!(e.message.contains("did not answer in HTTP/2"), "{}", e.message);
 }
