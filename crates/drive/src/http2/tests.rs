@@ -15,6 +15,8 @@ struct Served {
     requests: AtomicU64,
     /// The most streams one connection had open at once.
     max_open: AtomicU64,
+    /// PINGs the client acknowledged.
+    pongs: AtomicU64,
 }
 
 /// How the test server behaves.
@@ -300,4 +302,92 @@ fn a_server_that_does_not_speak_http2_is_said_so_in_one_line() {
     let config = HttpConfig::get(&format!("http://{addr}/"), Duration::from_secs(5));
     let e = H2Driver::new(&config, 1).unwrap().preflight().unwrap_err();
     assert!(e.message.contains("did not answer in HTTP/2"), "{}", e.message);
+}
+
+/// A server of raw frames that answers each request the long way round: a
+/// PING first, an interim `103` (added to the HPACK table), the final
+/// `200` in a padded HEADERS continued by a CONTINUATION that carries
+/// `server: raw` (added too, so the table fills and evicts), and a padded
+/// DATA that ends the stream.
+fn roundabout_server() -> (SocketAddr, Arc<Served>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let served = Arc::new(Served::default());
+    let s = served.clone();
+    let frame = |kind: u8, flags: u8, stream: u32, payload: &[u8]| {
+        let mut f = (payload.len() as u32).to_be_bytes()[1..].to_vec();
+        f.extend([kind, flags]);
+        f.extend(stream.to_be_bytes());
+        f.extend(payload);
+        f
+    };
+    std::thread::spawn(move || {
+        for sock in listener.incoming().take(10) {
+            let Ok(mut sock) = sock else { break };
+            s.connections.fetch_add(1, Ordering::Relaxed);
+            let served = s.clone();
+            std::thread::spawn(move || {
+                let _ = sock.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut preface = [0u8; 24];
+                if sock.read_exact(&mut preface).is_err() || sock.write_all(&frame(4, 0, 0, &[])).is_err() {
+                    return;
+                }
+                loop {
+                    let mut head = [0u8; 9];
+                    if sock.read_exact(&mut head).is_err() {
+                        return;
+                    }
+                    let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+                    let mut payload = vec![0u8; len];
+                    if sock.read_exact(&mut payload).is_err() {
+                        return;
+                    }
+                    let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
+                    let mut out = Vec::new();
+                    match (head[3], head[4]) {
+                        (4, f) if f & 1 == 0 => out = frame(4, 1, 0, &[]),
+                        (6, 1) if payload == b"roundabt" => {
+                            served.pongs.fetch_add(1, Ordering::Relaxed);
+                        }
+                        (1, _) => {
+                            served.requests.fetch_add(1, Ordering::Relaxed);
+                            out.extend(frame(6, 0, 0, b"roundabt"));
+                            // :status 103, literal with incremental indexing (name: static 8).
+                            out.extend(frame(1, 0x4, stream, &[0x48, 3, b'1', b'0', b'3']));
+                            // :status 200 (static 8), padded by 3, continued...
+                            out.extend(frame(1, 0x8, stream, &[3, 0x88, 0, 0, 0]));
+                            // ...by `server: raw`, literal with incremental indexing (name: static 54).
+                            out.extend(frame(9, 0x4, stream, &[0x76, 3, b'r', b'a', b'w']));
+                            out.extend(frame(0, 0x9, stream, &[2, b'o', b'k', 0, 0]));
+                        }
+                        _ => {}
+                    }
+                    if !out.is_empty() && sock.write_all(&out).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, served)
+}
+
+#[test]
+fn interim_padded_and_continued_responses_and_pings_are_read_as_the_rfc_says() {
+    let (addr, served) = roundabout_server();
+    let config = HttpConfig::get(&format!("http://{addr}/"), Duration::from_secs(5));
+    let driver = Arc::new(H2Driver::new(&config, 2).unwrap());
+    let pre = driver.preflight().unwrap();
+    assert_eq!((pre.answer.status, pre.answer.server.as_deref(), pre.max_streams), (200, Some("raw"), None));
+    // Over 60 responses on one connection: two table entries each (83
+    // bytes), so the 4 KiB table evicts from the 50th on, and every block
+    // still decodes (thousands quiet; a CPU hog leaves hundreds).
+    let r = run_step(&driver, &plan(2, 0.5), &EngineOptions::new(1), &mut |_| {}).unwrap();
+    assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
+    assert!(r.requests > 60, "{}", r.requests);
+    // Every PING answered (those of the window's last requests aside).
+    std::thread::sleep(Duration::from_millis(200));
+    let (asked, pongs) = (served.requests.load(Ordering::Relaxed), served.pongs.load(Ordering::Relaxed));
+    assert!(pongs + 4 >= asked && pongs > 60, "{pongs} PINGs acknowledged of {asked}");
 }
