@@ -270,12 +270,16 @@ pub(crate) async fn open(inner: &Inner) -> Result<Conn, Failure> {
         .map_err(|_| Failure::new(ErrorClass::ConnectTimeout, "HTTP/2 handshake timed out"))?
 }
 
-/// Writes the preface: the magic, SETTINGS (no push, this client's stream
-/// window) and the connection's window raised. The server's SETTINGS are
+/// Writes the preface: the magic, SETTINGS (no header table, no push, this
+/// client's stream window) and the connection's window raised. The server's SETTINGS are
 /// read with its first response.
 async fn start(mut io: Pin<Box<dyn Io>>) -> Result<Conn, Failure> {
     let mut preface = frame::PREFACE.to_vec();
-    frame::put_settings(&mut preface, &[(frame::SETTINGS_ENABLE_PUSH, 0), (frame::SETTINGS_INITIAL_WINDOW_SIZE, STREAM_WINDOW)]);
+    // A header table of 0 bytes: the server keeps none for this client
+    // (see `hpack`).
+    let settings =
+        [(frame::SETTINGS_HEADER_TABLE_SIZE, 0), (frame::SETTINGS_ENABLE_PUSH, 0), (frame::SETTINGS_INITIAL_WINDOW_SIZE, STREAM_WINDOW)];
+    frame::put_settings(&mut preface, &settings);
     frame::put_window_update(&mut preface, 0, CONN_WINDOW - frame::DEFAULT_WINDOW as u32);
     io.write_all(&preface).await.map_err(|e| Failure::new(ErrorClass::Reset, format!("HTTP/2 connection: {e}")))?;
     io.flush().await.map_err(|e| Failure::new(ErrorClass::Reset, format!("HTTP/2 connection: {e}")))?;
@@ -287,7 +291,7 @@ async fn start(mut io: Pin<Box<dyn Io>>) -> Result<Conn, Failure> {
             rend: 0,
             wbuf: Vec::with_capacity(4096),
             wpos: 0,
-            decoder: loona_hpack::Decoder::new(),
+            hpack: super::hpack::Reader::default(),
             streams: HashMap::new(),
             next_id: 1,
             max_streams: None,

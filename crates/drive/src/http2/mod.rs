@@ -8,7 +8,8 @@
 //! share, opened by the first of them that needs it.
 //!
 //! The protocol is this crate's own (as the HTTP/1.1, PostgreSQL and MySQL
-//! clients are), HPACK decoding aside (`loona-hpack`): with the `h2` crate,
+//! clients are), the Huffman decoding of a kept value aside (`loona-hpack`):
+//! with the `h2` crate,
 //! whose connection runs as a task of its own, one connection of one
 //! stream cost 1.46x h2load's CPU per request and reached 0.82x its
 //! throughput (bench/notes/h2-vs-h2load.md).
@@ -18,10 +19,14 @@
 //!   preface), the connection driven by the requests that share it, one
 //!   request on it, its errors by class, and the ALPN question
 //!   `--http auto` asks an `https://` server;
-//! - `frame`: frames and the requests' HPACK encoding.
+//! - `state`: the connection's frames, streams and windows;
+//! - `frame`: frames and the requests' HPACK encoding;
+//! - `hpack`: the responses' `:status` and `server`, read from their
+//!   header blocks with no dynamic table.
 
 mod conn;
 mod frame;
+mod hpack;
 mod state;
 #[cfg(test)]
 mod tests;

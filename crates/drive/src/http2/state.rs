@@ -49,7 +49,7 @@ pub(super) struct State {
     pub(super) rend: usize,
     pub(super) wbuf: Vec<u8>,
     pub(super) wpos: usize,
-    pub(super) decoder: loona_hpack::Decoder<'static>,
+    pub(super) hpack: super::hpack::Reader,
     pub(super) streams: HashMap<u32, Stream>,
     pub(super) next_id: u32,
     /// The server's SETTINGS: its stream limit (None: none), the window a
@@ -284,18 +284,15 @@ impl State {
         }
     }
 
-    /// A whole header block: decoded (every one, for the table it shares
-    /// with the server), the final status and `server` kept.
+    /// A whole header block: read (every one, streams given up included),
+    /// the final status and `server` kept.
     pub(super) fn headers(&mut self, id: u32, block: &[u8], end_stream: bool) {
-        let (mut status, mut server) = (None, None);
-        let decoded = self.decoder.decode_with_cb(block, |name, value| match &name[..] {
-            b":status" => status = std::str::from_utf8(&value).ok().and_then(|v| v.parse::<u16>().ok()),
-            b"server" => server = Some(String::from_utf8_lossy(&value).into_owned()),
-            _ => {}
-        });
-        if let Err(e) = decoded {
-            return self.die(ErrorClass::Other, format!("HTTP/2: the server's header block did not decode (COMPRESSION_ERROR): {e}"));
-        }
+        let (status, server) = match self.hpack.read(block) {
+            Ok(f) => (f.status, f.server),
+            Err(e) => {
+                return self.die(ErrorClass::Other, format!("HTTP/2: the server's header block did not decode (COMPRESSION_ERROR): {e}"))
+            }
+        };
         let Some(st) = self.streams.get_mut(&id) else { return };
         match status {
             // 1xx: an interim response; the final one follows.
