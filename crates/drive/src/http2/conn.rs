@@ -15,14 +15,13 @@
 //! h2load's CPU per request (bench/notes/h2-vs-h2load.md).
 
 use super::frame;
-use super::state::{goaway, Io, State, Stream, CONN_WINDOW, READ_BUFFER, STREAM_WINDOW};
+use super::state::{goaway, Io, Small, State, Stream, CONN_WINDOW, READ_BUFFER, STREAM_WINDOW};
 use super::Inner;
 use crate::http::{connect_failure, tcp_connect_from, HttpConfig};
 use bytes::Bytes;
 use scalelab_core::result::Failure;
 use scalelab_core::ErrorClass;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -125,6 +124,11 @@ impl Conn {
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS (None: it set none).
     pub(super) fn max_streams(&self) -> Option<u32> {
         self.state.borrow().max_streams
+    }
+
+    /// Responses on it keep their `server` header from now on.
+    pub(super) fn want_server(&self) {
+        self.state.borrow_mut().hpack.want_server = true;
     }
 
     fn token(&self) -> u64 {
@@ -292,7 +296,7 @@ async fn start(mut io: Pin<Box<dyn Io>>) -> Result<Conn, Failure> {
             wbuf: Vec::with_capacity(4096),
             wpos: 0,
             hpack: super::hpack::Reader::default(),
-            streams: HashMap::new(),
+            streams: Small::new(),
             next_id: 1,
             max_streams: None,
             peer_window: frame::DEFAULT_WINDOW,
@@ -304,7 +308,7 @@ async fn start(mut io: Pin<Box<dyn Io>>) -> Result<Conn, Failure> {
             block: None,
             goaway: None,
             dead: None,
-            waiting: HashMap::new(),
+            waiting: Small::new(),
             slot_waiters: Vec::new(),
             reader: None,
             writer: None,

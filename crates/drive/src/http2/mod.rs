@@ -214,6 +214,7 @@ impl H2Driver {
             let inner = &self.inner;
             let work = async {
                 let conn = conn::open(inner).await?;
+                conn.want_server();
                 let mut waited = Duration::ZERO;
                 let answer = conn::request(inner, &conn, &inner.prepared[0], &mut waited).await.map_err(Attempt::failure)?;
                 // The server's SETTINGS came before its first response.
