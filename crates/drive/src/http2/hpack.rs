@@ -76,6 +76,11 @@ const STATIC: [(&str, &str); 61] = [
     ("www-authenticate", ""),
 ];
 
+/// `:status` and `server` Huffman-coded (RFC 7541 Appendix B), padded
+/// with the end-of-string code's first bits.
+const HUFFMAN_STATUS: &[u8] = &[0xb8, 0x84, 0x8d, 0x36, 0xa3];
+const HUFFMAN_SERVER: &[u8] = &[0x41, 0x6c, 0xee, 0x5b, 0x3f];
+
 /// What the client reads of a response's header block.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct Fields {
@@ -141,7 +146,14 @@ impl Reader {
                     let (huffman, name, rest) = string(p)?;
                     p = rest;
                     if huffman {
-                        Kept::of(&self.huffman(name)?)
+                        // nginx sends `etag` and `last-modified` as
+                        // Huffman-coded names; a string's Huffman code is
+                        // unique, so the two kept names are known coded.
+                        match name {
+                            HUFFMAN_STATUS => Kept::Status,
+                            HUFFMAN_SERVER => Kept::Server,
+                            _ => Kept::Other,
+                        }
                     } else {
                         Kept::of(name)
                     }
@@ -258,6 +270,16 @@ mod tests {
         assert_eq!(fields.server.as_deref(), Some("nginx"));
         // Unasked, `server` is skipped unread.
         assert_eq!(Reader::default().read(&block).unwrap(), Fields { status: Some(200), server: None });
+        // Names Huffman-coded: known by their code, never decoded.
+        let mut h = loona_hpack::huffman::HuffmanDecoder::new();
+        assert_eq!(h.decode(HUFFMAN_STATUS).unwrap(), b":status");
+        assert_eq!(h.decode(HUFFMAN_SERVER).unwrap(), b"server");
+        let mut block = vec![0x00, 0x80 | 5];
+        block.extend(HUFFMAN_STATUS);
+        block.extend([3, b'2', b'0', b'4', 0x00, 0x80 | 5]);
+        block.extend(HUFFMAN_SERVER);
+        block.extend([1, b'x', 0x00, 0x80 | 3, 0x2a, 0x47, 0x37, 1, b'"']); // etag, coded
+        assert_eq!(r.read(&block).unwrap(), Fields { status: Some(204), server: Some("x".into()) });
         // What a server told of a 0-byte table may not send.
         assert!(r.read(&[0xbe]).unwrap_err().contains("dynamic table"));
         assert!(r.read(&[0x3f, 0xe1, 0x1f]).unwrap_err().contains("over the 0"));
