@@ -17,8 +17,9 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 /// up by the client's window.
 pub(super) const STREAM_WINDOW: u32 = 1 << 20;
 pub(super) const CONN_WINDOW: u32 = 1 << 24;
-/// The read buffer: room for the largest frame this client accepts, and more.
-pub(super) const READ_BUFFER: usize = 64 * 1024;
+/// The read buffer: room for the largest frame this client accepts (16 KiB
+/// and its header) twice over; a connection's only buffer of that size.
+pub(super) const READ_BUFFER: usize = 32 * 1024;
 
 /// What a connection carries: a TCP stream or TLS over one.
 pub(super) trait Io: AsyncRead + AsyncWrite + Unpin {}
