@@ -98,24 +98,31 @@ async fn connection(sock: tokio::net::TcpStream, b: Behaviour, served: Arc<Serve
     }
 }
 
-/// A server of raw frames that answers the first `after` requests of each
-/// connection, then sends GOAWAY (NO_ERROR, last stream: the last one it
-/// answered) and reads on without processing, as nginx does at its
-/// `keepalive_requests`; closes 100 ms later. (The `h2` crate's server
-/// names in its GOAWAY every stream it has read, answered or not.)
-fn goaway_server(after: u32) -> (SocketAddr, Arc<Served>) {
+/// A frame as bytes.
+fn raw_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let mut f = (payload.len() as u32).to_be_bytes()[1..].to_vec();
+    f.extend([kind, flags]);
+    f.extend(stream.to_be_bytes());
+    f.extend(payload);
+    f
+}
+
+/// How a raw server answers a frame (type, flags, stream, payload), given
+/// its connection's state and the counters: the bytes to write, or `None`
+/// to close.
+type Answer<S> = fn(&mut S, &Served, u8, u8, u32, &[u8]) -> Option<Vec<u8>>;
+
+/// A server of raw frames, a thread per connection (for 30 s): it reads
+/// the preface, sends an empty SETTINGS, then hands each frame the client
+/// sends (type, flags, stream, payload) to `answer` with the connection's
+/// own state `S` and the counters; it writes what `answer` returns, and
+/// `None` ends the connection.
+fn raw_server<S: Default + 'static>(answer: Answer<S>) -> (SocketAddr, Arc<Served>) {
     use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let served = Arc::new(Served::default());
     let s = served.clone();
-    let frame = |kind: u8, flags: u8, stream: u32, payload: &[u8]| {
-        let mut f = (payload.len() as u32).to_be_bytes()[1..].to_vec();
-        f.extend([kind, flags]);
-        f.extend(stream.to_be_bytes());
-        f.extend(payload);
-        f
-    };
     std::thread::spawn(move || {
         let until = std::time::Instant::now() + Duration::from_secs(30);
         for sock in listener.incoming().take(1000) {
@@ -125,14 +132,11 @@ fn goaway_server(after: u32) -> (SocketAddr, Arc<Served>) {
             std::thread::spawn(move || {
                 let _ = sock.set_read_timeout(Some(Duration::from_secs(2)));
                 let mut preface = [0u8; 24];
-                if sock.read_exact(&mut preface).is_err() || sock.write_all(&frame(4, 0, 0, &[])).is_err() {
+                if sock.read_exact(&mut preface).is_err() || sock.write_all(&raw_frame(4, 0, 0, &[])).is_err() {
                     return;
                 }
-                let (mut answered, mut closing) = (0u32, None::<std::time::Instant>);
+                let mut state = S::default();
                 loop {
-                    if closing.is_some_and(|t| t.elapsed() > Duration::from_millis(100)) {
-                        return;
-                    }
                     let mut head = [0u8; 9];
                     if sock.read_exact(&mut head).is_err() {
                         return;
@@ -143,32 +147,52 @@ fn goaway_server(after: u32) -> (SocketAddr, Arc<Served>) {
                         return;
                     }
                     let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
-                    let mut out = Vec::new();
-                    match head[3] {
-                        // SETTINGS (not an ack): acknowledged.
-                        4 if head[4] & 1 == 0 => out = frame(4, 1, 0, &[]),
-                        // HEADERS of a request: `:status: 200` (HPACK index 8), no body.
-                        1 if closing.is_none() => {
-                            out = frame(1, 0x5, stream, &[0x88]);
-                            answered += 1;
-                            served.requests.fetch_add(1, Ordering::Relaxed);
-                            if answered == after {
-                                let mut goaway = stream.to_be_bytes().to_vec();
-                                goaway.extend(0u32.to_be_bytes());
-                                out.extend(frame(7, 0, 0, &goaway));
-                                closing = Some(std::time::Instant::now());
-                            }
-                        }
-                        _ => {}
-                    }
-                    if !out.is_empty() && sock.write_all(&out).is_err() {
-                        return;
+                    match answer(&mut state, &served, head[3], head[4], stream, &payload) {
+                        None => return,
+                        Some(out) if !out.is_empty() && sock.write_all(&out).is_err() => return,
+                        Some(_) => {}
                     }
                 }
             });
         }
     });
     (addr, served)
+}
+
+/// A server of raw frames that answers the first 10 requests of each
+/// connection, then sends GOAWAY (NO_ERROR, last stream: the last one it
+/// answered) and reads on without processing, as nginx does at its
+/// `keepalive_requests`; closes 100 ms later. (The `h2` crate's server
+/// names in its GOAWAY every stream it has read, answered or not.)
+fn goaway_server() -> (SocketAddr, Arc<Served>) {
+    #[derive(Default)]
+    struct Conn {
+        answered: u32,
+        closing: Option<std::time::Instant>,
+    }
+    raw_server(|c: &mut Conn, served, kind, flags, stream, _| {
+        if c.closing.is_some_and(|t| t.elapsed() > Duration::from_millis(100)) {
+            return None;
+        }
+        Some(match kind {
+            // SETTINGS (not an ack): acknowledged.
+            4 if flags & 1 == 0 => raw_frame(4, 1, 0, &[]),
+            // HEADERS of a request: `:status: 200` (HPACK index 8), no body.
+            1 if c.closing.is_none() => {
+                let mut out = raw_frame(1, 0x5, stream, &[0x88]);
+                c.answered += 1;
+                served.requests.fetch_add(1, Ordering::Relaxed);
+                if c.answered == 10 {
+                    let mut goaway = stream.to_be_bytes().to_vec();
+                    goaway.extend(0u32.to_be_bytes());
+                    out.extend(raw_frame(7, 0, 0, &goaway));
+                    c.closing = Some(std::time::Instant::now());
+                }
+                out
+            }
+            _ => Vec::new(),
+        })
+    })
 }
 
 fn plan(concurrency: u32, window_s: f64) -> StepPlan {
@@ -208,7 +232,7 @@ fn a_stream_the_server_resets_is_a_stream_reset_with_its_code_and_the_connection
 
 #[test]
 fn requests_a_goaway_left_unprocessed_are_counted_and_the_load_goes_on_new_connections() {
-    let (addr, served) = goaway_server(10);
+    let (addr, served) = goaway_server();
     let config = HttpConfig::get(&format!("http://{addr}/"), Duration::from_secs(5));
     let driver = Arc::new(H2Driver::new(&config, 4).unwrap());
     let r = run_step(&driver, &plan(4, 0.4), &EngineOptions::new(1), &mut |_| {}).unwrap();
@@ -310,67 +334,28 @@ fn a_server_that_does_not_speak_http2_is_said_so_in_one_line() {
 /// `server: raw` (added too: with the 0-byte table the client announced,
 /// each is evicted at once), and a padded DATA that ends the stream.
 fn roundabout_server() -> (SocketAddr, Arc<Served>) {
-    use std::io::{Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let served = Arc::new(Served::default());
-    let s = served.clone();
-    let frame = |kind: u8, flags: u8, stream: u32, payload: &[u8]| {
-        let mut f = (payload.len() as u32).to_be_bytes()[1..].to_vec();
-        f.extend([kind, flags]);
-        f.extend(stream.to_be_bytes());
-        f.extend(payload);
-        f
-    };
-    std::thread::spawn(move || {
-        for sock in listener.incoming().take(10) {
-            let Ok(mut sock) = sock else { break };
-            s.connections.fetch_add(1, Ordering::Relaxed);
-            let served = s.clone();
-            std::thread::spawn(move || {
-                let _ = sock.set_read_timeout(Some(Duration::from_secs(5)));
-                let mut preface = [0u8; 24];
-                if sock.read_exact(&mut preface).is_err() || sock.write_all(&frame(4, 0, 0, &[])).is_err() {
-                    return;
-                }
-                loop {
-                    let mut head = [0u8; 9];
-                    if sock.read_exact(&mut head).is_err() {
-                        return;
-                    }
-                    let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
-                    let mut payload = vec![0u8; len];
-                    if sock.read_exact(&mut payload).is_err() {
-                        return;
-                    }
-                    let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
-                    let mut out = Vec::new();
-                    match (head[3], head[4]) {
-                        (4, f) if f & 1 == 0 => out = frame(4, 1, 0, &[]),
-                        (6, 1) if payload == b"roundabt" => {
-                            served.pongs.fetch_add(1, Ordering::Relaxed);
-                        }
-                        (1, _) => {
-                            served.requests.fetch_add(1, Ordering::Relaxed);
-                            out.extend(frame(6, 0, 0, b"roundabt"));
-                            // :status 103, literal with incremental indexing (name: static 8).
-                            out.extend(frame(1, 0x4, stream, &[0x48, 3, b'1', b'0', b'3']));
-                            // :status 200 (static 8), padded by 3, continued...
-                            out.extend(frame(1, 0x8, stream, &[3, 0x88, 0, 0, 0]));
-                            // ...by `server: raw`, literal with incremental indexing (name: static 54).
-                            out.extend(frame(9, 0x4, stream, &[0x76, 3, b'r', b'a', b'w']));
-                            out.extend(frame(0, 0x9, stream, &[2, b'o', b'k', 0, 0]));
-                        }
-                        _ => {}
-                    }
-                    if !out.is_empty() && sock.write_all(&out).is_err() {
-                        return;
-                    }
-                }
-            });
+    raw_server(|_: &mut (), served, kind, flags, stream, payload| {
+        let mut out = Vec::new();
+        match (kind, flags) {
+            (4, f) if f & 1 == 0 => out = raw_frame(4, 1, 0, &[]),
+            (6, 1) if payload == b"roundabt" => {
+                served.pongs.fetch_add(1, Ordering::Relaxed);
+            }
+            (1, _) => {
+                served.requests.fetch_add(1, Ordering::Relaxed);
+                out.extend(raw_frame(6, 0, 0, b"roundabt"));
+                // :status 103, literal with incremental indexing (name: static 8).
+                out.extend(raw_frame(1, 0x4, stream, &[0x48, 3, b'1', b'0', b'3']));
+                // :status 200 (static 8), padded by 3, continued...
+                out.extend(raw_frame(1, 0x8, stream, &[3, 0x88, 0, 0, 0]));
+                // ...by `server: raw`, literal with incremental indexing (name: static 54).
+                out.extend(raw_frame(9, 0x4, stream, &[0x76, 3, b'r', b'a', b'w']));
+                out.extend(raw_frame(0, 0x9, stream, &[2, b'o', b'k', 0, 0]));
+            }
+            _ => {}
         }
-    });
-    (addr, served)
+        Some(out)
+    })
 }
 
 #[test]
