@@ -1,20 +1,33 @@
 //! The HTTP/2 driver: h2c by prior knowledge (`h2c://`, or `http://` with
 //! `--http 2`), h2 over TLS negotiated by ALPN (`https://`).
 //!
-//! Built on the `h2` crate (the protocol engine under hyper) rather than
-//! hyper's client: a virtual client is one stream at a time, and
-//! `streams` clients share one connection (h2load's `-m`), with no pool or
-//! service stack in between. The engine places the clients of one
+//! A virtual client is one stream at a time, and `streams` clients share
+//! one connection (h2load's `-m`). The engine places the clients of one
 //! connection on one worker thread ([`Driver::clients_per_connection`]);
 //! [`Driver::clients`] ties them to one [`Slot`], the connection they
 //! share, opened by the first of them that needs it.
 //!
+//! The protocol is this crate's own (as the HTTP/1.1, PostgreSQL and MySQL
+//! clients are), the Huffman decoding of a kept value aside (`loona-hpack`):
+//! with the `h2` crate,
+//! whose connection runs as a task of its own, one connection of one
+//! stream cost 1.46x h2load's CPU per request and reached 0.82x its
+//! throughput (bench/notes/h2-vs-h2load.md).
+//!
 //! - this file: [`HttpVersion`] (`--http`), the driver and its clients;
 //! - `conn`: opening a connection (TCP, TLS with ALPN, the HTTP/2
-//!   preface), one request on it, its errors by class, and the ALPN
-//!   question `--http auto` asks an `https://` server.
+//!   preface), the connection driven by the requests that share it, one
+//!   request on it, its errors by class, and the ALPN question
+//!   `--http auto` asks an `https://` server;
+//! - `state`: the connection's frames, streams and windows;
+//! - `frame`: frames and the requests' HPACK encoding;
+//! - `hpack`: the responses' `:status` and `server`, read from their
+//!   header blocks with no dynamic table.
 
 mod conn;
+mod frame;
+mod hpack;
+mod state;
 #[cfg(test)]
 mod tests;
 
@@ -92,8 +105,6 @@ pub(crate) struct Inner {
     pub(crate) tls: Option<(tokio_rustls::TlsConnector, rustls::pki_types::ServerName<'static>)>,
     pub(crate) prepared: Vec<Prepared>,
     total_weight: u32,
-    /// Headers of every request (user's, user-agent, content-length).
-    pub(crate) headers: Vec<(http::HeaderName, http::HeaderValue)>,
     pub(crate) body: Option<Bytes>,
     pub(crate) timeout: Duration,
     pub(crate) connect_timeout: Duration,
@@ -153,6 +164,9 @@ impl H2Driver {
             prepared.push(Prepared::new(&spec.method, &url, given("host"), given("authorization").is_some(), cumulative)?);
         }
         let headers = request_headers(config)?;
+        for p in &mut prepared {
+            p.encode(&headers);
+        }
         let tls = (base.scheme() == "https").then(|| {
             let name = rustls::pki_types::ServerName::try_from(host.clone())
                 .unwrap_or_else(|_| rustls::pki_types::ServerName::try_from("localhost").expect("valid name"));
@@ -168,7 +182,6 @@ impl H2Driver {
                 tls,
                 prepared,
                 total_weight: cumulative,
-                headers,
                 body: config.body.clone().map(Bytes::from),
                 timeout: config.timeout,
                 connect_timeout: config.connect_timeout,
@@ -201,18 +214,18 @@ impl H2Driver {
             let inner = &self.inner;
             let work = async {
                 let conn = conn::open(inner).await?;
+                conn.want_server();
                 let mut waited = Duration::ZERO;
-                let answer = conn::request(inner, &conn.send, &inner.prepared[0], &mut waited).await.map_err(Attempt::failure)?;
+                let answer = conn::request(inner, &conn, &inner.prepared[0], &mut waited).await.map_err(Attempt::failure)?;
                 // The server's SETTINGS came before its first response.
-                let max = conn.send.current_max_send_streams();
-                Ok((answer, max))
+                Ok((answer, conn.max_streams()))
             };
             let (answer, max) = tokio::time::timeout(inner.timeout, work)
                 .await
                 .map_err(|_| Failure::new(ErrorClass::ReadTimeout, format!("no response within {:?}", inner.timeout)))??;
             Ok(H2Preflight {
                 answer: Preflight { status: answer.status, server: answer.server, accepted: inner.expect.accepts(answer.status) },
-                max_streams: u32::try_from(max).ok(),
+                max_streams: max,
             })
         })
     }
@@ -349,7 +362,7 @@ impl H2Client {
         let mut replaced = false;
         loop {
             let c = self.conn().await?;
-            match conn::request(&inner, &c.send, &inner.prepared[idx], &mut self.flow_wait).await {
+            match conn::request(&inner, &c, &inner.prepared[idx], &mut self.flow_wait).await {
                 Ok(answer) => return Ok(answer),
                 Err(Attempt::NotSent(f)) => {
                     c.retire();

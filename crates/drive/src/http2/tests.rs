@@ -15,6 +15,8 @@ struct Served {
     requests: AtomicU64,
     /// The most streams one connection had open at once.
     max_open: AtomicU64,
+    /// PINGs the client acknowledged.
+    pongs: AtomicU64,
 }
 
 /// How the test server behaves.
@@ -27,6 +29,8 @@ struct Behaviour {
     /// SETTINGS_INITIAL_WINDOW_SIZE it announces; a request body is then
     /// read 1 KiB every 2 ms, its window given back as it is read.
     window: Option<u32>,
+    /// Bytes of each response's body (2 when 0: `ok`).
+    body_bytes: usize,
 }
 
 /// Starts the server on its own thread (it stops by itself after 30 s);
@@ -85,31 +89,40 @@ async fn connection(sock: tokio::net::TcpStream, b: Behaviour, served: Arc<Serve
             open.fetch_sub(1, Ordering::Relaxed);
             let response = http::Response::builder().status(200).header("server", "h2-test").body(()).unwrap();
             if let Ok(mut body) = respond.send_response(response, false) {
-                let _ = body.send_data(Bytes::from_static(b"ok"), true);
+                // The h2 server sends no more than the client's windows allow.
+                let data = if b.body_bytes == 0 { Bytes::from_static(b"ok") } else { Bytes::from(vec![b'x'; b.body_bytes]) };
+                let _ = body.send_data(data, true);
             }
         };
         tokio::spawn(reply);
     }
 }
 
-/// A server of raw frames that answers the first `after` requests of each
-/// connection, then sends GOAWAY (NO_ERROR, last stream: the last one it
-/// answered) and reads on without processing, as nginx does at its
-/// `keepalive_requests`; closes 100 ms later. (The `h2` crate's server
-/// names in its GOAWAY every stream it has read, answered or not.)
-fn goaway_server(after: u32) -> (SocketAddr, Arc<Served>) {
+/// A frame as bytes.
+fn raw_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let mut f = (payload.len() as u32).to_be_bytes()[1..].to_vec();
+    f.extend([kind, flags]);
+    f.extend(stream.to_be_bytes());
+    f.extend(payload);
+    f
+}
+
+/// How a raw server answers a frame (type, flags, stream, payload), given
+/// its connection's state and the counters: the bytes to write, or `None`
+/// to close.
+type Answer<S> = fn(&mut S, &Served, u8, u8, u32, &[u8]) -> Option<Vec<u8>>;
+
+/// A server of raw frames, a thread per connection (for 30 s): it reads
+/// the preface, sends an empty SETTINGS, then hands each frame the client
+/// sends (type, flags, stream, payload) to `answer` with the connection's
+/// own state `S` and the counters; it writes what `answer` returns, and
+/// `None` ends the connection.
+fn raw_server<S: Default + 'static>(answer: Answer<S>) -> (SocketAddr, Arc<Served>) {
     use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let served = Arc::new(Served::default());
     let s = served.clone();
-    let frame = |kind: u8, flags: u8, stream: u32, payload: &[u8]| {
-        let mut f = (payload.len() as u32).to_be_bytes()[1..].to_vec();
-        f.extend([kind, flags]);
-        f.extend(stream.to_be_bytes());
-        f.extend(payload);
-        f
-    };
     std::thread::spawn(move || {
         let until = std::time::Instant::now() + Duration::from_secs(30);
         for sock in listener.incoming().take(1000) {
@@ -119,14 +132,11 @@ fn goaway_server(after: u32) -> (SocketAddr, Arc<Served>) {
             std::thread::spawn(move || {
                 let _ = sock.set_read_timeout(Some(Duration::from_secs(2)));
                 let mut preface = [0u8; 24];
-                if sock.read_exact(&mut preface).is_err() || sock.write_all(&frame(4, 0, 0, &[])).is_err() {
+                if sock.read_exact(&mut preface).is_err() || sock.write_all(&raw_frame(4, 0, 0, &[])).is_err() {
                     return;
                 }
-                let (mut answered, mut closing) = (0u32, None::<std::time::Instant>);
+                let mut state = S::default();
                 loop {
-                    if closing.is_some_and(|t| t.elapsed() > Duration::from_millis(100)) {
-                        return;
-                    }
                     let mut head = [0u8; 9];
                     if sock.read_exact(&mut head).is_err() {
                         return;
@@ -137,32 +147,52 @@ fn goaway_server(after: u32) -> (SocketAddr, Arc<Served>) {
                         return;
                     }
                     let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
-                    let mut out = Vec::new();
-                    match head[3] {
-                        // SETTINGS (not an ack): acknowledged.
-                        4 if head[4] & 1 == 0 => out = frame(4, 1, 0, &[]),
-                        // HEADERS of a request: `:status: 200` (HPACK index 8), no body.
-                        1 if closing.is_none() => {
-                            out = frame(1, 0x5, stream, &[0x88]);
-                            answered += 1;
-                            served.requests.fetch_add(1, Ordering::Relaxed);
-                            if answered == after {
-                                let mut goaway = stream.to_be_bytes().to_vec();
-                                goaway.extend(0u32.to_be_bytes());
-                                out.extend(frame(7, 0, 0, &goaway));
-                                closing = Some(std::time::Instant::now());
-                            }
-                        }
-                        _ => {}
-                    }
-                    if !out.is_empty() && sock.write_all(&out).is_err() {
-                        return;
+                    match answer(&mut state, &served, head[3], head[4], stream, &payload) {
+                        None => return,
+                        Some(out) if !out.is_empty() && sock.write_all(&out).is_err() => return,
+                        Some(_) => {}
                     }
                 }
             });
         }
     });
     (addr, served)
+}
+
+/// A server of raw frames that answers the first 10 requests of each
+/// connection, then sends GOAWAY (NO_ERROR, last stream: the last one it
+/// answered) and reads on without processing, as nginx does at its
+/// `keepalive_requests`; closes 100 ms later. (The `h2` crate's server
+/// names in its GOAWAY every stream it has read, answered or not.)
+fn goaway_server() -> (SocketAddr, Arc<Served>) {
+    #[derive(Default)]
+    struct Conn {
+        answered: u32,
+        closing: Option<std::time::Instant>,
+    }
+    raw_server(|c: &mut Conn, served, kind, flags, stream, _| {
+        if c.closing.is_some_and(|t| t.elapsed() > Duration::from_millis(100)) {
+            return None;
+        }
+        Some(match kind {
+            // SETTINGS (not an ack): acknowledged.
+            4 if flags & 1 == 0 => raw_frame(4, 1, 0, &[]),
+            // HEADERS of a request: `:status: 200` (HPACK index 8), no body.
+            1 if c.closing.is_none() => {
+                let mut out = raw_frame(1, 0x5, stream, &[0x88]);
+                c.answered += 1;
+                served.requests.fetch_add(1, Ordering::Relaxed);
+                if c.answered == 10 {
+                    let mut goaway = stream.to_be_bytes().to_vec();
+                    goaway.extend(0u32.to_be_bytes());
+                    out.extend(raw_frame(7, 0, 0, &goaway));
+                    c.closing = Some(std::time::Instant::now());
+                }
+                out
+            }
+            _ => Vec::new(),
+        })
+    })
 }
 
 fn plan(concurrency: u32, window_s: f64) -> StepPlan {
@@ -202,7 +232,7 @@ fn a_stream_the_server_resets_is_a_stream_reset_with_its_code_and_the_connection
 
 #[test]
 fn requests_a_goaway_left_unprocessed_are_counted_and_the_load_goes_on_new_connections() {
-    let (addr, served) = goaway_server(10);
+    let (addr, served) = goaway_server();
     let config = HttpConfig::get(&format!("http://{addr}/"), Duration::from_secs(5));
     let driver = Arc::new(H2Driver::new(&config, 4).unwrap());
     let r = run_step(&driver, &plan(4, 0.4), &EngineOptions::new(1), &mut |_| {}).unwrap();
@@ -247,7 +277,10 @@ fn bad_input_is_refused_before_any_connection() {
     let with = |k: &str, v: &str| HttpConfig { headers: vec![(k.into(), v.into())], ..config.clone() };
     // Connection-specific headers are dropped (HTTP/2 has none), a Host becomes the authority.
     let d = H2Driver::new(&with("Connection", "close"), 1).unwrap();
-    assert!(d.inner.headers.iter().all(|(k, _)| k != "connection") && d.inner.headers.iter().any(|(k, _)| k == "user-agent"));
+    let fields = d.inner.prepared[0].fields();
+    assert!(fields.iter().all(|(k, _)| k != "connection") && fields.iter().any(|(k, _)| k == "user-agent"), "{fields:?}");
+    let names: Vec<&str> = fields.iter().map(|(k, _)| k.as_str()).take(4).collect();
+    assert_eq!(names, [":method", ":scheme", ":authority", ":path"]);
     let d = H2Driver::new(&with("Host", "example.org"), 1).unwrap();
     assert_eq!(d.inner.prepared[0].uri.to_string(), "http://example.org/");
     let creds = HttpConfig {
@@ -256,8 +289,89 @@ fn bad_input_is_refused_before_any_connection() {
     };
     let d = H2Driver::new(&creds, 1).unwrap();
     assert_eq!(d.inner.prepared[0].uri.to_string(), "http://127.0.0.1:1/a?b", "no credentials in :authority");
-    assert_eq!(d.inner.prepared[0].auth.as_ref().unwrap(), "Basic dTpwQHNz");
+    assert_eq!(d.inner.prepared[0].auth.as_deref(), Some("Basic dTpwQHNz"));
+    assert!(d.inner.prepared[0].fields().contains(&("authorization".into(), "Basic dTpwQHNz".into())));
     assert_eq!(HttpVersion::parse("2"), Ok(HttpVersion::Http2));
     assert_eq!(HttpVersion::parse(" 1.1"), Ok(HttpVersion::Http11));
     assert_eq!(HttpVersion::parse("3").unwrap_err(), "--http '3': give 1.1, 2 or auto");
+}
+
+#[test]
+fn responses_larger_than_the_windows_are_read_whole_as_the_client_gives_its_windows_back() {
+    // 3 MiB a response: three times a stream's window (1 MiB), and the
+    // connection's (16 MiB) passed after six: without WINDOW_UPDATEs the
+    // server would stop sending and the requests time out.
+    let (addr, served) = serve(Behaviour { body_bytes: 3 << 20, ..Default::default() });
+    let config = HttpConfig::get(&format!("http://{addr}/"), Duration::from_secs(5));
+    let driver = Arc::new(H2Driver::new(&config, 2).unwrap());
+    let r = run_step(&driver, &plan(2, 1.0), &EngineOptions::new(1), &mut |_| {}).unwrap();
+    assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
+    assert!(r.requests >= 8, "{} responses of 3 MiB", r.requests);
+    assert_eq!(served.connections.load(Ordering::Relaxed), 1);
+}
+
+#[test]
+fn a_server_that_does_not_speak_http2_is_said_so_in_one_line() {
+    // An HTTP/1.1 server meets the h2c preface: its answer is not frames.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        if let Ok((mut sock, _)) = listener.accept() {
+            let mut buf = [0u8; 1024];
+            let _ = sock.read(&mut buf);
+            let _ = sock.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        }
+    });
+    let config = HttpConfig::get(&format!("http://{addr}/"), Duration::from_secs(5));
+    let e = H2Driver::new(&config, 1).unwrap().preflight().unwrap_err();
+    assert!(e.message.contains("did not answer in HTTP/2"), "{}", e.message);
+}
+
+/// A server of raw frames that answers each request the long way round: a
+/// PING first, an interim `103` (added to the HPACK table), the final
+/// `200` in a padded HEADERS continued by a CONTINUATION that carries
+/// `server: raw` (added too: with the 0-byte table the client announced,
+/// each is evicted at once), and a padded DATA that ends the stream.
+fn roundabout_server() -> (SocketAddr, Arc<Served>) {
+    raw_server(|_: &mut (), served, kind, flags, stream, payload| {
+        let mut out = Vec::new();
+        match (kind, flags) {
+            (4, f) if f & 1 == 0 => out = raw_frame(4, 1, 0, &[]),
+            (6, 1) if payload == b"roundabt" => {
+                served.pongs.fetch_add(1, Ordering::Relaxed);
+            }
+            (1, _) => {
+                served.requests.fetch_add(1, Ordering::Relaxed);
+                out.extend(raw_frame(6, 0, 0, b"roundabt"));
+                // :status 103, literal with incremental indexing (name: static 8).
+                out.extend(raw_frame(1, 0x4, stream, &[0x48, 3, b'1', b'0', b'3']));
+                // :status 200 (static 8), padded by 3, continued...
+                out.extend(raw_frame(1, 0x8, stream, &[3, 0x88, 0, 0, 0]));
+                // ...by `server: raw`, literal with incremental indexing (name: static 54).
+                out.extend(raw_frame(9, 0x4, stream, &[0x76, 3, b'r', b'a', b'w']));
+                out.extend(raw_frame(0, 0x9, stream, &[2, b'o', b'k', 0, 0]));
+            }
+            _ => {}
+        }
+        Some(out)
+    })
+}
+
+#[test]
+fn interim_padded_and_continued_responses_and_pings_are_read_as_the_rfc_says() {
+    let (addr, served) = roundabout_server();
+    let config = HttpConfig::get(&format!("http://{addr}/"), Duration::from_secs(5));
+    let driver = Arc::new(H2Driver::new(&config, 2).unwrap());
+    let pre = driver.preflight().unwrap();
+    assert_eq!((pre.answer.status, pre.answer.server.as_deref(), pre.max_streams), (200, Some("raw"), None));
+    // Over 60 responses on one connection, every block read (thousands
+    // quiet; a CPU hog leaves hundreds).
+    let r = run_step(&driver, &plan(2, 0.5), &EngineOptions::new(1), &mut |_| {}).unwrap();
+    assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
+    assert!(r.requests > 60, "{}", r.requests);
+    // Every PING answered (those of the window's last requests aside).
+    std::thread::sleep(Duration::from_millis(200));
+    let (asked, pongs) = (served.requests.load(Ordering::Relaxed), served.pongs.load(Ordering::Relaxed));
+    assert!(pongs + 4 >= asked && pongs > 60, "{pongs} PINGs acknowledged of {asked}");
 }
