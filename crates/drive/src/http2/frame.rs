@@ -136,42 +136,16 @@ fn put_str(out: &mut Vec<u8>, s: &[u8]) {
     out.extend_from_slice(s);
 }
 
-/// The static table's index of a name this client sends (RFC 7541
-/// Appendix A), for a literal with an indexed name.
-fn static_name(name: &str) -> Option<usize> {
-    Some(match name {
-        ":authority" => 1,
-        ":method" => 2,
-        ":path" => 4,
-        ":scheme" => 6,
-        "accept" => 19,
-        "accept-encoding" => 16,
-        "authorization" => 23,
-        "content-length" => 28,
-        "content-type" => 31,
-        "cookie" => 32,
-        "user-agent" => 58,
-        _ => return None,
-    })
-}
-
 /// Appends one header field: fully indexed when the static table holds
 /// it (`:method GET`, `:path /`, `:scheme http`...), else a literal never
 /// added to a table, its name indexed when the static table has it.
 pub(crate) fn put_field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
-    let full = match (name, value) {
-        (":method", b"GET") => Some(2),
-        (":method", b"POST") => Some(3),
-        (":path", b"/") => Some(4),
-        (":scheme", b"http") => Some(6),
-        (":scheme", b"https") => Some(7),
-        _ => None,
-    };
+    let (full, named) = super::hpack::static_index(name, value);
     if let Some(i) = full {
         put_int(out, 0x80, 7, i);
         return;
     }
-    match static_name(name) {
+    match named {
         Some(i) => put_int(out, 0x00, 4, i),
         None => {
             out.push(0x00);

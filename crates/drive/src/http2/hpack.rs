@@ -192,6 +192,15 @@ impl Reader {
     }
 }
 
+/// Where the static table holds `name: value` whole, and where it holds
+/// `name` (the first such entry): the request encoder's indices, read off
+/// the one table the reader uses.
+pub(crate) fn static_index(name: &str, value: &[u8]) -> (Option<usize>, Option<usize>) {
+    let full = STATIC.iter().position(|(n, v)| *n == name && v.as_bytes() == value).map(|i| i + 1);
+    let named = STATIC.iter().position(|(n, _)| *n == name).map(|i| i + 1);
+    (full, named)
+}
+
 /// The static table's entry `i`.
 fn entry(i: usize) -> Result<(&'static str, &'static str), String> {
     match i {
