@@ -44,7 +44,7 @@ pub(crate) fn within<T>(items: &[T], at: impl Fn(&T) -> i64, start_ms: i64, end_
 pub(crate) fn intervals_within(threads: &[ThreadSecond], start_ms: i64, end_ms: i64) -> Vec<&ThreadSecond> {
     let span = |s: &ThreadSecond| (s.wall_ns / 1_000_000) as i64;
     let overlap = |s: &ThreadSecond| s.unix_ms.min(end_ms) - (s.unix_ms - span(s)).max(start_ms);
-    let inside: Vec<&ThreadSecond> = threads.iter().filter(|s| overlap(s) >= 0 && 2 * overlap(s) >= span(s)).collect();
+    let inside: Vec<&ThreadSecond> = threads.iter().filter(|s| 2 * overlap(s) >= span(s)).collect();
     if !inside.is_empty() {
         return inside;
     }
