@@ -5,6 +5,9 @@
 //! changed. The lines that need a server of the user's live in the next
 //! block, which says so, and are not run.
 
+mod common;
+
+use common::cpu_exclusive;
 use std::path::Path;
 use std::process::Command;
 
@@ -58,6 +61,9 @@ fn comments_and_quotes_are_read_as_the_shell_reads_them() {
 
 #[test]
 fn every_line_of_the_readme_tour_runs_and_exits_0() {
+    // The tour's sweeps (16 clients, a profile) load both cores for a minute:
+    // the statistical tests beside it would measure it, not themselves.
+    let _cpu = cpu_exclusive();
     let lines = tour();
     assert!(lines.len() >= 15, "the tour shrank to {} lines: {lines:?}", lines.len());
     let dir = tempfile::tempdir().unwrap();
