@@ -138,8 +138,9 @@ impl Conn {
     }
 
     /// Opens a stream for `p` once the server's limit has room: its HEADERS
-    /// (and body, as the windows allow) queued and written.
-    fn poll_open(&self, cx: &mut Context<'_>, token: u64, p: &Prepared, body: Option<&Bytes>) -> Poll<Result<u32, Failure>> {
+    /// (and body, as the windows allow) queued, and written unless other
+    /// streams are open on the connection (`Opened::deferred`).
+    fn poll_open(&self, cx: &mut Context<'_>, token: u64, p: &Prepared, body: Option<&Bytes>) -> Poll<Result<Opened, Failure>> {
         let mut s = self.state.borrow_mut();
         s.drive(cx, token);
         if let Some(f) = &s.dead {
@@ -183,8 +184,16 @@ impl Conn {
             s.bodies += 1;
         }
         s.send_bodies();
-        s.flush(cx, token);
-        Poll::Ready(Ok(id))
+        // With other streams open, their clients are likely woken by the
+        // same read and about to open theirs: the first of them to poll
+        // again writes every queued HEADERS in one send, as h2load does
+        // with its writev (one send per request cost nginx's one worker
+        // a read per request: 0.85x h2load's throughput at 10x10).
+        let deferred = s.streams.len() > 1;
+        if !deferred {
+            s.flush(cx, token);
+        }
+        Poll::Ready(Ok(Opened { id, deferred }))
     }
 
     /// The response of stream `id`, once it has ended or failed.
@@ -342,6 +351,13 @@ impl Attempt {
     }
 }
 
+/// A stream opened: its id, and whether its HEADERS wait in the write
+/// buffer for the connection's next flush.
+struct Opened {
+    id: u32,
+    deferred: bool,
+}
+
 /// A request's hold on its connection, let go however the request ends
 /// (its future dropped by a timeout included).
 struct Hold<'a> {
@@ -362,8 +378,22 @@ impl Drop for Hold<'_> {
 pub(crate) async fn request(inner: &Inner, conn: &Conn, p: &Prepared, flow_wait: &mut Duration) -> Result<Answer, Attempt> {
     let mut hold = Hold { conn, token: conn.token(), stream: None };
     let token = hold.token;
-    let id = std::future::poll_fn(|cx| conn.poll_open(cx, token, p, inner.body.as_ref())).await.map_err(Attempt::NotSent)?;
+    let Opened { id, deferred } =
+        std::future::poll_fn(|cx| conn.poll_open(cx, token, p, inner.body.as_ref())).await.map_err(Attempt::NotSent)?;
     hold.stream = Some(id);
+    if deferred {
+        // To the back of the worker's queue, behind the clients woken with
+        // this one; the response's first poll then writes what they queued.
+        let mut yielded = false;
+        std::future::poll_fn(|cx| {
+            if std::mem::replace(&mut yielded, true) {
+                return Poll::Ready(());
+            }
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        })
+        .await;
+    }
     let (answer, waited) = std::future::poll_fn(|cx| conn.poll_response(cx, token, id)).await.map_err(Attempt::Failed)?;
     *flow_wait += waited;
     Ok(answer)
