@@ -187,8 +187,8 @@ impl Conn {
         // With other streams open, their clients are likely woken by the
         // same read and about to open theirs: the first of them to poll
         // again writes every queued HEADERS in one send, as h2load does
-        // with its writev (one send per request cost nginx's one worker
-        // a read per request: 0.85x h2load's throughput at 10x10).
+        // with its writev (+1-3 % throughput over TLS at 10x10, within the
+        // noise on h2c: bench/notes/h2-vs-h2load.md).
         let deferred = s.streams.len() > 1;
         if !deferred {
             s.flush(cx, token);
@@ -384,6 +384,8 @@ pub(crate) async fn request(inner: &Inner, conn: &Conn, p: &Prepared, flow_wait:
     if deferred {
         // To the back of the worker's queue, behind the clients woken with
         // this one; the response's first poll then writes what they queued.
+        // A wake of its own, not `tokio::task::yield_now`, which defers the
+        // wake until the runtime has next polled its I/O driver.
         let mut yielded = false;
         std::future::poll_fn(|cx| {
             if std::mem::replace(&mut yielded, true) {
