@@ -193,6 +193,43 @@ fn https_with_rustls() {
     assert_no_pool_verdicts(&run, "nginx over TLS");
 }
 
+#[test]
+fn busy_polling_clients_count_what_nginx_logged_and_keep_their_idle_polls_apart() {
+    // A core spun by the client thread: no test that needs its own
+    // windows runs beside it.
+    let _cpu = cpu_exclusive();
+    let nginx = Nginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let url = nginx.url("/index.html");
+    // One client (whose thread would otherwise wait in a blocking `recv`)
+    // and four, on one thread.
+    let args = ["sweep", &url, "-c", "1,4", "--threads", "1", "--warmup", "0.3s", "--duration", "1s", "--pause", "0.2s", "--json", "-q"];
+    let polled = json(&store, &[&args[..], &["--busy-poll"]].concat());
+    assert_matches_schema(&polled);
+    check_counts(&nginx, &polled);
+    assert_eq!(polled["schedule"]["options"]["client_busy_poll"], true);
+    for s in steps(&polled) {
+        assert_eq!(s["errors_total"], 0, "{s}");
+        let figure = |k: &str| s[k].as_f64().unwrap_or_else(|| panic!("{k} missing: {s}"));
+        let (cpu, work, idle) = (figure("client_cpu_pct"), figure("client_work_cpu_pct"), figure("client_poll_idle_s"));
+        assert!(idle > 0.0 && work < cpu, "the polls that found nothing are measured apart: {s}");
+        assert!(idle <= figure("client_cpu_s") + 1e-3, "idle polls are part of the client's CPU: {s}");
+    }
+    let shown = String::from_utf8(run(&store, &["show", &polled["id"].to_string()]).stdout).unwrap();
+    assert!(shown.contains("busy-polling"), "{shown}");
+    // Without it: no polls to speak of.
+    let slept = json(&store, &args);
+    check_counts(&nginx, &slept);
+    assert!(steps(&slept).iter().all(|s| s["client_poll_idle_s"].is_null() && s["client_work_cpu_pct"].is_null()));
+    assert!(slept["schedule"]["options"].get("client_busy_poll").is_none());
+    // Load agents do not busy-poll: refused before anything starts.
+    let out = run(&store, &["sweep", &url, "--busy-poll", "--agent", "tcp://127.0.0.1:1", "-q"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.lines().count() == 1 && err.contains("--busy-poll") && err.contains("--agent"), "{err}");
+}
+
 /// The windows of a run's stored steps, in the order they ran: (clients, start, end).
 fn windows(run: &Value) -> Vec<(u64, i64, i64)> {
     let w = |s: &Value| {

@@ -51,6 +51,7 @@ fn full() -> StepResult {
         clients: Some(ClientSpread::of(&[40, 41, 0, 0, 0, 0, 0, 0], &[1500.0])),
         flow_stalls: Some(6),
         flow_stall_ms: Some(12.5),
+        client_poll_idle_s: Some(0.25),
     }
 }
 
@@ -87,11 +88,12 @@ fn fingerprint(s: &StepResult) -> String {
         clients,
         flow_stalls,
         flow_stall_ms,
+        client_poll_idle_s,
     } = s;
     let h = |h: &LatencyHistogram| (h.count(), [0.0, 0.5, 0.9, 0.99, 1.0].map(|q| h.quantile_ms(q)));
     let secs: Vec<_> = seconds.iter().map(|x| (x.second, x.requests, x.errors, h(&x.latency), h(&x.service))).collect();
     format!(
-        "{concurrency} {window_s} {window_start_unix_ms} {window_end_unix_ms} {requests} {queries} {errors:?} {:?} {secs:?} {client_cpu_s} {client_cores} {reconnects} {connect_ms:?} {:?} {client_lag_ms:?} {client_runq_wait_pct:?} {partial} {statements:?} {offered_rate_per_s:?} {:?} {dropped:?} {late_sends:?} {clients:?} {flow_stalls:?} {flow_stall_ms:?}",
+        "{concurrency} {window_s} {window_start_unix_ms} {window_end_unix_ms} {requests} {queries} {errors:?} {:?} {secs:?} {client_cpu_s} {client_cores} {reconnects} {connect_ms:?} {:?} {client_lag_ms:?} {client_runq_wait_pct:?} {partial} {statements:?} {offered_rate_per_s:?} {:?} {dropped:?} {late_sends:?} {clients:?} {flow_stalls:?} {flow_stall_ms:?} {client_poll_idle_s:?}",
         h(latency),
         h(connect_latency),
         service.as_ref().map(h)

@@ -159,7 +159,8 @@ impl RunPlan {
     /// The client threads in words: "2", "2 bound to CPUs 0,1" when the
     /// run bound each event loop to a CPU (options `client_cpus`), and
     /// ", 100 µs slice" when they ran with a slice of their own (options
-    /// `client_slice_us`).
+    /// `client_slice_us`), and ", busy-polling" with `--busy-poll`
+    /// (options `client_busy_poll`).
     pub fn client_threads_text(&self) -> String {
         let mut text = match self.options.get("client_cpus").and_then(|v| v.as_array()) {
             Some(cpus) if !cpus.is_empty() => {
@@ -170,6 +171,9 @@ impl RunPlan {
         };
         if let Some(us) = self.options.get("client_slice_us").and_then(|v| v.as_u64()) {
             text.push_str(&format!(", {us} µs slice"));
+        }
+        if self.options.get("client_busy_poll").and_then(|v| v.as_bool()) == Some(true) {
+            text.push_str(", busy-polling");
         }
         text
     }

@@ -307,6 +307,12 @@ pub struct StepResult {
     pub flow_stalls: Option<u64>,
     /// HTTP/2: the time those requests waited, in all, ms (None as `flow_stalls`).
     pub flow_stall_ms: Option<f64>,
+    /// `--busy-poll`: the part of `client_cpu_s` spent in polls that found
+    /// nothing to do, seconds. The client's threads never sleep then, so
+    /// its CPU alone no longer says whether it kept up: the work is
+    /// `client_cpu_s` minus this. None: the client slept while it waited.
+    #[serde(default)]
+    pub client_poll_idle_s: Option<f64>,
 }
 
 /// Open loop: the share of requests sent late (in %) from which the
@@ -366,6 +372,8 @@ impl StepResult {
                 clients,
                 flow_stalls,
                 flow_stall_ms,
+                // The busiest part's, as its CPU below.
+                client_poll_idle_s: _,
             } = p;
             m.window_s = m.window_s.max(*window_s);
             start = Some(start.map_or(*window_start_unix_ms, |s| s.min(*window_start_unix_ms)));
@@ -404,7 +412,7 @@ impl StepResult {
             }
             m.flow_stalls = add_opt(m.flow_stalls, *flow_stalls);
             m.flow_stall_ms = add_opt(m.flow_stall_ms, *flow_stall_ms);
-            if busiest.is_none_or(|b| p.client_cpu_pct().unwrap_or(0.0) > b.client_cpu_pct().unwrap_or(0.0)) {
+            if busiest.is_none_or(|b| p.client_work_cpu_pct().unwrap_or(0.0) > b.client_work_cpu_pct().unwrap_or(0.0)) {
                 busiest = Some(p);
             }
         }
@@ -412,7 +420,9 @@ impl StepResult {
         if let Some(b) = busiest {
             // The busiest part's CPU over its own window, in the merged window's terms.
             m.client_cores = b.client_cores;
-            m.client_cpu_s = if b.window_s > 0.0 { b.client_cpu_s * m.window_s / b.window_s } else { 0.0 };
+            let scale = if b.window_s > 0.0 { m.window_s / b.window_s } else { 0.0 };
+            m.client_cpu_s = b.client_cpu_s * scale;
+            m.client_poll_idle_s = b.client_poll_idle_s.map(|s| s * scale);
         }
         for s in &mut seconds {
             s.latency.pack();
@@ -473,13 +483,22 @@ impl StepResult {
         }
     }
 
-    /// True when the client used more than 90 % of its cores, or (open
-    /// loop) sent at least [`CLIENT_LATE_SENDS_PCT`] of its requests late
-    /// with connections free: the result may be the client's. The verdict's
-    /// client-bound rule judges by the same figures, so the flag and the
-    /// verdict agree.
+    /// The client's CPU that did work, in % of its cores: all of it, but
+    /// with `--busy-poll` less the polls that found nothing
+    /// ([`StepResult::client_poll_idle_s`]), which a client that slept
+    /// would have spent asleep.
+    pub fn client_work_cpu_pct(&self) -> Option<f64> {
+        let idle = self.client_poll_idle_s.unwrap_or(0.0);
+        self.client_cpu_pct().map(|p| (p - 100.0 * idle / (self.window_s * self.client_cores as f64)).max(0.0))
+    }
+
+    /// True when the client's work used more than 90 % of its cores, or
+    /// (open loop) it sent at least [`CLIENT_LATE_SENDS_PCT`] of its
+    /// requests late with connections free: the result may be the
+    /// client's. The verdict's client-bound rule judges by the same
+    /// figures, so the flag and the verdict agree.
     pub fn client_saturated(&self) -> bool {
-        self.client_cpu_pct().is_some_and(|p| p > 90.0) || self.late_sends_pct().is_some_and(|p| p >= CLIENT_LATE_SENDS_PCT)
+        self.client_work_cpu_pct().is_some_and(|p| p > 90.0) || self.late_sends_pct().is_some_and(|p| p >= CLIENT_LATE_SENDS_PCT)
     }
 
     /// Open loop: completions per second as a share of the offered rate, in %.

@@ -13,6 +13,19 @@ pub fn process_cpu_s() -> f64 {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
+/// CPU time the calling thread has used so far, ns (its own clock, exact to
+/// the scheduler's accounting; 0 if the clock cannot be read).
+pub fn thread_cpu_ns() -> u64 {
+    // SAFETY: timespec is plain old data; all zeroes is a valid value.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: clock_gettime writes into `ts`, a live local.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// Time the calling thread has spent runnable but waiting for a CPU, ns
 /// (second field of `/proc/thread-self/schedstat`); None without schedstats.
 pub fn thread_run_delay_ns() -> Option<u64> {

@@ -72,7 +72,8 @@ impl Figures {
             io_pct: ts.map(|x| x.io),
             idle_pct: ts.map(|x| x.idle),
             hot_thread_pct: t.hottest_threads.first().map(|h| h.cpu_pct),
-            client_cpu_pct: s.client_cpu_pct(),
+            // With --busy-poll, the part that did work (README, "--busy-poll").
+            client_cpu_pct: s.client_work_cpu_pct(),
             client_lag_ms: s.client_lag_ms,
             tcp_time_wait: t.tcp_time_wait,
             listen_drops_per_s: t.listen_drops_per_s,
@@ -281,7 +282,7 @@ pub fn legend(cores: Option<u32>, source: Source) -> Vec<String> {
     let cores = cores.map_or_else(|| "the machine's".to_string(), |c| c.to_string());
     let mut lines = vec![
         match source {
-            Source::Step => format!("cpu busy, usr, sys, iowait: % of all {cores} cores; server cpu, hot thread: % of one core (200% = two cores busy); client cpu: % of the cores the load generator's threads had in the step (over 90%: the client may be the bottleneck)"),
+            Source::Step => format!("cpu busy, usr, sys, iowait: % of all {cores} cores; server cpu, hot thread: % of one core (200% = two cores busy); client cpu: % of the cores the load generator's threads had in the step (over 90%: the client may be the bottleneck; with --busy-poll, the part that did work)"),
             Source::Interval => format!("cpu busy, usr, sys, iowait: % of all {cores} cores; server cpu: % of one core (200% = two cores busy)"),
         },
         match source {

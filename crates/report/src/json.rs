@@ -130,6 +130,8 @@ fn step_json(step: &StepResult, first: Option<&StepResult>) -> Value {
         "latency_ms": lat,
         "client_cpu_s": (step.client_cores > 0).then_some(step.client_cpu_s),
         "client_cpu_pct": step.client_cpu_pct(),
+        "client_poll_idle_s": step.client_poll_idle_s,
+        "client_work_cpu_pct": step.client_poll_idle_s.and(step.client_work_cpu_pct()),
         "client_cores": (step.client_cores > 0).then_some(step.client_cores),
         "client_saturated": step.client_saturated(),
         "client_lag_ms": step.client_lag_ms,

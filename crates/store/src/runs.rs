@@ -76,8 +76,8 @@ impl Store {
         // Columns by name, never by position: a column added in the middle
         // cannot shift the others.
         tx.execute(
-            "INSERT INTO steps(run_id, idx, concurrency, window_s, window_start_unix_ms, window_end_unix_ms, requests, queries, errors_json, latency_hdr, client_cpu_s, client_cores, reconnects, connect_ms, partial, published_throughput_per_s, client_lag_ms, client_runq_wait_pct, statements_json, offered_rate_per_s, service_hdr, dropped, late_sends, connect_hdr, clients_json, flow_stalls, flow_stall_ms)
-             VALUES (:run_id, :idx, :concurrency, :window_s, :window_start_unix_ms, :window_end_unix_ms, :requests, :queries, :errors_json, :latency_hdr, :client_cpu_s, :client_cores, :reconnects, :connect_ms, :partial, :published_throughput_per_s, :client_lag_ms, :client_runq_wait_pct, :statements_json, :offered_rate_per_s, :service_hdr, :dropped, :late_sends, :connect_hdr, :clients_json, :flow_stalls, :flow_stall_ms)",
+            "INSERT INTO steps(run_id, idx, concurrency, window_s, window_start_unix_ms, window_end_unix_ms, requests, queries, errors_json, latency_hdr, client_cpu_s, client_cores, reconnects, connect_ms, partial, published_throughput_per_s, client_lag_ms, client_runq_wait_pct, statements_json, offered_rate_per_s, service_hdr, dropped, late_sends, connect_hdr, clients_json, flow_stalls, flow_stall_ms, client_poll_idle_s)
+             VALUES (:run_id, :idx, :concurrency, :window_s, :window_start_unix_ms, :window_end_unix_ms, :requests, :queries, :errors_json, :latency_hdr, :client_cpu_s, :client_cores, :reconnects, :connect_ms, :partial, :published_throughput_per_s, :client_lag_ms, :client_runq_wait_pct, :statements_json, :offered_rate_per_s, :service_hdr, :dropped, :late_sends, :connect_hdr, :clients_json, :flow_stalls, :flow_stall_ms, :client_poll_idle_s)",
             named_params! {
                 ":run_id": run_id,
                 ":idx": idx as i64,
@@ -106,6 +106,7 @@ impl Store {
                 ":clients_json": step.clients.map(|c| serde_json::to_string(&c).expect("a client spread serializes")),
                 ":flow_stalls": step.flow_stalls.map(|n| n as i64),
                 ":flow_stall_ms": step.flow_stall_ms,
+                ":client_poll_idle_s": step.client_poll_idle_s,
             },
         )
         .map_err(sql)?;
@@ -394,7 +395,7 @@ impl Store {
                 "SELECT idx, concurrency, window_s, window_start_unix_ms, window_end_unix_ms, requests, queries, errors_json,
                         latency_hdr, client_cpu_s, client_cores, reconnects, connect_ms, partial, published_throughput_per_s,
                         client_lag_ms, client_runq_wait_pct, statements_json, offered_rate_per_s, service_hdr, dropped, late_sends,
-                        connect_hdr, clients_json, flow_stalls, flow_stall_ms
+                        connect_hdr, clients_json, flow_stalls, flow_stall_ms, client_poll_idle_s
                  FROM steps WHERE run_id = ?1 ORDER BY idx",
             )
             .map_err(|e| self.sql(e))?;
@@ -453,6 +454,7 @@ impl Store {
                 clients,
                 flow_stalls: count("flow_stalls")?,
                 flow_stall_ms: r.get("flow_stall_ms").map_err(|e| self.sql(e))?,
+                client_poll_idle_s: r.get("client_poll_idle_s").map_err(|e| self.sql(e))?,
             });
         }
         let samples = self.load_run_samples(id)?;

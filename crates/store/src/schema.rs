@@ -19,6 +19,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0010_second_service.sql"),
     include_str!("migrations/0011_client_spread.sql"),
     include_str!("migrations/0012_flow_control.sql"),
+    include_str!("migrations/0013_busy_poll.sql"),
 ];
 
 /// The schema version this build writes.

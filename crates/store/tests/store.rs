@@ -139,11 +139,12 @@ fn a_version_7_store_migrates_and_keeps_open_loop_steps() {
     let mut store = Store::open(&path).unwrap();
     // 8: open-loop steps; 9: connect times in the window; 10: service time
     // per second; 11: the spread of completions over the clients; 12:
-    // HTTP/2 flow-control stalls.
-    assert_eq!((store.schema_version().unwrap(), LATEST_VERSION), (12, 12));
+    // HTTP/2 flow-control stalls; 13: a busy-polling client's idle polls.
+    assert_eq!((store.schema_version().unwrap(), LATEST_VERSION), (13, 13));
     let old = &store.load_run(3).unwrap().steps[0];
     assert!(old.clients.is_none(), "a step from before version 11 has no client spread");
     assert_eq!((old.flow_stalls, old.flow_stall_ms), (None, None), "a step from before version 12 measured no flow control");
+    assert_eq!(old.client_poll_idle_s, None, "a step from before version 13 was not busy-polled");
     assert!(old.connect_latency.is_empty(), "a step from before version 9 has no connect times");
     assert_eq!((old.requests, old.offered_rate_per_s, old.dropped, old.late_sends), (800, None, None, None));
     assert!(old.service.is_none(), "a closed-loop step has no service-time histogram");

@@ -323,6 +323,36 @@ pub struct Verdict {
     pub next: String,
 }
 
+/// True when the target is on this machine's loopback (or the built-in
+/// specimen): no link lies between client and server.
+fn is_loopback(target: &str) -> bool {
+    scalelab_core::Target::parse(target).is_ok_and(|t| t.is_loopback())
+}
+
+/// A busy-polling client's step as the rules judge it (`--busy-poll`): its
+/// polls that found nothing taken out of the client's CPU and out of the
+/// machine's busy CPU (user and system in proportion), as if it had slept
+/// through them, which is what they stand for. Without that a client that
+/// polls a core would read as a busy machine and a saturated client. The
+/// copy keeps `client_poll_idle_s` at 0: it was busy-polling, nothing is
+/// left to take out. Other steps are judged as they are.
+fn as_if_asleep(step: &StepResult, cores: Option<u32>) -> std::borrow::Cow<'_, StepResult> {
+    let Some(idle) = step.client_poll_idle_s.filter(|i| *i > 0.0) else { return std::borrow::Cow::Borrowed(step) };
+    let mut s = step.clone();
+    s.client_cpu_s = (s.client_cpu_s - idle).max(0.0);
+    s.client_poll_idle_s = Some(0.0);
+    let machine = cores.filter(|c| *c > 0).map(|c| 100.0 * idle / (s.window_s * f64::from(c)));
+    if let (Some(t), Some(idle_pct)) = (s.telemetry.as_mut(), machine.filter(|p| p.is_finite())) {
+        if let Some(busy) = t.cpu_busy_pct.filter(|b| *b > 0.0) {
+            let kept = (busy - idle_pct).max(0.0) / busy;
+            t.cpu_busy_pct = Some(busy * kept);
+            t.cpu_user_pct = t.cpu_user_pct.map(|u| u * kept);
+            t.cpu_sys_pct = t.cpu_sys_pct.map(|u| u * kept);
+        }
+    }
+    std::borrow::Cow::Owned(s)
+}
+
 /// The verdicts of `run` for its steps at and beyond `curve`'s knee, most
 /// important first: client-bound always first (the result is then the
 /// client's), the others by confidence, then by kind (errors, lock
@@ -331,12 +361,6 @@ pub struct Verdict {
 /// Partial steps and steps without a measured window (imported series) are
 /// skipped. When the client was saturated, every other verdict except errors
 /// is lowered one level, because the server figures may then describe the client.
-/// True when the target is on this machine's loopback (or the built-in
-/// specimen): no link lies between client and server.
-fn is_loopback(target: &str) -> bool {
-    scalelab_core::Target::parse(target).is_ok_and(|t| t.is_loopback())
-}
-
 pub fn verdicts(run: &Run, curve: &Curve) -> Vec<Verdict> {
     let measured: Vec<&StepResult> =
         run.steps.iter().filter(|s| !s.partial && s.window_s > 0.0 && s.published_throughput_per_s.is_none()).collect();
@@ -344,6 +368,7 @@ pub fn verdicts(run: &Run, curve: &Curve) -> Vec<Verdict> {
     let mut best: Vec<Verdict> = Vec::new();
     for step in measured.iter().filter(|s| crate::series::level(s) >= curve.knee_concurrency) {
         let keepalive = run.plan.options.get("keepalive").and_then(|v| v.as_bool());
+        let step = &*as_if_asleep(step, run.environment.logical_cores);
         let ctx = rules::Ctx { step, first, env: &run.environment, loopback: is_loopback(&run.plan.target), keepalive };
         for v in rules::all(&ctx) {
             match best.iter_mut().find(|b| b.kind == v.kind) {

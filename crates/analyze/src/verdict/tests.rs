@@ -824,6 +824,41 @@ fn client_bound_comes_first_and_lowers_the_server_verdicts() {
 }
 
 #[test]
+fn a_busy_polling_client_is_judged_by_its_work_not_by_its_polls() {
+    // 95 % of its 2 cores over 10 s, 15 s of it polls that found nothing:
+    // 20 % did work. Not the client's result, and the lock keeps its level.
+    let mut r = run_with(locked);
+    for s in &mut r.steps[1..] {
+        s.client_cpu_s = 19.0;
+        s.client_poll_idle_s = Some(15.0);
+    }
+    let d = diagnose(&r);
+    assert_eq!(kinds(&d.verdicts), vec![VerdictKind::LockContention], "{:?}", d.verdicts);
+    assert_eq!(d.verdicts[0].confidence, Confidence::High);
+    // Its work at 95 % is saturated, as a sleeping client's would be.
+    for s in &mut r.steps[1..] {
+        s.client_poll_idle_s = Some(0.5);
+    }
+    let d = diagnose(&r);
+    assert_eq!(d.verdicts[0].kind, VerdictKind::ClientBound);
+    assert_eq!(ev(&d.verdicts[0], "client CPU doing work (its idle busy polls left out)"), 92.5);
+    // A machine whose busy CPU is mostly the client's idle polls is not busy:
+    // no CPU verdict, neither the server's nor "busy elsewhere".
+    let mut r = run_with(|n| {
+        let mut t = busy(70.0, 28.0)(n);
+        t.server_cpu_pct = Some(1.0);
+        t
+    });
+    for s in &mut r.steps {
+        s.client_cpu_s = 35.0; // 3.5 cores of the 3.9 busy, 3.4 of them polling
+        s.client_cores = 4;
+        s.client_poll_idle_s = Some(34.0);
+    }
+    let d = diagnose(&r);
+    assert!(!kinds(&d.verdicts).iter().any(|k| k.name().starts_with("cpu-")), "{:?}", kinds(&d.verdicts));
+}
+
+#[test]
 fn client_bound_at_a_later_step_still_comes_first() {
     // Lock contention judged at 4 clients, the client saturated only at 8:
     // listed by step, the client's verdict would come second.

@@ -101,6 +101,13 @@ pub struct SweepArgs {
     /// context switches (README, "--threads"). Linux 6.12+.
     #[arg(long, default_value_t = 0)]
     pub client_slice_us: u64,
+    /// Client threads poll their sockets instead of sleeping while requests
+    /// are out: replies are read as they land (no wake-up in the latency,
+    /// none for the server to pay), at the cost of a full core per client
+    /// thread; the client's idle polls are measured apart (README,
+    /// "--busy-poll"). Not with --agent.
+    #[arg(long)]
+    pub busy_poll: bool,
     /// Open a new connection for every request (like ab without -k).
     #[arg(long)]
     pub no_keepalive: bool,

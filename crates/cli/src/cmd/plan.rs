@@ -109,6 +109,8 @@ pub struct Placement {
     pub no_pin: bool,
     /// `--client-slice-us` (0: the kernel's).
     pub client_slice_us: u64,
+    /// `--busy-poll`.
+    pub busy_poll: bool,
 }
 
 /// How the server and the machine are observed.
@@ -255,7 +257,13 @@ impl SweepPlan {
             steps,
             profile: a.profile || a.profile_steps.is_some(),
             profile_steps,
-            placement: Placement { threads, threads_given: a.threads, no_pin: a.no_pin, client_slice_us: a.client_slice_us },
+            placement: Placement {
+                threads,
+                threads_given: a.threads,
+                no_pin: a.no_pin,
+                client_slice_us: a.client_slice_us,
+                busy_poll: a.busy_poll,
+            },
             probes,
             agents,
             client_net,
@@ -304,6 +312,11 @@ fn agent_plan(a: &SweepArgs) -> anyhow::Result<Option<AgentPlan>> {
     }
     if a.client_net.is_some() || !a.source_address.is_empty() {
         return Err(bad("--client-net and --source-address shape this machine's clients: drop them with --agent"));
+    }
+    if a.busy_poll && !a.agents.is_empty() {
+        return Err(bad(
+            "--busy-poll applies to this machine's client threads; load agents sleep while they wait: drop --busy-poll or --agent",
+        ));
     }
     let mut tcp = false;
     for name in a.agents.iter().chain(&a.server_agent) {

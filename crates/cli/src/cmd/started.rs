@@ -65,6 +65,9 @@ pub fn begin<D>(store: Store, plan: &SweepPlan, mut setup: Setup, prepared: Prep
     if let Some(us) = slice_us {
         options.insert("client_slice_us".into(), us.into());
     }
+    if placement.busy_poll {
+        options.insert("client_busy_poll".into(), true.into());
+    }
     if let Some(net) = &setup.client_net {
         options.insert("client_net".into(), net.spec().to_string().into());
     }
@@ -126,6 +129,14 @@ pub fn begin<D>(store: Store, plan: &SweepPlan, mut setup: Setup, prepared: Prep
     }
     let run_id = session.run_id().expect("a sweep is recorded");
     let netns = setup.client_net.as_ref().map(|n| n.netns_path());
-    let engine = EngineOptions { threads: placement.threads, pin_cpus, slice_us, stop: stop.clone(), netns, hold_warmup: None };
+    let engine = EngineOptions {
+        threads: placement.threads,
+        pin_cpus,
+        slice_us,
+        stop: stop.clone(),
+        netns,
+        hold_warmup: None,
+        busy_poll: placement.busy_poll,
+    };
     Ok(Started { session, driver, specimen, engine, run_id, label, workload, stop, client_net: setup.client_net, agents: setup.agents })
 }

@@ -74,6 +74,7 @@ pub(super) fn record<C: Client>(
     let recorded = t1 >= warm_end && t1 < shared.window_end();
     let mut failed_connect = false;
     let mut l = local.borrow_mut();
+    l.finished += 1;
     let sec = if recorded { ((t1 - warm_end).as_secs() as usize).min(l.stats.seconds.len() - 1) } else { 0 };
     match outcome {
         Ok(statements) => {

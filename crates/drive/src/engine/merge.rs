@@ -38,6 +38,7 @@ impl Merge {
         let kept = (window_s.ceil().max(if window_s > 0.0 { 1.0 } else { 0.0 }) as usize).min(self.n_seconds);
         let (mut connect_total, mut connects) = (Duration::ZERO, 0u32);
         let (mut runq_total_ns, mut runq_threads) = (None::<u64>, 0u32);
+        let mut poll_idle = None::<Duration>;
         let mut statements: Vec<LatencyHistogram> = Vec::new();
         let mut parts = Vec::with_capacity(self.workers.len());
         for w in self.workers {
@@ -57,7 +58,11 @@ impl Merge {
                 completions,
                 outstanding_ms,
                 flow,
+                poll_idle: thread_poll_idle,
             } = w;
+            if let Some(d) = thread_poll_idle {
+                poll_idle = Some(poll_idle.unwrap_or_default() + d);
+            }
             connect_total += thread_connect_total;
             connects += thread_connects;
             if let Some(ns) = runq_wait_ns {
@@ -108,6 +113,8 @@ impl Merge {
                 clients: (!completions.is_empty()).then(|| ClientSpread::of(&completions, &outstanding_ms)),
                 flow_stalls: flow.map(|(n, _)| n),
                 flow_stall_ms: flow.map(|(_, wait)| wait.as_secs_f64() * 1e3),
+                // The process's, set below.
+                client_poll_idle_s: None,
             });
         }
         let mut result = StepResult::merge(concurrency, &parts, window.partial);
@@ -130,6 +137,7 @@ impl Merge {
             Some(c0) if window_s > 0.0 => (window.cpu_end - c0).max(0.0),
             _ => 0.0,
         };
+        result.client_poll_idle_s = poll_idle.filter(|_| window.cpu_start.is_some()).map(|d| d.as_secs_f64());
         result.client_runq_wait_pct = match (runq_total_ns, window_s > 0.0 && runq_threads > 0) {
             (Some(ns), true) => Some(100.0 * ns as f64 / 1e9 / (window_s * f64::from(runq_threads))),
             _ => None,

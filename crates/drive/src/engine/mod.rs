@@ -107,14 +107,27 @@ pub struct EngineOptions {
     /// takes a second of CPU on a loaded machine) holds it, so its start
     /// is not paid inside the window. None: the warm-up ends on time.
     pub hold_warmup: Option<Arc<AtomicBool>>,
+    /// `--busy-poll`: each worker thread polls its sockets without sleeping
+    /// from the load's start to the window's end, so a reply is read when
+    /// it lands instead of after a wake-up (see `worker::busy_poll`).
+    pub busy_poll: bool,
 }
 
 impl EngineOptions {
     /// `threads` event loops placed by the scheduler, the kernel's time
-    /// slice, no stop raised, this process's network, warm-ups not held:
-    /// the settings the other fields change from.
+    /// slice, no stop raised, this process's network, warm-ups not held,
+    /// threads that sleep while they wait: the settings the other fields
+    /// change from.
     pub fn new(threads: u32) -> EngineOptions {
-        EngineOptions { threads, pin_cpus: Vec::new(), slice_us: None, stop: Arc::default(), netns: None, hold_warmup: None }
+        EngineOptions {
+            threads,
+            pin_cpus: Vec::new(),
+            slice_us: None,
+            stop: Arc::default(),
+            netns: None,
+            hold_warmup: None,
+            busy_poll: false,
+        }
     }
 }
 
@@ -175,6 +188,7 @@ fn step<D: Driver>(
             cpu: opts.pin_cpus.get(t as usize).copied(),
             slice_us: opts.slice_us,
             netns: opts.netns.clone(),
+            busy_poll: opts.busy_poll,
         };
         let (d, sh, g, tx) = (driver.clone(), shared.clone(), gates.clone(), sec_tx.clone());
         let spawned = std::thread::Builder::new().name(format!("scalelab-client-{t}")).spawn(move || {

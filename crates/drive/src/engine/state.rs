@@ -188,6 +188,9 @@ pub(super) struct WorkerStats {
     /// The clients report flow-control waits (HTTP/2): the window's
     /// requests that waited, and their wait in all. None: not measured.
     pub(super) flow: Option<(u64, Duration)>,
+    /// `--busy-poll`: the window's time in polls that found nothing to do.
+    /// None: the thread slept while it waited.
+    pub(super) poll_idle: Option<Duration>,
 }
 
 impl WorkerStats {
@@ -209,6 +212,7 @@ impl WorkerStats {
             completions: vec![0; clients],
             outstanding_ms: Vec::new(),
             flow: None,
+            poll_idle: None,
         }
     }
 }
@@ -224,6 +228,9 @@ pub(super) struct Local {
     pub(super) timer_due: Option<Instant>,
     /// Open loop: the requests accepted and not yet done on this thread.
     pub(super) open: Dispatch,
+    /// Calls finished on this thread, in the window or not: a busy poll
+    /// that saw this unchanged did no work.
+    pub(super) finished: u64,
 }
 
 /// Open loop, one thread: requests accepted (a connection was free) and

@@ -91,15 +91,21 @@ impl Client for SettleClient {
 
 #[test]
 fn only_a_client_thread_with_one_connection_waits_in_a_blocking_socket() {
-    // (clients, threads, whether each connection's socket blocks)
-    for (clients, threads, blocks) in [(1, 1, true), (4, 4, true), (4, 8, true), (4, 2, false), (4, 1, false)] {
+    // (clients, threads, busy-polling, whether each connection's socket blocks)
+    let cases = [(1, 1, false, true), (4, 4, false, true), (4, 8, false, true), (4, 2, false, false), (4, 1, false, false)];
+    // A busy-polling thread must not block in `recv`: it polls.
+    for (clients, threads, busy_poll, blocks) in cases.into_iter().chain([(1, 1, true, false), (4, 4, true, false)]) {
         let blocking = Arc::new(Mutex::new(Vec::new()));
         let driver = Arc::new(SettleDriver { blocking: blocking.clone() });
         let plan = StepPlan { concurrency: clients, warmup_s: 0.0, window_s: 0.1, pause_s: 0.0, think_time_s: 0.0, open_loop: None };
-        let opts = EngineOptions::new(threads);
+        let opts = EngineOptions { busy_poll, ..EngineOptions::new(threads) };
         let r = run_step(&driver, &plan, &opts, &mut |_| {}).expect("the step ran");
         assert!(r.requests > 0, "the clients ran");
-        assert_eq!(*blocking.lock().unwrap(), vec![blocks; clients as usize], "{clients} clients on {threads} threads");
+        assert_eq!(
+            *blocking.lock().unwrap(),
+            vec![blocks; clients as usize],
+            "{clients} clients on {threads} threads, busy-poll {busy_poll}"
+        );
     }
 }
 
@@ -163,6 +169,31 @@ fn requests_left_waiting_at_the_end_of_the_window_are_unfinished_only_when_hung(
     let r = slow_step(150, u64::MAX, 1.0);
     assert!(r.requests > 0);
     assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
+}
+
+#[test]
+fn a_busy_polling_thread_measures_its_idle_polls_apart_from_its_work() {
+    // One client whose calls wait 5 ms in the event loop: asleep, its
+    // thread sleeps through them; busy-polling, it spins through them.
+    let driver = Arc::new(SlowDriver { delay: Duration::from_millis(5), answered: u64::MAX });
+    let plan = StepPlan { concurrency: 1, warmup_s: 0.1, window_s: 0.5, pause_s: 0.0, think_time_s: 0.0, open_loop: None };
+    let asleep = run_step(&driver, &plan, &EngineOptions::new(1), &mut |_| {}).expect("the step ran");
+    let polling = run_step(&driver, &plan, &EngineOptions { busy_poll: true, ..EngineOptions::new(1) }, &mut |_| {}).expect("the step ran");
+    assert_eq!(asleep.client_poll_idle_s, None, "a sleeping client has no idle polls");
+    let idle = polling.client_poll_idle_s.expect("a busy-polling client's idle polls are measured");
+    // Every client is accounted for either way: about 100 calls of 5 ms.
+    for r in [&asleep, &polling] {
+        assert!((40..=110).contains(&r.requests), "{} calls of 5 ms in 0.5 s", r.requests);
+        assert_eq!(r.errors.total(), 0);
+    }
+    // The thread spun (its CPU over the window, even on a loaded machine,
+    // is tens of ms; the sleeping one's a few), and nearly all of it was
+    // idle polling: CPU, not wall time, so never more than the process's.
+    assert!(idle > 0.02, "idle polls {idle:.3} s of CPU in a 0.5 s window");
+    assert!(idle <= polling.client_cpu_s + 1e-3, "idle {idle:.3} s within the process's {:.3} s", polling.client_cpu_s);
+    // The work is what is judged: a client that spun is not saturated.
+    assert!(polling.client_cpu_pct().unwrap() > polling.client_work_cpu_pct().unwrap());
+    assert!(!polling.client_saturated(), "work {:?} % of its core", polling.client_work_cpu_pct());
 }
 
 #[test]

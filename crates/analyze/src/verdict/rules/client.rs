@@ -4,6 +4,7 @@
 use super::*;
 
 pub(super) fn client_bound(ctx: &Ctx) -> Option<Verdict> {
+    // A busy-polling client's idle polls are already taken out (`as_if_asleep`).
     let pct = ctx.step.client_cpu_pct();
     let lag = ctx.step.client_lag_ms;
     // By CPU only: `client_saturated` also holds for late sends, judged below.
@@ -48,7 +49,8 @@ pub(super) fn client_bound(ctx: &Ctx) -> Option<Verdict> {
         "give the client more cores or another machine (more client threads, no busy neighbours, `taskset` it away from the server) and re-run; do not compare servers on this run",
     );
     if let Some(p) = pct {
-        d.ev("client CPU", Some(p), "% of its cores");
+        let busy_poll = ctx.step.client_poll_idle_s.is_some();
+        d.ev(if busy_poll { "client CPU doing work (its idle busy polls left out)" } else { "client CPU" }, Some(p), "% of its cores");
     }
     if let Some(l) = lag {
         d.ev("client event-loop lag", Some(l), "ms");
