@@ -228,6 +228,11 @@ fn busy_polling_clients_count_what_nginx_logged_and_keep_their_idle_polls_apart(
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(err.lines().count() == 1 && err.contains("--busy-poll") && err.contains("--agent"), "{err}");
+    // A budget is microseconds, 1 to 1000000.
+    let out = run(&store, &["sweep", &url, "--busy-poll=0", "-q"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.lines().count() == 1 && err.contains("--busy-poll=0") && err.contains("--busy-poll=50"), "{err}");
 }
 
 /// The windows of a run's stored steps, in the order they ran: (clients, start, end).

@@ -160,7 +160,8 @@ impl RunPlan {
     /// run bound each event loop to a CPU (options `client_cpus`), and
     /// ", 100 µs slice" when they ran with a slice of their own (options
     /// `client_slice_us`), and ", busy-polling" with `--busy-poll`
-    /// (options `client_busy_poll`).
+    /// (options `client_busy_poll`), ", busy-polling 50 µs after each
+    /// reply" with `--busy-poll=50` (and `client_busy_poll_us`).
     pub fn client_threads_text(&self) -> String {
         let mut text = match self.options.get("client_cpus").and_then(|v| v.as_array()) {
             Some(cpus) if !cpus.is_empty() => {
@@ -174,6 +175,9 @@ impl RunPlan {
         }
         if self.options.get("client_busy_poll").and_then(|v| v.as_bool()) == Some(true) {
             text.push_str(", busy-polling");
+            if let Some(us) = self.options.get("client_busy_poll_us").and_then(|v| v.as_u64()) {
+                text.push_str(&format!(" {us} µs after each reply"));
+            }
         }
         text
     }

@@ -103,11 +103,12 @@ pub struct SweepArgs {
     pub client_slice_us: u64,
     /// Client threads poll their sockets instead of sleeping while requests
     /// are out: replies are read as they land (no wake-up in the latency,
-    /// none for the server to pay), at the cost of a full core per client
-    /// thread; the client's idle polls are measured apart (README,
-    /// "--busy-poll"). Not with --agent.
-    #[arg(long)]
-    pub busy_poll: bool,
+    /// none for the server to pay). Alone: for the whole window, a full core
+    /// per client thread; `--busy-poll=US`: for up to US µs after each
+    /// finished call, then asleep until the next. The client's idle polls
+    /// are measured apart (README, "--busy-poll"). Not with --agent.
+    #[arg(long, value_name = "US", num_args = 0..=1, require_equals = true, default_missing_value = "window")]
+    pub busy_poll: Option<String>,
     /// Open a new connection for every request (like ab without -k).
     #[arg(long)]
     pub no_keepalive: bool,

@@ -109,8 +109,9 @@ pub struct Placement {
     pub no_pin: bool,
     /// `--client-slice-us` (0: the kernel's).
     pub client_slice_us: u64,
-    /// `--busy-poll`.
-    pub busy_poll: bool,
+    /// `--busy-poll`: how long a client thread polls after a finished call
+    /// (`Duration::MAX`: the whole window); None: it sleeps.
+    pub busy_poll: Option<Duration>,
 }
 
 /// How the server and the machine are observed.
@@ -195,6 +196,18 @@ impl SweepPlan {
         if a.client_slice_us != 0 && !(100..=100_000).contains(&a.client_slice_us) {
             return Err(bad("--client-slice-us must be 0 (the kernel's default) or 100 to 100000"));
         }
+        let busy_poll = match a.busy_poll.as_deref() {
+            None => None,
+            Some("window") => Some(Duration::MAX),
+            Some(us) => match us.parse::<u64>() {
+                Ok(n) if (1..=1_000_000).contains(&n) => Some(Duration::from_micros(n)),
+                _ => {
+                    return Err(bad(format!(
+                        "--busy-poll={us}: give microseconds from 1 to 1000000 (--busy-poll=50), or no value to poll the whole window"
+                    )))
+                }
+            },
+        };
         // HTTP/2: -c counts connections, each with `streams` clients (an
         // open loop's --max-in-flight is already requests in flight).
         if levels.iter().any(|&(c, open)| open.is_none() && u64::from(c) * u64::from(streams) > u64::from(MAX_CONCURRENCY)) {
@@ -257,13 +270,7 @@ impl SweepPlan {
             steps,
             profile: a.profile || a.profile_steps.is_some(),
             profile_steps,
-            placement: Placement {
-                threads,
-                threads_given: a.threads,
-                no_pin: a.no_pin,
-                client_slice_us: a.client_slice_us,
-                busy_poll: a.busy_poll,
-            },
+            placement: Placement { threads, threads_given: a.threads, no_pin: a.no_pin, client_slice_us: a.client_slice_us, busy_poll },
             probes,
             agents,
             client_net,
@@ -313,7 +320,7 @@ fn agent_plan(a: &SweepArgs) -> anyhow::Result<Option<AgentPlan>> {
     if a.client_net.is_some() || !a.source_address.is_empty() {
         return Err(bad("--client-net and --source-address shape this machine's clients: drop them with --agent"));
     }
-    if a.busy_poll && !a.agents.is_empty() {
+    if a.busy_poll.is_some() && !a.agents.is_empty() {
         return Err(bad(
             "--busy-poll applies to this machine's client threads; load agents sleep while they wait: drop --busy-poll or --agent",
         ));

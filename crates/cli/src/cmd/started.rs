@@ -65,8 +65,15 @@ pub fn begin<D>(store: Store, plan: &SweepPlan, mut setup: Setup, prepared: Prep
     if let Some(us) = slice_us {
         options.insert("client_slice_us".into(), us.into());
     }
-    if placement.busy_poll {
-        options.insert("client_busy_poll".into(), true.into());
+    match placement.busy_poll {
+        Some(d) if d == std::time::Duration::MAX => {
+            options.insert("client_busy_poll".into(), true.into());
+        }
+        Some(d) => {
+            options.insert("client_busy_poll".into(), true.into());
+            options.insert("client_busy_poll_us".into(), (d.as_micros() as u64).into());
+        }
+        None => {}
     }
     if let Some(net) = &setup.client_net {
         options.insert("client_net".into(), net.spec().to_string().into());

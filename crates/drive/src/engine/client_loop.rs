@@ -75,6 +75,9 @@ pub(super) fn record<C: Client>(
     let mut failed_connect = false;
     let mut l = local.borrow_mut();
     l.finished += 1;
+    if let Some(poller) = l.poller.take() {
+        poller.wake();
+    }
     let sec = if recorded { ((t1 - warm_end).as_secs() as usize).min(l.stats.seconds.len() - 1) } else { 0 };
     match outcome {
         Ok(statements) => {

@@ -107,10 +107,12 @@ pub struct EngineOptions {
     /// takes a second of CPU on a loaded machine) holds it, so its start
     /// is not paid inside the window. None: the warm-up ends on time.
     pub hold_warmup: Option<Arc<AtomicBool>>,
-    /// `--busy-poll`: each worker thread polls its sockets without sleeping
-    /// from the load's start to the window's end, so a reply is read when
-    /// it lands instead of after a wake-up (see `worker::busy_poll`).
-    pub busy_poll: bool,
+    /// `--busy-poll`: each worker thread polls its sockets instead of
+    /// sleeping, for up to this long after its last finished call
+    /// ([`std::time::Duration::MAX`]: until the window's end), so a reply is read when
+    /// it lands instead of after a wake-up (see `worker::busy_poll`). None:
+    /// the threads sleep while they wait.
+    pub busy_poll: Option<std::time::Duration>,
 }
 
 impl EngineOptions {
@@ -126,7 +128,7 @@ impl EngineOptions {
             stop: Arc::default(),
             netns: None,
             hold_warmup: None,
-            busy_poll: false,
+            busy_poll: None,
         }
     }
 }

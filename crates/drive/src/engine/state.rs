@@ -231,6 +231,9 @@ pub(super) struct Local {
     /// Calls finished on this thread, in the window or not: a busy poll
     /// that saw this unchanged did no work.
     pub(super) finished: u64,
+    /// `--busy-poll` with a budget: the poller asleep until a call
+    /// finishes (woken by `client_loop::record`).
+    pub(super) poller: Option<std::task::Waker>,
 }
 
 /// Open loop, one thread: requests accepted (a connection was free) and

@@ -98,7 +98,7 @@ fn only_a_client_thread_with_one_connection_waits_in_a_blocking_socket() {
         let blocking = Arc::new(Mutex::new(Vec::new()));
         let driver = Arc::new(SettleDriver { blocking: blocking.clone() });
         let plan = StepPlan { concurrency: clients, warmup_s: 0.0, window_s: 0.1, pause_s: 0.0, think_time_s: 0.0, open_loop: None };
-        let opts = EngineOptions { busy_poll, ..EngineOptions::new(threads) };
+        let opts = EngineOptions { busy_poll: busy_poll.then_some(Duration::MAX), ..EngineOptions::new(threads) };
         let r = run_step(&driver, &plan, &opts, &mut |_| {}).expect("the step ran");
         assert!(r.requests > 0, "the clients ran");
         assert_eq!(
@@ -178,7 +178,8 @@ fn a_busy_polling_thread_measures_its_idle_polls_apart_from_its_work() {
     let driver = Arc::new(SlowDriver { delay: Duration::from_millis(5), answered: u64::MAX });
     let plan = StepPlan { concurrency: 1, warmup_s: 0.1, window_s: 0.5, pause_s: 0.0, think_time_s: 0.0, open_loop: None };
     let asleep = run_step(&driver, &plan, &EngineOptions::new(1), &mut |_| {}).expect("the step ran");
-    let polling = run_step(&driver, &plan, &EngineOptions { busy_poll: true, ..EngineOptions::new(1) }, &mut |_| {}).expect("the step ran");
+    let polling = run_step(&driver, &plan, &EngineOptions { busy_poll: Some(Duration::MAX), ..EngineOptions::new(1) }, &mut |_| {})
+        .expect("the step ran");
     assert_eq!(asleep.client_poll_idle_s, None, "a sleeping client has no idle polls");
     let idle = polling.client_poll_idle_s.expect("a busy-polling client's idle polls are measured");
     // Every client is accounted for either way: about 100 calls of 5 ms.
@@ -194,6 +195,20 @@ fn a_busy_polling_thread_measures_its_idle_polls_apart_from_its_work() {
     // The work is what is judged: a client that spun is not saturated.
     assert!(polling.client_cpu_pct().unwrap() > polling.client_work_cpu_pct().unwrap());
     assert!(!polling.client_saturated(), "work {:?} % of its core", polling.client_work_cpu_pct());
+}
+
+#[test]
+fn a_busy_poll_with_a_budget_polls_after_each_call_then_sleeps() {
+    // 5 ms calls, 200 µs of polling after each: about 100 calls in 0.5 s,
+    // so at most ~20 ms of idle polls where the whole window spins ~0.5 s.
+    let driver = Arc::new(SlowDriver { delay: Duration::from_millis(5), answered: u64::MAX });
+    let plan = StepPlan { concurrency: 1, warmup_s: 0.1, window_s: 0.5, pause_s: 0.0, think_time_s: 0.0, open_loop: None };
+    let opts = EngineOptions { busy_poll: Some(Duration::from_micros(200)), ..EngineOptions::new(1) };
+    let r = run_step(&driver, &plan, &opts, &mut |_| {}).expect("the step ran");
+    assert!((40..=110).contains(&r.requests), "{} calls of 5 ms in 0.5 s", r.requests);
+    let idle = r.client_poll_idle_s.expect("measured");
+    assert!(idle > 0.0, "it polled after the calls");
+    assert!(idle < 0.1, "{idle:.3} s of idle polls: it must sleep once its 200 µs are spent");
 }
 
 #[test]

@@ -18,6 +18,7 @@ use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 /// Where a worker thread runs and what it runs.
@@ -38,8 +39,8 @@ pub(super) struct WorkerPlan {
     pub(super) slice_us: Option<u64>,
     /// The network namespace to enter before connecting (None: stay).
     pub(super) netns: Option<std::path::PathBuf>,
-    /// Poll without sleeping until the window's end ([`busy_poll`]).
-    pub(super) busy_poll: bool,
+    /// Poll instead of sleeping, this long after a finished call ([`busy_poll`]).
+    pub(super) busy_poll: Option<Duration>,
 }
 
 /// Runs on a new worker thread: places it, connects its clients, meets the
@@ -71,6 +72,7 @@ pub(super) fn worker<D: Driver>(
         timer_due: None,
         open,
         finished: 0,
+        poller: None,
     }));
 
     // A thread with one client has nothing else to do while its request is
@@ -78,7 +80,7 @@ pub(super) fn worker<D: Driver>(
     // open loop, whose dispatcher must run while requests are out.
     let arrivals = plan.schedule.arrivals_of(plan.thread, plan.threads);
     // Nor when busy-polling: a thread blocked in `recv` does not poll.
-    let sole = plan.ids.len() == 1 && arrivals.is_none() && !plan.busy_poll;
+    let sole = plan.ids.len() == 1 && arrivals.is_none() && plan.busy_poll.is_none();
     let ctxs: Vec<ClientCtx> =
         plan.ids.iter().map(|&id| ClientCtx::new(id).with_sole_connection(sole).on_connection(id / plan.per_connection.max(1))).collect();
     let mut clients: Vec<D::Client> = driver.clients(&ctxs);
@@ -121,8 +123,8 @@ pub(super) fn worker<D: Driver>(
             }
         };
     }
-    if plan.busy_poll {
-        set.spawn_local(busy_poll(local.clone(), shared.clone()));
+    if let Some(budget) = plan.busy_poll {
+        set.spawn_local(busy_poll(local.clone(), shared.clone(), budget));
     }
     if let Some(arrivals) = arrivals {
         set.spawn_local(or_fail(open_loop::dispatcher(arrivals, local.clone(), shared.clone(), notify, freed), gates.clone(), t));
@@ -147,28 +149,46 @@ pub(super) fn worker<D: Driver>(
     Some(Rc::try_unwrap(local).ok().expect("client tasks were dropped").into_inner().stats)
 }
 
-/// `--busy-poll`: a task that yields until the window's end. Each yield
-/// has the event loop poll its sockets without waiting (`epoll_wait` with
-/// no timeout) before it runs the task again, so the thread never sleeps:
-/// a reply is read as it lands, and the server that sends it does not pay
-/// to wake the client, nor does the client's latency carry its own
-/// wake-up. On the 2-vCPU VM, one HTTP/2 client of nginx: 15,900 and
-/// 12,400 req/s (p50 65 and 74 µs) asleep, 30,300 and 30,700 (p50 34 and
-/// 33 µs) polling (README, "--busy-poll"). A turn of the loop in which no
-/// call finished on this thread is idle; the thread CPU time of the idle
-/// turns inside the window is `WorkerStats::poll_idle` (CPU, not wall
-/// time: a thread preempted mid-turn used none).
-async fn busy_poll(local: Rc<RefCell<Local>>, shared: Arc<Shared>) {
+/// `--busy-poll`: a task that yields, over and over, for up to `budget`
+/// after the thread's last finished call, then sleeps until the next one
+/// finishes (never, with `Duration::MAX`: it polls until the window's
+/// end). Each yield has the event loop poll its sockets without waiting
+/// (`epoll_wait` with no timeout) before it runs the task again, so while
+/// it polls the thread never sleeps: a reply is read as it lands, and the
+/// server that sends it does not pay to wake the client, nor does the
+/// client's latency carry its own wake-up (README, "--busy-poll", for the
+/// figures). A turn of the loop in which no call finished on this thread
+/// is idle; the thread CPU time of the idle turns inside the window is
+/// `WorkerStats::poll_idle` (CPU, not wall time: a thread preempted
+/// mid-turn used none).
+async fn busy_poll(local: Rc<RefCell<Local>>, shared: Arc<Shared>, budget: Duration) {
     // Set now: the step may end before this task's last turn.
     local.borrow_mut().stats.poll_idle = Some(Duration::ZERO);
+    let mut last_work = Instant::now();
     loop {
         let (now, cpu0, before) = (Instant::now(), crate::cpu::thread_cpu_ns(), local.borrow().finished);
         if now >= shared.window_end() {
             break;
         }
+        if now.saturating_duration_since(last_work) >= budget {
+            // Out of budget: asleep until a call finishes (`record` wakes it).
+            std::future::poll_fn(|cx| {
+                let mut l = local.borrow_mut();
+                if l.finished != before || Instant::now() >= shared.window_end() {
+                    return Poll::Ready(());
+                }
+                l.poller = Some(cx.waker().clone());
+                Poll::Pending
+            })
+            .await;
+            last_work = Instant::now();
+            continue;
+        }
         tokio::task::yield_now().await;
         let mut l = local.borrow_mut();
-        if l.finished == before && now >= shared.warm_end() {
+        if l.finished != before {
+            last_work = Instant::now();
+        } else if now >= shared.warm_end() {
             let spent = Duration::from_nanos(crate::cpu::thread_cpu_ns().saturating_sub(cpu0));
             *l.stats.poll_idle.get_or_insert(Duration::ZERO) += spent;
         }
