@@ -292,6 +292,10 @@ fn agent_flags_are_checked_before_anything_is_created() {
     assert_bad_input(&store, &["sweep", "http://127.0.0.1:9/", "--agent", "ftp://x"], "use ssh://[user@]host[:port] or tcp://host:port");
     assert_bad_input(&store, &["sweep", "http://127.0.0.1:9/", "--agent", "tcp://127.0.0.1:9"], "needs --agent-token-file");
     assert_bad_input(&store, &["sweep", "--agent", "ssh://h"], "need a target URL");
+    // What only this machine's client threads do is not silently dropped.
+    let agent = ["sweep", "http://127.0.0.1:9/", "--agent", "tcp://127.0.0.1:9"];
+    assert_bad_input(&store, &[&agent[..], &["--client-slice-us", "100"]].concat(), "drop --client-slice-us or --agent");
+    assert_bad_input(&store, &[&agent[..], &["--busy-poll"]].concat(), "drop --busy-poll or --agent");
     let short = token(dir.path(), "short");
     let args = ["sweep", "http://127.0.0.1:9/", "--agent", "tcp://127.0.0.1:9", "--agent-token-file", short.to_str().unwrap()];
     assert_bad_input(&store, &args, "at least 16 characters");

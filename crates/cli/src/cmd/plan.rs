@@ -325,6 +325,11 @@ fn agent_plan(a: &SweepArgs) -> anyhow::Result<Option<AgentPlan>> {
             "--busy-poll applies to this machine's client threads; load agents sleep while they wait: drop --busy-poll or --agent",
         ));
     }
+    if a.client_slice_us != 0 && !a.agents.is_empty() {
+        return Err(bad(
+            "--client-slice-us applies to this machine's client threads; load agents keep the kernel's slice: drop --client-slice-us or --agent",
+        ));
+    }
     let mut tcp = false;
     for name in a.agents.iter().chain(&a.server_agent) {
         tcp |= matches!(scalelab_agent::AgentAddr::parse(name).map_err(bad)?, scalelab_agent::AgentAddr::Tcp { .. });
