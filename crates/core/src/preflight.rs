@@ -57,6 +57,8 @@ pub struct PreflightPlan {
     pub client_pinned: bool,
     /// The emulated client network the load goes through (`--client-net`), as given.
     pub client_net: Option<String>,
+    /// `--busy-poll`: the client threads hold their CPUs while they wait.
+    pub busy_poll: bool,
 }
 
 impl PreflightPlan {
@@ -198,6 +200,7 @@ mod tests {
             client_cpus: vec![],
             client_pinned: false,
             client_net: None,
+            busy_poll: false,
         };
         assert_eq!(plan.connections_text(), "2,000 connections (the open loop's in-flight cap)");
         plan.open_loop = false;

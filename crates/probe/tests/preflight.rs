@@ -104,11 +104,15 @@ fn plan(target: &str, keepalive: bool) -> PreflightPlan {
         client_cpus: vec![0, 1],
         client_pinned: true,
         client_net: None,
+        busy_poll: false,
     }
 }
 
 fn run(base: &Path, target: &str, keepalive: bool) -> Vec<Check> {
-    let plan = plan(target, keepalive);
+    judged(base, plan(target, keepalive))
+}
+
+fn judged(base: &Path, plan: PreflightPlan) -> Vec<Check> {
     let input = PreflightInput {
         known: Known {
             target: &plan.target,
@@ -189,6 +193,14 @@ fn a_badly_set_machine_warns_on_every_file_check_with_the_figure_and_fix() {
     assert_eq!(figure("net.mtu"), "eth0 mtu 1400");
     assert_eq!(figure("server.workers"), "nginx with 1 worker process(es) on 4 CPU(s)");
     assert_eq!(warnings(&checks).len(), FILE_CHECKS.len() + 1);
+    // A busy-polling client on the server's CPUs takes them whole: said so.
+    let polled = judged(dir.path(), PreflightPlan { busy_poll: true, ..plan("http://192.0.2.10:8080/", false) });
+    let c = status(&polled, "cpu.placement");
+    assert_eq!(c.status, CheckStatus::Warn, "{c:#?}");
+    assert!(c.figure.starts_with("client threads busy-poll on CPUs 0-1 (pinned)"), "{}", c.figure);
+    assert!(c.why.contains("latency tail is the client's doing") && c.fix.contains("drop --busy-poll"), "{c:#?}");
+    let asleep = status(&checks, "cpu.placement");
+    assert!(asleep.figure.starts_with("client threads on CPUs 0-1") && !asleep.why.contains("busy-polling"), "{asleep:#?}");
 }
 
 #[test]

@@ -26,6 +26,8 @@ pub struct Ask<'a> {
     pub no_pin: bool,
     /// `--client-net`'s spec, normalized.
     pub client_net: Option<String>,
+    /// `--busy-poll` (any budget).
+    pub busy_poll: bool,
 }
 
 /// The judged checks, with the noise estimate kept as a number for the
@@ -52,6 +54,7 @@ pub fn checks(ask: Ask) -> anyhow::Result<Judged> {
         client_cpus,
         client_pinned,
         client_net: ask.client_net,
+        busy_poll: ask.busy_poll,
     };
     let roots = Default::default();
     let input = PreflightInput { known: ask.known, db: db.as_ref(), noise: Ok(scalelab_probe::preflight::noise::measure(&roots)) };
@@ -155,6 +158,7 @@ pub fn run(a: &PreflightArgs) -> anyhow::Result<ExitCode> {
         threads,
         no_pin: a.no_pin,
         client_net,
+        busy_poll: false,
     })?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&scalelab_report::preflight::json(&checks))?);

@@ -209,6 +209,7 @@ fn run_preflight<D>(plan: &SweepPlan, prepared: &Prepared<D>) -> anyhow::Result<
         threads: plan.placement.threads,
         no_pin: plan.placement.no_pin,
         client_net: plan.client_net.as_ref().map(|n| n.to_string()),
+        busy_poll: plan.placement.busy_poll.is_some(),
     })?;
     if plan.strict && plan.profile {
         // --strict: a run asked for profiles that perf cannot take is refused before anything starts.
