@@ -65,15 +65,12 @@ pub fn begin<D>(store: Store, plan: &SweepPlan, mut setup: Setup, prepared: Prep
     if let Some(us) = slice_us {
         options.insert("client_slice_us".into(), us.into());
     }
-    match placement.busy_poll {
-        Some(d) if d == std::time::Duration::MAX => {
-            options.insert("client_busy_poll".into(), true.into());
+    if let Some(budget) = placement.busy_poll {
+        options.insert("client_busy_poll".into(), true.into());
+        // Duration::MAX: the whole window, no budget to record.
+        if budget != std::time::Duration::MAX {
+            options.insert("client_busy_poll_us".into(), (budget.as_micros() as u64).into());
         }
-        Some(d) => {
-            options.insert("client_busy_poll".into(), true.into());
-            options.insert("client_busy_poll_us".into(), (d.as_micros() as u64).into());
-        }
-        None => {}
     }
     if let Some(net) = &setup.client_net {
         options.insert("client_net".into(), net.spec().to_string().into());
